@@ -1,0 +1,11 @@
+use hostile::{FormatError, Guest, ToolResult};
+
+struct Hostile;
+
+impl Guest for Hostile {
+    fn format(_result: ToolResult) -> Result<String, FormatError> {
+        Ok("x".repeat(100 * 1024 * 1024))
+    }
+}
+
+hostile::export!(Hostile);

@@ -1,0 +1,14 @@
+use hostile::{FormatError, Guest, ToolResult};
+
+struct Hostile;
+
+impl Guest for Hostile {
+    fn format(_result: ToolResult) -> Result<String, FormatError> {
+        let mut n: u64 = 0;
+        loop {
+            n = std::hint::black_box(n.wrapping_add(1));
+        }
+    }
+}
+
+hostile::export!(Hostile);

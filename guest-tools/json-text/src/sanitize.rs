@@ -1,0 +1,177 @@
+//! Cleaning untrusted text before a model reads it.
+//!
+//! A tool result can carry characters that a terminal or a model treats as
+//! something other than text: ANSI escape sequences that rewrite the screen,
+//! control characters, and invisible or bidi-override characters that hide
+//! words from a human reviewer while the model still reads them (Unicode tag
+//! characters can smuggle a whole ASCII sentence). All of them are removed;
+//! line breaks and tabs are kept, `\r\n` and Unicode line separators become `\n`.
+
+/// Appends the cleaned form of `text` to `out`.
+///
+/// Runs of plain printable ASCII, the common case, are copied in bulk.
+pub fn push_clean(out: &mut String, text: &str) {
+    let bytes = text.as_bytes();
+    let mut start = 0; // first byte not yet copied
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t' {
+            i += 1;
+            continue;
+        }
+        out.push_str(&text[start..i]);
+        if b == 0x1b {
+            i = skip_escape(bytes, i);
+        } else if b < 0x80 {
+            // Other C0 controls and DEL. A lone `\r` ends a line; `\r\n` is one break.
+            if b == b'\r' && bytes.get(i + 1) != Some(&b'\n') {
+                out.push('\n');
+            }
+            i += 1;
+        } else {
+            // `i` is on a char boundary: every byte before it was ASCII or a whole char.
+            let Some(c) = text[i..].chars().next() else {
+                break;
+            };
+            let len = c.len_utf8();
+            if c == '\u{9b}' {
+                // The 8-bit CSI introducer: drop the whole sequence, as for ESC [.
+                i = skip_csi_params(bytes, i + len);
+            } else {
+                match classify(c) {
+                    Keep::Yes => out.push(c),
+                    Keep::LineBreak => out.push('\n'),
+                    Keep::No => {}
+                }
+                i += len;
+            }
+        }
+        start = i;
+    }
+    out.push_str(&text[start..]);
+}
+
+/// Returns `text` cleaned.
+pub fn clean(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    push_clean(&mut out, text);
+    out
+}
+
+enum Keep {
+    Yes,
+    LineBreak,
+    No,
+}
+
+fn classify(c: char) -> Keep {
+    match c {
+        '\u{2028}' | '\u{2029}' | '\u{85}' => Keep::LineBreak,
+        // C1 controls.
+        '\u{80}'..='\u{9f}'
+        // Soft hyphen, Arabic letter mark, Mongolian vowel separator.
+        | '\u{ad}' | '\u{61c}' | '\u{180e}'
+        // Zero-width space, joiners, left-to-right and right-to-left marks.
+        | '\u{200b}'..='\u{200f}'
+        // Bidi embeddings and overrides (LRE, RLE, PDF, LRO, RLO).
+        | '\u{202a}'..='\u{202e}'
+        // Word joiner, invisible operators, bidi isolates, deprecated format controls.
+        | '\u{2060}'..='\u{206f}'
+        // Byte order mark / zero-width no-break space.
+        | '\u{feff}'
+        // Interlinear annotation controls.
+        | '\u{fff9}'..='\u{fffb}'
+        // Tag characters: invisible ASCII look-alikes used to smuggle instructions.
+        | '\u{e0000}'..='\u{e007f}'
+        // Variation selectors supplement, another covert channel.
+        | '\u{e0100}'..='\u{e01ef}' => Keep::No,
+        _ => Keep::Yes,
+    }
+}
+
+/// Skips an escape sequence starting at the ESC byte at `i`; returns the index after it.
+fn skip_escape(bytes: &[u8], i: usize) -> usize {
+    match bytes.get(i + 1) {
+        // CSI: ESC [ parameters, intermediates, one final byte.
+        Some(b'[') => skip_csi_params(bytes, i + 2),
+        // OSC, DCS, SOS, PM, APC: a string ended by BEL or ESC \ (or the end of text).
+        Some(b']' | b'P' | b'X' | b'^' | b'_') => {
+            let mut j = i + 2;
+            while j < bytes.len() {
+                match bytes[j] {
+                    0x07 => return j + 1,
+                    0x1b if bytes.get(j + 1) == Some(&b'\\') => return j + 2,
+                    _ => j += 1,
+                }
+            }
+            j
+        }
+        // Two-byte sequences (ESC c, ESC 7, ...): drop ESC and the next ASCII byte.
+        Some(b) if b.is_ascii() => i + 2,
+        // A lone ESC, or ESC before a multi-byte char: drop only the ESC.
+        _ => i + 1,
+    }
+}
+
+/// Skips CSI parameter and intermediate bytes and the final byte, from `j`.
+fn skip_csi_params(bytes: &[u8], mut j: usize) -> usize {
+    while j < bytes.len() {
+        let b = bytes[j];
+        j += 1;
+        if (0x40..=0x7e).contains(&b) {
+            return j; // final byte
+        }
+        if !(0x20..=0x3f).contains(&b) {
+            // Not part of a CSI sequence: stop before it so it is judged on its own.
+            return j - 1;
+        }
+    }
+    j
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clean;
+
+    #[test]
+    fn plain_text_and_line_structure_are_kept() {
+        assert_eq!(clean("Lunch at 12:00\n\tRoom 4"), "Lunch at 12:00\n\tRoom 4");
+        assert_eq!(clean("a\r\nb\rc"), "a\nb\nc");
+        assert_eq!(clean("naïve café 日本 🎉"), "naïve café 日本 🎉");
+    }
+
+    #[test]
+    fn ansi_sequences_are_removed_whole() {
+        assert_eq!(clean("\x1b[31mred\x1b[0m"), "red");
+        assert_eq!(clean("\x1b[2J\x1b[1;1Hclear"), "clear");
+        assert_eq!(clean("\x1b]0;evil title\x07ok"), "ok");
+        assert_eq!(clean("\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\"), "link");
+        assert_eq!(clean("\u{9b}31mred"), "red");
+        assert_eq!(clean("\x1bcreset"), "reset");
+        assert_eq!(clean("end\x1b"), "end");
+    }
+
+    #[test]
+    fn control_characters_are_removed() {
+        assert_eq!(clean("a\x00b\x07c\x08d\x7fe"), "abcde");
+        assert_eq!(clean("a\u{85}b"), "a\nb");
+        assert_eq!(clean("a\u{90}b"), "ab");
+    }
+
+    #[test]
+    fn invisible_and_bidi_characters_are_removed() {
+        assert_eq!(clean("pay\u{202e}lid.exe"), "paylid.exe");
+        assert_eq!(clean("a\u{200b}b\u{200d}c\u{feff}d\u{2066}e\u{2069}"), "abcde");
+        assert_eq!(clean("soft\u{ad}hyphen"), "softhyphen");
+        // "hi" spelled in Unicode tag characters is invisible; it must vanish.
+        assert_eq!(clean("ok\u{e0068}\u{e0069}"), "ok");
+        assert_eq!(clean("x\u{e0101}y"), "xy");
+    }
+
+    #[test]
+    fn malformed_escapes_do_not_swallow_following_text() {
+        assert_eq!(clean("\x1b[12\nnext"), "\nnext");
+        assert_eq!(clean("\x1b]unterminated"), "");
+    }
+}

@@ -1,0 +1,5 @@
+//! The guest components of `guest-tools/`, built for `wasm32-wasip2` by this
+//! crate's build script: the default `json-text` formatter (path and embedded
+//! bytes) and the hostile formatters the tests use (paths in [`hostile`]).
+
+include!(concat!(env!("OUT_DIR"), "/guests.rs"));
