@@ -1,0 +1,176 @@
+//! The json-text formatter in the sandbox (fresh instance per call, limits
+//! on) against the same rendering code compiled natively, side by side in one
+//! run; throughput on one and two threads; and loading a precompiled
+//! component against compiling it.
+//!
+//! Run with `cargo bench -p wasmgate-sandbox --bench formatter`. After
+//! criterion's own report, a summary prints the ratios from this run's
+//! medians (read back from criterion's estimates).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
+use serde_json::json;
+use wasmgate_guests::JSON_TEXT;
+use wasmgate_sandbox::{FormatRequest, Formatter, Limits, Sandbox, SandboxConfig};
+
+const SIZES: [(&str, usize); 3] = [("200B", 200), ("10KB", 10_000), ("1MB", 1_000_000)];
+
+/// A calendar-like tool result whose JSON text is about `target` bytes.
+fn result_of_size(target: usize) -> FormatRequest {
+    let event = |i: usize| json!({"title": format!("Meeting {i}"), "start": "09:00", "attendees": ["ana", "bo"], "room": {"name": "Nord", "floor": 2}});
+    let mut events = Vec::new();
+    let mut structured = json!({"date": "2026-12-02", "events": []});
+    while structured.to_string().len() < target {
+        events.push(event(events.len()));
+        structured = json!({"date": "2026-12-02", "events": events});
+        if target <= 200 {
+            break;
+        }
+    }
+    let structured = structured.to_string();
+    FormatRequest {
+        tool_name: "calendar_query".into(),
+        provider: "calendar".into(),
+        content: json!([{"type": "text", "text": "Your agenda"}]).to_string(),
+        structured_content: Some(structured),
+        is_error: false,
+    }
+}
+
+fn native(request: &FormatRequest, limits: &Limits) -> String {
+    json_text::render::render(json_text::render::Input {
+        content: &request.content,
+        structured: request.structured_content.as_deref(),
+        is_error: request.is_error,
+        max_output_bytes: limits.output_bytes,
+    })
+    .unwrap()
+}
+
+fn limits() -> Limits {
+    // The default limits, with room for the 1 MB case's output.
+    Limits { output_bytes: 4 << 20, ..Limits::default() }
+}
+
+fn bench_sizes(c: &mut Criterion, formatter: &Formatter) {
+    let mut group = c.benchmark_group("format");
+    for (label, size) in SIZES {
+        let request = result_of_size(size);
+        let limits = limits();
+        assert_eq!(formatter.format(request.clone()).unwrap(), native(&request, &limits), "sandbox and native differ");
+        group.throughput(Throughput::Bytes(request.structured_content.as_ref().map_or(0, String::len) as u64));
+        if size >= 1_000_000 {
+            group.sample_size(30);
+        }
+        group.bench_with_input(BenchmarkId::new("native", label), &request, |b, r| b.iter(|| native(r, &limits)));
+        group.bench_with_input(BenchmarkId::new("sandboxed", label), &request, |b, r| {
+            b.iter_batched(|| r.clone(), |r| formatter.format(r).unwrap(), BatchSize::SmallInput)
+        });
+    }
+    group.finish();
+}
+
+fn bench_threads(c: &mut Criterion, formatter: &Formatter) {
+    let request = result_of_size(200);
+    let mut group = c.benchmark_group("throughput_200B");
+    for threads in [1usize, 2] {
+        // One iteration = one call; `threads` threads share the iterations.
+        group.bench_function(BenchmarkId::new("threads", threads), |b| {
+            b.iter_custom(|iters| {
+                let per_thread = iters.div_ceil(threads as u64);
+                let start = Instant::now();
+                std::thread::scope(|scope| {
+                    for _ in 0..threads {
+                        scope.spawn(|| {
+                            for _ in 0..per_thread {
+                                formatter.format(request.clone()).unwrap();
+                            }
+                        });
+                    }
+                });
+                start.elapsed().mul_f64(iters as f64 / (per_thread * threads as u64) as f64)
+            })
+        });
+    }
+    group.finish();
+}
+
+fn bench_load(c: &mut Criterion, cache_dir: &Path) {
+    let mut group = c.benchmark_group("load");
+    group.sample_size(10);
+    let compiling = Sandbox::new(SandboxConfig { max_concurrent_calls: 2, ..SandboxConfig::default() }).unwrap();
+    group.bench_function("compile", |b| {
+        b.iter(|| compiling.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap())
+    });
+    let cached = Sandbox::new(SandboxConfig {
+        max_concurrent_calls: 2,
+        cache_dir: Some(cache_dir.to_owned()),
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    cached.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap(); // fill the cache
+    group.sample_size(50);
+    group.bench_function("precompiled", |b| {
+        b.iter(|| cached.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap())
+    });
+    group.finish();
+}
+
+fn criterion_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/criterion")
+}
+
+/// The median of one benchmark in this run, from criterion's estimates file.
+fn median(id: &str) -> Option<Duration> {
+    let path = criterion_dir().join(id).join("new/estimates.json");
+    let estimates: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    let nanos = estimates["median"]["point_estimate"].as_f64()?;
+    Some(Duration::from_secs_f64(nanos / 1e9))
+}
+
+fn print_summary() {
+    println!("\n== summary (medians of this run)");
+    for (label, _) in SIZES {
+        let (Some(native), Some(sandboxed)) =
+            (median(&format!("format/native/{label}")), median(&format!("format/sandboxed/{label}")))
+        else {
+            continue;
+        };
+        println!(
+            "format {label:>5}: native {native:>10.2?}  sandboxed {sandboxed:>10.2?}  ratio {:.2}x  overhead {:?}",
+            sandboxed.as_secs_f64() / native.as_secs_f64(),
+            sandboxed.saturating_sub(native)
+        );
+    }
+    if let (Some(one), Some(two)) = (median("throughput_200B/threads/1"), median("throughput_200B/threads/2")) {
+        println!(
+            "throughput 200B: 1 thread {:.0} calls/s, 2 threads {:.0} calls/s, scaling {:.2}x",
+            1.0 / one.as_secs_f64(),
+            1.0 / two.as_secs_f64(),
+            one.as_secs_f64() / two.as_secs_f64()
+        );
+    }
+    if let (Some(compile), Some(load)) = (median("load/compile"), median("load/precompiled")) {
+        println!(
+            "load: compile {compile:.2?}, precompiled {load:.2?}, precompiled is {:.0}x faster",
+            compile.as_secs_f64() / load.as_secs_f64()
+        );
+    }
+}
+
+fn main() {
+    let mut c = Criterion::default().output_directory(&criterion_dir()).configure_from_args();
+    let sandbox = Sandbox::new(SandboxConfig::default()).unwrap();
+    println!("pooling allocator: {}", sandbox.is_pooled());
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, limits()).unwrap();
+    bench_sizes(&mut c, &formatter);
+    bench_threads(&mut c, &formatter);
+    let cache = tempfile::tempdir().unwrap();
+    bench_load(&mut c, &cache.path().join("components"));
+    c.final_summary();
+    print_summary();
+}

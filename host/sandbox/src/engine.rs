@@ -1,0 +1,197 @@
+//! The one wasmtime `Engine` of a process, its settings, and the epoch ticker
+//! that turns a wall-clock deadline into an interrupt.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use wasmtime::component::Linker;
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use crate::cache::Cache;
+use crate::error::LoadError;
+use crate::state::StoreState;
+
+/// Core instances of one wasip2 component written in Rust (3 core modules,
+/// 17 core instances), rounded up for components built by other toolchains.
+const CORE_INSTANCES_PER_COMPONENT: u32 = 32;
+
+/// Engine-wide settings, fixed when the [`Sandbox`] is built. Per-call limits
+/// are in [`crate::Limits`].
+#[derive(Debug, Clone)]
+pub struct SandboxConfig {
+    /// Upper bound for any call's `Limits::memory_bytes`; sizes the pool's slots.
+    pub max_memory_bytes: usize,
+    /// Compile fuel metering into guest code, so `Limits::fuel` can be used.
+    /// It costs about 40% of compute; the epoch deadline alone costs about 25%.
+    pub fuel: bool,
+    /// How many calls may run at once. With the pooling allocator this sizes
+    /// the pool; a call beyond it fails with `SandboxError::Busy`.
+    pub max_concurrent_calls: u32,
+    /// Use the pooling allocator (pre-reserved, reused instance slots). Much
+    /// faster per call; falls back to on-demand allocation where the host
+    /// cannot reserve the address space.
+    pub pooling: bool,
+    /// How often the epoch advances: the granularity of deadlines.
+    pub epoch_tick: Duration,
+    /// Largest wasm stack a call may use, in bytes.
+    pub max_wasm_stack: usize,
+    /// Where compiled components are cached; `None` compiles in memory on
+    /// every load.
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            max_memory_bytes: 256 << 20,
+            fuel: false,
+            max_concurrent_calls: 64,
+            pooling: true,
+            epoch_tick: Duration::from_millis(5),
+            max_wasm_stack: 512 << 10,
+            cache_dir: None,
+        }
+    }
+}
+
+/// The sandbox runtime: one engine, one linker with the (empty) WASI
+/// imports, an optional compiled-component cache, and the epoch ticker.
+/// Cheap to share by reference; load components with
+/// [`Sandbox::load_formatter`].
+pub struct Sandbox {
+    pub(crate) engine: Engine,
+    pub(crate) linker: Linker<StoreState>,
+    pub(crate) config: SandboxConfig,
+    pub(crate) cache: Option<Cache>,
+    /// Whether the pooling allocator is in use (it may have been refused).
+    pub(crate) pooled: bool,
+    ticker: Ticker,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox").field("config", &self.config).field("pooled", &self.pooled).finish_non_exhaustive()
+    }
+}
+
+impl Sandbox {
+    /// Builds the engine with `config`.
+    pub fn new(config: SandboxConfig) -> Result<Self, LoadError> {
+        let (engine, pooled) = build_engine(&config)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+        let cache = config.cache_dir.as_deref().and_then(|dir| match Cache::open(dir) {
+            Ok(cache) => Some(cache),
+            Err(e) => {
+                tracing::warn!(dir = %dir.display(), error = %e, "not using the component cache; components will be compiled on every start");
+                None
+            }
+        });
+        let ticker = Ticker::start(engine.clone(), config.epoch_tick)?;
+        Ok(Sandbox { engine, linker, config, cache, pooled, ticker })
+    }
+
+    /// Whether the pooling allocator is in use.
+    pub fn is_pooled(&self) -> bool {
+        self.pooled
+    }
+
+    /// The engine-wide settings.
+    pub fn config(&self) -> &SandboxConfig {
+        &self.config
+    }
+
+    pub(crate) fn tick(&self) -> Duration {
+        self.ticker.tick
+    }
+}
+
+/// Epoch ticks that cover `deadline`, rounded up, plus one because the first
+/// tick may come at any moment after the call starts.
+pub(crate) fn deadline_ticks(deadline: Duration, tick: Duration) -> u64 {
+    let ticks = deadline.as_nanos().div_ceil(tick.as_nanos().max(1));
+    u64::try_from(ticks).unwrap_or(u64::MAX - 1).saturating_add(1)
+}
+
+fn base_config(config: &SandboxConfig) -> Config {
+    let mut c = Config::new();
+    c.epoch_interruption(true)
+        .consume_fuel(config.fuel)
+        .max_wasm_stack(config.max_wasm_stack)
+        .wasm_component_model(true);
+    c
+}
+
+fn build_engine(config: &SandboxConfig) -> Result<(Engine, bool), LoadError> {
+    if config.pooling {
+        let slots = config.max_concurrent_calls.max(1);
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(slots)
+            .total_core_instances(slots.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
+            .max_core_instances_per_component(CORE_INSTANCES_PER_COMPONENT)
+            .total_memories(slots.saturating_mul(2))
+            .max_memories_per_component(2)
+            .total_tables(slots.saturating_mul(8))
+            .max_tables_per_component(8)
+            .max_memory_size(config.max_memory_bytes)
+            // Keeping a little memory resident between calls and resetting it
+            // with pagemap_scan (where the kernel has it) is what makes reuse
+            // fast and lets calls scale across threads; without pagemap_scan,
+            // keep_resident alone is slower than the defaults.
+            .pagemap_scan(Enabled::Auto);
+        if wasmtime::PoolingAllocationConfig::is_pagemap_scan_available() {
+            pool.linear_memory_keep_resident(4 << 20).table_keep_resident(4 << 20);
+        }
+        let mut c = base_config(config);
+        c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        match Engine::new(&c) {
+            Ok(engine) => return Ok((engine, true)),
+            Err(e) => {
+                tracing::warn!(error = %format!("{e:#}"), "pooling allocator unavailable; using on-demand allocation (slower per call)")
+            }
+        }
+    }
+    let engine = Engine::new(&base_config(config)).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+    Ok((engine, false))
+}
+
+/// Advances the engine's epoch every `tick` on a background thread, until
+/// the sandbox is dropped.
+#[derive(Debug)]
+struct Ticker {
+    tick: Duration,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Ticker {
+    /// Fails closed: without the ticker no deadline would ever fire.
+    fn start(engine: Engine, tick: Duration) -> Result<Self, LoadError> {
+        let tick = tick.max(Duration::from_micros(100));
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("wasmgate-epoch".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::park_timeout(tick);
+                    engine.increment_epoch();
+                }
+            })
+            .map_err(|e| LoadError::Engine(format!("cannot start the epoch thread that enforces deadlines: {e}")))?;
+        Ok(Ticker { tick, stop, thread: Some(thread) })
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
+            let _ = thread.join();
+        }
+    }
+}

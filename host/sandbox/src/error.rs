@@ -1,0 +1,118 @@
+//! What can go wrong, in the sandbox's own terms.
+//!
+//! [`SandboxError`] is per call and says exactly which limit tripped, that the
+//! guest trapped, or that it declined with a typed [`FormatError`]. Its texts
+//! are for the host (logs, audit): they may carry guest stderr and trap
+//! details, which never belong in a model's context. [`LoadError`] is for
+//! start-up: loading a component, with the file and what is wrong.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use wasmtime::Trap;
+
+use crate::limits::LimitHits;
+
+pub use crate::bindings::FormatError;
+
+/// A call that did not produce text.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SandboxError {
+    /// The request was larger than `Limits::input_bytes`; no guest code ran.
+    #[error("input of {size} bytes exceeds the {limit}-byte input limit")]
+    InputTooLarge { size: usize, limit: usize },
+    /// The guest returned more than `Limits::output_bytes` of text.
+    #[error("output of {size} bytes exceeds the {limit}-byte output limit")]
+    OutputTooLarge { size: usize, limit: usize },
+    /// The call ran past `Limits::deadline` and was interrupted.
+    #[error("deadline of {limit:?} exceeded")]
+    DeadlineExceeded { limit: Duration },
+    /// The call burned all of `Limits::fuel`.
+    #[error("fuel limit of {limit} exhausted")]
+    FuelExhausted { limit: u64 },
+    /// The guest tried to grow memory past `Limits::memory_bytes`.
+    #[error("memory limit of {limit} bytes reached")]
+    MemoryLimit { limit: usize },
+    /// The guest tried to grow a table past `Limits::table_elements`.
+    #[error("table limit of {limit} elements reached")]
+    TableLimit { limit: usize },
+    /// The guest's wasm stack overflowed.
+    #[error("guest stack overflow")]
+    StackOverflow,
+    /// The guest trapped for another reason: a panic (`unreachable`), an
+    /// out-of-bounds access, a failed host call. `stderr` is what the guest
+    /// printed before (a panic message, say), bounded.
+    #[error("guest trapped: {trap}{}", if stderr.is_empty() { String::new() } else { format!(" (stderr: {stderr})") })]
+    Trapped { trap: String, stderr: String },
+    /// The guest ran to completion and declined with a typed error.
+    #[error("formatter declined: {0}")]
+    Format(FormatError),
+    /// Every instance slot is in use: too many calls at once for the pool.
+    #[error("sandbox busy: all {slots} instance slots are in use")]
+    Busy { slots: u32 },
+    /// The instance could not be created (a count cap, for example).
+    #[error("could not instantiate the component: {0}")]
+    Instantiate(String),
+    /// The limits asked for something this sandbox was not built for.
+    #[error("invalid limits: {0}")]
+    InvalidLimits(String),
+}
+
+impl SandboxError {
+    /// Sorts a failed call: limits first (a refused growth is why the guest
+    /// trapped), then the trap code, then anything else the host saw.
+    pub(crate) fn from_call(err: wasmtime::Error, hits: LimitHits, limits: &crate::Limits, stderr: String) -> Self {
+        if hits.memory {
+            return SandboxError::MemoryLimit { limit: limits.memory_bytes };
+        }
+        if hits.table {
+            return SandboxError::TableLimit { limit: limits.table_elements };
+        }
+        match err.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => SandboxError::DeadlineExceeded { limit: limits.deadline },
+            Some(Trap::OutOfFuel) => SandboxError::FuelExhausted { limit: limits.fuel.unwrap_or(0) },
+            Some(Trap::StackOverflow) => SandboxError::StackOverflow,
+            Some(trap) => SandboxError::Trapped { trap: trap.to_string(), stderr },
+            None => SandboxError::Trapped { trap: format!("{:#}", err.root_cause()), stderr },
+        }
+    }
+}
+
+/// A component that could not be made ready to run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("cannot read component {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    /// The bytes are not a valid WebAssembly component (a core module, a
+    /// truncated file, garbage).
+    #[error("{name} is not a valid WebAssembly component: {reason}")]
+    Invalid { name: String, reason: String },
+    /// A valid component, but not for this world: it needs imports the
+    /// sandbox does not grant, or lacks the export the host calls.
+    #[error("{name} is not a {world} component: {reason}")]
+    WrongWorld { name: String, world: &'static str, reason: String },
+    /// The component cannot be instantiated within the limits.
+    #[error("{name} cannot run within the sandbox limits: {reason}")]
+    Limits { name: String, reason: String },
+    /// The engine could not be configured.
+    #[error("cannot configure the sandbox engine: {0}")]
+    Engine(String),
+}
+
+/// A short, single-line form of a guest-supplied message, so a hostile guest
+/// cannot flood the logs through its error text.
+pub(crate) fn bounded(text: &str, max: usize) -> String {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = &text[..end];
+    let mut out: String = cut.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    if end < text.len() {
+        out.push_str(" [...]");
+    }
+    out
+}

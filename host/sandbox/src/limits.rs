@@ -1,0 +1,117 @@
+//! Per-call limits, and the store-side limiter that enforces the memory and
+//! table caps and remembers which one a guest ran into.
+
+use std::time::Duration;
+
+use wasmtime::ResourceLimiter;
+
+/// Limits applied to every call. Each one is always on; the defaults suit a
+/// formatter rendering one tool result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Wall-clock time a call may run, enforced by epoch interruption.
+    pub deadline: Duration,
+    /// Fuel (roughly, wasm instructions) a call may burn. `None` means no
+    /// fuel limit; `Some` needs a sandbox built with `SandboxConfig::fuel`.
+    pub fuel: Option<u64>,
+    /// Largest linear memory, in bytes, across the instance's memories. At
+    /// most `SandboxConfig::max_memory_bytes`.
+    pub memory_bytes: usize,
+    /// Largest input (all strings of the request together), checked before
+    /// any guest code runs.
+    pub input_bytes: usize,
+    /// Largest text a formatter may return. The host checks it: the guest is
+    /// told the budget but cannot be trusted to keep it.
+    pub output_bytes: usize,
+    /// Elements any one table may grow to.
+    pub table_elements: usize,
+    /// Core instances one call may create (a Rust wasip2 component needs 17).
+    pub instances: usize,
+    /// Tables one call may create.
+    pub tables: usize,
+    /// Linear memories one call may create.
+    pub memories: usize,
+    /// Guest stderr kept for the logs; the rest is counted and dropped.
+    pub stderr_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            deadline: Duration::from_secs(1),
+            fuel: None,
+            memory_bytes: 64 << 20,
+            input_bytes: 8 << 20,
+            output_bytes: 1 << 20,
+            table_elements: 10_000,
+            instances: 32,
+            tables: 8,
+            memories: 2,
+            stderr_bytes: 16 << 10,
+        }
+    }
+}
+
+/// Which cap a guest hit, if any: the trap that follows a refused growth
+/// (usually an abort in the guest's allocator) is reported as the limit.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LimitHits {
+    pub memory: bool,
+    pub table: bool,
+}
+
+/// The `ResourceLimiter` of one store.
+#[derive(Debug)]
+pub(crate) struct StoreLimiter {
+    memory_bytes: usize,
+    table_elements: usize,
+    instances: usize,
+    tables: usize,
+    memories: usize,
+    pub hits: LimitHits,
+}
+
+impl StoreLimiter {
+    pub fn new(limits: &Limits) -> Self {
+        StoreLimiter {
+            memory_bytes: limits.memory_bytes,
+            table_elements: limits.table_elements,
+            instances: limits.instances,
+            tables: limits.tables,
+            memories: limits.memories,
+            hits: LimitHits::default(),
+        }
+    }
+}
+
+impl ResourceLimiter for StoreLimiter {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > self.memory_bytes {
+            // Refuse the growth (the guest sees memory.grow return -1) and
+            // remember why, so the trap that usually follows is explained.
+            self.hits.memory = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > self.table_elements {
+            self.hits.table = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn instances(&self) -> usize {
+        self.instances
+    }
+
+    fn tables(&self) -> usize {
+        self.tables
+    }
+
+    fn memories(&self) -> usize {
+        self.memories
+    }
+}

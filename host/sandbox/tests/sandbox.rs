@@ -1,0 +1,272 @@
+//! The sandbox host against the real default formatter: loading, the cache,
+//! each limit, and concurrent calls.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use wasmgate_guests::{JSON_TEXT, hostile};
+use wasmgate_sandbox::{FormatError, FormatRequest, Limits, LoadError, Sandbox, SandboxConfig, SandboxError};
+
+fn small_sandbox() -> Sandbox {
+    Sandbox::new(SandboxConfig { max_concurrent_calls: 4, ..SandboxConfig::default() }).unwrap()
+}
+
+fn text_result(text: &str) -> FormatRequest {
+    FormatRequest {
+        tool_name: "demo_tool".into(),
+        provider: "demo".into(),
+        content: serde_json::json!([{ "type": "text", "text": text }]).to_string(),
+        structured_content: None,
+        is_error: false,
+    }
+}
+
+#[test]
+fn the_default_formatter_renders_structured_content_and_strips_escapes() {
+    let sandbox = small_sandbox();
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+    let request = FormatRequest {
+        content:
+            r#"[{"type":"text","text":"\u001b[2Jagenda\u202e"},{"type":"image","data":"AAAA","mimeType":"image/png"}]"#
+                .into(),
+        structured_content: Some(r#"{"events":[{"title":"Standup","at":"09:00"}]}"#.into()),
+        ..text_result("")
+    };
+    let text = formatter.format(request).unwrap();
+    assert_eq!(text, "agenda\n[image: image/png, 3 B]\nevents:\n  - title: Standup\n    at: 09:00");
+}
+
+#[test]
+fn a_result_flagged_as_error_is_still_formatted() {
+    let sandbox = small_sandbox();
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+    let text = formatter.format(FormatRequest { is_error: true, ..text_result("unknown city") }).unwrap();
+    assert_eq!(text, "The tool reported an error:\nunknown city");
+}
+
+#[test]
+fn invalid_json_content_is_a_typed_format_error() {
+    let sandbox = small_sandbox();
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+    let result = formatter.format(FormatRequest { content: "{not json".into(), ..text_result("") });
+    assert!(
+        matches!(&result, Err(SandboxError::Format(FormatError::InvalidInput(why))) if why.starts_with("content is not JSON")),
+        "{result:?}"
+    );
+}
+
+#[test]
+fn the_formatter_keeps_within_the_output_budget_it_is_given() {
+    let sandbox = small_sandbox();
+    let limits = Limits { output_bytes: 1000, ..Limits::default() };
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, limits).unwrap();
+    let text = formatter.format(text_result(&"long line ".repeat(10_000))).unwrap();
+    assert!(text.len() <= 1000, "{}", text.len());
+    assert!(text.ends_with("[... output truncated by the formatter]"));
+}
+
+#[test]
+fn input_over_the_cap_is_refused_before_any_guest_code_runs() {
+    let sandbox = small_sandbox();
+    let limits = Limits { input_bytes: 100, ..Limits::default() };
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, limits).unwrap();
+    let result = formatter.format(text_result(&"x".repeat(200)));
+    assert!(matches!(result, Err(SandboxError::InputTooLarge { limit: 100, .. })), "{result:?}");
+}
+
+#[test]
+fn per_call_limits_override_the_defaults() {
+    let sandbox = small_sandbox();
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+    let tight = Limits { input_bytes: 10, ..Limits::default() };
+    assert!(matches!(
+        formatter.format_with(text_result("hello world"), &tight),
+        Err(SandboxError::InputTooLarge { .. })
+    ));
+    assert_eq!(formatter.format(text_result("hello world")).unwrap(), "hello world");
+}
+
+#[test]
+fn a_table_cap_below_what_the_component_needs_is_a_table_limit() {
+    let sandbox = small_sandbox();
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+    let tight = Limits { table_elements: 1, ..Limits::default() };
+    let result = formatter.format_with(text_result("x"), &tight);
+    assert!(matches!(result, Err(SandboxError::TableLimit { limit: 1 })), "{result:?}");
+    let at_load = sandbox.load_formatter("json-text", JSON_TEXT, tight).unwrap_err();
+    assert!(at_load.to_string().contains("table limit of 1 elements"), "{at_load}");
+}
+
+#[test]
+fn a_memory_cap_below_the_initial_memory_is_a_memory_limit() {
+    let sandbox = small_sandbox();
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+    let tight = Limits { memory_bytes: 64 << 10, ..Limits::default() };
+    let result = formatter.format_with(text_result("x"), &tight);
+    assert!(matches!(result, Err(SandboxError::MemoryLimit { limit }) if limit == 64 << 10), "{result:?}");
+}
+
+#[test]
+fn count_caps_too_low_for_the_component_fail_at_load() {
+    let sandbox = small_sandbox();
+    for limits in [
+        Limits { instances: 2, ..Limits::default() },
+        Limits { tables: 0, ..Limits::default() },
+        Limits { memories: 0, ..Limits::default() },
+    ] {
+        let err = sandbox.load_formatter("json-text", JSON_TEXT, limits.clone()).unwrap_err();
+        assert!(matches!(err, LoadError::Limits { .. }), "{limits:?}: {err}");
+        assert!(err.to_string().starts_with("json-text cannot run within the sandbox limits"), "{err}");
+    }
+}
+
+#[test]
+fn limits_beyond_the_sandbox_are_refused_at_load_with_the_fix() {
+    let sandbox = small_sandbox();
+    let err =
+        sandbox.load_formatter("f", JSON_TEXT, Limits { memory_bytes: 1 << 40, ..Limits::default() }).unwrap_err();
+    assert!(err.to_string().contains("raise SandboxConfig::max_memory_bytes"), "{err}");
+    let err = sandbox.load_formatter("f", JSON_TEXT, Limits { fuel: Some(1), ..Limits::default() }).unwrap_err();
+    assert!(err.to_string().contains("SandboxConfig::fuel = true"), "{err}");
+}
+
+#[test]
+fn bytes_that_are_not_a_component_fail_at_load_naming_it() {
+    let sandbox = small_sandbox();
+    for (what, bytes) in [
+        ("garbage", b"definitely not wasm".to_vec()),
+        ("a core module", b"\0asm\x01\0\0\0".to_vec()),
+        ("a truncated component", JSON_TEXT[..JSON_TEXT.len() / 2].to_vec()),
+    ] {
+        let err = sandbox.load_formatter("plugin.wasm", &bytes, Limits::default()).unwrap_err();
+        assert!(matches!(err, LoadError::Invalid { .. }), "{what}: {err}");
+        assert!(err.to_string().starts_with("plugin.wasm is not a valid WebAssembly component"), "{what}: {err}");
+    }
+}
+
+#[test]
+fn a_missing_file_is_a_read_error_naming_the_path() {
+    let sandbox = small_sandbox();
+    let err = sandbox.load_formatter_file(Path::new("/nonexistent/fmt.wasm"), Limits::default()).unwrap_err();
+    assert!(matches!(err, LoadError::Read { .. }));
+    assert!(err.to_string().contains("/nonexistent/fmt.wasm"), "{err}");
+}
+
+fn cached_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    files
+}
+
+fn cached_sandbox(dir: &Path, fuel: bool) -> Sandbox {
+    Sandbox::new(SandboxConfig {
+        cache_dir: Some(dir.to_owned()),
+        fuel,
+        max_concurrent_calls: 2,
+        ..SandboxConfig::default()
+    })
+    .unwrap()
+}
+
+fn assert_formats(sandbox: &Sandbox) {
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+    assert_eq!(formatter.format(text_result("cached")).unwrap(), "cached");
+}
+
+#[test]
+fn compiled_components_are_cached_and_reused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cache");
+    assert_formats(&cached_sandbox(&dir, false));
+    let files = cached_files(&dir);
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+    let before = std::fs::metadata(&files[0]).unwrap();
+    assert_formats(&cached_sandbox(&dir, false));
+    let after = std::fs::metadata(&files[0]).unwrap();
+    assert_eq!((before.ino(), before.mtime_nsec()), (after.ino(), after.mtime_nsec()), "a cache hit rewrote the file");
+    // An engine with other settings gets its own artifact, never the first one.
+    assert_formats(&cached_sandbox(&dir, true));
+    assert_eq!(cached_files(&dir).len(), 2);
+}
+
+#[test]
+fn a_tampered_or_truncated_cache_file_is_detected_and_rebuilt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cache");
+    assert_formats(&cached_sandbox(&dir, false));
+    let file = cached_files(&dir).remove(0);
+    let good = std::fs::read(&file).unwrap();
+
+    let mut flipped = good.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0xff;
+    let damaged: [Vec<u8>; 4] = [flipped, good[..good.len() / 3].to_vec(), good[..20].to_vec(), b"junk".to_vec()];
+    for bytes in damaged {
+        std::fs::write(&file, &bytes).unwrap();
+        assert_formats(&cached_sandbox(&dir, false));
+        assert_eq!(std::fs::read(&file).unwrap(), good, "the damaged file was not rebuilt");
+    }
+}
+
+#[test]
+fn a_cache_directory_others_can_write_is_not_used() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("shared");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    assert_formats(&cached_sandbox(&dir, false));
+    assert!(cached_files(&dir).is_empty(), "a world-writable cache was written to");
+}
+
+#[test]
+fn calls_run_concurrently_from_many_threads() {
+    let sandbox = small_sandbox();
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            let formatter = &formatter;
+            scope.spawn(move || {
+                for i in 0..25 {
+                    let text = format!("thread {t} call {i}");
+                    assert_eq!(formatter.format(text_result(&text)).unwrap(), text);
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn calls_beyond_the_pool_are_refused_as_busy() {
+    let sandbox = Sandbox::new(SandboxConfig { max_concurrent_calls: 1, ..SandboxConfig::default() }).unwrap();
+    assert!(sandbox.is_pooled(), "this test needs the pooling allocator");
+    let spin = sandbox
+        .load_formatter_file(
+            Path::new(hostile::SPIN_FOREVER),
+            Limits { deadline: Duration::from_secs(2), ..Limits::default() },
+        )
+        .unwrap();
+    let quick = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let saw_busy = std::thread::scope(|scope| {
+        // One thread keeps the only slot busy (retrying until it holds it)...
+        scope.spawn(|| {
+            while matches!(spin.format(text_result("")), Err(SandboxError::Busy { .. })) {}
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        // ...while this one calls until it is turned away or the spinner ends.
+        loop {
+            match quick.format(text_result("x")) {
+                Err(SandboxError::Busy { slots: 1 }) => break true,
+                Ok(_) if done.load(std::sync::atomic::Ordering::SeqCst) => break false,
+                Ok(_) => {}
+                Err(other) => panic!("unexpected error {other}"),
+            }
+        }
+    });
+    assert!(saw_busy, "a second concurrent call was not refused");
+    assert_eq!(quick.format(text_result("after")).unwrap(), "after");
+}

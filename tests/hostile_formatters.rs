@@ -1,0 +1,196 @@
+//! Every hostile formatter in `guest-tools/hostile` against a real sandbox:
+//! each attempt ends in exactly the outcome the contract promises, and the
+//! same sandbox then formats an ordinary result correctly.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::time::Duration;
+
+use wasmgate_guests::{JSON_TEXT, hostile};
+use wasmgate_sandbox::{FormatError, FormatRequest, Formatter, Limits, Sandbox, SandboxConfig, SandboxError};
+
+fn sandbox() -> Sandbox {
+    Sandbox::new(SandboxConfig { max_concurrent_calls: 8, ..SandboxConfig::default() }).unwrap()
+}
+
+fn quick_limits() -> Limits {
+    Limits { deadline: Duration::from_millis(200), ..Limits::default() }
+}
+
+fn load(sandbox: &Sandbox, path: &str, limits: Limits) -> Formatter {
+    sandbox.load_formatter_file(Path::new(path), limits).unwrap()
+}
+
+fn request(tool: &str) -> FormatRequest {
+    FormatRequest {
+        tool_name: tool.into(),
+        provider: "hostile".into(),
+        content: r#"[{"type":"text","text":"hello"}]"#.into(),
+        structured_content: None,
+        is_error: false,
+    }
+}
+
+/// After a hostile call, the same sandbox still renders a normal result.
+fn assert_sandbox_still_formats(sandbox: &Sandbox) {
+    let json_text = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+    let text = json_text
+        .format(FormatRequest {
+            content: r#"[{"type":"text","text":"Lunch at noon"}]"#.into(),
+            structured_content: Some(r#"{"events":[{"title":"Lunch"}]}"#.into()),
+            ..request("calendar_query")
+        })
+        .unwrap();
+    assert_eq!(text, "Lunch at noon\nevents:\n  - title: Lunch");
+}
+
+/// The guest's own report that the operation was refused.
+fn denial(result: Result<String, SandboxError>) -> String {
+    match result {
+        Err(SandboxError::Format(FormatError::Internal(why))) => {
+            eprintln!("guest reported: {why}");
+            why
+        }
+        other => panic!("expected the guest to report a denial, got {other:?}"),
+    }
+}
+
+#[test]
+fn reading_etc_passwd_is_denied() {
+    let sandbox = sandbox();
+    let why = denial(load(&sandbox, hostile::READ_PASSWD, quick_limits()).format(request("x")));
+    assert!(why.starts_with("read /etc/passwd: "), "{why}");
+    assert!(!why.contains("root:"), "{why}");
+    assert_sandbox_still_formats(&sandbox);
+}
+
+#[test]
+fn listing_the_root_directory_is_denied() {
+    let sandbox = sandbox();
+    let why = denial(load(&sandbox, hostile::LIST_ROOT, quick_limits()).format(request("x")));
+    assert!(why.starts_with("list /: "), "{why}");
+    assert_sandbox_still_formats(&sandbox);
+}
+
+#[test]
+fn writing_a_file_is_denied_and_nothing_is_written() {
+    let sandbox = sandbox();
+    let escaped = Path::new("/tmp/wasmgate-escaped.txt");
+    let _ = std::fs::remove_file(escaped);
+    let why = denial(load(&sandbox, hostile::WRITE_FILE, quick_limits()).format(request("x")));
+    assert!(why.starts_with("write file: /tmp/wasmgate-escaped.txt: "), "{why}");
+    assert!(!escaped.exists());
+    assert!(!Path::new("wasmgate-escaped.txt").exists());
+    assert_sandbox_still_formats(&sandbox);
+}
+
+#[test]
+fn the_environment_arguments_and_working_directory_are_empty() {
+    let sandbox = sandbox();
+    let why = denial(load(&sandbox, hostile::READ_ENV, quick_limits()).format(request("x")));
+    // "/" is wasi-libc's answer when the host grants no working directory.
+    assert_eq!(why, "environment: 0 variables, 0 arguments, working directory /");
+    assert_sandbox_still_formats(&sandbox);
+}
+
+#[test]
+fn opening_a_tcp_connection_is_denied() {
+    let sandbox = sandbox();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let why = denial(load(&sandbox, hostile::TCP_CONNECT, quick_limits()).format(request(&address)));
+    assert!(why.starts_with("tcp connect: "), "{why}");
+    // Nothing reached the listener.
+    assert_eq!(listener.accept().map(|_| ()).unwrap_err().kind(), std::io::ErrorKind::WouldBlock);
+    assert_sandbox_still_formats(&sandbox);
+}
+
+#[test]
+fn an_endless_loop_hits_the_deadline() {
+    let sandbox = sandbox();
+    let result = load(&sandbox, hostile::SPIN_FOREVER, quick_limits()).format(request("x"));
+    assert!(
+        matches!(result, Err(SandboxError::DeadlineExceeded { limit }) if limit == Duration::from_millis(200)),
+        "{result:?}"
+    );
+    assert_sandbox_still_formats(&sandbox);
+}
+
+#[test]
+fn an_endless_loop_runs_out_of_fuel_when_fuel_is_metered() {
+    let sandbox =
+        Sandbox::new(SandboxConfig { fuel: true, max_concurrent_calls: 4, ..SandboxConfig::default() }).unwrap();
+    let limits = Limits { fuel: Some(5_000_000), deadline: Duration::from_secs(30), ..Limits::default() };
+    let result = load(&sandbox, hostile::SPIN_FOREVER, limits).format(request("x"));
+    assert!(matches!(result, Err(SandboxError::FuelExhausted { limit: 5_000_000 })), "{result:?}");
+    assert_sandbox_still_formats(&sandbox);
+}
+
+#[test]
+fn allocating_a_gibibyte_hits_the_memory_limit() {
+    let sandbox = sandbox();
+    let result = load(&sandbox, hostile::ALLOC_1GIB, quick_limits()).format(request("x"));
+    assert!(matches!(result, Err(SandboxError::MemoryLimit { limit }) if limit == 64 << 20), "{result:?}");
+    assert_sandbox_still_formats(&sandbox);
+}
+
+#[test]
+fn unbounded_recursion_overflows_the_stack() {
+    let sandbox = sandbox();
+    let result = load(&sandbox, hostile::STACK_OVERFLOW, quick_limits()).format(request("x"));
+    assert!(matches!(result, Err(SandboxError::StackOverflow)), "{result:?}");
+    assert_sandbox_still_formats(&sandbox);
+}
+
+#[test]
+fn a_hundred_megabytes_of_text_cannot_even_be_built_under_the_default_memory_cap() {
+    let sandbox = sandbox();
+    let result = load(&sandbox, hostile::HUGE_OUTPUT, quick_limits()).format(request("x"));
+    assert!(matches!(result, Err(SandboxError::MemoryLimit { .. })), "{result:?}");
+    assert_sandbox_still_formats(&sandbox);
+}
+
+#[test]
+fn a_hundred_megabytes_of_text_is_refused_by_the_host_output_cap() {
+    let sandbox = sandbox();
+    let limits = Limits { memory_bytes: 256 << 20, deadline: Duration::from_secs(10), ..Limits::default() };
+    let result = load(&sandbox, hostile::HUGE_OUTPUT, limits).format(request("x"));
+    assert!(
+        matches!(result, Err(SandboxError::OutputTooLarge { size, limit }) if size == 100 << 20 && limit == 1 << 20),
+        "{result:?}"
+    );
+    assert_sandbox_still_formats(&sandbox);
+}
+
+#[test]
+fn a_panic_is_a_trap_with_the_panic_message_captured() {
+    let sandbox = sandbox();
+    let result = load(&sandbox, hostile::PANIC, quick_limits()).format(request("x"));
+    match result {
+        Err(SandboxError::Trapped { trap, stderr }) => {
+            assert!(trap.contains("unreachable"), "{trap}");
+            assert!(stderr.contains("hostile formatter panicked on purpose"), "{stderr}");
+        }
+        other => panic!("expected a trap, got {other:?}"),
+    }
+    assert_sandbox_still_formats(&sandbox);
+}
+
+#[test]
+fn no_state_survives_from_one_call_to_the_next() {
+    let sandbox = sandbox();
+    let formatter = load(&sandbox, hostile::REMEMBER_CALLS, quick_limits());
+    for tool in ["first", "second", "third"] {
+        assert_eq!(formatter.format(request(tool)).unwrap(), format!("call 1 saw {tool}"));
+    }
+}
+
+#[test]
+fn the_clocks_are_frozen() {
+    let sandbox = sandbox();
+    let text = load(&sandbox, hostile::READ_CLOCK, quick_limits()).format(request("x")).unwrap();
+    assert_eq!(text, "wall=0 elapsed=0");
+}
