@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: formatting, lints, and every test.
+# Installs what it needs first; the guest components are built from source by
+# host/guests/build.rs as part of the cargo build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh
+
+echo "== cargo fmt --check" >&2
+cargo fmt --all -- --check
+(cd guest-tools && cargo fmt --all -- --check)
+
+echo "== cargo clippy" >&2
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy --manifest-path guest-tools/Cargo.toml --workspace --all-targets --locked \
+    --target wasm32-wasip2 --target-dir target/guests -- -D warnings
+
+echo "== the formatter logic, natively" >&2
+cargo test --manifest-path guest-tools/Cargo.toml -p json-text --locked --target-dir target/guests-native
+
+echo "== the workspace" >&2
+cargo test --workspace --locked
