@@ -1,0 +1,54 @@
+//! JSON-RPC 2.0 and MCP messages for wasmgate, as pure functions over `serde_json::Value`.
+//!
+//! wasmgate sits between an AI agent and MCP servers it does not trust. Everything a
+//! server sends passes through this crate first, so it is written for a hostile peer:
+//! no I/O, no async, no panics on any input, no guessing (an ambiguous message is an
+//! error, not a best effort), and no silently dropped fields (typed views keep the raw
+//! JSON they were read from).
+//!
+//! # Layout
+//!
+//! The modules, in the order a message meets them:
+//!
+//! * [`limits`]: raw bytes to `Value`, after size, UTF-8, depth and duplicate-key checks
+//!   ([`parse_message`], [`Limits`]); the depth/duplicate scanner itself is the private
+//!   `scan` module.
+//! * [`jsonrpc`]: `Value` to one of the four JSON-RPC message kinds ([`classify`],
+//!   [`Message`]) and the envelope builders; [`id`]: the request [`Id`].
+//! * [`codes`]: JSON-RPC and MCP error codes.
+//! * [`version`]: [`ProtocolVersion`], the legacy/stateless split, and negotiation.
+//! * [`result`]: `resultType` and the multi round-trip `input_required` results
+//!   ([`ResultKind`]), plus cache hints.
+//! * [`mcp`]: client-side request builders for both eras ([`ClientContext`]).
+//! * [`handshake`]: the `server/discover` and `initialize` result parsers.
+//! * [`tools`]: `tools/list` definitions and `tools/call` results.
+//! * [`error`]: [`ProtocolError`], the one error type.
+//!
+//! [`parse_message`] and [`classify`] (or [`decode`], which chains them) are the entry
+//! points for fuzzing: they take arbitrary input and must only ever return.
+
+pub mod codes;
+pub mod error;
+mod fields;
+pub mod handshake;
+pub mod id;
+pub mod jsonrpc;
+pub mod limits;
+pub mod mcp;
+pub mod result;
+mod scan;
+pub mod tools;
+pub mod version;
+
+pub use error::ProtocolError;
+pub use handshake::{DiscoverResult, InitializeResult, ServerInfo, parse_discover_result, parse_initialize_result};
+pub use id::Id;
+pub use jsonrpc::{
+    ErrorObject, ErrorResponse, Message, Notification, Request, Response, classify, error_response, notification,
+    request, result_response,
+};
+pub use limits::{Limits, decode, parse_message};
+pub use mcp::{ClientContext, ClientInfo};
+pub use result::{CacheHints, CacheScope, InputRequired, ResultKind, parse_result_kind};
+pub use tools::{CallToolResult, ContentBlock, ToolDefinition, ToolsPage, parse_call_tool_result, parse_tools_list};
+pub use version::{ProtocolVersion, SUPPORTED, negotiate};
