@@ -31,7 +31,9 @@ fn main() {
         env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target")).join("guests");
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.arg("build")
+    // Run inside guest-tools/ so its .cargo/config.toml (guest rustflags) applies.
+    cmd.current_dir(&guests)
+        .arg("build")
         .arg("--release")
         .arg("--target")
         .arg(TARGET)

@@ -2,8 +2,11 @@
 //! bounded plain text.
 //!
 //! Layout:
-//! - [`render`]: the rendering rules (JSON as indented `key: value` lines and
-//!   bullets, content blocks in order, placeholders for media);
+//! - [`render`]: the result-level rules (content blocks in order, placeholders
+//!   for media, structured content rendered once);
+//! - `json`: JSON text rendered as indented `key: value` lines and bullets,
+//!   straight from the parser, without building a tree;
+//! - `out`: the bounded, line-oriented output buffer;
 //! - [`sanitize`]: removal of control, escape, invisible and bidi characters;
 //! - `component` (wasm32 only): the `formatter` world's export, a thin shell
 //!   over [`render::render`].
@@ -11,6 +14,8 @@
 //! The logic is plain Rust so that it is unit-tested natively and benchmarked
 //! natively against the same code running in the sandbox.
 
+mod json;
+mod out;
 pub mod render;
 pub mod sanitize;
 

@@ -12,9 +12,11 @@
 //! - Output never exceeds the caller's byte budget: it is cut on a character
 //!   boundary and ends with a marker saying so.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::sanitize::push_clean;
+use crate::json::{JsonError, render_json};
+use crate::out::Out;
+pub use crate::out::TRUNCATED;
 
 /// What the formatter is given: the raw parts of one tool result.
 #[derive(Debug, Clone, Copy)]
@@ -36,65 +38,76 @@ pub enum RenderError {
     InvalidInput(String),
 }
 
-/// The marker that ends truncated output.
-pub const TRUNCATED: &str = "\n[... output truncated by the formatter]";
-
 /// Renders one tool result.
 pub fn render(input: Input<'_>) -> Result<String, RenderError> {
-    let content: Value = serde_json::from_str(input.content)
-        .map_err(|e| RenderError::InvalidInput(format!("content is not JSON: {e}")))?;
-    let Value::Array(blocks) = content else {
-        return Err(RenderError::InvalidInput("content is not a JSON array".into()));
+    let content: Vec<Value> = match serde_json::from_str(input.content) {
+        Ok(Value::Array(blocks)) => blocks,
+        Ok(_) => return Err(RenderError::InvalidInput("content is not a JSON array".into())),
+        Err(e) => return Err(RenderError::InvalidInput(format!("content is not JSON: {e}"))),
     };
-    let structured = match input.structured {
-        None => None,
-        Some(text) => Some(
-            serde_json::from_str::<Value>(text)
-                .map_err(|e| RenderError::InvalidInput(format!("structuredContent is not JSON: {e}")))?,
-        ),
-    };
-
     let mut out = Out::new(input.max_output_bytes);
     if input.is_error {
         out.line(0, "The tool reported an error:");
     }
-    for block in &blocks {
+    // Rendered first, so that a text block repeating it can be recognised.
+    let structured = match input.structured {
+        None => None,
+        Some(json) => {
+            let mut rendered = Out::new(input.max_output_bytes);
+            render_json(&mut rendered, 0, json).map_err(|JsonError::Invalid(e)| {
+                RenderError::InvalidInput(format!("structuredContent is not JSON: {e}"))
+            })?;
+            Some(rendered)
+        }
+    };
+    for block in &content {
         if out.full() {
             break;
         }
-        // Tools that return structured content usually repeat it as a JSON text
-        // block for older clients; render it once.
-        if structured.is_some() && text_block_json(block).as_ref() == structured.as_ref() {
-            continue;
-        }
-        render_block(&mut out, block);
+        render_block(&mut out, block, structured.as_ref());
     }
-    if let Some(value) = &structured {
-        render_value(&mut out, 0, value);
+    if let Some(rendered) = &structured {
+        out.append(rendered);
     }
     Ok(out.finish())
 }
 
-/// The JSON value inside a text block, if the block is text holding an object or array.
-fn text_block_json(block: &Value) -> Option<Value> {
-    let text = block.get("text")?.as_str()?;
-    if block.get("type")?.as_str()? != "text" {
-        return None;
-    }
+/// The text of a text block that looks like a JSON object or array.
+fn json_text(block: &Value) -> Option<&str> {
+    let text = str_field(block, "text")?;
     let trimmed = text.trim_start();
-    if !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
-        return None;
-    }
-    serde_json::from_str(text).ok()
+    (trimmed.starts_with('{') || trimmed.starts_with('[')).then_some(text)
 }
 
-fn render_block(out: &mut Out, block: &Value) {
+/// Renders a text block holding JSON like structured content. Returns false,
+/// leaving `out` as it was, when the text is not JSON after all.
+fn render_json_text(out: &mut Out, text: &str, structured: Option<&Out>) -> bool {
+    let mark = out.mark();
+    if let Some(structured) = structured {
+        // Tools that return structured content usually repeat it as a JSON
+        // text block for older clients: render it once.
+        let mut rendered = Out::new(usize::MAX);
+        if render_json(&mut rendered, 0, text).is_ok() && rendered.as_str() == structured.as_str() {
+            return true;
+        }
+    }
+    match render_json(out, 0, text) {
+        Ok(()) => true,
+        Err(_) => {
+            out.rewind(mark);
+            false
+        }
+    }
+}
+
+fn render_block(out: &mut Out, block: &Value, structured: Option<&Out>) {
     let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
     match kind {
-        "text" => match text_block_json(block) {
-            Some(value) => render_value(out, 0, &value),
-            None => out.text(0, str_field(block, "text").unwrap_or("")),
-        },
+        "text" => {
+            if !json_text(block).is_some_and(|text| render_json_text(out, text, structured)) {
+                out.text(0, str_field(block, "text").unwrap_or(""));
+            }
+        }
         "image" | "audio" => {
             let mime = str_field(block, "mimeType").unwrap_or("unknown type");
             let size = str_field(block, "data").map_or(0, base64_decoded_len);
@@ -128,81 +141,6 @@ fn str_field<'v>(value: &'v Value, key: &str) -> Option<&'v str> {
     value.get(key)?.as_str()
 }
 
-fn render_value(out: &mut Out, indent: usize, value: &Value) {
-    match value {
-        Value::Object(map) if map.is_empty() => out.line(indent, "(empty)"),
-        Value::Array(items) if items.is_empty() => out.line(indent, "(none)"),
-        Value::Object(map) => render_object(out, indent, map),
-        Value::Array(items) => {
-            for item in items {
-                if out.full() {
-                    return;
-                }
-                render_item(out, indent, item);
-            }
-        }
-        scalar => {
-            out.start_line(indent);
-            out.scalar_inline(indent + 2, scalar);
-        }
-    }
-}
-
-fn render_object(out: &mut Out, indent: usize, map: &Map<String, Value>) {
-    for (key, value) in map {
-        if out.full() {
-            return;
-        }
-        out.start_line(indent);
-        render_entry(out, indent + 2, key, value);
-    }
-}
-
-/// `key: value` on the current line, or `key:` with the nested value below it.
-fn render_entry(out: &mut Out, nested_indent: usize, key: &str, value: &Value) {
-    out.clean(key);
-    if is_nested(value) {
-        out.push(":");
-        render_value(out, nested_indent, value);
-    } else {
-        out.push(": ");
-        out.scalar_inline(nested_indent, value);
-    }
-}
-
-/// One array element: `- ` then the element, its further lines indented under it.
-fn render_item(out: &mut Out, indent: usize, item: &Value) {
-    out.start_line(indent);
-    out.push("- ");
-    match item {
-        Value::Object(map) if !map.is_empty() => {
-            // The first key shares the bullet's line; the rest align under it.
-            for (i, (key, value)) in map.iter().enumerate() {
-                if out.full() {
-                    return;
-                }
-                if i > 0 {
-                    out.start_line(indent + 2);
-                }
-                render_entry(out, indent + 4, key, value);
-            }
-        }
-        Value::Array(items) if !items.is_empty() => {
-            out.push("(list)");
-            render_value(out, indent + 2, item);
-        }
-        scalar => out.scalar_inline(indent + 2, scalar),
-    }
-}
-
-fn is_nested(value: &Value) -> bool {
-    match value {
-        Value::Object(map) => !map.is_empty(),
-        Value::Array(items) => !items.is_empty(),
-        _ => false,
-    }
-}
-
 /// Decoded size of base64 text, without decoding it.
 fn base64_decoded_len(data: &str) -> usize {
     let trimmed = data.trim_end_matches('=');
@@ -216,125 +154,6 @@ fn human_size(bytes: usize) -> String {
         format!("{:.1} KiB", bytes as f64 / 1024.0)
     } else {
         format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
-    }
-}
-
-/// Splits on every kind of line break (`\n`, `\r\n`, `\r`, NEL, LS, PS), so
-/// each continuation line gets its indentation.
-fn lines(text: &str) -> impl Iterator<Item = &str> {
-    text.split('\n')
-        .flat_map(|line| line.strip_suffix('\r').unwrap_or(line).split(['\r', '\u{85}', '\u{2028}', '\u{2029}']))
-}
-
-/// The output buffer: line-oriented, cleaned, and bounded.
-struct Out {
-    text: String,
-    /// Where content must stop so that the truncation marker still fits.
-    budget: usize,
-    truncated: bool,
-}
-
-impl Out {
-    fn new(max_bytes: usize) -> Self {
-        Out { text: String::new(), budget: max_bytes.saturating_sub(TRUNCATED.len()), truncated: false }
-    }
-
-    fn full(&self) -> bool {
-        self.truncated
-    }
-
-    fn start_line(&mut self, indent: usize) {
-        if !self.text.is_empty() {
-            self.push("\n");
-        }
-        for _ in 0..indent / 2 {
-            self.push("  ");
-        }
-    }
-
-    fn line(&mut self, indent: usize, text: &str) {
-        self.start_line(indent);
-        self.push(text);
-    }
-
-    /// A bracketed one-line placeholder built from untrusted parts.
-    fn placeholder(&mut self, parts: &[&str]) {
-        self.start_line(0);
-        self.push("[");
-        for part in parts {
-            self.clean(part);
-        }
-        self.push("]");
-    }
-
-    /// Untrusted multi-line text, each line indented.
-    fn text(&mut self, indent: usize, text: &str) {
-        self.start_line(indent);
-        self.continue_text(indent, text);
-    }
-
-    /// Untrusted text continuing the current line; later lines are indented.
-    fn continue_text(&mut self, indent: usize, text: &str) {
-        let mut lines = lines(text);
-        if let Some(first) = lines.next() {
-            self.clean(first);
-        }
-        for line in lines {
-            self.start_line(indent);
-            self.clean(line);
-        }
-    }
-
-    fn scalar_inline(&mut self, continuation_indent: usize, value: &Value) {
-        match value {
-            Value::String(s) => self.continue_text(continuation_indent, s),
-            Value::Null => self.push("null"),
-            Value::Bool(b) => self.push(if *b { "true" } else { "false" }),
-            Value::Number(n) => self.push(&n.to_string()),
-            Value::Object(_) => self.push("(empty)"),
-            Value::Array(_) => self.push("(none)"),
-        }
-    }
-
-    /// Appends cleaned untrusted text, within the budget.
-    fn clean(&mut self, text: &str) {
-        if self.truncated {
-            return;
-        }
-        push_clean(&mut self.text, text);
-        if self.text.len() > self.budget {
-            self.cut();
-        }
-    }
-
-    /// Appends trusted text, within the budget.
-    fn push(&mut self, text: &str) {
-        if self.truncated {
-            return;
-        }
-        if self.text.len() + text.len() > self.budget {
-            self.text.push_str(text);
-            self.cut();
-        } else {
-            self.text.push_str(text);
-        }
-    }
-
-    /// Cuts the text back to the budget on a char boundary and marks it truncated.
-    fn cut(&mut self) {
-        let mut end = self.budget.min(self.text.len());
-        while !self.text.is_char_boundary(end) {
-            end -= 1;
-        }
-        self.text.truncate(end);
-        self.truncated = true;
-    }
-
-    fn finish(mut self) -> String {
-        if self.truncated {
-            self.text.push_str(TRUNCATED);
-        }
-        self.text
     }
 }
 

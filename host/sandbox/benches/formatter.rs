@@ -22,15 +22,9 @@ const SIZES: [(&str, usize); 3] = [("200B", 200), ("10KB", 10_000), ("1MB", 1_00
 /// A calendar-like tool result whose JSON text is about `target` bytes.
 fn result_of_size(target: usize) -> FormatRequest {
     let event = |i: usize| json!({"title": format!("Meeting {i}"), "start": "09:00", "attendees": ["ana", "bo"], "room": {"name": "Nord", "floor": 2}});
-    let mut events = Vec::new();
-    let mut structured = json!({"date": "2026-12-02", "events": []});
-    while structured.to_string().len() < target {
-        events.push(event(events.len()));
-        structured = json!({"date": "2026-12-02", "events": events});
-        if target <= 200 {
-            break;
-        }
-    }
+    let per_event = event(0).to_string().len() + 1;
+    let events: Vec<_> = (0..(target / per_event).max(1)).map(event).collect();
+    let structured = json!({"date": "2026-12-02", "events": events});
     let structured = structured.to_string();
     FormatRequest {
         tool_name: "calendar_query".into(),
@@ -132,8 +126,47 @@ fn median(id: &str) -> Option<Duration> {
     Some(Duration::from_secs_f64(nanos / 1e9))
 }
 
+/// Native and sandboxed calls interleaved round by round, so that drift in
+/// the machine's speed (this runs on a shared VM) hits both sides alike; the
+/// ratio reported is the median of the per-round ratios.
+fn interleaved(formatter: &Formatter) {
+    println!("\n== interleaved rounds (median of per-round figures)");
+    let limits = limits();
+    for (label, size) in SIZES {
+        let request = result_of_size(size);
+        let (rounds, reps) = if size >= 1_000_000 { (40, 2) } else { (300, 20) };
+        let mut ratios = Vec::with_capacity(rounds);
+        let mut overheads = Vec::with_capacity(rounds);
+        for _ in 0..rounds {
+            let start = Instant::now();
+            for _ in 0..reps {
+                std::hint::black_box(native(&request, &limits));
+            }
+            let native_time = start.elapsed() / reps;
+            let copies: Vec<FormatRequest> = (0..reps).map(|_| request.clone()).collect();
+            let start = Instant::now();
+            for copy in copies {
+                std::hint::black_box(formatter.format(copy).unwrap());
+            }
+            let sandboxed_time = start.elapsed() / reps;
+            ratios.push(sandboxed_time.as_secs_f64() / native_time.as_secs_f64());
+            overheads.push(sandboxed_time.saturating_sub(native_time));
+        }
+        ratios.sort_by(f64::total_cmp);
+        overheads.sort();
+        println!(
+            "format {label:>5} ({} B): sandboxed/native {:.2}x, overhead {:.1?} (p10 {:.1?}, p90 {:.1?})",
+            request.structured_content.as_ref().map_or(0, String::len),
+            ratios[rounds / 2],
+            overheads[rounds / 2],
+            overheads[rounds / 10],
+            overheads[rounds * 9 / 10],
+        );
+    }
+}
+
 fn print_summary() {
-    println!("\n== summary (medians of this run)");
+    println!("\n== summary (criterion medians of this run)");
     for (label, _) in SIZES {
         let (Some(native), Some(sandboxed)) =
             (median(&format!("format/native/{label}")), median(&format!("format/sandboxed/{label}")))
@@ -173,4 +206,5 @@ fn main() {
     bench_load(&mut c, &cache.path().join("components"));
     c.final_summary();
     print_summary();
+    interleaved(&formatter);
 }
