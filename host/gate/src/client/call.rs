@@ -1,0 +1,205 @@
+//! `tools/call`: one call, its outcome split per DESIGN.md, and `input_required` rounds.
+//!
+//! * A complete result is `Ok`, whatever its `isError`: a tool that ran and failed is a
+//!   result the model reads.
+//! * An unknown tool is a JSON-RPC error -32602 (Invalid params), but so are other
+//!   argument problems on some servers. The rule used here: -32602 whose message or
+//!   `data` (lowercased) contains "unknown tool", "tool not found", "no such tool" or
+//!   "tool does not exist", or contains the tool's name together with "not found",
+//!   "unknown", "does not exist" or "no such". That matches the specification's example
+//!   (`Unknown tool: invalid_tool_name`) and the SDKs' wording (`Tool x not found`), and
+//!   leaves "invalid arguments for tool x" a plain [`ClientError::Rpc`]. An unknown
+//!   tool also marks the tool list stale.
+//! * `input_required` (2026-07-28): the [`InputHandler`](super::InputHandler) answers
+//!   every `inputRequests` entry, and the call is retried under a new id with
+//!   `inputResponses` and the echoed `requestState` (built by the protocol crate), at
+//!   most `max_input_rounds` times. No handler, or a declined request, ends in
+//!   [`ClientError::Unsupported`]. The time limit applies to each round trip, not to the
+//!   time a person takes to answer an elicitation; the cancel token covers both.
+//! * Over Streamable HTTP, parameters the tool's schema marks with `x-mcp-header` go
+//!   out as `Mcp-Param-*` headers, taken from the cached definition; a `HeaderMismatch`
+//!   (-32020) answer refreshes the tool list and retries once, as the spec suggests.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+use wasmgate_protocol::codes::{HEADER_MISMATCH, INVALID_PARAMS};
+use wasmgate_protocol::{CallToolResult, Id, InputRequired, ResultKind, parse_call_tool_result};
+
+use super::config::CallOptions;
+use super::connect::request;
+use super::input::{InputHandler, InputRequest};
+use super::router::Reply;
+use super::{Session, Shared, param_headers, tools};
+use crate::error::ClientError;
+
+/// Stands in for the first round's id when rebuilding the request for a retry; never
+/// equal to a real id, which are integers.
+const ORIGINAL: &str = "wasmgate-original-request";
+
+pub(crate) async fn call_tool(
+    shared: &Arc<Shared>,
+    name: &str,
+    arguments: Map<String, Value>,
+    cancel: &CancellationToken,
+    options: CallOptions,
+) -> Result<CallToolResult, ClientError> {
+    let timeout = options.timeout.unwrap_or(shared.config.call_timeout);
+    let token = options.progress.map(|callback| {
+        let token = shared.next_id();
+        shared.watch_progress(&token, callback);
+        token
+    });
+    let outcome = rounds(shared, name, &arguments, cancel, timeout, token.as_ref()).await;
+    if let Some(token) = &token {
+        shared.unwatch_progress(token);
+    }
+    outcome
+}
+
+async fn rounds(
+    shared: &Arc<Shared>,
+    name: &str,
+    arguments: &Map<String, Value>,
+    cancel: &CancellationToken,
+    timeout: Duration,
+    token: Option<&Id>,
+) -> Result<CallToolResult, ClientError> {
+    let first = |session: &Session, id: &Id| Ok(session.context.tools_call(id, name, Some(arguments.clone()), token));
+    let mut headers = param_headers_for(shared, name, arguments);
+    let (reply, session) = match request(shared, "tools/call", &first, &headers, timeout, Some(cancel)).await {
+        // The headers came from a stale or missing definition: refresh it and retry once.
+        Err(ClientError::Rpc { code: HEADER_MISMATCH, .. }) if shared.transport.mirrors_param_headers() => {
+            shared.tools_generation.fetch_add(1, Ordering::SeqCst);
+            tools::list(shared).await?;
+            headers = param_headers_for(shared, name, arguments);
+            request(shared, "tools/call", &first, &headers, timeout, Some(cancel)).await
+        }
+        outcome => outcome,
+    }
+    .map_err(|e| unknown_tool(shared, name, e))?;
+    let mut result = parse(reply)?;
+    let mut round = 0;
+    loop {
+        let required = match result.kind {
+            ResultKind::Complete => return Ok(result),
+            ResultKind::InputRequired(required) => required,
+        };
+        round += 1;
+        if round > shared.config.max_input_rounds {
+            let limit = shared.config.max_input_rounds;
+            return Err(ClientError::LimitExceeded { what: "input_required rounds".into(), limit });
+        }
+        let Some(handler) = &shared.config.input_handler else {
+            return Err(ClientError::Unsupported(format!(
+                "tool {name:?} needs input ({}) and no input handler is configured",
+                asked(&required)
+            )));
+        };
+        let responses = answer_all(handler.as_ref(), &required, cancel).await?;
+        let original = session.context.tools_call(&Id::from(ORIGINAL), name, Some(arguments.clone()), token);
+        let retry = |session: &Session, id: &Id| {
+            Ok(session.context.retry_with_input(&original, id, &required, responses.clone())?)
+        };
+        let (reply, _) = request(shared, "tools/call", &retry, &headers, timeout, Some(cancel))
+            .await
+            .map_err(|e| unknown_tool(shared, name, e))?;
+        result = parse(reply)?;
+    }
+}
+
+/// The `Mcp-Param-*` headers of a call, from the tool's cached definition.
+fn param_headers_for(shared: &Shared, name: &str, arguments: &Map<String, Value>) -> Vec<(String, String)> {
+    if !shared.transport.mirrors_param_headers() {
+        return Vec::new();
+    }
+    tools::cached_definition(shared, name)
+        .and_then(|tool| param_headers::annotated(&tool.input_schema).ok())
+        .map(|params| param_headers::headers(&params, arguments))
+        .unwrap_or_default()
+}
+
+fn parse(reply: Reply) -> Result<CallToolResult, ClientError> {
+    Ok(parse_call_tool_result(&Value::Object(reply.result))?)
+}
+
+fn asked(required: &InputRequired) -> String {
+    let methods: Vec<&str> = required
+        .input_requests
+        .iter()
+        .flat_map(|requests| requests.values())
+        .filter_map(|request| request.get("method").and_then(Value::as_str))
+        .collect();
+    if methods.is_empty() { "requestState only".into() } else { methods.join(", ") }
+}
+
+/// The `inputResponses` for `required`, or `None` when it asked for nothing.
+async fn answer_all(
+    handler: &dyn InputHandler,
+    required: &InputRequired,
+    cancel: &CancellationToken,
+) -> Result<Option<Map<String, Value>>, ClientError> {
+    let Some(requests) = required.input_requests.as_ref().filter(|r| !r.is_empty()) else { return Ok(None) };
+    let mut responses = Map::new();
+    for (key, request) in requests {
+        let method = request.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let params = request.get("params").and_then(Value::as_object).cloned();
+        let answer = tokio::select! {
+            answer = handler.answer(InputRequest { method: method.clone(), params }) => answer,
+            () = cancel.cancelled() => return Err(ClientError::Cancelled),
+        };
+        let answer = answer
+            .map_err(|why| ClientError::Unsupported(format!("the input handler did not answer {method}: {why}")))?;
+        responses.insert(key.clone(), answer);
+    }
+    Ok(Some(responses))
+}
+
+fn unknown_tool(shared: &Shared, name: &str, error: ClientError) -> ClientError {
+    match error {
+        ClientError::Rpc { code: INVALID_PARAMS, message, data }
+            if names_unknown_tool(name, &message, data.as_ref()) =>
+        {
+            shared.tools_generation.fetch_add(1, Ordering::SeqCst);
+            ClientError::UnknownTool { name: name.to_owned(), message }
+        }
+        other => other,
+    }
+}
+
+/// The unknown-tool rule of the module docs (the code is checked by the caller).
+pub(crate) fn names_unknown_tool(name: &str, message: &str, data: Option<&Value>) -> bool {
+    const ABOUT_TOOLS: [&str; 4] = ["unknown tool", "tool not found", "no such tool", "tool does not exist"];
+    const NEAR_NAME: [&str; 4] = ["not found", "unknown", "does not exist", "no such"];
+    let mut text = message.to_lowercase();
+    match data {
+        Some(Value::String(data)) => text.push_str(&format!(" {}", data.to_lowercase())),
+        Some(data) => text.push_str(&format!(" {}", data.to_string().to_lowercase())),
+        None => {}
+    }
+    ABOUT_TOOLS.iter().any(|p| text.contains(p))
+        || (!name.is_empty() && text.contains(&name.to_lowercase()) && NEAR_NAME.iter().any(|p| text.contains(p)))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_specification_and_sdk_wordings_name_an_unknown_tool() {
+        assert!(names_unknown_tool("invalid_tool_name", "Unknown tool: invalid_tool_name", None));
+        assert!(names_unknown_tool("x", "Tool x not found", None));
+        assert!(names_unknown_tool("x", "Invalid params", Some(&json!({"reason": "no such tool"}))));
+    }
+
+    #[test]
+    fn argument_errors_that_mention_the_tool_are_not_unknown_tools() {
+        assert!(!names_unknown_tool("echo", "Invalid arguments for tool echo: missing message", None));
+        assert!(!names_unknown_tool("echo", "Invalid params", None));
+    }
+}

@@ -1,0 +1,241 @@
+//! [`McpClient`]: one connection to one MCP server, over any [`Transport`].
+//!
+//! The client is a cheap handle (`Clone`) around shared state: a table of requests in
+//! flight, the negotiated session, and the cached tool list. A reader task owns the
+//! transport's inbound channel and routes every message: responses to their waiting
+//! caller, notifications to the tool cache or a progress callback, server requests to a
+//! reply. The modules:
+//!
+//! * [`config`]: [`ClientConfig`], [`CallOptions`], [`Progress`];
+//! * [`input`]: the [`InputHandler`] seam for `input_required` and server requests;
+//! * `router`: the in-flight table, the reader task and the one round-trip primitive
+//!   (timeouts, cancellation, late and duplicate responses);
+//! * `connect`: era detection (`server/discover`, then `initialize`) and negotiation;
+//! * `tools`: `tools/list` paging, caps and the staleness-tracked cache;
+//! * `call`: `tools/call`, unknown-tool detection and `input_required` rounds;
+//! * `frames`: attributing an unparseable frame to the request it answered;
+//! * `param_headers`: `x-mcp-header` tool parameters mirrored into HTTP headers.
+
+use std::sync::atomic::{AtomicI64, AtomicU64};
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde_json::{Map, Value};
+use tokio::task::AbortHandle;
+use tokio_util::sync::CancellationToken;
+use wasmgate_protocol::{CallToolResult, ClientContext, ProtocolVersion, ServerInfo, ToolDefinition};
+
+use crate::error::{ClientError, CloseReason};
+use crate::transport::Transport;
+
+mod call;
+pub mod config;
+mod connect;
+mod frames;
+pub mod input;
+mod param_headers;
+mod router;
+mod tools;
+
+pub use config::{CallOptions, ClientConfig, Progress, ProgressFn};
+pub use input::{InputDeclined, InputHandler, InputRequest};
+
+/// A connection to one MCP server. Clones share the connection.
+#[derive(Debug, Clone)]
+pub struct McpClient {
+    shared: Arc<Shared>,
+}
+
+/// What the opening negotiated.
+#[derive(Debug, Clone)]
+pub(crate) struct Session {
+    pub(crate) context: ClientContext,
+    pub(crate) server_info: Option<ServerInfo>,
+    pub(crate) capabilities: Map<String, Value>,
+    pub(crate) instructions: Option<String>,
+    /// Bumped by every re-initialization, so concurrent callers re-initialize once.
+    pub(crate) epoch: u64,
+}
+
+impl Session {
+    pub(crate) fn version(&self) -> ProtocolVersion {
+        self.context.version()
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) server: String,
+    pub(crate) transport: Arc<dyn Transport>,
+    pub(crate) config: ClientConfig,
+    pub(crate) next_id: AtomicI64,
+    pub(crate) table: Mutex<router::Table>,
+    pub(crate) session: RwLock<Option<Session>>,
+    /// Bumped by `notifications/tools/list_changed` and by an unknown-tool error; the
+    /// cache is stale when it was filled under another value.
+    pub(crate) tools_generation: AtomicU64,
+    pub(crate) tools_cache: Mutex<Option<tools::Cache>>,
+    /// Serialises refreshes of the tool list.
+    pub(crate) refresh: tokio::sync::Mutex<()>,
+    /// Serialises re-initializations after an expired HTTP session.
+    pub(crate) reinit: tokio::sync::Mutex<()>,
+    pub(crate) reader: Mutex<Option<AbortHandle>>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if let Some(reader) = self.reader.get_mut().ok().and_then(Option::take) {
+            reader.abort();
+        }
+    }
+}
+
+impl McpClient {
+    /// Connects to `server` over `transport`: probes `server/discover`, falls back to
+    /// `initialize`, and negotiates a version (see the `connect` module for the rules).
+    /// On failure the transport is closed (a child process is stopped).
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::ConnectFailed`] naming the server and every attempt, or
+    /// [`ClientError::UnsupportedVersion`] when the server speaks none of our versions.
+    pub async fn connect(
+        server: impl Into<String>,
+        mut transport: impl Transport,
+        config: ClientConfig,
+    ) -> Result<Self, ClientError> {
+        let server = server.into();
+        let Some(inbound) = transport.take_inbound() else {
+            transport.close().await;
+            return Err(ClientError::ConnectFailed {
+                server,
+                tried: vec!["nothing: the transport's inbound channel was already taken".into()],
+            });
+        };
+        let shared = Arc::new(Shared {
+            server,
+            transport: Arc::new(transport),
+            config,
+            next_id: AtomicI64::new(1),
+            table: Mutex::new(router::Table::default()),
+            session: RwLock::new(None),
+            tools_generation: AtomicU64::new(0),
+            tools_cache: Mutex::new(None),
+            refresh: tokio::sync::Mutex::new(()),
+            reinit: tokio::sync::Mutex::new(()),
+            reader: Mutex::new(None),
+        });
+        let reader = tokio::spawn(router::run(Arc::downgrade(&shared), inbound));
+        if let Ok(mut slot) = shared.reader.lock() {
+            *slot = Some(reader.abort_handle());
+        }
+        match connect::open(&shared).await {
+            Ok(session) => {
+                tracing::info!(server = %shared.server, version = %session.version(), "connected");
+                shared.transport.set_protocol_version(session.version());
+                if let Ok(mut slot) = shared.session.write() {
+                    *slot = Some(session);
+                }
+                Ok(Self { shared })
+            }
+            Err(error) => {
+                shared.fail_all(CloseReason::ClosedByClient);
+                shared.transport.close().await;
+                Err(error)
+            }
+        }
+    }
+
+    /// The server's configured name.
+    #[must_use]
+    pub fn server(&self) -> &str {
+        &self.shared.server
+    }
+
+    /// The negotiated protocol version.
+    #[must_use]
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        self.shared.session().ok().map(|s| s.version())
+    }
+
+    /// The server's self-reported identity (display only: untrusted).
+    #[must_use]
+    pub fn server_info(&self) -> Option<ServerInfo> {
+        self.shared.session().ok().and_then(|s| s.server_info)
+    }
+
+    /// The server's `instructions` (untrusted text).
+    #[must_use]
+    pub fn instructions(&self) -> Option<String> {
+        self.shared.session().ok().and_then(|s| s.instructions)
+    }
+
+    /// The server's declared capabilities.
+    #[must_use]
+    pub fn server_capabilities(&self) -> Map<String, Value> {
+        self.shared.session().map(|s| s.capabilities).unwrap_or_default()
+    }
+
+    /// All tools, from the cache unless it is stale (see [`tools_stale`](Self::tools_stale)).
+    ///
+    /// # Errors
+    ///
+    /// Any request failure; [`ClientError::LimitExceeded`] past the tool, byte or page
+    /// caps; [`ClientError::MalformedMessage`] for a malformed page, a repeated cursor or
+    /// a tool name that appears twice.
+    pub async fn list_tools(&self) -> Result<Vec<ToolDefinition>, ClientError> {
+        tools::list(&self.shared).await
+    }
+
+    /// Whether the next [`list_tools`](Self::list_tools) will ask the server again: never
+    /// fetched, `notifications/tools/list_changed` received, or a call hit an unknown tool.
+    #[must_use]
+    pub fn tools_stale(&self) -> bool {
+        tools::is_stale(&self.shared)
+    }
+
+    /// Calls a tool with the default options. A tool that ran and failed is
+    /// `Ok` with `is_error: true`.
+    ///
+    /// # Errors
+    ///
+    /// See [`ClientError`]: `UnknownTool`, `Timeout`, `Cancelled`, `TransportClosed`,
+    /// `MalformedMessage`, `Unsupported` (input nobody can give), `Rpc`, ...
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        cancel: CancellationToken,
+    ) -> Result<CallToolResult, ClientError> {
+        call::call_tool(&self.shared, name, arguments, &cancel, CallOptions::default()).await
+    }
+
+    /// [`call_tool`](Self::call_tool) with a timeout override and a progress callback.
+    ///
+    /// # Errors
+    ///
+    /// As [`call_tool`](Self::call_tool).
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        cancel: CancellationToken,
+        options: CallOptions,
+    ) -> Result<CallToolResult, ClientError> {
+        call::call_tool(&self.shared, name, arguments, &cancel, options).await
+    }
+
+    /// Fails every call in flight, closes the transport, and reports how the server ended
+    /// (a process's exit status). Idempotent.
+    pub async fn close(&self) -> CloseReason {
+        self.shared.fail_all(CloseReason::ClosedByClient);
+        self.shared.transport.close().await
+    }
+}
+
+impl Shared {
+    pub(crate) fn session(&self) -> Result<Session, ClientError> {
+        self.session.read().ok().and_then(|s| s.clone()).ok_or_else(|| ClientError::TransportClosed {
+            reason: self.closed_reason().unwrap_or(CloseReason::ClosedByClient),
+        })
+    }
+}

@@ -1,0 +1,157 @@
+//! Starting and stopping a stdio server's process: the one place that spawns.
+//!
+//! Everything about the child's environment is decided in [`spawn`], so confinement
+//! (Landlock rules, `no_new_privs`, resource limits in a `pre_exec` hook) can be added
+//! here later without touching the transport. The child:
+//!
+//! * gets exactly the configured environment (`env_clear`, then the configured
+//!   variables), so secrets in the gateway's environment do not leak to a server;
+//! * runs in the configured working directory;
+//! * leads its own process group, so a signal reaches the helpers it started too;
+//! * is killed if the transport is dropped without a clean shutdown.
+//!
+//! [`supervise`] owns the child for its whole life and decides how the connection
+//! ended: by itself (exit, stdout closed), or by a shutdown: close stdin, wait a grace
+//! period, `SIGTERM` the group, wait again, `SIGKILL` the group. At the very end the
+//! group always gets a `SIGKILL`, which reaps helpers that outlived the server.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal, kill_process_group};
+use tokio::process::{Child, Command};
+use tokio::sync::oneshot;
+use tokio::time::timeout;
+
+use super::stdio::StdioConfig;
+use crate::error::{CloseReason, TransportError};
+
+/// Spawns the server described by `config`, with piped stdin, stdout and stderr.
+pub(crate) fn spawn(config: &StdioConfig) -> Result<Child, TransportError> {
+    let program = resolve_program(&config.command, &config.env)?;
+    let mut command = Command::new(&program);
+    command
+        .args(&config.args)
+        .env_clear()
+        .envs(&config.env)
+        .current_dir(&config.cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    command.spawn().map_err(|e| {
+        TransportError::Config(format!("cannot start {} in {}: {e}", program.display(), config.cwd.display()))
+    })
+}
+
+/// A bare command name is looked up in the configured `PATH`, or the gateway's own `PATH`
+/// when none is configured (only for the lookup: the variable is not passed on).
+fn resolve_program(command: &Path, env: &BTreeMap<OsString, OsString>) -> Result<PathBuf, TransportError> {
+    if command.components().count() != 1 || command.is_absolute() {
+        return Ok(command.to_owned());
+    }
+    let path = env.get(OsStr::new("PATH")).cloned().or_else(|| std::env::var_os("PATH")).unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(command))
+        .find(|candidate| candidate.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+        .ok_or_else(|| TransportError::Config(format!("command {} not found in PATH", command.display())))
+}
+
+/// Sends `signal` to the process group led by `pid`. Errors (the group is gone) are
+/// ignored: every caller just wants the group to be gone.
+pub(crate) fn signal_group(pid: Option<u32>, signal: Signal) {
+    if let Some(pid) = pid.and_then(|pid| i32::try_from(pid).ok()).and_then(Pid::from_raw) {
+        let _ = kill_process_group(pid, signal);
+    }
+}
+
+/// How long each step of ending a server may take.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Graces {
+    /// After stdin is closed, before `SIGTERM`.
+    pub(crate) shutdown: Duration,
+    /// After `SIGTERM`, before `SIGKILL`.
+    pub(crate) term: Duration,
+    /// After stdout closed (or the process exited), for the other half to follow.
+    pub(crate) exit: Duration,
+}
+
+/// What the stdout reader reports when it stops.
+pub(crate) type ReaderEnd = CloseReason;
+
+enum Event {
+    Exited(std::io::Result<ExitStatus>),
+    ReaderEnded(ReaderEnd),
+    Shutdown,
+    Dropped,
+}
+
+/// Owns `child` until it is gone and returns how the connection ended. `shutdown`
+/// carries `()` for a graceful close; its sender being dropped means the transport was
+/// dropped, and the group is killed at once.
+pub(crate) async fn supervise(
+    mut child: Child,
+    mut reader_end: oneshot::Receiver<ReaderEnd>,
+    mut shutdown: oneshot::Receiver<()>,
+    graces: Graces,
+) -> CloseReason {
+    let pid = child.id();
+    let event = tokio::select! {
+        status = child.wait() => Event::Exited(status),
+        end = &mut reader_end => Event::ReaderEnded(end.unwrap_or(CloseReason::StreamEnded)),
+        request = &mut shutdown => if request.is_ok() { Event::Shutdown } else { Event::Dropped },
+    };
+    let reason = match event {
+        Event::Exited(status) => {
+            // Let the reader deliver what the server wrote before it exited.
+            if timeout(graces.exit, &mut reader_end).await.is_err() {
+                // A helper process still holds stdout open; the server itself is gone.
+                signal_group(pid, Signal::KILL);
+            }
+            exited(status)
+        }
+        Event::ReaderEnded(end) => match timeout(graces.exit, child.wait()).await {
+            Ok(status) if !matches!(end, CloseReason::Framing(_)) => exited(status),
+            _ => {
+                // Closed stdout (or broke framing) but still running: not a usable server.
+                signal_group(pid, Signal::KILL);
+                let _ = child.wait().await;
+                end
+            }
+        },
+        Event::Shutdown => exited(stop(&mut child, pid, graces).await),
+        Event::Dropped => {
+            signal_group(pid, Signal::KILL);
+            exited(child.wait().await)
+        }
+    };
+    signal_group(pid, Signal::KILL);
+    reason
+}
+
+/// The shutdown ladder; stdin has already been closed by the caller.
+async fn stop(child: &mut Child, pid: Option<u32>, graces: Graces) -> std::io::Result<ExitStatus> {
+    if let Ok(status) = timeout(graces.shutdown, child.wait()).await {
+        return status;
+    }
+    signal_group(pid, Signal::TERM);
+    if let Ok(status) = timeout(graces.term, child.wait()).await {
+        return status;
+    }
+    signal_group(pid, Signal::KILL);
+    let _ = child.start_kill();
+    child.wait().await
+}
+
+fn exited(status: std::io::Result<ExitStatus>) -> CloseReason {
+    match status {
+        Ok(status) => CloseReason::Exited { code: status.code(), signal: status.signal() },
+        Err(e) => CloseReason::Io(format!("waiting for the server process: {e}")),
+    }
+}

@@ -1,0 +1,77 @@
+//! Interop with the Python SDK (PyPI `mcp` 2.3.0, `MCPServer`), a peer written elsewhere:
+//! stdio and Streamable HTTP (SSE and JSON answers), in the 2026-07-28 era and in the
+//! handshake era. The SDK's server is dual-era and lets the client's opening decide, so
+//! each era is covered by limiting our client's versions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod peers;
+
+use peers::{check_python_peer, fixtures, python_http_peer, venv_python};
+use wasmgate_gate::{ClientConfig, HttpConfig, HttpTransport, McpClient, StdioConfig, StdioTransport};
+use wasmgate_protocol::ProtocolVersion;
+
+fn era(versions: &[ProtocolVersion]) -> ClientConfig {
+    ClientConfig { versions: versions.to_vec(), ..ClientConfig::default() }
+}
+
+async fn over_stdio(config: ClientConfig) -> McpClient {
+    let server =
+        StdioConfig::new("python-peer", venv_python(), fixtures()).arg(fixtures().join("python_peer.py")).arg("stdio");
+    McpClient::connect("python-peer", StdioTransport::spawn(&server).unwrap(), config).await.unwrap()
+}
+
+async fn over_http(url: &str, config: ClientConfig) -> McpClient {
+    let transport = HttpTransport::new(&HttpConfig::new("python-peer", url)).unwrap();
+    McpClient::connect("python-peer", transport, config).await.unwrap()
+}
+
+#[tokio::test]
+async fn python_sdk_over_stdio_in_the_2026_era_by_discovery() {
+    let client = over_stdio(ClientConfig::default()).await;
+    assert_eq!(client.protocol_version(), Some(ProtocolVersion::V2026_07_28));
+    check_python_peer(&client).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn python_sdk_over_stdio_in_the_handshake_era() {
+    let client = over_stdio(era(&[ProtocolVersion::V2025_11_25])).await;
+    assert_eq!(client.protocol_version(), Some(ProtocolVersion::V2025_11_25));
+    assert_eq!(client.server_info().map(|i| i.name), Some("wasmgate-python-peer".into()));
+    check_python_peer(&client).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn python_sdk_over_http_sse_in_the_2026_era() {
+    let peer = python_http_peer(false).await;
+    let client = over_http(&peer.url, ClientConfig::default()).await;
+    assert_eq!(client.protocol_version(), Some(ProtocolVersion::V2026_07_28));
+    check_python_peer(&client).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn python_sdk_over_http_json_in_the_2026_era() {
+    let peer = python_http_peer(true).await;
+    let client = over_http(&peer.url, ClientConfig::default()).await;
+    check_python_peer(&client).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn python_sdk_over_http_sse_in_the_handshake_era_with_a_session() {
+    let peer = python_http_peer(false).await;
+    let client = over_http(&peer.url, era(&[ProtocolVersion::V2025_11_25])).await;
+    assert_eq!(client.protocol_version(), Some(ProtocolVersion::V2025_11_25));
+    check_python_peer(&client).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn python_sdk_over_http_json_in_the_handshake_era_with_a_session() {
+    let peer = python_http_peer(true).await;
+    let client = over_http(&peer.url, era(&[ProtocolVersion::V2025_11_25])).await;
+    check_python_peer(&client).await;
+    client.close().await;
+}

@@ -1,0 +1,98 @@
+//! Finding and running the interop peers installed by scripts/install-peers.sh,
+//! and the assertions every peer must pass. A missing peer fails the test (it is not
+//! skipped): interop that silently does not run proves nothing.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use wasmgate_gate::{CancellationToken, McpClient};
+use wasmgate_protocol::{CallToolResult, ContentBlock};
+
+pub const INSTALL: &str = "scripts/install-peers.sh";
+
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// `<workspace>/target/peers`, or `WASMGATE_PEERS_DIR`.
+pub fn peers() -> PathBuf {
+    std::env::var_os("WASMGATE_PEERS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers"))
+}
+
+/// An installed peer file, or a failure that says how to install it.
+pub fn peer(relative: &str) -> PathBuf {
+    let path = peers().join(relative);
+    assert!(path.exists(), "interop peer {} is missing: run {INSTALL}", path.display());
+    path
+}
+
+/// The Python of the peers' venv (with the `mcp` SDK).
+pub fn venv_python() -> PathBuf {
+    peer("venv/bin/python")
+}
+
+/// A free loopback port (bound, read and released: the peer binds it right after).
+pub fn free_port() -> u16 {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap().local_addr().unwrap().port()
+}
+
+/// A peer HTTP server process, killed when dropped.
+pub struct HttpPeer {
+    pub url: String,
+    _child: tokio::process::Child,
+}
+
+/// Starts the Python peer on HTTP (`json` for JSON bodies instead of SSE) and waits,
+/// polling with a bound, until it accepts connections.
+pub async fn python_http_peer(json: bool) -> HttpPeer {
+    let port = free_port();
+    let mut command = tokio::process::Command::new(venv_python());
+    command.arg(fixtures().join("python_peer.py")).arg("http").arg(port.to_string());
+    if json {
+        command.arg("json");
+    }
+    let child = command.stdin(Stdio::null()).stdout(Stdio::null()).kill_on_drop(true).spawn().unwrap();
+    for _ in 0..300 {
+        if TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_ok() {
+            return HttpPeer { url: format!("http://127.0.0.1:{port}/mcp"), _child: child };
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the Python peer did not listen on port {port} within 15 s");
+}
+
+pub async fn call(client: &McpClient, tool: &str, args: Value) -> CallToolResult {
+    let args: Map<String, Value> = args.as_object().cloned().unwrap_or_default();
+    client.call_tool(tool, args, CancellationToken::new()).await.unwrap_or_else(|e| panic!("{tool}: {e}"))
+}
+
+pub fn first_text(result: &CallToolResult) -> &str {
+    result.content.iter().find_map(ContentBlock::text).unwrap_or_default()
+}
+
+/// The Python peer's three tools behave as written, whatever the transport and era.
+pub async fn check_python_peer(client: &McpClient) {
+    let tools = client.list_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    for expected in ["echo", "tiny_image", "fail"] {
+        assert!(names.contains(&expected), "{expected} missing from {names:?}");
+    }
+    let echo = call(client, "echo", serde_json::json!({"text": "hello, peer"})).await;
+    assert!(!echo.is_error);
+    assert_eq!(first_text(&echo), "hello, peer");
+
+    let image = call(client, "tiny_image", serde_json::json!({})).await;
+    assert!(!image.is_error);
+    let block = image.content.iter().find(|b| matches!(b, ContentBlock::Image(_))).expect("an image block");
+    assert_eq!(block.mime_type(), Some("image/png"));
+
+    let fail = call(client, "fail", serde_json::json!({"reason": "no such calendar"})).await;
+    assert!(fail.is_error, "a tool failure is an Ok result with isError");
+    assert!(first_text(&fail).contains("no such calendar"), "{fail:?}");
+}

@@ -1,0 +1,136 @@
+//! The stdio transport against a real process (tests/fixtures/stdio_server.py, standard
+//! library Python): what only a real child shows, namely its environment and working
+//! directory, a line over the cap, an exit mid-call, and a shutdown that has to kill a
+//! server (and its helper) that ignore both stdin closing and `SIGTERM`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use wasmgate_gate::{
+    CancellationToken, ClientConfig, ClientError, CloseReason, McpClient, StdioConfig, StdioTransport, TransportError,
+};
+use wasmgate_protocol::ContentBlock;
+
+/// The real interpreter behind `python3` (a shim such as pyenv's needs variables the
+/// server is not given).
+fn python() -> PathBuf {
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3 is needed for the stdio transport tests");
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn server(extra: &[&str]) -> StdioConfig {
+    let mut config = StdioConfig::new("scripted", python(), fixtures())
+        .arg(fixtures().join("stdio_server.py"))
+        .env("GREETING", "hi");
+    for arg in extra {
+        config = config.arg(*arg);
+    }
+    config
+}
+
+async fn connect(config: &StdioConfig) -> McpClient {
+    let transport = StdioTransport::spawn(config).expect("spawn");
+    McpClient::connect("scripted", transport, ClientConfig::default()).await.expect("connect")
+}
+
+async fn call(client: &McpClient, tool: &str, args: Value) -> Result<String, ClientError> {
+    let args: Map<String, Value> = args.as_object().cloned().unwrap_or_default();
+    let result = client.call_tool(tool, args, CancellationToken::new()).await?;
+    Ok(result.content.first().and_then(ContentBlock::text).unwrap_or_default().to_owned())
+}
+
+#[tokio::test]
+async fn the_server_gets_only_the_configured_environment_and_working_directory() {
+    let client = connect(&server(&[])).await;
+    let env: BTreeMap<String, String> = serde_json::from_str(&call(&client, "env", json!({})).await.unwrap()).unwrap();
+    assert_eq!(env.get("GREETING").map(String::as_str), Some("hi"));
+    for (key, _) in std::env::vars() {
+        // Python itself sets LC_CTYPE when the locale is C (PEP 538); nothing else may appear.
+        assert!(key == "LC_CTYPE" || key == "GREETING" || !env.contains_key(&key), "{key} leaked into the server");
+    }
+    assert!(!env.contains_key("PATH") && !env.contains_key("HOME"), "{env:?}");
+    let cwd = call(&client, "cwd", json!({})).await.unwrap();
+    assert_eq!(Path::new(&cwd).canonicalize().unwrap(), fixtures().canonicalize().unwrap());
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_line_longer_than_the_cap_fails_its_call_and_the_connection_survives() {
+    let mut config = server(&[]);
+    config.limits.max_line_bytes = 64 * 1024;
+    let client = connect(&config).await;
+    match call(&client, "long", json!({"bytes": 1_000_000})).await {
+        Err(ClientError::MalformedMessage { detail }) => assert!(detail.contains("over the size limit"), "{detail}"),
+        other => panic!("expected MalformedMessage, got {other:?}"),
+    }
+    assert_eq!(call(&client, "echo", json!({"text": "still here"})).await.unwrap(), "still here");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn server_exit_mid_call_fails_the_call_with_the_exit_status() {
+    let client = connect(&server(&[])).await;
+    let error = call(&client, "exit", json!({})).await.unwrap_err();
+    assert_eq!(error, ClientError::TransportClosed { reason: CloseReason::Exited { code: Some(3), signal: None } });
+    let after = call(&client, "echo", json!({"text": "x"})).await.unwrap_err();
+    assert!(matches!(after, ClientError::TransportClosed { .. }), "{after:?}");
+}
+
+#[tokio::test]
+async fn shutdown_kills_a_server_that_ignores_stdin_close_and_sigterm_and_its_child() {
+    let mut config = server(&["--stubborn"]);
+    config.limits.shutdown_grace = Duration::from_millis(100);
+    config.limits.term_grace = Duration::from_millis(100);
+    let client = connect(&config).await;
+    let helper: i32 = call(&client, "spawn_child", json!({})).await.unwrap().parse().unwrap();
+    assert!(alive(helper), "the helper runs");
+    let reason = client.close().await;
+    assert_eq!(reason, CloseReason::Exited { code: None, signal: Some(9) }, "the server needed SIGKILL");
+    // The helper got the group's SIGKILL too; wait (bounded) for the kernel to tear it down.
+    for _ in 0..200 {
+        if !alive(helper) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("helper process {helper} survived the shutdown");
+}
+
+#[tokio::test]
+async fn dropping_the_client_kills_the_server_and_its_helpers() {
+    let client = connect(&server(&["--stubborn"])).await;
+    let helper: i32 = call(&client, "spawn_child", json!({})).await.unwrap().parse().unwrap();
+    drop(client);
+    for _ in 0..200 {
+        if !alive(helper) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("helper process {helper} survived the client");
+}
+
+#[tokio::test]
+async fn a_command_that_does_not_exist_is_a_configuration_error() {
+    let config = StdioConfig::new("missing", "wasmgate-no-such-command", fixtures());
+    let error = StdioTransport::spawn(&config).unwrap_err();
+    assert!(matches!(&error, TransportError::Config(m) if m.contains("wasmgate-no-such-command")), "{error}");
+}
+
+/// Running, not a zombie waiting for a parent that no longer cares.
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
