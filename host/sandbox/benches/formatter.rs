@@ -111,6 +111,19 @@ fn bench_load(c: &mut Criterion, cache_dir: &Path) {
     group.bench_function("precompiled", |b| {
         b.iter(|| cached.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap())
     });
+    // The raw wasmtime steps behind the two paths, without the cache's checksum,
+    // the import linking and the trial instantiation that `load_formatter` adds.
+    let engine = wasmtime::Engine::default();
+    group.sample_size(10);
+    group
+        .bench_function("raw_compile", |b| b.iter(|| wasmtime::component::Component::new(&engine, JSON_TEXT).unwrap()));
+    let artifact = wasmtime::component::Component::new(&engine, JSON_TEXT).unwrap().serialize().unwrap();
+    group.sample_size(50);
+    group.bench_function("raw_deserialize", |b| {
+        // SAFETY: the artifact was serialized just above by this same engine.
+        #[allow(unsafe_code)]
+        b.iter(|| unsafe { wasmtime::component::Component::deserialize(&engine, &artifact) }.unwrap())
+    });
     group.finish();
 }
 
@@ -187,11 +200,16 @@ fn print_summary() {
             one.as_secs_f64() / two.as_secs_f64()
         );
     }
-    if let (Some(compile), Some(load)) = (median("load/compile"), median("load/precompiled")) {
-        println!(
-            "load: compile {compile:.2?}, precompiled {load:.2?}, precompiled is {:.0}x faster",
-            compile.as_secs_f64() / load.as_secs_f64()
-        );
+    for (what, slow, fast) in [
+        ("load_formatter", "load/compile", "load/precompiled"),
+        ("wasmtime alone", "load/raw_compile", "load/raw_deserialize"),
+    ] {
+        if let (Some(compile), Some(load)) = (median(slow), median(fast)) {
+            println!(
+                "load ({what}): compile {compile:.2?}, precompiled {load:.2?}, precompiled is {:.0}x faster",
+                compile.as_secs_f64() / load.as_secs_f64()
+            );
+        }
     }
 }
 
