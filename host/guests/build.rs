@@ -66,6 +66,9 @@ fn main() {
     writeln!(code, "pub const JSON_TEXT_PATH: &str = {:?};", json_text.display().to_string()).ok();
     writeln!(code, "/// The default `json-text` formatter component, embedded.").ok();
     writeln!(code, "pub static JSON_TEXT: &[u8] = include_bytes!({:?});", json_text.display().to_string()).ok();
+    let echo_tools = wasm(&out_dir, "echo_tools");
+    writeln!(code, "/// Path of `echo-tools`, the smallest tool-provider component (a test fixture).").ok();
+    writeln!(code, "pub const ECHO_TOOLS_PATH: &str = {:?};", echo_tools.display().to_string()).ok();
     code.push_str("/// Paths of the hostile formatter components, used only by tests.\npub mod hostile {\n");
     for name in hostile_examples(&guests.join("hostile/examples")) {
         let path = wasm(&out_dir.join("examples"), &name);

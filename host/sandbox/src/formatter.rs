@@ -56,6 +56,7 @@ pub struct Formatter {
     /// The epoch tick of the sandbox, to turn deadlines into tick counts.
     tick: Duration,
     fuel_enabled: bool,
+    max_memory_bytes: usize,
     slots: u32,
 }
 
@@ -87,7 +88,8 @@ impl Sandbox {
     /// WASI, if it does not export the `format` interface, if `limits` do not
     /// fit this sandbox, or if it cannot be instantiated within them.
     pub fn load_formatter(&self, name: &str, bytes: &[u8], limits: Limits) -> Result<Formatter, LoadError> {
-        self.check_limits(&limits).map_err(|reason| LoadError::Limits { name: name.to_owned(), reason })?;
+        check_limits(&limits, self.config.max_memory_bytes, self.config.fuel)
+            .map_err(|reason| LoadError::Limits { name: name.to_owned(), reason })?;
         let component = self.compile(name, bytes)?;
         let wrong_world = |e: wasmtime::Error| LoadError::WrongWorld {
             name: name.to_owned(),
@@ -103,6 +105,7 @@ impl Sandbox {
             tick: self.tick(),
             limits,
             fuel_enabled: self.config.fuel,
+            max_memory_bytes: self.config.max_memory_bytes,
             slots: self.config.max_concurrent_calls,
         };
         // Instantiate once now, so a component that can never run within the
@@ -114,19 +117,6 @@ impl Sandbox {
             .instantiate(&mut store)
             .map_err(|e| limits_error(formatter.instantiate_error(e, &store, &formatter.limits).to_string()))?;
         Ok(formatter)
-    }
-
-    fn check_limits(&self, limits: &Limits) -> Result<(), String> {
-        if limits.memory_bytes > self.config.max_memory_bytes {
-            return Err(format!(
-                "memory limit {} exceeds the sandbox maximum {} (raise SandboxConfig::max_memory_bytes)",
-                limits.memory_bytes, self.config.max_memory_bytes
-            ));
-        }
-        if limits.fuel.is_some() && !self.config.fuel {
-            return Err("a fuel limit needs a sandbox built with SandboxConfig::fuel = true".into());
-        }
-        Ok(())
     }
 
     /// Compiles `bytes`, or loads the compiled form from the cache.
@@ -165,9 +155,7 @@ impl Formatter {
 
     /// Renders one result under `limits` (which must fit the sandbox, as at load).
     pub fn format_with(&self, request: FormatRequest, limits: &Limits) -> Result<String, SandboxError> {
-        if limits.fuel.is_some() && !self.fuel_enabled {
-            return Err(SandboxError::InvalidLimits("fuel limit on a sandbox built without fuel".into()));
-        }
+        check_limits(limits, self.max_memory_bytes, self.fuel_enabled).map_err(SandboxError::InvalidLimits)?;
         self.run(request, limits)
     }
 
@@ -228,6 +216,21 @@ impl Formatter {
         }
         SandboxError::Instantiate(format!("{err:#}"))
     }
+}
+
+/// Limits a sandbox can honour: memory within its pool slots, fuel only if
+/// it meters fuel.
+fn check_limits(limits: &Limits, max_memory_bytes: usize, fuel_enabled: bool) -> Result<(), String> {
+    if limits.memory_bytes > max_memory_bytes {
+        return Err(format!(
+            "memory limit {} exceeds the sandbox maximum {max_memory_bytes} (raise SandboxConfig::max_memory_bytes)",
+            limits.memory_bytes
+        ));
+    }
+    if limits.fuel.is_some() && !fuel_enabled {
+        return Err("a fuel limit needs a sandbox built with SandboxConfig::fuel = true".into());
+    }
+    Ok(())
 }
 
 fn bounded_format_error(error: FormatError) -> FormatError {

@@ -131,6 +131,11 @@ fn limits_beyond_the_sandbox_are_refused_at_load_with_the_fix() {
     assert!(err.to_string().contains("raise SandboxConfig::max_memory_bytes"), "{err}");
     let err = sandbox.load_formatter("f", JSON_TEXT, Limits { fuel: Some(1), ..Limits::default() }).unwrap_err();
     assert!(err.to_string().contains("SandboxConfig::fuel = true"), "{err}");
+    // The same check applies to limits passed per call.
+    let formatter = sandbox.load_formatter("f", JSON_TEXT, Limits::default()).unwrap();
+    let too_big = Limits { memory_bytes: 1 << 40, ..Limits::default() };
+    let result = formatter.format_with(text_result("x"), &too_big);
+    assert!(matches!(&result, Err(SandboxError::InvalidLimits(why)) if why.contains("max_memory_bytes")), "{result:?}");
 }
 
 #[test]
@@ -145,6 +150,16 @@ fn bytes_that_are_not_a_component_fail_at_load_naming_it() {
         assert!(matches!(err, LoadError::Invalid { .. }), "{what}: {err}");
         assert!(err.to_string().starts_with("plugin.wasm is not a valid WebAssembly component"), "{what}: {err}");
     }
+}
+
+#[test]
+fn a_component_of_another_world_is_not_a_formatter() {
+    let sandbox = small_sandbox();
+    let err = sandbox.load_formatter_file(Path::new(wasmgate_guests::ECHO_TOOLS_PATH), Limits::default()).unwrap_err();
+    assert!(matches!(err, LoadError::WrongWorld { world: "formatter", .. }), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("echo_tools.wasm is not a formatter component"), "{text}");
+    assert!(text.contains("wasmgate:sandbox/format"), "the error should say what is missing: {text}");
 }
 
 #[test]
