@@ -71,8 +71,10 @@ pub enum TransportError {
     Http {
         /// The HTTP status code.
         status: u16,
-        /// A JSON-RPC error response found in the body.
-        rpc: Option<ErrorObject>,
+        /// A JSON-RPC error response found in the body. Boxed: its `data` is a JSON
+        /// value, whose size depends on serde_json's features, and every `Result` of
+        /// this crate carries this variant.
+        rpc: Option<Box<ErrorObject>>,
         /// The start of the body, lossily decoded, for logs.
         body: String,
     },
@@ -181,7 +183,8 @@ impl From<TransportError> for ClientError {
         match error {
             TransportError::Closed(reason) => Self::TransportClosed { reason },
             TransportError::Http { rpc: Some(rpc), .. } => {
-                Self::Rpc { code: rpc.code, message: rpc.message, data: rpc.data }
+                let ErrorObject { code, message, data } = *rpc;
+                Self::Rpc { code, message, data }
             }
             TransportError::Http { status, rpc: None, body } => Self::Http { status, body },
             TransportError::TooLarge { limit } => {

@@ -17,7 +17,9 @@
 //!   [`fake`] (in memory, for tests).
 //! * [`client`]: [`McpClient`] and its configuration. Era detection (`server/discover`,
 //!   falling back to `initialize`), `tools/list` paging with caps and a stale-aware
-//!   cache, `tools/call` with timeouts, cancellation, progress and `input_required`.
+//!   cache kept honest by a change stream (`subscriptions/listen` in 2026-07-28, the
+//!   GET stream of handshake-era HTTP), `tools/call` with timeouts, cancellation,
+//!   progress and `input_required`.
 //! * [`error`]: [`ClientError`], [`TransportError`], [`CloseReason`].
 //!
 //! Nothing here panics on server input, waits without a bound, or buffers without a cap.
@@ -27,11 +29,12 @@ pub mod error;
 pub mod transport;
 
 pub use client::{
-    CallOptions, ClientConfig, InputDeclined, InputHandler, InputRequest, McpClient, Progress, ProgressFn,
+    CallOptions, ClientConfig, InputDeclined, InputHandler, InputRequest, McpClient, Progress, ProgressFn, ToolsWatch,
+    ToolsWatchConfig,
 };
 pub use error::{ClientError, CloseReason, TransportError};
 pub use tokio_util::sync::CancellationToken;
 pub use transport::fake::{self, FakeServer, FakeTransport};
 pub use transport::http::{Bearer, HttpConfig, HttpTransport};
 pub use transport::stdio::{StdioConfig, StdioLimits, StdioTransport};
-pub use transport::{BoxFuture, Inbound, Transport};
+pub use transport::{BoxFuture, Inbound, StreamEnd, Transport};

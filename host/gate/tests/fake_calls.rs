@@ -89,6 +89,7 @@ async fn cancel_over_stream_per_request_transports_closes_the_stream_instead_of_
     let (id, _) = expect_request(&mut server, "server/discover").await;
     server.respond(&id, common::discover_result()).await;
     let client = connecting.await.unwrap().unwrap();
+    common::subscribe(&mut server, &client).await;
     let cancel = CancellationToken::new();
     let token = cancel.clone();
     let call = tokio::spawn(async move { client.call_tool("slow", text_args(""), token).await });

@@ -1,13 +1,15 @@
 //! Interop with the Python SDK (PyPI `mcp` 2.3.0, `MCPServer`), a peer written elsewhere:
 //! stdio and Streamable HTTP (SSE and JSON answers), in the 2026-07-28 era and in the
 //! handshake era. The SDK's server is dual-era and lets the client's opening decide, so
-//! each era is covered by limiting our client's versions.
+//! each era is covered by limiting our client's versions. A tool the peer adds at run
+//! time must reach the client's next listing in every era: through `subscriptions/listen`
+//! (2026-07-28), the HTTP GET stream (handshake era over HTTP) or stdout.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod peers;
 
-use peers::{check_python_peer, fixtures, python_http_peer, venv_python};
-use wasmgate_gate::{ClientConfig, HttpConfig, HttpTransport, McpClient, StdioConfig, StdioTransport};
+use peers::{check_python_peer, check_tool_list_change, fixtures, python_http_peer, venv_python};
+use wasmgate_gate::{ClientConfig, HttpConfig, HttpTransport, McpClient, StdioConfig, StdioTransport, ToolsWatch};
 use wasmgate_protocol::ProtocolVersion;
 
 fn era(versions: &[ProtocolVersion]) -> ClientConfig {
@@ -73,5 +75,35 @@ async fn python_sdk_over_http_json_in_the_handshake_era_with_a_session() {
     let peer = python_http_peer(true).await;
     let client = over_http(&peer.url, era(&[ProtocolVersion::V2025_11_25])).await;
     check_python_peer(&client).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn python_sdk_over_stdio_in_the_2026_era_announces_a_new_tool_on_the_subscription() {
+    let client = over_stdio(ClientConfig::default()).await;
+    check_tool_list_change(&client, ToolsWatch::Active).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn python_sdk_over_stdio_in_the_handshake_era_announces_a_new_tool_on_stdout() {
+    let client = over_stdio(era(&[ProtocolVersion::V2025_11_25])).await;
+    check_tool_list_change(&client, ToolsWatch::Off).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn python_sdk_over_http_in_the_2026_era_announces_a_new_tool_on_the_subscription() {
+    let peer = python_http_peer(false).await;
+    let client = over_http(&peer.url, ClientConfig::default()).await;
+    check_tool_list_change(&client, ToolsWatch::Active).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn python_sdk_over_http_in_the_handshake_era_announces_a_new_tool_on_the_get_stream() {
+    let peer = python_http_peer(false).await;
+    let client = over_http(&peer.url, era(&[ProtocolVersion::V2025_11_25])).await;
+    check_tool_list_change(&client, ToolsWatch::Active).await;
     client.close().await;
 }

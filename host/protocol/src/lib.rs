@@ -22,6 +22,8 @@
 //! * [`mcp`]: client-side request builders for both eras ([`ClientContext`]).
 //! * [`handshake`]: the `server/discover` and `initialize` result parsers.
 //! * [`tools`]: `tools/list` definitions and `tools/call` results.
+//! * [`subscriptions`]: `subscriptions/listen` filters, acknowledgments and the
+//!   `subscriptionId` stamp of 2026-07-28 change notifications.
 //! * [`error`]: [`ProtocolError`], the one error type.
 //!
 //! [`parse_message`] and [`classify`] (or [`decode`], which chains them) are the entry
@@ -37,6 +39,7 @@ pub mod limits;
 pub mod mcp;
 pub mod result;
 mod scan;
+pub mod subscriptions;
 pub mod tools;
 pub mod version;
 
@@ -50,5 +53,6 @@ pub use jsonrpc::{
 pub use limits::{Limits, decode, parse_message};
 pub use mcp::{ClientContext, ClientInfo};
 pub use result::{CacheHints, CacheScope, InputRequired, ResultKind, parse_result_kind};
+pub use subscriptions::{Acknowledged, SubscriptionFilter, declares_list_changed, parse_acknowledged};
 pub use tools::{CallToolResult, ContentBlock, ToolDefinition, ToolsPage, parse_call_tool_result, parse_tools_list};
 pub use version::{ProtocolVersion, SUPPORTED, negotiate};

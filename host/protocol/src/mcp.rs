@@ -19,6 +19,7 @@ use crate::fields::{Object, invalid};
 use crate::id::Id;
 use crate::jsonrpc::{Message, classify, notification, request};
 use crate::result::{INPUT_REQUIRED_CAPABLE_METHODS, InputRequired};
+use crate::subscriptions::{LISTEN, SubscriptionFilter};
 use crate::version::ProtocolVersion;
 use crate::{ProtocolError, fields};
 
@@ -201,6 +202,19 @@ impl ClientContext {
             meta
         });
         self.build(id, "tools/call", params, meta)
+    }
+
+    /// `subscriptions/listen` (stateless versions only): opens a subscription stream for
+    /// the kinds in `filter` (see [`subscriptions`](crate::subscriptions)).
+    ///
+    /// # Errors
+    ///
+    /// [`WrongEra`](ProtocolError::WrongEra) under a legacy version, which has no such method.
+    pub fn subscriptions_listen(&self, id: &Id, filter: &SubscriptionFilter) -> Result<Value, ProtocolError> {
+        self.era(LISTEN, true)?;
+        let mut params = Map::new();
+        params.insert("notifications".into(), filter.to_value());
+        Ok(self.build(id, LISTEN, params, None))
     }
 
     /// `notifications/cancelled` for a request this client sent. Notifications carry no

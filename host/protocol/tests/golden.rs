@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 use wasmgate_protocol::result::ResultKind;
+use wasmgate_protocol::subscriptions::{self, SubscriptionFilter, parse_acknowledged};
 use wasmgate_protocol::version::{check_initialize_version, parse_unsupported_version};
 use wasmgate_protocol::{
     ClientContext, ClientInfo, ContentBlock, Id, Limits, Message, ProtocolVersion, SUPPORTED, codes, decode,
-    parse_call_tool_result, parse_discover_result, parse_initialize_result, parse_message, parse_tools_list,
-    result::CacheScope,
+    parse_call_tool_result, parse_discover_result, parse_initialize_result, parse_message, parse_result_kind,
+    parse_tools_list, result::CacheScope,
 };
 
 fn golden_dir() -> PathBuf {
@@ -79,6 +80,7 @@ fn builders_reproduce_the_2026_07_28_requests_exactly() {
         ("resources_read_request.json", c.resources_read(&"res-2".into(), "file:///project/src/main.rs")),
         ("prompts_list_request.json", c.prompts_list(&"prompts-1".into(), Some("p2"))),
         ("cancelled_notification.json", c.cancelled(&Id::Int(3), Some("User requested cancellation"))),
+        ("subscriptions_listen_request.json", c.subscriptions_listen(&"listen-1".into(), &listen_filter()).unwrap()),
     ];
     for (file, built) in cases {
         assert_eq!(built, golden(&format!("2026-07-28/{file}")), "{file}");
@@ -225,6 +227,29 @@ fn initialize_result_is_parsed_and_its_version_checked() {
     assert_eq!(init.server_info.raw["websiteUrl"], "https://example.com/server");
     assert_eq!(init.instructions.as_deref(), Some("Optional instructions for the client"));
     assert!(init.capabilities.contains_key("logging"));
+}
+
+fn listen_filter() -> SubscriptionFilter {
+    SubscriptionFilter {
+        resource_subscriptions: vec!["file:///project/config.json".into()],
+        ..SubscriptionFilter::tools()
+    }
+}
+
+#[test]
+fn a_subscription_is_acknowledged_stamped_and_closed_under_its_listen_request_id() {
+    let Message::Notification(ack) = message("2026-07-28/subscriptions_acknowledged.json") else { panic!() };
+    assert_eq!(ack.method, subscriptions::ACKNOWLEDGED);
+    let ack = parse_acknowledged(&ack.params.unwrap()).unwrap();
+    assert_eq!((ack.subscription_id, ack.notifications), ("listen-1".into(), listen_filter()));
+
+    let Message::Notification(changed) = message("2026-07-28/tools_list_changed_notification.json") else { panic!() };
+    assert_eq!(subscriptions::subscription_id(&changed.params.unwrap()), Ok(Some("listen-1".into())));
+
+    let closed = result_of("2026-07-28/subscriptions_listen_closed.json");
+    assert_eq!(parse_result_kind(&closed).unwrap(), ResultKind::Complete);
+    assert_eq!(subscriptions::subscription_id(closed.as_object().unwrap()), Ok(Some("listen-1".into())));
+    assert!(ctx(ProtocolVersion::V2025_11_25).subscriptions_listen(&Id::Int(1), &listen_filter()).is_err());
 }
 
 #[test]

@@ -21,7 +21,6 @@
 //!   (-32020) answer refreshes the tool list and retries once, as the spec suggests.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -73,7 +72,7 @@ async fn rounds(
     let (reply, session) = match request(shared, "tools/call", &first, &headers, timeout, Some(cancel)).await {
         // The headers came from a stale or missing definition: refresh it and retry once.
         Err(ClientError::Rpc { code: HEADER_MISMATCH, .. }) if shared.transport.mirrors_param_headers() => {
-            shared.tools_generation.fetch_add(1, Ordering::SeqCst);
+            shared.tools_changed();
             tools::list(shared).await?;
             headers = param_headers_for(shared, name, arguments);
             request(shared, "tools/call", &first, &headers, timeout, Some(cancel)).await
@@ -163,7 +162,7 @@ fn unknown_tool(shared: &Shared, name: &str, error: ClientError) -> ClientError 
         ClientError::Rpc { code: INVALID_PARAMS, message, data }
             if names_unknown_tool(name, &message, data.as_ref()) =>
         {
-            shared.tools_generation.fetch_add(1, Ordering::SeqCst);
+            shared.tools_changed();
             ClientError::UnknownTool { name: name.to_owned(), message }
         }
         other => other,

@@ -42,6 +42,61 @@ pub struct ClientConfig {
     pub max_consecutive_malformed: usize,
     /// Answers `input_required` requests and server-to-client requests for input.
     pub input_handler: Option<Arc<dyn InputHandler>>,
+    /// Following tool-list changes on a stream the server keeps open (see
+    /// [`ToolsWatch`](super::ToolsWatch)). On by default.
+    pub tools_watch: ToolsWatchConfig,
+}
+
+/// How the client keeps the stream that tells it the tool list changed: a 2026-07-28
+/// `subscriptions/listen` request, or the handshake-era HTTP GET stream. It is opened only
+/// when the server declares `tools.listChanged`; while it is down the tool list is
+/// re-fetched on every use, so a retry policy trades requests for freshness, never
+/// correctness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolsWatchConfig {
+    /// Open the stream at all. Off means the cache is trusted until a change notification
+    /// arrives by other means or a call names an unknown tool. Default on.
+    pub enabled: bool,
+    /// Consecutive attempts that fail (refused, unacknowledged, or ended sooner than
+    /// `max_backoff`) before giving up for the life of the connection. Default 5; 0 is read as 1.
+    pub max_attempts: u32,
+    /// Delay before re-opening after the first failure, doubled after each further one.
+    /// Default 1 s; never less than 10 ms, so a failing server is never retried in a hot loop.
+    pub initial_backoff: Duration,
+    /// Longest delay between attempts; a stream that stayed open at least this long
+    /// counts as a success and resets the count. Default 60 s.
+    pub max_backoff: Duration,
+}
+
+impl Default for ToolsWatchConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_attempts: 5,
+            initial_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(60),
+        }
+    }
+}
+
+impl ToolsWatchConfig {
+    /// The least delay between attempts, whatever the configuration says.
+    pub const MIN_BACKOFF: Duration = Duration::from_millis(10);
+
+    /// The delay before the attempt that follows `failures` consecutive failures
+    /// (0 after a stream that ended in good health).
+    #[must_use]
+    pub fn backoff(&self, failures: u32) -> Duration {
+        let first = self.initial_backoff.max(Self::MIN_BACKOFF);
+        let doubled = first.saturating_mul(1u32 << failures.saturating_sub(1).min(20));
+        doubled.min(self.max_backoff.max(first))
+    }
+
+    /// [`max_attempts`](Self::max_attempts), at least 1.
+    #[must_use]
+    pub fn attempts(&self) -> u32 {
+        self.max_attempts.max(1)
+    }
 }
 
 impl Default for ClientConfig {
@@ -60,6 +115,7 @@ impl Default for ClientConfig {
             max_input_rounds: 8,
             max_consecutive_malformed: 32,
             input_handler: None,
+            tools_watch: ToolsWatchConfig::default(),
         }
     }
 }
@@ -93,5 +149,30 @@ impl fmt::Debug for CallOptions {
             .field("timeout", &self.timeout)
             .field("progress", &self.progress.as_ref().map(|_| "Fn(Progress)"))
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_from_the_first_delay_up_to_the_cap_and_never_drops_under_the_floor() {
+        let config = ToolsWatchConfig {
+            initial_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(5),
+            ..ToolsWatchConfig::default()
+        };
+        let delays: Vec<u64> = (0..6).map(|n| config.backoff(n).as_secs()).collect();
+        assert_eq!(delays, [1, 1, 2, 4, 5, 5]);
+        assert_eq!(config.backoff(u32::MAX), Duration::from_secs(5));
+        let zero = ToolsWatchConfig {
+            initial_backoff: Duration::ZERO,
+            max_backoff: Duration::ZERO,
+            max_attempts: 0,
+            ..config
+        };
+        assert_eq!(zero.backoff(3), ToolsWatchConfig::MIN_BACKOFF);
+        assert_eq!(zero.attempts(), 1);
     }
 }

@@ -188,7 +188,8 @@ pub(crate) async fn request(
     }
 }
 
-async fn reinitialize(shared: &Arc<Shared>, seen_epoch: u64) -> Result<(), ClientError> {
+/// Initializes again after the session of `seen_epoch` expired, once for all callers.
+pub(crate) async fn reinitialize(shared: &Arc<Shared>, seen_epoch: u64) -> Result<(), ClientError> {
     let _one_at_a_time = shared.reinit.lock().await;
     let current = shared.session()?;
     if current.epoch != seen_epoch {

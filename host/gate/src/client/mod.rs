@@ -14,15 +14,19 @@
 //! * `tools`: `tools/list` paging, caps and the staleness-tracked cache;
 //! * `call`: `tools/call`, unknown-tool detection and `input_required` rounds;
 //! * `frames`: attributing an unparseable frame to the request it answered;
-//! * `param_headers`: `x-mcp-header` tool parameters mirrored into HTTP headers.
+//! * `param_headers`: `x-mcp-header` tool parameters mirrored into HTTP headers;
+//! * `notify`: what each server notification does (tool cache, subscriptions, progress);
+//! * [`watch`]: keeping open the stream that says the tool list changed
+//!   (`subscriptions/listen`, or the handshake era's HTTP GET stream), [`ToolsWatch`].
 
-use std::sync::atomic::{AtomicI64, AtomicU64};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::AtomicI64;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use serde_json::{Map, Value};
+use tokio::sync::watch as signal;
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
-use wasmgate_protocol::{CallToolResult, ClientContext, ProtocolVersion, ServerInfo, ToolDefinition};
+use wasmgate_protocol::{CallToolResult, ClientContext, Id, ProtocolVersion, ServerInfo, ToolDefinition};
 
 use crate::error::{ClientError, CloseReason};
 use crate::transport::Transport;
@@ -32,12 +36,15 @@ pub mod config;
 mod connect;
 mod frames;
 pub mod input;
+mod notify;
 mod param_headers;
 mod router;
 mod tools;
+pub mod watch;
 
-pub use config::{CallOptions, ClientConfig, Progress, ProgressFn};
+pub use config::{CallOptions, ClientConfig, Progress, ProgressFn, ToolsWatchConfig};
 pub use input::{InputDeclined, InputHandler, InputRequest};
+pub use watch::ToolsWatch;
 
 /// A connection to one MCP server. Clones share the connection.
 #[derive(Debug, Clone)]
@@ -70,9 +77,15 @@ pub(crate) struct Shared {
     pub(crate) next_id: AtomicI64,
     pub(crate) table: Mutex<router::Table>,
     pub(crate) session: RwLock<Option<Session>>,
-    /// Bumped by `notifications/tools/list_changed` and by an unknown-tool error; the
-    /// cache is stale when it was filled under another value.
-    pub(crate) tools_generation: AtomicU64,
+    /// Bumped by `notifications/tools/list_changed`, an unknown-tool error, and a tool
+    /// change stream (re)opening; the cache is stale when it was filled under another value.
+    pub(crate) tools_generation: signal::Sender<u64>,
+    /// Whether a stream tells us of tool changes (see the `watch` module).
+    pub(crate) tools_watch: signal::Sender<ToolsWatch>,
+    /// The id of the open `subscriptions/listen` request.
+    pub(crate) listening: Mutex<Option<Id>>,
+    /// The task keeping the tool change stream open.
+    pub(crate) watcher: Mutex<Option<AbortHandle>>,
     pub(crate) tools_cache: Mutex<Option<tools::Cache>>,
     /// Serialises refreshes of the tool list.
     pub(crate) refresh: tokio::sync::Mutex<()>,
@@ -83,8 +96,10 @@ pub(crate) struct Shared {
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        if let Some(reader) = self.reader.get_mut().ok().and_then(Option::take) {
-            reader.abort();
+        let reader = self.reader.get_mut().unwrap_or_else(PoisonError::into_inner).take();
+        let watcher = self.watcher.get_mut().unwrap_or_else(PoisonError::into_inner).take();
+        for task in reader.into_iter().chain(watcher) {
+            task.abort();
         }
     }
 }
@@ -118,7 +133,10 @@ impl McpClient {
             next_id: AtomicI64::new(1),
             table: Mutex::new(router::Table::default()),
             session: RwLock::new(None),
-            tools_generation: AtomicU64::new(0),
+            tools_generation: signal::Sender::new(0),
+            tools_watch: signal::Sender::new(ToolsWatch::Off),
+            listening: Mutex::new(None),
+            watcher: Mutex::new(None),
             tools_cache: Mutex::new(None),
             refresh: tokio::sync::Mutex::new(()),
             reinit: tokio::sync::Mutex::new(()),
@@ -135,6 +153,7 @@ impl McpClient {
                 if let Ok(mut slot) = shared.session.write() {
                     *slot = Some(session);
                 }
+                watch::start(&shared);
                 Ok(Self { shared })
             }
             Err(error) => {
@@ -187,10 +206,26 @@ impl McpClient {
     }
 
     /// Whether the next [`list_tools`](Self::list_tools) will ask the server again: never
-    /// fetched, `notifications/tools/list_changed` received, or a call hit an unknown tool.
+    /// fetched, `notifications/tools/list_changed` received, a call hit an unknown tool,
+    /// or the stream that would announce changes is not open ([`ToolsWatch`]).
     #[must_use]
     pub fn tools_stale(&self) -> bool {
         tools::is_stale(&self.shared)
+    }
+
+    /// How the client learns of tool list changes: the current [`ToolsWatch`] and its
+    /// changes (`borrow` it, or `wait_for` a state).
+    #[must_use]
+    pub fn tools_watch(&self) -> signal::Receiver<ToolsWatch> {
+        self.shared.tools_watch.subscribe()
+    }
+
+    /// A counter that moves whenever the cached tool list becomes stale (a change
+    /// notification, an unknown tool, a change stream opening), for hosts that refresh
+    /// eagerly: `changed().await` on it, then [`list_tools`](Self::list_tools).
+    #[must_use]
+    pub fn tool_list_changes(&self) -> signal::Receiver<u64> {
+        self.shared.tools_generation.subscribe()
     }
 
     /// Calls a tool with the default options. A tool that ran and failed is
@@ -224,9 +259,10 @@ impl McpClient {
         call::call_tool(&self.shared, name, arguments, &cancel, options).await
     }
 
-    /// Fails every call in flight, closes the transport, and reports how the server ended
-    /// (a process's exit status). Idempotent.
+    /// Ends the tool change subscription, fails every call in flight, closes the
+    /// transport, and reports how the server ended (a process's exit status). Idempotent.
     pub async fn close(&self) -> CloseReason {
+        watch::stop(&self.shared).await;
         self.shared.fail_all(CloseReason::ClosedByClient);
         self.shared.transport.close().await
     }

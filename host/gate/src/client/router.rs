@@ -11,9 +11,10 @@
 //!   that can be told (the `frames` module). The connection survives: only a run of
 //!   `max_consecutive_malformed` bad frames in a row, which means the stream is not
 //!   JSON-RPC at all, is a framing failure that closes it;
-//! * notifications feed the tool cache and progress callbacks; server requests get an
-//!   answer (`ping`: empty result; input requests: the handler; anything else:
-//!   method not found), sent from their own task so a slow answer never stalls routing;
+//! * notifications go to the `notify` module (tool cache, subscriptions, progress);
+//!   server requests get an answer (`ping`: empty result; input requests: the handler;
+//!   anything else: method not found), sent from their own task so a slow answer never
+//!   stalls routing;
 //! * when the transport closes, every waiting request fails at once with the reason.
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -27,10 +28,10 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use wasmgate_protocol::codes::{INTERNAL_ERROR, METHOD_NOT_FOUND};
 use wasmgate_protocol::result::INPUT_REQUEST_METHODS;
-use wasmgate_protocol::{Id, Message, Notification, Request, classify, error_response, parse_message, result_response};
+use wasmgate_protocol::{Id, Message, Request, classify, error_response, parse_message, result_response};
 
 use super::Shared;
-use super::config::{Progress, ProgressFn};
+use super::config::ProgressFn;
 use super::frames::leading_id;
 use super::input::{InputDeclined, InputRequest};
 use crate::error::{ClientError, CloseReason};
@@ -154,15 +155,7 @@ impl Shared {
         timeout: Duration,
         cancel: Option<&CancellationToken>,
     ) -> Result<Reply, ClientError> {
-        let answer = {
-            let mut table = self.table();
-            if let Some(reason) = &table.closed {
-                return Err(ClientError::TransportClosed { reason: reason.clone() });
-            }
-            let (tx, rx) = oneshot::channel();
-            table.pending.insert(id.clone(), tx);
-            rx
-        };
+        let answer = self.register(&id)?;
         let exchange = async {
             self.transport.send_with_headers(message, headers).await?;
             answer.await.unwrap_or_else(|_| {
@@ -188,25 +181,21 @@ impl Shared {
         outcome
     }
 
+    /// Registers request `id` as waiting for an answer, unless the connection is gone.
+    pub(crate) fn register(&self, id: &Id) -> Result<oneshot::Receiver<Result<Reply, ClientError>>, ClientError> {
+        let mut table = self.table();
+        if let Some(reason) = &table.closed {
+            return Err(ClientError::TransportClosed { reason: reason.clone() });
+        }
+        let (tx, rx) = oneshot::channel();
+        table.pending.insert(id.clone(), tx);
+        Ok(rx)
+    }
+
     /// Gives up on request `id`: later answers are ignored, and the server is told
-    /// (`notifications/cancelled`, or, on HTTP in the stateless era, by closing the
-    /// request's stream). The opening requests are never cancelled: the spec forbids
-    /// cancelling `initialize`, and a probe may be answered by a server that has not
-    /// been initialized.
-    fn abandon(&self, id: &Id, method: &str, reason: &str) {
-        {
-            let mut table = self.table();
-            table.pending.remove(id);
-            table.remember(id.clone(), Finished::Abandoned);
-        }
-        self.transport.release(id);
-        let Ok(session) = self.session() else { return };
-        let closes_stream = session.version().is_stateless() && self.transport.cancel_closes_stream();
-        if closes_stream || matches!(method, "initialize" | "server/discover") {
-            return;
-        }
-        tracing::debug!(server = %self.server, %id, reason, "cancelling request");
-        let message = session.context.cancelled(id, Some(reason));
+    /// (see [`give_up`](Self::give_up)) from a task of its own.
+    pub(crate) fn abandon(&self, id: &Id, method: &str, reason: &str) {
+        let Some(message) = self.give_up(id, method, reason) else { return };
         let transport = Arc::clone(&self.transport);
         tokio::spawn(async move {
             if let Err(e) = transport.send(message).await {
@@ -215,12 +204,37 @@ impl Shared {
         });
     }
 
+    /// Forgets request `id` (later answers are late) and releases its stream, which on
+    /// HTTP in the stateless era is the cancellation; returns the
+    /// `notifications/cancelled` still to send otherwise. The opening requests are never
+    /// cancelled: the spec forbids cancelling `initialize`, and a probe may be answered by
+    /// a server that has not been initialized.
+    pub(crate) fn give_up(&self, id: &Id, method: &str, reason: &str) -> Option<Value> {
+        {
+            let mut table = self.table();
+            table.pending.remove(id);
+            table.remember(id.clone(), Finished::Abandoned);
+        }
+        self.transport.release(id);
+        let session = self.session().ok()?;
+        let closes_stream = session.version().is_stateless() && self.transport.cancel_closes_stream();
+        if closes_stream || matches!(method, "initialize" | "server/discover") {
+            return None;
+        }
+        tracing::debug!(server = %self.server, %id, reason, "cancelling request");
+        Some(session.context.cancelled(id, Some(reason)))
+    }
+
     pub(crate) fn watch_progress(&self, token: &Id, callback: ProgressFn) {
         self.table().progress.insert(token.clone(), callback);
     }
 
     pub(crate) fn unwatch_progress(&self, token: &Id) {
         self.table().progress.remove(token);
+    }
+
+    pub(crate) fn progress_callback(&self, token: &Id) -> Option<ProgressFn> {
+        self.table().progress.get(token).cloned()
     }
 
     /// Fails every waiting request and refuses new ones.
@@ -331,33 +345,6 @@ impl Shared {
             }
             Message::Notification(notification) => self.on_notification(notification),
             Message::Request(request) => self.on_server_request(request),
-        }
-    }
-
-    fn on_notification(&self, notification: Notification) {
-        let params = notification.params.unwrap_or_default();
-        match notification.method.as_str() {
-            "notifications/tools/list_changed" => {
-                self.tools_generation.fetch_add(1, Ordering::SeqCst);
-                tracing::info!(server = %self.server, "tool list changed; cache marked stale");
-            }
-            "notifications/progress" => {
-                let Some(token) = params.get("progressToken").and_then(|t| Id::from_value(t).ok()) else { return };
-                let Some(progress) = params.get("progress").and_then(Value::as_f64) else { return };
-                let callback = self.table().progress.get(&token).cloned();
-                if let Some(callback) = callback {
-                    callback(Progress {
-                        progress,
-                        total: params.get("total").and_then(Value::as_f64),
-                        message: params.get("message").and_then(Value::as_str).map(str::to_owned),
-                    });
-                }
-            }
-            "notifications/message" => {
-                let text = Value::Object(params).to_string();
-                tracing::debug!(server = %self.server, log = %escape(&text.as_bytes()[..text.len().min(1024)]), "server log");
-            }
-            other => tracing::debug!(server = %self.server, method = other, "notification ignored"),
         }
     }
 

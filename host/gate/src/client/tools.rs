@@ -11,11 +11,12 @@
 //! The cache is tagged with the tool generation it was fetched under; the generation
 //! moves on `notifications/tools/list_changed` and on an unknown-tool error, which makes
 //! the cache stale and the next listing fetch again. A change that arrives *during* a
-//! fetch leaves the fresh cache stale as well, since the fetch may predate it.
+//! fetch leaves the fresh cache stale as well, since the fetch may predate it. And the
+//! cache is served only while something would tell us of a change: while the change
+//! stream is down (see the `watch` module) every listing asks the server.
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use serde_json::Value;
 use wasmgate_protocol::{ToolDefinition, parse_tools_list};
@@ -33,8 +34,7 @@ pub(crate) struct Cache {
 }
 
 pub(crate) fn is_stale(shared: &Shared) -> bool {
-    let generation = shared.tools_generation.load(Ordering::SeqCst);
-    shared.tools_cache.lock().map_or(true, |cache| cache.as_ref().is_none_or(|c| c.generation != generation))
+    cached(shared).is_none()
 }
 
 /// A tool's cached definition, fresh or not (for headers derived from its schema).
@@ -43,8 +43,12 @@ pub(crate) fn cached_definition(shared: &Shared, name: &str) -> Option<ToolDefin
     cache.as_ref()?.tools.iter().find(|t| t.name == name).cloned()
 }
 
+/// The cached list, if it is current and something would tell us otherwise.
 fn cached(shared: &Shared) -> Option<Vec<ToolDefinition>> {
-    let generation = shared.tools_generation.load(Ordering::SeqCst);
+    if !shared.tools_watch.borrow().trusts_cache() {
+        return None;
+    }
+    let generation = *shared.tools_generation.borrow();
     let cache = shared.tools_cache.lock().ok()?;
     cache.as_ref().filter(|c| c.generation == generation).map(|c| c.tools.clone())
 }
@@ -57,7 +61,7 @@ pub(crate) async fn list(shared: &Arc<Shared>) -> Result<Vec<ToolDefinition>, Cl
     if let Some(tools) = cached(shared) {
         return Ok(tools);
     }
-    let generation = shared.tools_generation.load(Ordering::SeqCst);
+    let generation = *shared.tools_generation.borrow();
     let mut tools = fetch_all(shared).await?;
     if shared.transport.mirrors_param_headers() {
         tools.retain(|tool| match annotated(&tool.input_schema) {

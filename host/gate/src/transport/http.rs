@@ -17,6 +17,10 @@
 //! the session: the session is dropped and the exchange fails with
 //! [`TransportError::SessionExpired`], on which the client initializes again. On close,
 //! the session is ended with `DELETE`.
+//!
+//! SSE bodies, and the handshake era's standalone GET stream on which a server sends
+//! what answers no request (`notifications/tools/list_changed` among others), are read
+//! by the `stream` submodule.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -31,10 +35,13 @@ use tokio::task::AbortHandle;
 use wasmgate_protocol::{Id, Limits, Message, ProtocolVersion, decode};
 
 use super::headers::{SESSION_ID, mcp_headers};
-use super::sse::SseParser;
 use super::stderr::escape;
-use super::{BoxFuture, INBOUND_CAPACITY, Inbound, Transport};
+use super::{BoxFuture, INBOUND_CAPACITY, Inbound, StreamEnd, Transport};
 use crate::error::{CloseReason, TransportError};
+
+mod stream;
+
+use stream::is_event_stream;
 
 /// At most this much of an error body is read, and 512 bytes of it kept for logs.
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -117,6 +124,8 @@ struct State {
     session: Option<String>,
     version: Option<ProtocolVersion>,
     exchanges: HashMap<Id, AbortHandle>,
+    /// The handshake-era GET stream's reader, if one is open.
+    server_stream: Option<AbortHandle>,
     closed: bool,
 }
 
@@ -221,31 +230,14 @@ impl Shared {
         {
             self.state().session = Some(session.to_owned());
         }
-        let is_sse = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
-        if !is_sse {
+        if !is_event_stream(&response) {
             let body = read_bounded(&mut response, self.max_message).await?;
             if !body.is_empty() {
                 self.deliver(Inbound::Frame(body)).await?;
             }
             return Ok(());
         }
-        let mut parser = SseParser::new(self.max_message);
-        let (mut total, mut events) = (0usize, Vec::new());
-        while let Some(chunk) = response.chunk().await.map_err(|e| TransportError::Io(chain(&e)))? {
-            total += chunk.len();
-            if total > self.max_response {
-                return Err(TransportError::TooLarge { limit: self.max_response });
-            }
-            parser.push(&chunk, &mut events).map_err(|e| TransportError::TooLarge { limit: e.limit })?;
-            for data in events.drain(..) {
-                self.deliver(Inbound::Frame(data)).await?;
-            }
-        }
-        Ok(())
+        self.pump_sse(response).await
     }
 
     async fn deliver(&self, event: Inbound) -> Result<(), TransportError> {
@@ -261,7 +253,7 @@ impl Shared {
         }
         let body = read_bounded(&mut response, MAX_ERROR_BODY).await.unwrap_or_default();
         let rpc = match decode(&body, Limits::DEFAULT) {
-            Ok(Message::ErrorResponse(e)) => Some(e.error),
+            Ok(Message::ErrorResponse(e)) => Some(Box::new(e.error)),
             _ => None,
         };
         TransportError::Http { status: status.as_u16(), rpc, body: escape(&body[..body.len().min(512)]) }
@@ -353,6 +345,10 @@ impl Transport for HttpTransport {
         self.shared.state().version = Some(version);
     }
 
+    fn server_stream(&self) -> Option<BoxFuture<'static, Result<StreamEnd, TransportError>>> {
+        Some(Box::pin(Arc::clone(&self.shared).open_server_stream()))
+    }
+
     fn close(&self) -> BoxFuture<'_, CloseReason> {
         Box::pin(async move {
             let shared = &self.shared;
@@ -360,6 +356,9 @@ impl Transport for HttpTransport {
                 let mut state = shared.state();
                 if std::mem::replace(&mut state.closed, true) {
                     return CloseReason::ClosedByClient;
+                }
+                if let Some(stream) = state.server_stream.take() {
+                    stream.abort();
                 }
                 (state.session.take(), std::mem::take(&mut state.exchanges))
             };
@@ -383,7 +382,8 @@ impl Transport for HttpTransport {
 
 impl Drop for HttpTransport {
     fn drop(&mut self) {
-        for handle in std::mem::take(&mut self.shared.state().exchanges).into_values() {
+        let mut state = self.shared.state();
+        for handle in std::mem::take(&mut state.exchanges).into_values().chain(state.server_stream.take()) {
             handle.abort();
         }
     }

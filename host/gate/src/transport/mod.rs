@@ -43,6 +43,11 @@ pub mod stdio;
 /// A boxed, sendable future, so [`Transport`] stays object-safe.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// An open server stream (see [`Transport::server_stream`]): resolves when the stream
+/// ends, `Ok` when the server closed it, `Err` when it broke or hit a cap. Dropping it
+/// closes the stream.
+pub type StreamEnd = BoxFuture<'static, Result<(), TransportError>>;
+
 /// Capacity of the inbound channel: enough to absorb a burst of notifications, small
 /// enough that a flooding server is slowed down by backpressure instead of buffered.
 pub(crate) const INBOUND_CAPACITY: usize = 64;
@@ -125,6 +130,16 @@ pub trait Transport: Send + Sync + fmt::Debug + 'static {
     /// handshake era). The default does nothing.
     fn set_protocol_version(&self, version: ProtocolVersion) {
         let _ = version;
+    }
+
+    /// Opens the standalone stream on which a handshake-era server sends messages that
+    /// answer no request (Streamable HTTP: a GET to the endpoint, answered with SSE).
+    /// `None`: this transport has no such stream (stdio writes everything to one pipe).
+    /// The outer future resolves once the server accepted (an [`StreamEnd`] to await)
+    /// or refused (HTTP 405: it offers no stream); the stream's messages arrive as
+    /// [`Inbound::Frame`]s like any other. The default is `None`.
+    fn server_stream(&self) -> Option<BoxFuture<'static, Result<StreamEnd, TransportError>>> {
+        None
     }
 
     /// Shuts the connection down and reports how the server ended (for a process: its

@@ -6,8 +6,11 @@
 //! split across chunks; `data` lines are joined with `\n`; a blank line dispatches;
 //! `:` lines are comments, the keep-alives servers send; `id`/`retry` are ignored since
 //! 2026-07-28 streams are not resumable; events whose type is not `message` are
-//! skipped) and adds one rule of its own: no line and no event may exceed the cap, so
-//! a hostile stream costs at most one event's worth of memory.
+//! skipped, and so are events with empty data, such as the "priming" event a
+//! 2025-11-25 server may open a stream with) and adds one rule of its own: no line and
+//! no event may exceed the cap, so a hostile stream costs at most one event's worth of
+//! memory. The same parser reads long-lived streams (the handshake era's GET stream, a
+//! 2026-07-28 subscription), where the cap is what keeps a stream bounded.
 
 use bytes::Bytes;
 
@@ -100,6 +103,9 @@ impl SseParser {
             return;
         }
         data.pop();
+        if data.is_empty() {
+            return;
+        }
         if event_type.is_empty() || event_type == b"message" {
             events.push(Bytes::from(data));
         } else {
@@ -138,6 +144,12 @@ mod tests {
     fn events_of_another_type_and_an_unterminated_last_event_are_dropped() {
         let got = parse(&[b"event: ping\ndata: p\n\nevent: message\ndata: m\n\ndata: cut"], 64).unwrap();
         assert_eq!(got, ["m"]);
+    }
+
+    #[test]
+    fn an_event_with_empty_data_is_not_dispatched() {
+        let got = parse(&[b"id: 1\ndata:\n\ndata: \n\ndata: x\n\n"], 64).unwrap();
+        assert_eq!(got, ["x"]);
     }
 
     #[test]

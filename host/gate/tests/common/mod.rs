@@ -2,8 +2,10 @@
 //! opening and read what the client sent, without sleeps.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+use std::time::Duration;
+
 use serde_json::{Map, Value, json};
-use wasmgate_gate::{ClientConfig, FakeServer, McpClient, fake};
+use wasmgate_gate::{ClientConfig, FakeServer, McpClient, ToolsWatch, fake};
 use wasmgate_protocol::Id;
 
 /// A `server/discover` result for a 2026-07-28 server with tools.
@@ -17,14 +19,49 @@ pub fn initialize_result(version: &str) -> Value {
     json!({"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": {"name": "old", "version": "1"}})
 }
 
-/// A connected 2026-07-28 client and the server end.
+/// A connected 2026-07-28 client and the server end, with the tool change
+/// subscription the server's `tools.listChanged` asks for already acknowledged.
 pub async fn connected(config: ClientConfig) -> (McpClient, FakeServer) {
     let (transport, mut server) = fake::fake();
     let connecting = tokio::spawn(McpClient::connect("fake", transport, config));
     let id = expect_request(&mut server, "server/discover").await.0;
     server.respond(&id, discover_result()).await;
-    (connecting.await.unwrap().expect("connect"), server)
+    let client = connecting.await.unwrap().expect("connect");
+    subscribe(&mut server, &client).await;
+    (client, server)
 }
+
+/// Answers the client's `subscriptions/listen` for tool changes with an acknowledgment
+/// and waits until the client trusts it; returns the subscription's id.
+pub async fn subscribe(server: &mut FakeServer, client: &McpClient) -> Id {
+    let (id, params) = expect_request(server, "subscriptions/listen").await;
+    assert_eq!(params["notifications"], json!({"toolsListChanged": true}));
+    server.send(acknowledged(&id, json!({"toolsListChanged": true}))).await;
+    until(client, ToolsWatch::Active).await;
+    id
+}
+
+/// `notifications/subscriptions/acknowledged` for subscription `id`, honoring `filter`.
+pub fn acknowledged(id: &Id, filter: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+           "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": id.to_value()}, "notifications": filter}})
+}
+
+/// `notifications/tools/list_changed` on subscription `id`.
+pub fn tools_changed_on(id: &Id) -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+           "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": id.to_value()}}})
+}
+
+/// Waits (10 s at most, a failure guard, not a synchronization) for the watch to reach `state`.
+pub async fn until(client: &McpClient, state: ToolsWatch) {
+    let mut watch = client.tools_watch();
+    let reached = tokio::time::timeout(GUARD, watch.wait_for(|s| *s == state)).await.is_ok_and(|r| r.is_ok());
+    assert!(reached, "the tool watch never became {state:?}; it is {:?}", *watch.borrow());
+}
+
+/// How long a test waits for something that should happen at once.
+pub const GUARD: Duration = Duration::from_secs(10);
 
 /// The next message, which must be a request for `method`: its id and params.
 pub async fn expect_request(server: &mut FakeServer, method: &str) -> (Id, Map<String, Value>) {

@@ -1,7 +1,8 @@
 //! A scripted HTTP/1.1 endpoint on loopback for the Streamable HTTP transport tests:
-//! the test accepts each POST, inspects its headers and body, and writes exactly the
-//! answer it wants (statuses, sessions, SSE streams, oversized bodies). Every answer
-//! closes its connection, so each request arrives on a fresh accept, in order.
+//! the test accepts each request (POSTs, and the GET and DELETE of handshake-era
+//! sessions), inspects its headers and body, and writes exactly the answer it wants
+//! (statuses, sessions, SSE streams, oversized bodies). Every answer closes its
+//! connection, so each request arrives on a fresh accept, in order.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
@@ -61,6 +62,15 @@ impl Endpoint {
         Exchange { method, headers, body, stream }
     }
 
+    /// The next request, which must be an HTTP `method` request without a body (the GET
+    /// stream, the DELETE that ends a session).
+    pub async fn expect_http(&self, method: &str) -> Exchange {
+        let exchange = self.next().await;
+        assert_eq!(exchange.method, method, "unexpected request {} {}", exchange.method, exchange.body);
+        assert_eq!(exchange.body, Value::Null, "a {method} has no body");
+        exchange
+    }
+
     /// The next request, which must be a JSON-RPC message with `method`.
     pub async fn expect(&self, method: &str) -> Exchange {
         let exchange = self.next().await;
@@ -114,4 +124,18 @@ impl Exchange {
 /// Writes one SSE event carrying `message`.
 pub async fn event(stream: &mut TcpStream, message: &Value) {
     stream.write_all(format!("data: {message}\n\n").as_bytes()).await.unwrap();
+}
+
+/// Reads until the client closes `stream` (EOF), within `guard`; false if it did not.
+pub async fn closed_by_client(stream: &mut TcpStream, guard: std::time::Duration) -> bool {
+    let mut buf = [0u8; 256];
+    let until_eof = async {
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    };
+    tokio::time::timeout(guard, until_eof).await.is_ok()
 }

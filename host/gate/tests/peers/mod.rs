@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use serde_json::{Map, Value};
-use wasmgate_gate::{CancellationToken, McpClient};
+use serde_json::{Map, Value, json};
+use wasmgate_gate::{CancellationToken, McpClient, ToolsWatch};
 use wasmgate_protocol::{CallToolResult, ContentBlock};
 
 pub const INSTALL: &str = "scripts/install-peers.sh";
@@ -95,4 +95,30 @@ pub async fn check_python_peer(client: &McpClient) {
     let fail = call(client, "fail", serde_json::json!({"reason": "no such calendar"})).await;
     assert!(fail.is_error, "a tool failure is an Ok result with isError");
     assert!(first_text(&fail).contains("no such calendar"), "{fail:?}");
+}
+
+/// How long to wait for the peer to do something it should do at once (a failure guard).
+const GUARD: Duration = Duration::from_secs(15);
+
+/// The Python peer's `grow` tool registers a tool and announces the change. The client
+/// must hear it on whatever stream the era and transport use (`watch` is how: `Active`
+/// for a stream it keeps, `Off` where changes arrive anyway), and list the new tool next.
+pub async fn check_tool_list_change(client: &McpClient, watch: ToolsWatch) {
+    let mut state = client.tools_watch();
+    let reached = tokio::time::timeout(GUARD, state.wait_for(|s| *s == watch)).await.is_ok_and(|r| r.is_ok());
+    assert!(reached, "the tool watch never became {watch:?}; it is {:?}", *state.borrow());
+    let before = client.list_tools().await.unwrap();
+    assert!(before.iter().all(|t| t.name != "grown"), "{before:?}");
+    assert!(!client.tools_stale());
+
+    let mut changes = client.tool_list_changes();
+    changes.borrow_and_update();
+    let grow = call(client, "grow", json!({"name": "grown"})).await;
+    assert!(!grow.is_error, "{grow:?}");
+    let announced = tokio::time::timeout(GUARD, changes.changed()).await.is_ok_and(|r| r.is_ok());
+    assert!(announced, "no tools/list_changed reached the client");
+    assert!(client.tools_stale());
+    let after = client.list_tools().await.unwrap();
+    assert!(after.iter().any(|t| t.name == "grown"), "{after:?}");
+    assert_eq!(first_text(&call(client, "grown", json!({"text": "new here"})).await), "new here");
 }
