@@ -38,10 +38,20 @@ impl BoundedPipe {
         inner.dropped += bytes.len() - take;
     }
 
-    /// What the guest wrote, as lossy UTF-8, with a note of how much was dropped.
+    /// What the guest wrote, as lossy UTF-8 on one line, with a note of how
+    /// much was dropped. Control, escape and bidi characters become spaces:
+    /// this text ends up in logs and terminals, and a hostile guest must not
+    /// be able to rewrite a screen or disguise a log line.
     pub fn contents(&self) -> String {
         let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut text = String::from_utf8_lossy(&inner.kept).into_owned();
+        let mut text: String = String::from_utf8_lossy(&inner.kept)
+            .chars()
+            .map(|c| {
+                let invisible =
+                    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+                if c.is_control() || invisible { ' ' } else { c }
+            })
+            .collect();
         if inner.dropped > 0 {
             text.push_str(&format!(" [... {} more bytes dropped]", inner.dropped));
         }
@@ -111,5 +121,12 @@ mod tests {
         pipe.append(b"hello world");
         pipe.append(b"!");
         assert_eq!(pipe.contents(), "hello [... 7 more bytes dropped]");
+    }
+
+    #[test]
+    fn escapes_and_bidi_overrides_cannot_reach_a_terminal() {
+        let pipe = BoundedPipe::new(100);
+        pipe.append("panicked\n\x1b[2J\u{202e}evil\x07".as_bytes());
+        assert_eq!(pipe.contents(), "panicked  [2J evil ");
     }
 }
