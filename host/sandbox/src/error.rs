@@ -102,6 +102,14 @@ pub enum LoadError {
     Engine(String),
 }
 
+/// A guest-supplied character as it may appear in a log line or a terminal:
+/// control, escape and bidi characters become spaces, so a hostile guest can
+/// neither rewrite a screen nor disguise a line.
+pub(crate) fn log_safe(c: char) -> char {
+    let invisible = matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if c.is_control() || invisible { ' ' } else { c }
+}
+
 /// A short, single-line form of a guest-supplied message, so a hostile guest
 /// cannot flood the logs through its error text.
 pub(crate) fn bounded(text: &str, max: usize) -> String {
@@ -110,7 +118,7 @@ pub(crate) fn bounded(text: &str, max: usize) -> String {
         end -= 1;
     }
     let cut = &text[..end];
-    let mut out: String = cut.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let mut out: String = cut.chars().map(log_safe).collect();
     if end < text.len() {
         out.push_str(" [...]");
     }

@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+
+use crate::error::log_safe;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
@@ -38,20 +40,11 @@ impl BoundedPipe {
         inner.dropped += bytes.len() - take;
     }
 
-    /// What the guest wrote, as lossy UTF-8 on one line, with a note of how
-    /// much was dropped. Control, escape and bidi characters become spaces:
-    /// this text ends up in logs and terminals, and a hostile guest must not
-    /// be able to rewrite a screen or disguise a log line.
+    /// What the guest wrote, as lossy UTF-8 on one line made [`log_safe`],
+    /// with a note of how much was dropped.
     pub fn contents(&self) -> String {
         let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut text: String = String::from_utf8_lossy(&inner.kept)
-            .chars()
-            .map(|c| {
-                let invisible =
-                    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-                if c.is_control() || invisible { ' ' } else { c }
-            })
-            .collect();
+        let mut text: String = String::from_utf8_lossy(&inner.kept).chars().map(log_safe).collect();
         if inner.dropped > 0 {
             text.push_str(&format!(" [... {} more bytes dropped]", inner.dropped));
         }
