@@ -1,0 +1,1 @@
+//! MCP tools as plain Tool values (placeholder).

@@ -1,0 +1,1 @@
+//! What an agent loop sees (placeholder: filled in by the adapter work).

@@ -1,0 +1,1 @@
+//! The audit log (placeholder).

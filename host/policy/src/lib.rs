@@ -1,0 +1,1 @@
+//! The trust boundary's pure parts (placeholder).
