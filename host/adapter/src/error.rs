@@ -1,0 +1,37 @@
+//! [`AdapterError`]: what stops start-up. Per-call failures are not here: they are
+//! tool results or [`ToolError`](wasmgate_agent::ToolError)s, as the failure contract says.
+
+use std::path::PathBuf;
+
+use wasmgate_gate::ClientError;
+use wasmgate_sandbox::LoadError;
+
+/// Start-up failed; the text names the provider or the file and what is wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AdapterError {
+    /// A provider could not be connected to, or would not list its tools.
+    #[error("cannot start provider {provider:?}: {source}")]
+    Unreachable {
+        /// The provider's configured name.
+        provider: String,
+        /// What the client reported (boxed: it is large, and start-up errors are rare).
+        source: Box<ClientError>,
+    },
+    /// A configured formatter file is not a usable formatter component.
+    #[error("formatter {}: {source}", path.display())]
+    Formatter {
+        /// The configured file.
+        path: PathBuf,
+        /// What is wrong with it.
+        source: LoadError,
+    },
+    /// A provider name that would make ambiguous or invalid tool names.
+    #[error("invalid provider name {name:?}: {why}")]
+    ProviderName {
+        /// The configured name.
+        name: String,
+        /// What the rule is.
+        why: &'static str,
+    },
+}

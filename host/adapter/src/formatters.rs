@@ -1,0 +1,110 @@
+//! Choosing the formatter for a result: configured rules map provider and tool name
+//! patterns to formatter components; the first matching rule wins, and the default
+//! (the built-in json-text formatter) takes the rest.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use wasmgate_sandbox::{Formatter, Limits, Sandbox};
+
+use crate::error::AdapterError;
+
+/// One configured rule: results of tools matching `tool` from providers matching
+/// `provider` (`*` matches any run of characters) go through the component at `path`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormatterRule {
+    /// Provider name pattern.
+    pub provider: String,
+    /// Tool name pattern (the provider's own tool name, without the prefix).
+    pub tool: String,
+    /// The formatter component.
+    pub path: PathBuf,
+}
+
+/// The loaded formatters and the rules that select them.
+#[derive(Debug, Clone)]
+pub struct Formatters {
+    default: Arc<Formatter>,
+    rules: Vec<(FormatterRule, Arc<Formatter>)>,
+}
+
+impl Formatters {
+    /// Only the default formatter.
+    #[must_use]
+    pub fn new(default: Formatter) -> Self {
+        Self { default: Arc::new(default), rules: Vec::new() }
+    }
+
+    /// Loads every rule's component with `limits` as its per-call limits. A file that is
+    /// not a formatter component fails here, at start-up, naming the file.
+    ///
+    /// # Errors
+    ///
+    /// [`AdapterError::Formatter`] for the first file that cannot be loaded.
+    pub fn load(
+        sandbox: &Sandbox,
+        default: Formatter,
+        rules: impl IntoIterator<Item = FormatterRule>,
+        limits: &Limits,
+    ) -> Result<Self, AdapterError> {
+        let mut loaded: Vec<(FormatterRule, Arc<Formatter>)> = Vec::new();
+        for rule in rules {
+            let same_file = loaded.iter().find(|(r, _)| r.path == rule.path).map(|(_, f)| Arc::clone(f));
+            let formatter = match same_file {
+                Some(formatter) => formatter,
+                None => Arc::new(
+                    sandbox
+                        .load_formatter_file(&rule.path, limits.clone())
+                        .map_err(|source| AdapterError::Formatter { path: rule.path.clone(), source })?,
+                ),
+            };
+            loaded.push((rule, formatter));
+        }
+        Ok(Self { default: Arc::new(default), rules: loaded })
+    }
+
+    /// The formatter for results of `tool` from `provider`.
+    #[must_use]
+    pub fn select(&self, provider: &str, tool: &str) -> Arc<Formatter> {
+        self.rules
+            .iter()
+            .find(|(rule, _)| glob(&rule.provider, provider) && glob(&rule.tool, tool))
+            .map_or_else(|| Arc::clone(&self.default), |(_, f)| Arc::clone(f))
+    }
+}
+
+/// `*` matches any run of characters (including none); everything else matches itself.
+pub fn glob(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let Some(first) = parts.next() else { return pattern == name };
+    let Some(mut rest) = name.strip_prefix(first) else { return false };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else { return rest.is_empty() };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob;
+
+    #[test]
+    fn glob_matches_stars_and_literals() {
+        assert!(glob("*", ""));
+        assert!(glob("*", "anything"));
+        assert!(glob("calendar", "calendar"));
+        assert!(!glob("calendar", "calendars"));
+        assert!(glob("calendar_*", "calendar_query"));
+        assert!(!glob("calendar_*", "xcalendar_query"));
+        assert!(glob("*_query", "calendar_query"));
+        assert!(glob("a*b*c", "abc"));
+        assert!(glob("a*b*c", "a-b-b-c"));
+        assert!(!glob("a*b*c", "a-c-b"));
+        assert!(!glob("ab*ba", "aba"), "prefix and suffix may not overlap");
+    }
+}

@@ -1,0 +1,147 @@
+//! One MCP tool as a [`Tool`]: shape translation and the failure contract, nothing else.
+//!
+//! | upstream outcome | what the agent gets |
+//! |---|---|
+//! | a result (`isError` or not) | `Ok`, rendered by the formatter in the sandbox |
+//! | arguments that fail `inputSchema` | `Ok(is_error)` with the validator's message; no call |
+//! | JSON-RPC "invalid params" for the arguments | `Ok(is_error)`, the server's text rendered like a result |
+//! | the tool no longer exists | `Ok(is_error)` saying so; the provider's list is refreshed |
+//! | cancelled | `Err` [`ToolErrorKind::Cancelled`] |
+//! | `input_required` nobody can answer | `Err` [`ToolErrorKind::Unsupported`] |
+//! | anything else (transport, timeout, malformed, other RPC errors) | `Err` [`ToolErrorKind::ExecutionFailed`] |
+
+use std::sync::Arc;
+
+use jsonschema::Validator;
+use serde_json::{Map, Value, json};
+use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult, ToolSpec};
+use wasmgate_gate::{ClientError, McpClient};
+use wasmgate_protocol::{CallToolResult, ContentBlock, ResultKind, ToolDefinition};
+use wasmgate_sandbox::Formatter;
+
+use crate::render::{Origin, render};
+use crate::schema;
+
+/// JSON-RPC "invalid params": how some servers reject arguments.
+const INVALID_PARAMS: i64 = -32602;
+
+/// Why a tool was not offered to the agent (for logs).
+pub type Withheld = String;
+
+/// Makes `definition` of `provider` a [`Tool`] named `exposed`.
+///
+/// # Errors
+///
+/// Why the tool is withheld: a schema that cannot be compiled (invalid, or referring to
+/// something outside itself).
+pub fn adapt(
+    provider: &str,
+    exposed: String,
+    client: &McpClient,
+    definition: &ToolDefinition,
+    formatter: Arc<Formatter>,
+) -> Result<Tool, Withheld> {
+    let input = schema::compile(&definition.input_schema).map_err(|e| format!("its inputSchema is unusable: {e}"))?;
+    let output = match &definition.output_schema {
+        Some(schema) => Some(schema::compile(schema).map_err(|e| format!("its outputSchema is unusable: {e}"))?),
+        None => None,
+    };
+    let spec = ToolSpec {
+        name: exposed.clone(),
+        description: definition.description.clone().or_else(|| definition.title.clone()).unwrap_or_default(),
+        input_schema: definition.input_schema.clone(),
+    };
+    let executor = McpTool {
+        provider: provider.to_owned(),
+        upstream: definition.name.clone(),
+        exposed,
+        client: client.clone(),
+        input,
+        output,
+        formatter,
+    };
+    Ok(Tool::new(spec, Arc::new(executor)))
+}
+
+struct McpTool {
+    provider: String,
+    /// The provider's own name for the tool.
+    upstream: String,
+    /// The name the agent knows.
+    exposed: String,
+    client: McpClient,
+    input: Validator,
+    output: Option<Validator>,
+    formatter: Arc<Formatter>,
+}
+
+impl std::fmt::Debug for McpTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpTool").field("provider", &self.provider).field("upstream", &self.upstream).finish()
+    }
+}
+
+impl ToolExecute for McpTool {
+    fn execute(&self, input: Value, cancel: CancellationToken) -> BoxFuture<'_, Result<ToolResult, ToolError>> {
+        Box::pin(self.call(input, cancel))
+    }
+}
+
+impl McpTool {
+    fn origin(&self) -> Origin<'_> {
+        Origin { provider: &self.provider, tool: &self.exposed }
+    }
+
+    async fn call(&self, input: Value, cancel: CancellationToken) -> Result<ToolResult, ToolError> {
+        let arguments = match input {
+            Value::Object(arguments) => arguments,
+            Value::Null => Map::new(),
+            _ => return Ok(ToolResult::error("invalid arguments: expected a JSON object")),
+        };
+        let arguments = Value::Object(arguments);
+        if let Err(problems) = schema::check(&self.input, &arguments) {
+            return Ok(ToolResult::error(format!("invalid arguments:\n{problems}")));
+        }
+        let Value::Object(arguments) = arguments else { return Ok(ToolResult::error("invalid arguments")) };
+        match self.client.call_tool(&self.upstream, arguments, cancel).await {
+            Ok(result) => Ok(render(self.origin(), &self.formatter, self.output.as_ref(), &result).await),
+            Err(error) => self.failed(error).await,
+        }
+    }
+
+    async fn failed(&self, error: ClientError) -> Result<ToolResult, ToolError> {
+        let kind = match error {
+            ClientError::UnknownTool { .. } => {
+                tracing::info!(provider = %self.provider, tool = %self.upstream, "tool is gone; refreshing the list");
+                if let Err(why) = self.client.list_tools().await {
+                    tracing::warn!(provider = %self.provider, %why, "refreshing the tool list failed");
+                }
+                return Ok(ToolResult::error(format!(
+                    "the tool {} is no longer available from {}",
+                    self.exposed, self.provider
+                )));
+            }
+            ClientError::Rpc { code: INVALID_PARAMS, ref message, .. } => {
+                let rejected = rejection(message);
+                return Ok(render(self.origin(), &self.formatter, None, &rejected).await);
+            }
+            ClientError::Cancelled => ToolErrorKind::Cancelled,
+            ClientError::Unsupported(_) => ToolErrorKind::Unsupported,
+            _ => ToolErrorKind::ExecutionFailed,
+        };
+        Err(ToolError::new(kind, error.to_string()).with_provider(self.provider.clone()).with_source(error))
+    }
+}
+
+/// The server's rejection of the arguments as an error result, so its (untrusted)
+/// text reaches the model only through the formatter.
+fn rejection(message: &str) -> CallToolResult {
+    let block = json!({"type": "text", "text": format!("the provider rejected the arguments: {message}")});
+    CallToolResult {
+        kind: ResultKind::Complete,
+        content: vec![ContentBlock::Text(block.clone())],
+        structured_content: None,
+        is_error: true,
+        raw: json!({"content": [block], "isError": true}),
+    }
+}

@@ -1,0 +1,167 @@
+//! A connected MCP provider and its tools as [`Tool`]s, and [`McpToolset`], which
+//! offers the current tools of several providers to the agent loop.
+//!
+//! Tools are re-adapted only when the provider's definitions change, so a turn costs
+//! one look at the client's cache. A tool whose name cannot be exposed or whose schema
+//! cannot be compiled is withheld, with a warning in the logs.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use wasmgate_agent::{BoxFuture, Tool, Toolset};
+use wasmgate_gate::{ClientConfig, ClientError, McpClient, Transport};
+
+use crate::error::AdapterError;
+use crate::formatters::Formatters;
+use crate::mcp_tool::adapt;
+use crate::naming::{check_provider_name, exposed_name};
+
+/// One upstream MCP server, adapted. Clones share the connection.
+#[derive(Debug, Clone)]
+pub struct McpProvider {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    name: String,
+    client: McpClient,
+    formatters: Arc<Formatters>,
+    /// The definitions last adapted (raw JSON, to notice any change) and the tools made of them.
+    adapted: Mutex<(Vec<Value>, Vec<Tool>)>,
+}
+
+impl McpProvider {
+    /// Connects to a provider and lists its tools: any failure stops start-up with an
+    /// error naming the provider.
+    ///
+    /// # Errors
+    ///
+    /// [`AdapterError::ProviderName`] or [`AdapterError::Unreachable`].
+    pub async fn connect(
+        name: &str,
+        transport: impl Transport,
+        config: ClientConfig,
+        formatters: Arc<Formatters>,
+    ) -> Result<Self, AdapterError> {
+        check_provider_name(name)?;
+        let client = McpClient::connect(name, transport, config)
+            .await
+            .map_err(|source| AdapterError::Unreachable { provider: name.to_owned(), source: Box::new(source) })?;
+        let provider = Self::new(name, client.clone(), formatters)?;
+        if let Err(source) = provider.tools().await {
+            client.close().await;
+            return Err(AdapterError::Unreachable { provider: name.to_owned(), source: Box::new(source) });
+        }
+        Ok(provider)
+    }
+
+    /// Adapts an already connected client.
+    ///
+    /// # Errors
+    ///
+    /// [`AdapterError::ProviderName`] for a name that would make ambiguous tool names.
+    pub fn new(name: &str, client: McpClient, formatters: Arc<Formatters>) -> Result<Self, AdapterError> {
+        check_provider_name(name)?;
+        let adapted = Mutex::new((Vec::new(), Vec::new()));
+        Ok(Self { inner: Arc::new(Inner { name: name.to_owned(), client, formatters, adapted }) })
+    }
+
+    /// The provider's configured name (the prefix of its tools' names).
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The client, for hosts that need more than tools.
+    #[must_use]
+    pub fn client(&self) -> &McpClient {
+        &self.inner.client
+    }
+
+    /// The provider's tools now (from the client's cache unless it is stale).
+    ///
+    /// # Errors
+    ///
+    /// The client's, when the list cannot be fetched.
+    pub async fn tools(&self) -> Result<Vec<Tool>, ClientError> {
+        let definitions = self.inner.client.list_tools().await?;
+        let raw: Vec<Value> = definitions.iter().map(|d| d.raw.clone()).collect();
+        if let Ok(adapted) = self.inner.adapted.lock()
+            && adapted.0 == raw
+        {
+            return Ok(adapted.1.clone());
+        }
+        let name = &self.inner.name;
+        let tools: Vec<Tool> = definitions
+            .iter()
+            .filter_map(|definition| {
+                let adapted = exposed_name(name, &definition.name).and_then(|exposed| {
+                    let formatter = self.inner.formatters.select(name, &definition.name);
+                    adapt(name, exposed, &self.inner.client, definition, formatter)
+                });
+                adapted
+                    .inspect_err(|why| {
+                        tracing::warn!(provider = %name, tool = %definition.name, %why, "tool withheld");
+                    })
+                    .ok()
+            })
+            .collect();
+        if let Ok(mut adapted) = self.inner.adapted.lock() {
+            *adapted = (raw, tools.clone());
+        }
+        Ok(tools)
+    }
+
+    /// The tools adapted last, without asking the provider.
+    fn last_tools(&self) -> Vec<Tool> {
+        self.inner.adapted.lock().map(|a| a.1.clone()).unwrap_or_default()
+    }
+
+    /// Closes the connection.
+    pub async fn close(&self) {
+        let reason = self.inner.client.close().await;
+        tracing::debug!(provider = %self.inner.name, %reason, "provider closed");
+    }
+}
+
+/// The tools of several providers, fresh for every model turn.
+#[derive(Debug, Clone, Default)]
+pub struct McpToolset {
+    providers: Vec<McpProvider>,
+}
+
+impl McpToolset {
+    /// A toolset over `providers`.
+    #[must_use]
+    pub fn new(providers: Vec<McpProvider>) -> Self {
+        Self { providers }
+    }
+
+    /// The providers.
+    #[must_use]
+    pub fn providers(&self) -> &[McpProvider] {
+        &self.providers
+    }
+}
+
+impl Toolset for McpToolset {
+    /// A provider whose list cannot be fetched keeps offering its last tools: calling
+    /// one then fails with a [`ToolError`](wasmgate_agent::ToolError), which ends the
+    /// turn as the failure contract says, instead of tools vanishing silently.
+    fn current(&self) -> BoxFuture<'_, Vec<Tool>> {
+        Box::pin(async move {
+            let mut all = Vec::new();
+            for provider in &self.providers {
+                match provider.tools().await {
+                    Ok(tools) => all.extend(tools),
+                    Err(why) => {
+                        tracing::warn!(provider = %provider.name(), %why, "cannot refresh the tool list");
+                        all.extend(provider.last_tools());
+                    }
+                }
+            }
+            all
+        })
+    }
+}

@@ -1,0 +1,121 @@
+//! The adapter's own promises: what is offered under which name, what is withheld,
+//! how schemas and argument rejections are handled, and start-up errors.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{Reply, SANDBOX, Upstream, formatters, json_text, limits, provider, text, tool};
+use serde_json::json;
+use wasmgate_adapter::{AdapterError, FormatterRule, Formatters, SCHEMA_MISMATCH};
+use wasmgate_agent::CancellationToken;
+
+fn names(tools: &[wasmgate_agent::Tool]) -> Vec<String> {
+    tools.iter().map(|t| t.spec.name.clone()).collect()
+}
+
+#[tokio::test]
+async fn specs_pass_through_under_the_prefixed_name() {
+    let definition = tool("search", json!({"q": {"type": "string"}}));
+    let upstream = Upstream::new(vec![definition.clone()], |_, _| Reply::Result(text("x", false)));
+    let tools = provider(upstream, formatters(None)).await.tools().await.unwrap();
+    assert_eq!(names(&tools), ["p__search"]);
+    assert_eq!(tools[0].spec.description, "the search tool");
+    assert_eq!(tools[0].spec.input_schema, definition["inputSchema"]);
+}
+
+#[tokio::test]
+async fn tools_with_unusable_names_or_schemas_are_withheld() {
+    let upstream = Upstream::new(
+        vec![
+            tool("fine", json!({})),
+            tool("has space", json!({})),
+            tool(&"long".repeat(40), json!({})),
+            json!({"name": "remote_ref", "inputSchema": {"type": "object", "$ref": "https://example.invalid/s.json"}}),
+            json!({"name": "bad_schema", "inputSchema": {"type": "object", "properties": {"x": {"type": 12}}}}),
+        ],
+        |_, _| Reply::Result(text("x", false)),
+    );
+    let tools = provider(upstream, formatters(None)).await.tools().await.unwrap();
+    assert_eq!(names(&tools), ["p__fine"]);
+}
+
+#[tokio::test]
+async fn structured_content_that_breaks_the_output_schema_is_flagged() {
+    let tools = {
+        let mut definition = tool("stats", json!({"ok": {"type": "boolean"}}));
+        definition["outputSchema"] =
+            json!({"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]});
+        let upstream = Upstream::new(vec![definition], |_, args| {
+            let count = if args["ok"] == json!(true) { json!(3) } else { json!("three") };
+            Reply::Result(json!({"content": [], "structuredContent": {"count": count}}))
+        });
+        provider(upstream, formatters(None)).await.tools().await.unwrap()
+    };
+    let good = tools[0].execute(json!({"ok": true}), CancellationToken::new()).await.unwrap();
+    assert!(!good.content.contains(SCHEMA_MISMATCH), "{}", good.content);
+    assert!(good.content.contains("count: 3"), "{}", good.content);
+    let bad = tools[0].execute(json!({"ok": false}), CancellationToken::new()).await.unwrap();
+    assert!(bad.content.starts_with(SCHEMA_MISMATCH), "{}", bad.content);
+    assert!(bad.content.contains("three"), "the result is still shown: {}", bad.content);
+}
+
+#[tokio::test]
+async fn a_server_that_rejects_the_arguments_is_an_error_result_rendered_by_the_formatter() {
+    let upstream = Upstream::new(vec![tool("echo", json!({}))], |_, _| {
+        Reply::RpcError(-32602, "Invalid arguments for tool echo: \u{202e}missing message")
+    });
+    let tools = provider(upstream, formatters(None)).await.tools().await.unwrap();
+    let result = tools[0].execute(json!({}), CancellationToken::new()).await.unwrap();
+    assert!(result.is_error);
+    assert!(result.content.contains("the provider rejected the arguments: Invalid arguments"), "{}", result.content);
+    assert!(!result.content.contains('\u{202e}'), "untrusted text goes through the formatter: {:?}", result.content);
+}
+
+#[tokio::test]
+async fn other_rpc_errors_are_tool_errors() {
+    let upstream = Upstream::new(vec![tool("echo", json!({}))], |_, _| Reply::RpcError(-32603, "internal error"));
+    let tools = provider(upstream, formatters(None)).await.tools().await.unwrap();
+    let error = tools[0].execute(json!({}), CancellationToken::new()).await.unwrap_err();
+    assert_eq!(error.to_string(), "tool execution failed");
+    assert!(error.detail().contains("internal error"));
+}
+
+#[tokio::test]
+async fn arguments_must_be_an_object() {
+    let upstream = Upstream::new(vec![tool("echo", json!({}))], |_, _| Reply::Result(text("x", false)));
+    let tools = provider(upstream.clone(), formatters(None)).await.tools().await.unwrap();
+    let result = tools[0].execute(json!([1]), CancellationToken::new()).await.unwrap();
+    assert!(result.is_error);
+    let none = tools[0].execute(serde_json::Value::Null, CancellationToken::new()).await.unwrap();
+    assert!(!none.is_error, "no arguments is an empty object");
+    assert_eq!(upstream.call_count(), 1);
+}
+
+#[test]
+fn a_formatter_file_that_is_not_a_formatter_fails_start_up_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let garbage = dir.path().join("garbage.wasm");
+    std::fs::write(&garbage, b"not wasm at all").unwrap();
+    let missing = dir.path().join("missing.wasm");
+    let wrong_world = PathBuf::from(wasmgate_guests::ECHO_TOOLS_PATH);
+    for path in [garbage, missing, wrong_world] {
+        let rule = FormatterRule { provider: "*".into(), tool: "*".into(), path: path.clone() };
+        let error = Formatters::load(&SANDBOX, json_text(), [rule], &limits()).unwrap_err();
+        assert!(matches!(&error, AdapterError::Formatter { path: p, .. } if *p == path));
+        assert!(error.to_string().contains(&path.display().to_string()), "{error}");
+    }
+}
+
+#[test]
+fn formatter_rules_select_by_provider_and_tool_first_match_wins() {
+    let rules = [
+        FormatterRule { provider: "cal*".into(), tool: "*_query".into(), path: wasmgate_guests::JSON_TEXT_PATH.into() },
+        FormatterRule { provider: "*".into(), tool: "raw".into(), path: wasmgate_guests::hostile::PANIC.into() },
+    ];
+    let formatters = Formatters::load(&SANDBOX, json_text(), rules, &limits()).unwrap();
+    assert_eq!(formatters.select("calendar", "calendar_query").name(), wasmgate_guests::JSON_TEXT_PATH);
+    assert!(formatters.select("other", "raw").name().ends_with("panic.wasm"));
+    assert_eq!(formatters.select("other", "thing").name(), "json-text");
+}

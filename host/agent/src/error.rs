@@ -1,0 +1,137 @@
+//! [`ToolError`]: a call that produced no tool result.
+//!
+//! Its `Display` is one stable sentence per [`ToolErrorKind`], safe to put in a model's
+//! context. Everything else (which provider, an exit status, the limit that tripped, the
+//! underlying error) is for the host: logs and audit read it through the accessors.
+
+use std::error::Error;
+use std::fmt;
+use std::sync::Arc;
+
+/// Why a call produced no result. The `Display` text is what a model may see.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ToolErrorKind {
+    /// The transport failed, the process died, a message was malformed, or the call timed out.
+    ExecutionFailed,
+    /// The caller cancelled the call; its remote effects are unknown.
+    Cancelled,
+    /// The provider asked for input (`input_required`) that nobody here can give.
+    Unsupported,
+    /// The gateway refused to run the call (for example, its audit log cannot be written).
+    Refused,
+}
+
+impl fmt::Display for ToolErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::ExecutionFailed => "tool execution failed",
+            Self::Cancelled => "tool call cancelled",
+            Self::Unsupported => "unsupported: the tool needs input that nobody here can give",
+            Self::Refused => "tool call refused by the gateway",
+        })
+    }
+}
+
+/// A call that produced no tool result. Displays only its kind's stable text.
+#[derive(Clone)]
+pub struct ToolError {
+    kind: ToolErrorKind,
+    provider: Option<String>,
+    detail: String,
+    source: Option<Arc<dyn Error + Send + Sync>>,
+}
+
+impl ToolError {
+    /// An error of `kind`; `detail` is host-only text (logs, audit).
+    #[must_use]
+    pub fn new(kind: ToolErrorKind, detail: impl Into<String>) -> Self {
+        Self { kind, provider: None, detail: detail.into(), source: None }
+    }
+
+    /// The call was cancelled by the caller.
+    #[must_use]
+    pub fn cancelled() -> Self {
+        Self::new(ToolErrorKind::Cancelled, "cancelled by the caller; remote effects are unknown")
+    }
+
+    /// Names the provider behind the tool (host-only).
+    #[must_use]
+    pub fn with_provider(mut self, provider: impl Into<String>) -> Self {
+        self.provider = Some(provider.into());
+        self
+    }
+
+    /// Keeps the underlying error for the host.
+    #[must_use]
+    pub fn with_source(mut self, source: impl Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Arc::new(source));
+        self
+    }
+
+    /// What kind of failure this is.
+    #[must_use]
+    pub fn kind(&self) -> ToolErrorKind {
+        self.kind
+    }
+
+    /// The provider behind the tool, when known (host-only).
+    #[must_use]
+    pub fn provider(&self) -> Option<&str> {
+        self.provider.as_deref()
+    }
+
+    /// What happened, for logs and audit; never for a model.
+    #[must_use]
+    pub fn detail(&self) -> &str {
+        &self.detail
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.kind.fmt(f)
+    }
+}
+
+impl fmt::Debug for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolError")
+            .field("kind", &self.kind)
+            .field("provider", &self.provider)
+            .field("detail", &self.detail)
+            .field("source", &self.source.as_ref().map(ToString::to_string))
+            .finish()
+    }
+}
+
+impl Error for ToolError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        self.source.as_deref().map(|e| e as &(dyn Error + 'static))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Secret;
+    impl fmt::Display for Secret {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("/home/alice/.ssh/id_ed25519: exit status 137")
+        }
+    }
+    impl Error for Secret {}
+
+    #[test]
+    fn display_shows_only_the_stable_text() {
+        let error = ToolError::new(ToolErrorKind::ExecutionFailed, "server exited with status 137 in /srv/x")
+            .with_provider("calendar")
+            .with_source(Secret);
+        assert_eq!(error.to_string(), "tool execution failed");
+        assert_eq!(error.provider(), Some("calendar"));
+        assert!(error.detail().contains("137"));
+        assert!(error.source().is_some_and(|s| s.to_string().contains("id_ed25519")));
+    }
+}
