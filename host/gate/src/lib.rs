@@ -38,3 +38,6 @@ pub use transport::fake::{self, FakeServer, FakeTransport};
 pub use transport::http::{Bearer, HttpConfig, HttpTransport};
 pub use transport::stdio::{StdioConfig, StdioLimits, StdioTransport};
 pub use transport::{BoxFuture, Inbound, StreamEnd, Transport};
+/// Kernel confinement of stdio servers (the `wasmgate-confine` crate).
+pub use wasmgate_confine as confine;
+pub use wasmgate_confine::{Confinement, ConfinementReport, Enforcement, Network, ResourceLimits};
