@@ -152,14 +152,36 @@ impl ChildPlan {
 
 fn effective_abi(status: LandlockStatus) -> u8 {
     match status {
-        LandlockStatus::Available { effective_abi, .. } => {
-            (1..=10u8).rev().find(|&n| landlock::ABI::from(i32::from(n)) <= effective_abi).unwrap_or(0)
-        }
+        LandlockStatus::Available { effective_abi, .. } => abi_number(effective_abi),
         _ => 0,
     }
+}
+
+/// The number of a Landlock ABI (the crate's enum is non-exhaustive, so no `as` cast).
+/// Allocation-free: it runs in the child too.
+pub(crate) fn abi_number(abi: landlock::ABI) -> u8 {
+    let of = |n: u8| landlock::ABI::from(i32::from(n));
+    let mut n = 0;
+    // `ABI::from` saturates at the newest known version, hence the second condition.
+    while n < u8::MAX && of(n + 1) <= abi && of(n + 1) != of(n) {
+        n += 1;
+    }
+    n
 }
 
 /// Whether the gateway runs as root, for whom `RLIMIT_NPROC` is not enforced.
 pub(crate) fn is_root() -> bool {
     getuid().is_root()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn abi_numbers_round_trip() {
+        for n in 0..=10u8 {
+            assert_eq!(abi_number(landlock::ABI::from(i32::from(n))), n);
+        }
+    }
 }

@@ -18,6 +18,8 @@ pub enum Mechanism {
     LandlockNetwork,
     /// Landlock scoping of abstract Unix sockets and signals (Landlock ABI 6).
     LandlockScopes,
+    /// The access rights of the policy's `min_landlock_abi`.
+    LandlockMinimumAbi,
     /// A fresh network namespace with no interfaces.
     NetworkNamespace,
     /// `prctl(PR_SET_NO_NEW_PRIVS)`.
@@ -34,6 +36,7 @@ impl fmt::Display for Mechanism {
             Self::LandlockFilesystem => "Landlock filesystem rules",
             Self::LandlockNetwork => "Landlock TCP rules (ABI 4)",
             Self::LandlockScopes => "Landlock signal and abstract socket scoping (ABI 6)",
+            Self::LandlockMinimumAbi => "the Landlock ABI the policy asks for",
             Self::NetworkNamespace => "a network namespace",
             Self::NoNewPrivs => "no_new_privs",
             Self::ResourceLimits => "resource limits",
@@ -73,6 +76,8 @@ pub struct ConfinementReport {
     pub resource_limits: bool,
     /// What bounds the number of processes.
     pub processes: ProcessBound,
+    /// The policy's `min_landlock_abi`.
+    pub(crate) wanted_landlock_abi: u8,
     /// Whether the policy asked for a network namespace (it does for `Network::None`).
     pub(crate) wants_namespace: bool,
     /// Whether the policy asked for a process limit.
@@ -87,6 +92,7 @@ impl ConfinementReport {
             (Mechanism::LandlockFilesystem, self.landlock_abi >= 1),
             (Mechanism::LandlockNetwork, !self.tcp_restricted || self.landlock_abi >= 4),
             (Mechanism::LandlockScopes, self.landlock_abi >= 6),
+            (Mechanism::LandlockMinimumAbi, self.landlock_abi >= self.wanted_landlock_abi),
             (Mechanism::NetworkNamespace, !self.wants_namespace || self.network_namespace),
             (Mechanism::NoNewPrivs, self.no_new_privs),
             (Mechanism::ResourceLimits, self.resource_limits),

@@ -36,6 +36,7 @@ pub struct Prepared {
     tcp_restricted: bool,
     wants_namespace: bool,
     wants_process_bound: bool,
+    wanted_landlock_abi: u8,
 }
 
 /// A running confined process's confinement: what it got, and its cgroup if it has one.
@@ -85,6 +86,7 @@ pub fn prepare(confinement: &Confinement, program: &Path, workdir: &Path) -> Res
         tcp_restricted: confinement.network != Network::Unrestricted,
         wants_namespace,
         wants_process_bound: confinement.limits.processes.is_some(),
+        wanted_landlock_abi: child::abi_number(confinement.min_landlock_abi),
     })
 }
 
@@ -149,6 +151,7 @@ impl Prepared {
             processes,
             wants_namespace: self.wants_namespace,
             wants_process_bound: self.wants_process_bound,
+            wanted_landlock_abi: self.wanted_landlock_abi,
         };
         Ok(Confined { report, cgroup })
     }
@@ -176,4 +179,29 @@ pub fn provider_workdir(state_dir: &Path, provider: &str) -> Result<std::path::P
     DirBuilder::new().recursive(true).mode(0o700).create(&dir).map_err(|e| problem(e.to_string()))?;
     std::fs::set_permissions(&dir, Permissions::from_mode(0o700)).map_err(|e| problem(e.to_string()))?;
     Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_provider_workdir_is_private_and_its_name_cannot_escape() {
+        let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = provider_workdir(state.path(), "calendar").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(dir, state.path().join("providers/calendar"));
+        let mode = std::fs::metadata(&dir).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
+        assert_eq!(mode, 0o700);
+        for name in ["", ".", "..", "../x", "a/b", ".hidden"] {
+            assert!(matches!(provider_workdir(state.path(), name), Err(ConfinementError::Path { .. })), "{name:?}");
+        }
+    }
+
+    #[test]
+    fn a_broad_or_relative_working_directory_is_refused() {
+        for workdir in ["/", "/tmp", "/home", "relative"] {
+            let refused = prepare(&Confinement::default(), Path::new("/bin/true"), Path::new(workdir));
+            assert!(matches!(refused, Err(ConfinementError::Path { .. })), "{workdir}");
+        }
+    }
 }
