@@ -10,8 +10,8 @@
 //! # Layout
 //!
 //! * [`transport`]: the [`Transport`] trait (frames in, messages out) and its three
-//!   implementations: [`StdioTransport`] (a child process with an explicit environment,
-//!   bounded framing, bounded stderr logging, and a close → `SIGTERM` → `SIGKILL`
+//!   implementations: [`StdioTransport`] (a child process confined by the kernel by
+//!   default, see [`confine`], with an explicit environment, bounded framing, bounded stderr logging, and a close → `SIGTERM` → `SIGKILL`
 //!   shutdown of its whole process group), [`HttpTransport`] (Streamable HTTP over
 //!   reqwest + rustls, JSON or bounded SSE answers, both eras' headers and sessions), and
 //!   [`fake`] (in memory, for tests).
