@@ -62,6 +62,10 @@ pub enum TransportError {
     /// The transport could not be set up (bad URL, missing token variable, spawn failure).
     #[error("transport configuration: {0}")]
     Config(String),
+    /// A stdio server could not be started under its confinement policy: a required
+    /// mechanism is missing (the message names it) or a path cannot be granted.
+    #[error("confinement: {0}")]
+    Confinement(String),
     /// An I/O or network failure of one exchange (connection refused, reset, HTTP timeout).
     #[error("I/O failure: {0}")]
     Io(String),

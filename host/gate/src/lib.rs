@@ -10,8 +10,8 @@
 //! # Layout
 //!
 //! * [`transport`]: the [`Transport`] trait (frames in, messages out) and its three
-//!   implementations: [`StdioTransport`] (a child process with an explicit environment,
-//!   bounded framing, bounded stderr logging, and a close → `SIGTERM` → `SIGKILL`
+//!   implementations: [`StdioTransport`] (a child process confined by the kernel by
+//!   default, see [`confine`], with an explicit environment, bounded framing, bounded stderr logging, and a close → `SIGTERM` → `SIGKILL`
 //!   shutdown of its whole process group), [`HttpTransport`] (Streamable HTTP over
 //!   reqwest + rustls, JSON or bounded SSE answers, both eras' headers and sessions), and
 //!   [`fake`] (in memory, for tests).
@@ -38,3 +38,6 @@ pub use transport::fake::{self, FakeServer, FakeTransport};
 pub use transport::http::{Bearer, HttpConfig, HttpTransport};
 pub use transport::stdio::{StdioConfig, StdioLimits, StdioTransport};
 pub use transport::{BoxFuture, Inbound, StreamEnd, Transport};
+/// Kernel confinement of stdio servers (the `wasmgate-confine` crate).
+pub use wasmgate_confine as confine;
+pub use wasmgate_confine::{Confinement, ConfinementReport, Enforcement, Network, ResourceLimits};

@@ -5,20 +5,28 @@
 
 mod peers;
 
-use peers::{call, first_text, fixtures, peer};
+use peers::{call, first_text, peer};
 use serde_json::json;
-use wasmgate_gate::{ClientConfig, McpClient, StdioConfig, StdioTransport};
+use wasmgate_gate::{ClientConfig, Confinement, McpClient, StdioConfig, StdioTransport};
 use wasmgate_protocol::ContentBlock;
 
-async fn everything() -> McpClient {
+/// server-everything over stdio, confined: the default path list (node is a system
+/// binary here) plus its `node_modules` tree, read-only.
+async fn everything() -> (McpClient, tempfile::TempDir) {
     let entry = peer("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let server = StdioConfig::new("everything", "node", fixtures()).arg(entry).arg("stdio");
-    McpClient::connect("everything", StdioTransport::spawn(&server).unwrap(), ClientConfig::default()).await.unwrap()
+    let workdir = tempfile::tempdir().unwrap();
+    let confinement = Confinement::default().read_only(peer("npm").canonicalize().unwrap());
+    let server =
+        StdioConfig::new("everything", "node", workdir.path()).arg(entry).arg("stdio").confinement(Some(confinement));
+    let transport = StdioTransport::spawn(&server).unwrap();
+    let report = transport.confinement().expect("confined by default");
+    assert!(report.is_complete(), "{report}");
+    (McpClient::connect("everything", transport, ClientConfig::default()).await.unwrap(), workdir)
 }
 
 #[tokio::test]
 async fn server_everything_over_stdio_falls_back_to_the_handshake_and_serves_tools() {
-    let client = everything().await;
+    let (client, _workdir) = everything().await;
     let version = client.protocol_version().unwrap();
     assert!(!version.is_stateless(), "server-everything is a handshake-era server, got {version}");
 

@@ -6,6 +6,7 @@
 //! (2026-07-28), the HTTP GET stream (handshake era over HTTP) or stdout.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod confined;
 mod peers;
 
 use peers::{check_python_peer, check_tool_list_change, fixtures, python_http_peer, venv_python};
@@ -16,10 +17,19 @@ fn era(versions: &[ProtocolVersion]) -> ClientConfig {
     ClientConfig { versions: versions.to_vec(), ..ClientConfig::default() }
 }
 
-async fn over_stdio(config: ClientConfig) -> McpClient {
-    let server =
-        StdioConfig::new("python-peer", venv_python(), fixtures()).arg(fixtures().join("python_peer.py")).arg("stdio");
-    McpClient::connect("python-peer", StdioTransport::spawn(&server).unwrap(), config).await.unwrap()
+/// The SDK's server over stdio, confined: the default path list plus the venv and its
+/// base interpreter (read and execute) and the fixture script (read).
+/// The working directory lives as long as the returned guard.
+async fn over_stdio(config: ClientConfig) -> (McpClient, tempfile::TempDir) {
+    let workdir = tempfile::tempdir().unwrap();
+    let server = StdioConfig::new("python-peer", venv_python(), workdir.path())
+        .arg(fixtures().join("python_peer.py"))
+        .arg("stdio")
+        .confinement(Some(confined::for_python(&venv_python(), &fixtures())));
+    let transport = StdioTransport::spawn(&server).unwrap();
+    let report = transport.confinement().expect("confined by default");
+    assert!(report.is_complete(), "{report}");
+    (McpClient::connect("python-peer", transport, config).await.unwrap(), workdir)
 }
 
 async fn over_http(url: &str, config: ClientConfig) -> McpClient {
@@ -29,7 +39,7 @@ async fn over_http(url: &str, config: ClientConfig) -> McpClient {
 
 #[tokio::test]
 async fn python_sdk_over_stdio_in_the_2026_era_by_discovery() {
-    let client = over_stdio(ClientConfig::default()).await;
+    let (client, _workdir) = over_stdio(ClientConfig::default()).await;
     assert_eq!(client.protocol_version(), Some(ProtocolVersion::V2026_07_28));
     check_python_peer(&client).await;
     client.close().await;
@@ -37,7 +47,7 @@ async fn python_sdk_over_stdio_in_the_2026_era_by_discovery() {
 
 #[tokio::test]
 async fn python_sdk_over_stdio_in_the_handshake_era() {
-    let client = over_stdio(era(&[ProtocolVersion::V2025_11_25])).await;
+    let (client, _workdir) = over_stdio(era(&[ProtocolVersion::V2025_11_25])).await;
     assert_eq!(client.protocol_version(), Some(ProtocolVersion::V2025_11_25));
     assert_eq!(client.server_info().map(|i| i.name), Some("wasmgate-python-peer".into()));
     check_python_peer(&client).await;
@@ -80,14 +90,14 @@ async fn python_sdk_over_http_json_in_the_handshake_era_with_a_session() {
 
 #[tokio::test]
 async fn python_sdk_over_stdio_in_the_2026_era_announces_a_new_tool_on_the_subscription() {
-    let client = over_stdio(ClientConfig::default()).await;
+    let (client, _workdir) = over_stdio(ClientConfig::default()).await;
     check_tool_list_change(&client, ToolsWatch::Active).await;
     client.close().await;
 }
 
 #[tokio::test]
 async fn python_sdk_over_stdio_in_the_handshake_era_announces_a_new_tool_on_stdout() {
-    let client = over_stdio(era(&[ProtocolVersion::V2025_11_25])).await;
+    let (client, _workdir) = over_stdio(era(&[ProtocolVersion::V2025_11_25])).await;
     check_tool_list_change(&client, ToolsWatch::Off).await;
     client.close().await;
 }

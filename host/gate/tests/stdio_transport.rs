@@ -1,12 +1,17 @@
 //! The stdio transport against a real process (tests/fixtures/stdio_server.py, standard
 //! library Python): what only a real child shows, namely its environment and working
 //! directory, a line over the cap, an exit mid-call, and a shutdown that has to kill a
-//! server (and its helper) that ignore both stdin closing and `SIGTERM`.
+//! server (and its helper) that ignore both stdin closing and `SIGTERM`. The server runs
+//! confined (the default), in a private working directory of its own.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod confined;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
+
+use confined::{fixtures, python};
 
 use serde_json::{Map, Value, json};
 use wasmgate_gate::{
@@ -14,28 +19,17 @@ use wasmgate_gate::{
 };
 use wasmgate_protocol::ContentBlock;
 
-/// The real interpreter behind `python3` (a shim such as pyenv's needs variables the
-/// server is not given).
-fn python() -> PathBuf {
-    let out = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .expect("python3 is needed for the stdio transport tests");
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
-
-fn server(extra: &[&str]) -> StdioConfig {
-    let mut config = StdioConfig::new("scripted", python(), fixtures())
+/// The scripted server, confined, with its working directory (removed when dropped).
+fn server(extra: &[&str]) -> (StdioConfig, tempfile::TempDir) {
+    let workdir = tempfile::tempdir().unwrap();
+    let mut config = StdioConfig::new("scripted", python(), workdir.path())
         .arg(fixtures().join("stdio_server.py"))
-        .env("GREETING", "hi");
+        .env("GREETING", "hi")
+        .confinement(Some(confined::for_python(&python(), &fixtures())));
     for arg in extra {
         config = config.arg(*arg);
     }
-    config
+    (config, workdir)
 }
 
 async fn connect(config: &StdioConfig) -> McpClient {
@@ -51,7 +45,8 @@ async fn call(client: &McpClient, tool: &str, args: Value) -> Result<String, Cli
 
 #[tokio::test]
 async fn the_server_gets_only_the_configured_environment_and_working_directory() {
-    let client = connect(&server(&[])).await;
+    let (config, workdir) = server(&[]);
+    let client = connect(&config).await;
     let env: BTreeMap<String, String> = serde_json::from_str(&call(&client, "env", json!({})).await.unwrap()).unwrap();
     assert_eq!(env.get("GREETING").map(String::as_str), Some("hi"));
     for (key, _) in std::env::vars() {
@@ -60,13 +55,13 @@ async fn the_server_gets_only_the_configured_environment_and_working_directory()
     }
     assert!(!env.contains_key("PATH") && !env.contains_key("HOME"), "{env:?}");
     let cwd = call(&client, "cwd", json!({})).await.unwrap();
-    assert_eq!(Path::new(&cwd).canonicalize().unwrap(), fixtures().canonicalize().unwrap());
+    assert_eq!(Path::new(&cwd).canonicalize().unwrap(), workdir.path().canonicalize().unwrap());
     client.close().await;
 }
 
 #[tokio::test]
 async fn a_line_longer_than_the_cap_fails_its_call_and_the_connection_survives() {
-    let mut config = server(&[]);
+    let (mut config, _workdir) = server(&[]);
     config.limits.max_line_bytes = 64 * 1024;
     let client = connect(&config).await;
     match call(&client, "long", json!({"bytes": 1_000_000})).await {
@@ -79,7 +74,8 @@ async fn a_line_longer_than_the_cap_fails_its_call_and_the_connection_survives()
 
 #[tokio::test]
 async fn server_exit_mid_call_fails_the_call_with_the_exit_status() {
-    let client = connect(&server(&[])).await;
+    let (config, _workdir) = server(&[]);
+    let client = connect(&config).await;
     let error = call(&client, "exit", json!({})).await.unwrap_err();
     assert_eq!(error, ClientError::TransportClosed { reason: CloseReason::Exited { code: Some(3), signal: None } });
     let after = call(&client, "echo", json!({"text": "x"})).await.unwrap_err();
@@ -88,7 +84,7 @@ async fn server_exit_mid_call_fails_the_call_with_the_exit_status() {
 
 #[tokio::test]
 async fn shutdown_kills_a_server_that_ignores_stdin_close_and_sigterm_and_its_child() {
-    let mut config = server(&["--stubborn"]);
+    let (mut config, _workdir) = server(&["--stubborn"]);
     config.limits.shutdown_grace = Duration::from_millis(100);
     config.limits.term_grace = Duration::from_millis(100);
     let client = connect(&config).await;
@@ -108,7 +104,8 @@ async fn shutdown_kills_a_server_that_ignores_stdin_close_and_sigterm_and_its_ch
 
 #[tokio::test]
 async fn dropping_the_client_kills_the_server_and_its_helpers() {
-    let client = connect(&server(&["--stubborn"])).await;
+    let (config, _workdir) = server(&["--stubborn"]);
+    let client = connect(&config).await;
     let helper: i32 = call(&client, "spawn_child", json!({})).await.unwrap().parse().unwrap();
     drop(client);
     for _ in 0..200 {

@@ -1,19 +1,22 @@
 //! Starting and stopping a stdio server's process: the one place that spawns.
 //!
-//! Everything about the child's environment is decided in [`spawn`], so confinement
-//! (Landlock rules, `no_new_privs`, resource limits in a `pre_exec` hook) can be added
-//! here later without touching the transport. The child:
+//! Everything about the child's environment is decided in [`spawn`]. The child:
 //!
+//! * runs confined by the kernel (`wasmgate-confine`: Landlock, a network namespace,
+//!   `no_new_privs`, resource limits, applied in a `pre_exec` hook) unless its config
+//!   opts out, and the [`ConfinementReport`] says what it actually got;
 //! * gets exactly the configured environment (`env_clear`, then the configured
 //!   variables), so secrets in the gateway's environment do not leak to a server;
-//! * runs in the configured working directory;
+//! * runs in the configured working directory (confined: its private one, created);
 //! * leads its own process group, so a signal reaches the helpers it started too;
 //! * is killed if the transport is dropped without a clean shutdown.
 //!
 //! [`supervise`] owns the child for its whole life and decides how the connection
 //! ended: by itself (exit, stdout closed), or by a shutdown: close stdin, wait a grace
 //! period, `SIGTERM` the group, wait again, `SIGKILL` the group. At the very end the
-//! group always gets a `SIGKILL`, which reaps helpers that outlived the server.
+//! group always gets a `SIGKILL`, which reaps helpers that outlived the server, and
+//! so does every process left in the server's `pids` cgroup, if it has one (that finds
+//! helpers that left the process group with `setsid`).
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -27,13 +30,31 @@ use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 use tokio::time::timeout;
+use wasmgate_confine::{ConfinementReport, PidsCgroup};
 
 use super::stdio::StdioConfig;
 use crate::error::{CloseReason, TransportError};
 
+/// A started server: its process, and the confinement it runs under.
+#[derive(Debug)]
+pub(crate) struct Spawned {
+    pub(crate) child: Child,
+    /// `None`: started unconfined, as its config asked.
+    pub(crate) confinement: Option<ConfinementReport>,
+    /// Its `pids` cgroup, if it has one; dropping it kills whatever is left in it.
+    pub(crate) cgroup: Option<PidsCgroup>,
+}
+
 /// Spawns the server described by `config`, with piped stdin, stdout and stderr.
-pub(crate) fn spawn(config: &StdioConfig) -> Result<Child, TransportError> {
+pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, TransportError> {
     let program = resolve_program(&config.command, &config.env)?;
+    let refused = |e: wasmgate_confine::ConfinementError| {
+        TransportError::Confinement(format!("server {} not started: {e}", config.name))
+    };
+    let mut prepared = match &config.confinement {
+        Some(confinement) => Some(wasmgate_confine::prepare(confinement, &program, &config.cwd).map_err(refused)?),
+        None => None,
+    };
     let mut command = Command::new(&program);
     command
         .args(&config.args)
@@ -45,9 +66,35 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Child, TransportError> {
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    command.spawn().map_err(|e| {
+    if let Some(prepared) = prepared.as_mut() {
+        prepared.install(command.as_std_mut());
+    }
+    let spawned = command.spawn();
+    // The hook owns the child's end of the status pipe: drop it before reading.
+    drop(command);
+    let confined = match prepared {
+        Some(prepared) => Some(prepared.finish(spawned.as_ref().err()).map_err(refused)?),
+        None => None,
+    };
+    let child = spawned.map_err(|e| {
         TransportError::Config(format!("cannot start {} in {}: {e}", program.display(), config.cwd.display()))
-    })
+    })?;
+    let (confinement, cgroup) = match confined {
+        Some(confined) => {
+            let missing = confined.report.missing();
+            if missing.is_empty() {
+                tracing::debug!(server = %config.name, confinement = %confined.report, "stdio server confined");
+            } else {
+                tracing::warn!(server = %config.name, confinement = %confined.report, "STDIO SERVER NOT FULLY CONFINED");
+            }
+            (Some(confined.report), confined.cgroup)
+        }
+        None => {
+            tracing::warn!(server = %config.name, "STDIO SERVER UNCONFINED: its config turned confinement off");
+            (None, None)
+        }
+    };
+    Ok(Spawned { child, confinement, cgroup })
 }
 
 /// A bare command name is looked up in the configured `PATH`, or the gateway's own `PATH`
@@ -100,6 +147,7 @@ pub(crate) async fn supervise(
     mut reader_end: oneshot::Receiver<ReaderEnd>,
     mut shutdown: oneshot::Receiver<()>,
     graces: Graces,
+    cgroup: Option<PidsCgroup>,
 ) -> CloseReason {
     let pid = child.id();
     let event = tokio::select! {
@@ -132,6 +180,7 @@ pub(crate) async fn supervise(
         }
     };
     signal_group(pid, Signal::KILL);
+    drop(cgroup);
     reason
 }
 

@@ -18,6 +18,7 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWriteExt};
 use tokio::process::ChildStdin;
 use tokio::sync::{Mutex, mpsc, oneshot, watch};
+use wasmgate_confine::{Confinement, ConfinementReport};
 
 use super::lines::{Line, LineReader};
 use super::process::{self, Graces, ReaderEnd};
@@ -37,10 +38,15 @@ pub struct StdioConfig {
     pub args: Vec<OsString>,
     /// The complete environment of the server: nothing else is inherited.
     pub env: BTreeMap<OsString, OsString>,
-    /// The working directory.
+    /// The working directory. Confined, it is the server's private directory and the
+    /// only place it may write: created (mode 0700) if missing, and never `/`, `$HOME` or
+    /// another broad directory (see `wasmgate_confine::provider_workdir`).
     pub cwd: PathBuf,
     /// Bounds and grace periods.
     pub limits: StdioLimits,
+    /// The kernel confinement of the process (default: [`Confinement::default`]).
+    /// `None` starts it unconfined, with a warning.
+    pub confinement: Option<Confinement>,
 }
 
 impl StdioConfig {
@@ -54,7 +60,15 @@ impl StdioConfig {
             env: BTreeMap::new(),
             cwd: cwd.into(),
             limits: StdioLimits::default(),
+            confinement: Some(Confinement::default()),
         }
+    }
+
+    /// Sets the confinement policy (`None`: unconfined).
+    #[must_use]
+    pub fn confinement(mut self, confinement: Option<Confinement>) -> Self {
+        self.confinement = confinement;
+        self
     }
 
     /// Adds an argument.
@@ -117,6 +131,8 @@ pub struct StdioTransport {
     /// Set by the supervisor when the process is gone.
     finished: watch::Receiver<Option<CloseReason>>,
     shutdown_grace: Duration,
+    /// What the kernel applied to the process (`None`: unconfined by config).
+    confinement: Option<ConfinementReport>,
 }
 
 impl StdioTransport {
@@ -125,11 +141,13 @@ impl StdioTransport {
     /// # Errors
     ///
     /// [`TransportError::Config`] if the program cannot be found or started, or if this
-    /// is called outside a tokio runtime (the transport's tasks need one).
+    /// is called outside a tokio runtime (the transport's tasks need one);
+    /// [`TransportError::Confinement`] if its confinement policy cannot be met (a
+    /// required mechanism is missing: the message names it) or a path cannot be granted.
     pub fn spawn(config: &StdioConfig) -> Result<Self, TransportError> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| TransportError::Config("StdioTransport::spawn needs a tokio runtime".into()))?;
-        let mut child = process::spawn(config)?;
+        let process::Spawned { mut child, confinement, cgroup } = process::spawn(config)?;
         let pid = child.id();
         let missing = || TransportError::Config("the child's standard streams were not piped".into());
         let stdin = child.stdin.take().ok_or_else(missing)?;
@@ -152,7 +170,7 @@ impl StdioTransport {
         let graces = Graces { shutdown: limits.shutdown_grace, term: limits.term_grace, exit: limits.exit_grace };
         let name = config.name.clone();
         runtime.spawn(async move {
-            let reason = process::supervise(child, reader_end, shutdown, graces).await;
+            let reason = process::supervise(child, reader_end, shutdown, graces, cgroup).await;
             tracing::debug!(server = %name, %reason, "stdio server ended");
             let _ = finished_tx.send(Some(reason.clone()));
             let _ = tx.send(Inbound::Closed(reason)).await;
@@ -166,7 +184,15 @@ impl StdioTransport {
             shutdown: std::sync::Mutex::new(Some(shutdown_tx)),
             finished,
             shutdown_grace: limits.shutdown_grace,
+            confinement,
         })
+    }
+
+    /// The confinement the server runs under, as the kernel applied it (`None`: its
+    /// config turned confinement off). For `wasmgate tools` and the audit log.
+    #[must_use]
+    pub fn confinement(&self) -> Option<&ConfinementReport> {
+        self.confinement.as_ref()
     }
 
     /// The server's process id (also its process group id), while known.

@@ -1,0 +1,89 @@
+//! A `pids` cgroup per server, where one is there for the taking.
+//!
+//! `RLIMIT_NPROC` does not bind root, so a gateway running as root (a container) would
+//! have nothing bounding a fork bomb. Where the cgroup v1 `pids` controller is mounted
+//! and the gateway may create a group under its own, each server gets one: `pids.max`
+//! bounds its tasks, and `cgroup.procs` lists every process it started, including ones
+//! that left its process group with `setsid`, so [`PidsCgroup::kill_all`] ends them too.
+//! cgroup v2 is not used: its "no internal processes" rule means enabling a controller
+//! under the gateway's own group needs delegation the gateway usually does not have.
+//! Nothing here is required; without a cgroup the report says what bounds forks instead.
+
+use std::fs;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustix::fs::{Mode, OFlags, open};
+use rustix::process::{Pid, Signal, kill_process};
+
+/// A cgroup of one server's processes; removed (once empty) when dropped.
+#[derive(Debug)]
+pub struct PidsCgroup {
+    dir: PathBuf,
+}
+
+impl PidsCgroup {
+    /// Creates a group limited to `max` tasks and opens its `cgroup.procs` for the
+    /// child to join. `None` where the controller is missing or not writable.
+    pub(crate) fn create(max: u64) -> Option<(Self, OwnedFd)> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let parent = own_pids_group()?;
+        sweep(&parent);
+        let name = format!("wasmgate-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let dir = parent.join(name);
+        fs::create_dir(&dir).ok()?;
+        let group = Self { dir };
+        fs::write(group.dir.join("pids.max"), max.to_string()).ok()?;
+        let procs = open(group.dir.join("cgroup.procs"), OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+        Some((group, procs))
+    }
+
+    /// Sends `SIGKILL` to every process in the group, wherever its process group is.
+    pub fn kill_all(&self) {
+        for pid in members(&self.dir) {
+            let _ = kill_process(pid, Signal::KILL);
+        }
+    }
+}
+
+impl Drop for PidsCgroup {
+    fn drop(&mut self) {
+        self.kill_all();
+        // Fails while killed processes are still being torn down; `sweep` retries later.
+        let _ = fs::remove_dir(&self.dir);
+    }
+}
+
+fn members(dir: &Path) -> Vec<Pid> {
+    let text = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+    text.lines().filter_map(|line| line.trim().parse::<i32>().ok()).filter_map(Pid::from_raw).collect()
+}
+
+/// Removes empty groups that earlier servers left behind.
+fn sweep(parent: &Path) {
+    let Ok(entries) = fs::read_dir(parent) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if entry.file_name().to_string_lossy().starts_with("wasmgate-") && members(&path).is_empty() {
+            let _ = fs::remove_dir(&path);
+        }
+    }
+}
+
+/// The directory of the gateway's own group in a mounted v1 `pids` hierarchy.
+fn own_pids_group() -> Option<PathBuf> {
+    let mounts = fs::read_to_string("/proc/self/mounts").ok()?;
+    let mount = mounts.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let is_pids = fields.get(2) == Some(&"cgroup") && fields.get(3)?.split(',').any(|o| o == "pids");
+        is_pids.then(|| PathBuf::from(fields[1]))
+    })?;
+    let groups = fs::read_to_string("/proc/self/cgroup").ok()?;
+    let own = groups.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        controllers.split(',').any(|c| c == "pids").then(|| path.trim_start_matches('/').to_owned())
+    })?;
+    Some(mount.join(own))
+}

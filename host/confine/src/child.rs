@@ -1,0 +1,187 @@
+//! The part that runs in the child between `fork` and `exec`: the one unsafe corner.
+//!
+//! After `fork` in a multi-threaded program only async-signal-safe work is allowed: no
+//! allocation (another thread may have held the allocator's lock), no locks, no logging.
+//! So everything is prepared before the fork (the Landlock ruleset descriptor, the
+//! `setrlimit` values, the cgroup's `cgroup.procs` descriptor, a status pipe) and
+//! [`ChildPlan::run`] only issues system calls through rustix's raw Linux backend and the
+//! `landlock` crate's `restrict_self`. That function was audited for this (landlock
+//! 0.4.8, `RulesetCreated::restrict_self` and `prctl::try_set_no_new_privs`): it calls
+//! `prctl` and `landlock_restrict_self`, builds its status and errors from plain enums
+//! and `io::Error::last_os_error` (no allocation), and closes the ruleset descriptor.
+//!
+//! What happened is written to the status pipe as one fixed-size [`Record`] (a single
+//! `write` below `PIPE_BUF`, so atomic) before `exec`; the pipe's write end is
+//! close-on-exec, so the server never sees it.
+
+#![allow(unsafe_code)]
+
+use std::io;
+use std::os::fd::OwnedFd;
+use std::process::Command;
+
+use landlock::{LandlockStatus, RulesetCreated, RulesetStatus};
+use rustix::process::{getuid, setrlimit};
+use rustix::thread::{UnshareFlags, set_no_new_privs, unshare_unsafe};
+
+use crate::limits::Limit;
+
+/// Everything the child needs, prepared by the parent.
+#[derive(Debug)]
+pub(crate) struct ChildPlan {
+    /// `None` in the parent's copy once installed; taken in the child.
+    pub(crate) ruleset: Option<RulesetCreated>,
+    pub(crate) limits: Vec<Limit>,
+    pub(crate) nproc: Option<Limit>,
+    /// Whether to enter a fresh network namespace.
+    pub(crate) namespace: bool,
+    /// Whether a failed `setrlimit`, `no_new_privs` or Landlock step stops the spawn.
+    pub(crate) required: bool,
+    /// The server's `pids` cgroup's `cgroup.procs`, opened for writing.
+    pub(crate) cgroup_procs: Option<OwnedFd>,
+    /// The status pipe's write end (close-on-exec).
+    pub(crate) status: OwnedFd,
+}
+
+/// Byte offsets of the status record.
+pub(crate) mod slot {
+    pub(crate) const MAGIC: usize = 0;
+    pub(crate) const CGROUP: usize = 1;
+    pub(crate) const NAMESPACE: usize = 2;
+    pub(crate) const LIMITS: usize = 3;
+    pub(crate) const NPROC: usize = 4;
+    pub(crate) const NO_NEW_PRIVS: usize = 5;
+    pub(crate) const LANDLOCK_ABI: usize = 6;
+    pub(crate) const FAILED: usize = 7;
+    pub(crate) const ERRNO: usize = 8;
+}
+
+/// The status record: one byte per step (0 not tried, 1 done, 2 failed; the namespace
+/// step: 1 user and network namespace, 3 network namespace only), the enforced Landlock
+/// ABI, the step that stopped the spawn, and its errno.
+pub(crate) type Record = [u8; 12];
+pub(crate) const MAGIC: u8 = b'W';
+pub(crate) const DONE: u8 = 1;
+pub(crate) const FAILED: u8 = 2;
+pub(crate) const NETNS_ONLY: u8 = 3;
+
+impl ChildPlan {
+    /// Installs the plan as `command`'s `pre_exec` hook.
+    pub(crate) fn install(self, command: &mut Command) {
+        let mut plan = self;
+        // SAFETY: the closure runs in the forked child before exec. `run` allocates
+        // nothing and takes no locks: it reads data prepared before the fork and makes
+        // system calls (rustix's raw backend, and landlock's audited `restrict_self`;
+        // see the module docs). Dropping the taken ruleset only closes a descriptor.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(command, move || plan.run());
+        }
+    }
+
+    fn run(&mut self) -> io::Result<()> {
+        let mut record: Record = [0; 12];
+        record[slot::MAGIC] = MAGIC;
+        let outcome = self.steps(&mut record);
+        if let Err(e) = &outcome {
+            let errno = e.raw_os_error().unwrap_or(0);
+            record[slot::ERRNO..].copy_from_slice(&errno.to_le_bytes());
+        }
+        // A lost record reads as "nothing applied" in the parent, which fails safe.
+        let _ = rustix::io::write(&self.status, &record);
+        outcome
+    }
+
+    fn steps(&mut self, record: &mut Record) -> io::Result<()> {
+        // First, while a root gateway still has its capabilities in the initial namespace.
+        if let Some(procs) = &self.cgroup_procs {
+            record[slot::CGROUP] = if rustix::io::write(procs, b"0").is_ok() { DONE } else { FAILED };
+        }
+        let mut own_user_namespace = false;
+        if self.namespace {
+            // SAFETY (of `unshare_unsafe`): no `UnshareFlags::FILES`, so no descriptor
+            // table is split; the child is single-threaded anyway.
+            let both = unsafe { unshare_unsafe(UnshareFlags::NEWUSER | UnshareFlags::NEWNET) };
+            record[slot::NAMESPACE] = if both.is_ok() {
+                own_user_namespace = true;
+                DONE
+            } else if unsafe { unshare_unsafe(UnshareFlags::NEWNET) }.is_ok() {
+                NETNS_ONLY
+            } else {
+                FAILED
+            };
+        }
+        // Only in a user namespace of its own does RLIMIT_NPROC count just the server's
+        // tasks; outside one it would count every process of the user.
+        if let (Some(limit), true) = (self.nproc, own_user_namespace) {
+            record[slot::NPROC] = if setrlimit(limit.resource, limit.value).is_ok() { DONE } else { FAILED };
+        }
+        record[slot::LIMITS] = DONE;
+        for limit in &self.limits {
+            if let Err(e) = setrlimit(limit.resource, limit.value) {
+                record[slot::LIMITS] = FAILED;
+                self.stop(record, slot::LIMITS, e.into())?;
+            }
+        }
+        if let Err(e) = set_no_new_privs(true) {
+            record[slot::NO_NEW_PRIVS] = FAILED;
+            self.stop(record, slot::NO_NEW_PRIVS, e.into())?;
+        } else {
+            record[slot::NO_NEW_PRIVS] = DONE;
+        }
+        if let Some(ruleset) = self.ruleset.take() {
+            match ruleset.restrict_self() {
+                Ok(status) if status.ruleset != RulesetStatus::NotEnforced => {
+                    record[slot::LANDLOCK_ABI] = effective_abi(status.landlock);
+                }
+                Ok(_) => self.stop(record, slot::LANDLOCK_ABI, rustix::io::Errno::OPNOTSUPP.into())?,
+                Err(_) => self.stop(record, slot::LANDLOCK_ABI, io::Error::last_os_error())?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Under `required`, ends the spawn at `step`; otherwise carries on.
+    fn stop(&self, record: &mut Record, step: usize, error: io::Error) -> io::Result<()> {
+        if self.required {
+            record[slot::FAILED] = u8::try_from(step).unwrap_or(u8::MAX);
+            return Err(error);
+        }
+        Ok(())
+    }
+}
+
+fn effective_abi(status: LandlockStatus) -> u8 {
+    match status {
+        LandlockStatus::Available { effective_abi, .. } => abi_number(effective_abi),
+        _ => 0,
+    }
+}
+
+/// The number of a Landlock ABI (the crate's enum is non-exhaustive, so no `as` cast).
+/// Allocation-free: it runs in the child too.
+pub(crate) fn abi_number(abi: landlock::ABI) -> u8 {
+    let of = |n: u8| landlock::ABI::from(i32::from(n));
+    let mut n = 0;
+    // `ABI::from` saturates at the newest known version, hence the second condition.
+    while n < u8::MAX && of(n + 1) <= abi && of(n + 1) != of(n) {
+        n += 1;
+    }
+    n
+}
+
+/// Whether the gateway runs as root, for whom `RLIMIT_NPROC` is not enforced.
+pub(crate) fn is_root() -> bool {
+    getuid().is_root()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn abi_numbers_round_trip() {
+        for n in 0..=10u8 {
+            assert_eq!(abi_number(landlock::ABI::from(i32::from(n))), n);
+        }
+    }
+}

@@ -1,0 +1,36 @@
+//! Kernel confinement of the upstream server processes wasmgate spawns.
+//!
+//! The WebAssembly sandbox contains results and components, but a stdio MCP server is a
+//! native process. This crate confines one with the kernel's own mechanisms, applied
+//! between `fork` and `exec`: Landlock filesystem rules (system paths read-only, a
+//! private working directory read-write, nothing else), no network (a fresh network
+//! namespace where the system allows, Landlock TCP rules either way), `no_new_privs`,
+//! and resource limits. It knows nothing of MCP: it confines a `std::process::Command`.
+//! docs/CONFINEMENT.md explains the model, the defaults and the limits.
+//!
+//! # Layout
+//!
+//! * [`policy`]: [`Confinement`], the per-provider policy, with [`Enforcement`] (required
+//!   or best effort) and [`Network`].
+//! * [`paths`]: the default path lists. [`limits`]: [`ResourceLimits`].
+//! * `ruleset`: the Landlock ruleset, built in the gateway before the fork.
+//! * `child`: the `pre_exec` hook, the crate's only unsafe code, allocation-free.
+//! * `cgroup`: a `pids` cgroup per server where one can be created.
+//! * [`spawn`]: [`prepare`] before the spawn, [`Prepared::finish`] after it.
+//! * [`report`]: [`ConfinementReport`] (what the process actually got), [`Mechanism`],
+//!   [`ConfinementError`].
+
+mod cgroup;
+mod child;
+pub mod limits;
+pub mod paths;
+pub mod policy;
+pub mod report;
+mod ruleset;
+pub mod spawn;
+
+pub use cgroup::PidsCgroup;
+pub use limits::ResourceLimits;
+pub use policy::{Confinement, Enforcement, LandlockAbi, Network};
+pub use report::{ConfinementError, ConfinementReport, Mechanism, ProcessBound};
+pub use spawn::{Confined, Prepared, prepare, provider_workdir};

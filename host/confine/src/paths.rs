@@ -1,0 +1,65 @@
+//! The default path lists: what an ordinary program needs to start and run, and no more.
+//!
+//! The lists are deliberately narrow. `/etc` is not granted as a whole (it holds
+//! `/etc/shadow`, credentials of system services and often the gateway's own
+//! configuration), only the files the C library's loader, name service, TLS and time
+//! zone code read. `/proc`, `/sys`, `/tmp`, `/run`, `/home`, `/root` and `/var` are not
+//! granted at all. Paths that do not exist on this machine are left out of the defaults
+//! (a missing path granted explicitly is an error instead).
+//!
+//! Programs installed outside these paths (a pyenv interpreter under `$HOME`, a Python
+//! virtual environment, a `node_modules` tree, a static binary) need their directories
+//! granted per provider with [`Confinement::read_exec`](crate::Confinement::read_exec)
+//! or [`Confinement::read_only`](crate::Confinement::read_only). The one thing granted
+//! without asking is the program file itself, since the configuration names it to be run.
+
+use std::path::{Path, PathBuf};
+
+/// Read and execute: where programs and their shared libraries live.
+pub const READ_EXEC: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+
+/// Read only: configuration the C library, name resolution, TLS and time zones read.
+pub const READ_ONLY: &[&str] = &[
+    // the dynamic loader
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    // time zones and locales
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/locale.alias",
+    // name service and resolution (no secrets: user names, not password hashes)
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/resolv.conf",
+    "/etc/gai.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/etc/mime.types",
+    // TLS trust anchors
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/pki",
+    "/etc/crypto-policies",
+];
+
+/// Read and write: the harmless character devices many runtimes open.
+pub const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"];
+
+/// The paths of `list` that exist here.
+#[must_use]
+pub fn existing(list: &[&str]) -> Vec<PathBuf> {
+    list.iter().map(PathBuf::from).filter(|path| path.exists()).collect()
+}
+
+/// Whether `path` is `/` or one of the broad directories a working directory must never
+/// be, because granting it read-write would grant everything below it.
+#[must_use]
+pub fn too_broad_for_a_workdir(path: &Path) -> bool {
+    const BROAD: &[&str] = &["/", "/home", "/root", "/tmp", "/var", "/etc", "/usr", "/run", "/dev", "/proc", "/sys"];
+    BROAD.iter().any(|broad| path == Path::new(broad))
+        || std::env::var_os("HOME").is_some_and(|home| !home.is_empty() && path == Path::new(&home))
+}

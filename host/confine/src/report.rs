@@ -1,0 +1,150 @@
+//! What a confined process actually got, and why one could not be confined.
+//!
+//! The child records each step it took (see `child`), so a [`ConfinementReport`] states
+//! what the kernel applied to *that* process, not what the policy asked for or what a
+//! probe guessed. The gateway shows it per provider and writes it to the audit log.
+
+use std::fmt;
+
+use crate::policy::Enforcement;
+
+/// One confinement mechanism, as named in errors and reports.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mechanism {
+    /// Landlock filesystem rules.
+    LandlockFilesystem,
+    /// Landlock TCP connect and bind rules (Landlock ABI 4).
+    LandlockNetwork,
+    /// Landlock scoping of abstract Unix sockets and signals (Landlock ABI 6).
+    LandlockScopes,
+    /// The access rights of the policy's `min_landlock_abi`.
+    LandlockMinimumAbi,
+    /// A fresh network namespace with no interfaces.
+    NetworkNamespace,
+    /// `prctl(PR_SET_NO_NEW_PRIVS)`.
+    NoNewPrivs,
+    /// `setrlimit` of memory, CPU, open files and file size.
+    ResourceLimits,
+    /// A bound on the number of processes (a `pids` cgroup or `RLIMIT_NPROC`).
+    ProcessCount,
+}
+
+impl fmt::Display for Mechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::LandlockFilesystem => "Landlock filesystem rules",
+            Self::LandlockNetwork => "Landlock TCP rules (ABI 4)",
+            Self::LandlockScopes => "Landlock signal and abstract socket scoping (ABI 6)",
+            Self::LandlockMinimumAbi => "the Landlock ABI the policy asks for",
+            Self::NetworkNamespace => "a network namespace",
+            Self::NoNewPrivs => "no_new_privs",
+            Self::ResourceLimits => "resource limits",
+            Self::ProcessCount => "a process count limit",
+        })
+    }
+}
+
+/// How the number of processes of a confined server is bounded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessBound {
+    /// A `pids` cgroup of the server's own (it also finds processes that left the group).
+    Cgroup,
+    /// `RLIMIT_NPROC` inside the server's own user namespace.
+    Rlimit,
+    /// Nothing (root without a usable cgroup, or no user namespace, or no limit asked for).
+    None,
+}
+
+/// The confinement a spawned process actually runs under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfinementReport {
+    /// The policy's enforcement mode.
+    pub enforcement: Enforcement,
+    /// The Landlock ABI the ruleset was enforced with (0: Landlock not enforced).
+    pub landlock_abi: u8,
+    /// Whether the policy restricts TCP (false for [`Network::Unrestricted`](crate::Network)).
+    pub tcp_restricted: bool,
+    /// Whether the process runs in a fresh network namespace.
+    pub network_namespace: bool,
+    /// Whether the process runs in a fresh user namespace (which the network namespace
+    /// needs when the gateway is not privileged).
+    pub user_namespace: bool,
+    /// Whether `no_new_privs` is set.
+    pub no_new_privs: bool,
+    /// Whether the resource limits were applied.
+    pub resource_limits: bool,
+    /// What bounds the number of processes.
+    pub processes: ProcessBound,
+    /// The policy's `min_landlock_abi`.
+    pub(crate) wanted_landlock_abi: u8,
+    /// Whether the policy asked for a network namespace (it does for `Network::None`).
+    pub(crate) wants_namespace: bool,
+    /// Whether the policy asked for a process limit.
+    pub(crate) wants_process_bound: bool,
+}
+
+impl ConfinementReport {
+    /// Mechanisms the policy asked for that this process does not have.
+    #[must_use]
+    pub fn missing(&self) -> Vec<Mechanism> {
+        let checks = [
+            (Mechanism::LandlockFilesystem, self.landlock_abi >= 1),
+            (Mechanism::LandlockNetwork, !self.tcp_restricted || self.landlock_abi >= 4),
+            (Mechanism::LandlockScopes, self.landlock_abi >= 6),
+            (Mechanism::LandlockMinimumAbi, self.landlock_abi >= self.wanted_landlock_abi),
+            (Mechanism::NetworkNamespace, !self.wants_namespace || self.network_namespace),
+            (Mechanism::NoNewPrivs, self.no_new_privs),
+            (Mechanism::ResourceLimits, self.resource_limits),
+            (Mechanism::ProcessCount, !self.wants_process_bound || self.processes != ProcessBound::None),
+        ];
+        checks.into_iter().filter(|(_, present)| !present).map(|(mechanism, _)| mechanism).collect()
+    }
+
+    /// Whether everything the policy asked for is in place.
+    #[must_use]
+    pub fn is_complete(&self) -> bool {
+        self.missing().is_empty()
+    }
+}
+
+impl fmt::Display for ConfinementReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let missing = self.missing();
+        if missing.is_empty() {
+            write!(f, "confined (Landlock ABI {}", self.landlock_abi)?;
+        } else {
+            let names: Vec<String> = missing.iter().map(ToString::to_string).collect();
+            write!(f, "partly confined, missing {} (Landlock ABI {}", names.join(", "), self.landlock_abi)?;
+        }
+        if self.network_namespace {
+            f.write_str(", no network interfaces")?;
+        }
+        write!(f, ", {:?})", self.enforcement)
+    }
+}
+
+/// Why a provider could not be started confined.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfinementError {
+    /// The policy requires a mechanism this system does not offer.
+    #[error("{mechanism} required but unavailable: {detail}")]
+    Unavailable {
+        /// The missing mechanism.
+        mechanism: Mechanism,
+        /// What the kernel said.
+        detail: String,
+    },
+    /// A path of the policy cannot be granted (missing, unreadable, or too broad).
+    #[error("cannot grant {path}: {detail}")]
+    Path {
+        /// The path.
+        path: String,
+        /// Why.
+        detail: String,
+    },
+    /// Something else went wrong while preparing (creating a pipe, a ruleset).
+    #[error("preparing confinement: {0}")]
+    Setup(String),
+}

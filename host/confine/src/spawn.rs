@@ -1,0 +1,207 @@
+//! The two halves around a spawn: [`prepare`] before it, [`Prepared::finish`] after.
+//!
+//! ```text
+//! let prepared = prepare(&confinement, &program, &workdir)?;   // ruleset, limits, pipe, cgroup
+//! let mut prepared = prepared;
+//! prepared.install(&mut std_command);                          // the pre_exec hook
+//! let spawned = command.spawn();                               // fork, confine, exec
+//! drop(command);                                               // closes the hook's copies
+//! let confined = prepared.finish(spawned.as_ref().err())?;     // what the child did
+//! ```
+
+use std::fs::{DirBuilder, Permissions};
+use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::Path;
+use std::process::Command;
+
+use rustix::io::Errno;
+use rustix::pipe::{PipeFlags, pipe_with};
+
+use crate::cgroup::PidsCgroup;
+use crate::child::{self, ChildPlan, DONE, MAGIC, NETNS_ONLY, Record, slot};
+use crate::limits;
+use crate::policy::{Confinement, Enforcement, Network};
+use crate::report::{ConfinementError, ConfinementReport, Mechanism, ProcessBound};
+use crate::{paths, ruleset};
+
+/// A confinement ready to be installed on one `Command`.
+#[derive(Debug)]
+pub struct Prepared {
+    plan: Option<ChildPlan>,
+    status: OwnedFd,
+    cgroup: Option<PidsCgroup>,
+    enforcement: Enforcement,
+    tcp_restricted: bool,
+    wants_namespace: bool,
+    wants_process_bound: bool,
+    wanted_landlock_abi: u8,
+}
+
+/// A running confined process's confinement: what it got, and its cgroup if it has one.
+#[derive(Debug)]
+pub struct Confined {
+    /// What the kernel applied.
+    pub report: ConfinementReport,
+    /// The server's `pids` cgroup; dropping it kills what is left in it.
+    pub cgroup: Option<PidsCgroup>,
+}
+
+/// Prepares everything the child will apply: creates `workdir` (mode 0700) if missing,
+/// builds the Landlock ruleset granting `program`, the policy's paths and `workdir`,
+/// computes the limits, and opens the status pipe.
+///
+/// # Errors
+///
+/// [`ConfinementError::Unavailable`] under [`Enforcement::Required`] when the kernel
+/// lacks the Landlock rights of the policy's `min_landlock_abi`; [`ConfinementError::Path`]
+/// for a path that cannot be granted or a working directory that is too broad.
+pub fn prepare(confinement: &Confinement, program: &Path, workdir: &Path) -> Result<Prepared, ConfinementError> {
+    let path_error = |detail: String| ConfinementError::Path { path: workdir.display().to_string(), detail };
+    if !workdir.is_absolute() || paths::too_broad_for_a_workdir(workdir) {
+        return Err(path_error("a working directory must be an absolute path of the provider's own".into()));
+    }
+    DirBuilder::new().recursive(true).mode(0o700).create(workdir).map_err(|e| path_error(e.to_string()))?;
+    let ruleset = ruleset::build(confinement, program, workdir)?;
+    let (status_read, status) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)
+        .map_err(|e| ConfinementError::Setup(format!("status pipe: {e}")))?;
+    let cgroup = confinement.limits.processes.and_then(PidsCgroup::create);
+    let (cgroup, cgroup_procs) = cgroup.map_or((None, None), |(group, procs)| (Some(group), Some(procs)));
+    let wants_namespace = confinement.network == Network::None;
+    let plan = ChildPlan {
+        ruleset: Some(ruleset),
+        limits: limits::plan(&confinement.limits),
+        nproc: limits::nproc(&confinement.limits),
+        namespace: wants_namespace,
+        required: confinement.enforcement == Enforcement::Required,
+        cgroup_procs,
+        status,
+    };
+    Ok(Prepared {
+        plan: Some(plan),
+        status: status_read,
+        cgroup,
+        enforcement: confinement.enforcement,
+        tcp_restricted: confinement.network != Network::Unrestricted,
+        wants_namespace,
+        wants_process_bound: confinement.limits.processes.is_some(),
+        wanted_landlock_abi: child::abi_number(confinement.min_landlock_abi),
+    })
+}
+
+impl Prepared {
+    /// Installs the `pre_exec` hook on `command` (once; later calls do nothing).
+    pub fn install(&mut self, command: &mut Command) {
+        if let Some(plan) = self.plan.take() {
+            plan.install(command);
+        }
+    }
+
+    /// Reads what the child did. Call after the spawn and after dropping the `Command`
+    /// (so the pipe's only write ends were the child's). `spawn_error` is the spawn's
+    /// error, if it failed: a refusal of the child is turned into the mechanism it lacked.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfinementError::Unavailable`] when the child stopped because a required
+    /// mechanism failed.
+    pub fn finish(self, spawn_error: Option<&io::Error>) -> Result<Confined, ConfinementError> {
+        let mut record: Record = [0; 12];
+        let read = rustix::io::read(&self.status, &mut record).unwrap_or(0);
+        if read != record.len() || record[slot::MAGIC] != MAGIC {
+            record = [0; 12];
+        }
+        if let Some(error) = spawn_error {
+            let step = usize::from(record[slot::FAILED]);
+            if step != 0 {
+                let errno = i32::from_le_bytes([record[8], record[9], record[10], record[11]]);
+                let mechanism = match step {
+                    slot::LIMITS => Mechanism::ResourceLimits,
+                    slot::NO_NEW_PRIVS => Mechanism::NoNewPrivs,
+                    _ => Mechanism::LandlockFilesystem,
+                };
+                let detail = format!("the kernel refused it ({})", Errno::from_raw_os_error(errno));
+                return Err(ConfinementError::Unavailable { mechanism, detail });
+            }
+            let hint = if error.kind() == io::ErrorKind::PermissionDenied {
+                " (Landlock: grant the program's directory, its interpreter and libraries with read_exec)"
+            } else {
+                ""
+            };
+            return Err(ConfinementError::Setup(format!("spawning: {error}{hint}")));
+        }
+        let namespace = record[slot::NAMESPACE];
+        let cgroup = if record[slot::CGROUP] == DONE { self.cgroup } else { None };
+        let processes = if cgroup.is_some() {
+            ProcessBound::Cgroup
+        } else if record[slot::NPROC] == DONE && !child::is_root() {
+            ProcessBound::Rlimit
+        } else {
+            ProcessBound::None
+        };
+        let report = ConfinementReport {
+            enforcement: self.enforcement,
+            landlock_abi: record[slot::LANDLOCK_ABI],
+            tcp_restricted: self.tcp_restricted,
+            network_namespace: namespace == DONE || namespace == NETNS_ONLY,
+            user_namespace: namespace == DONE,
+            no_new_privs: record[slot::NO_NEW_PRIVS] == DONE,
+            resource_limits: record[slot::LIMITS] == DONE,
+            processes,
+            wants_namespace: self.wants_namespace,
+            wants_process_bound: self.wants_process_bound,
+            wanted_landlock_abi: self.wanted_landlock_abi,
+        };
+        Ok(Confined { report, cgroup })
+    }
+}
+
+/// Creates a provider's private working directory `<state_dir>/providers/<provider>`
+/// (mode 0700) and returns it. `provider` must be a plain name: no separators, not `.`
+/// or `..`, so one provider's directory can never be another's or contain it.
+///
+/// # Errors
+///
+/// [`ConfinementError::Path`] for a name that is not plain or a directory that cannot
+/// be created.
+pub fn provider_workdir(state_dir: &Path, provider: &str) -> Result<std::path::PathBuf, ConfinementError> {
+    let plain = !provider.is_empty()
+        && provider != "."
+        && provider != ".."
+        && !provider.contains(['/', '\\', '\0'])
+        && !provider.starts_with('.');
+    let dir = state_dir.join("providers").join(provider);
+    let problem = |detail: String| ConfinementError::Path { path: dir.display().to_string(), detail };
+    if !plain {
+        return Err(problem(format!("{provider:?} is not a plain provider name")));
+    }
+    DirBuilder::new().recursive(true).mode(0o700).create(&dir).map_err(|e| problem(e.to_string()))?;
+    std::fs::set_permissions(&dir, Permissions::from_mode(0o700)).map_err(|e| problem(e.to_string()))?;
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_provider_workdir_is_private_and_its_name_cannot_escape() {
+        let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = provider_workdir(state.path(), "calendar").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(dir, state.path().join("providers/calendar"));
+        let mode = std::fs::metadata(&dir).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
+        assert_eq!(mode, 0o700);
+        for name in ["", ".", "..", "../x", "a/b", ".hidden"] {
+            assert!(matches!(provider_workdir(state.path(), name), Err(ConfinementError::Path { .. })), "{name:?}");
+        }
+    }
+
+    #[test]
+    fn a_broad_or_relative_working_directory_is_refused() {
+        for workdir in ["/", "/tmp", "/home", "relative"] {
+            let refused = prepare(&Confinement::default(), Path::new("/bin/true"), Path::new(workdir));
+            assert!(matches!(refused, Err(ConfinementError::Path { .. })), "{workdir}");
+        }
+    }
+}
