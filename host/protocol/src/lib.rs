@@ -21,7 +21,9 @@
 //!   ([`ResultKind`]), plus cache hints.
 //! * [`mcp`]: client-side request builders for both eras ([`ClientContext`]).
 //! * [`handshake`]: the `server/discover` and `initialize` result parsers.
-//! * [`tools`]: `tools/list` definitions and `tools/call` results.
+//! * [`tools`]: `tools/list` definitions and `tools/call` results (list pages share the
+//!   private `page` module's shape: capped, no repeated key, cursor and cache hints).
+//! * [`resources`]: `resources/list` entries and `resources/read` contents.
 //! * [`subscriptions`]: `subscriptions/listen` filters, acknowledgments and the
 //!   `subscriptionId` stamp of 2026-07-28 change notifications.
 //! * [`error`]: [`ProtocolError`], the one error type.
@@ -37,6 +39,8 @@ pub mod id;
 pub mod jsonrpc;
 pub mod limits;
 pub mod mcp;
+mod page;
+pub mod resources;
 pub mod result;
 mod scan;
 pub mod subscriptions;
@@ -52,6 +56,9 @@ pub use jsonrpc::{
 };
 pub use limits::{Limits, decode, parse_message};
 pub use mcp::{ClientContext, ClientInfo};
+pub use resources::{
+    ReadResourceResult, ResourceContents, ResourceInfo, ResourcesPage, parse_read_resource_result, parse_resources_list,
+};
 pub use result::{CacheHints, CacheScope, InputRequired, ResultKind, parse_result_kind};
 pub use subscriptions::{Acknowledged, SubscriptionFilter, declares_list_changed, parse_acknowledged};
 pub use tools::{CallToolResult, ContentBlock, ToolDefinition, ToolsPage, parse_call_tool_result, parse_tools_list};

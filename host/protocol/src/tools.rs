@@ -21,7 +21,8 @@ use serde_json::Value;
 
 use crate::ProtocolError;
 use crate::fields::{Object, as_object, invalid, join, opt_bool, opt_object, opt_str, req_array, req_str, required};
-use crate::result::{CacheHints, ResultKind, parse_cache_hints, parse_result_kind, require_complete};
+use crate::page::parse_page;
+use crate::result::{CacheHints, ResultKind, parse_result_kind};
 
 /// Default cap on tools in one `tools/list` page.
 pub const DEFAULT_MAX_TOOLS_PER_PAGE: usize = 1024;
@@ -75,26 +76,8 @@ pub struct ToolsPage {
 /// [`TooMany`](ProtocolError::TooMany), [`DuplicateName`](ProtocolError::DuplicateName),
 /// or the field errors of the first malformed tool (`at` = `result.tools[i]...`).
 pub fn parse_tools_list(result: &Value, max_tools: usize) -> Result<ToolsPage, ProtocolError> {
-    require_complete(result, "tools/list")?;
-    let obj = as_object(result, "result")?;
-    let entries = req_array(obj, "result", "tools")?;
-    if entries.len() > max_tools {
-        return Err(ProtocolError::TooMany { at: "result.tools".into(), count: entries.len(), limit: max_tools });
-    }
-    let mut tools: Vec<ToolDefinition> = Vec::with_capacity(entries.len());
-    for (i, entry) in entries.iter().enumerate() {
-        let tool = parse_tool(entry, &format!("result.tools[{i}]"))?;
-        if tools.iter().any(|t| t.name == tool.name) {
-            return Err(ProtocolError::DuplicateName { at: "result.tools".into(), name: tool.name });
-        }
-        tools.push(tool);
-    }
-    Ok(ToolsPage {
-        tools,
-        next_cursor: opt_str(obj, "result", "nextCursor")?.map(str::to_owned),
-        cache: parse_cache_hints(obj, "result")?,
-        raw: result.clone(),
-    })
+    let page = parse_page(result, "tools/list", "tools", max_tools, parse_tool, |tool| &tool.name)?;
+    Ok(ToolsPage { tools: page.entries, next_cursor: page.next_cursor, cache: page.cache, raw: result.clone() })
 }
 
 fn parse_tool(value: &Value, at: &str) -> Result<ToolDefinition, ProtocolError> {

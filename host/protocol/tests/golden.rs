@@ -10,9 +10,9 @@ use wasmgate_protocol::result::ResultKind;
 use wasmgate_protocol::subscriptions::{self, SubscriptionFilter, parse_acknowledged};
 use wasmgate_protocol::version::{check_initialize_version, parse_unsupported_version};
 use wasmgate_protocol::{
-    ClientContext, ClientInfo, ContentBlock, Id, Limits, Message, ProtocolVersion, SUPPORTED, codes, decode,
-    parse_call_tool_result, parse_discover_result, parse_initialize_result, parse_message, parse_result_kind,
-    parse_tools_list, result::CacheScope,
+    ClientContext, ClientInfo, ContentBlock, Id, Limits, Message, ProtocolVersion, ResourceContents, SUPPORTED, codes,
+    decode, parse_call_tool_result, parse_discover_result, parse_initialize_result, parse_message,
+    parse_read_resource_result, parse_resources_list, parse_result_kind, parse_tools_list, result::CacheScope,
 };
 
 fn golden_dir() -> PathBuf {
@@ -170,6 +170,61 @@ fn tools_list_2025_page_without_cache_hints_is_parsed() {
     assert_eq!(page.tools[0].name, "get_weather");
     assert_eq!(page.tools[0].raw["execution"]["taskSupport"], "optional");
     assert_eq!((page.next_cursor, page.cache.ttl_ms, page.cache.cache_scope), (None, None, None));
+}
+
+#[test]
+fn resources_list_2026_page_is_parsed_with_optional_fields_and_cache_hints() {
+    let page = parse_resources_list(&result_of("2026-07-28/resources_list_result.json"), 10).unwrap();
+    let main = &page.resources[0];
+    assert_eq!((main.uri.as_str(), main.name.as_str()), ("file:///project/src/main.rs", "main.rs"));
+    assert_eq!(main.title.as_deref(), Some("Rust Software Application Main File"));
+    assert_eq!(main.mime_type.as_deref(), Some("text/x-rust"));
+    assert_eq!(main.size, Some(1024));
+    assert_eq!(main.annotations.as_ref().unwrap()["priority"], 0.8);
+    assert!(main.raw.get("icons").is_some(), "raw keeps fields the view does not type");
+    let logo = &page.resources[1];
+    assert_eq!((logo.title.as_ref(), logo.description.as_ref(), logo.size), (None, None, None));
+    assert_eq!(page.next_cursor.as_deref(), Some("eyJwYWdlIjogM30="));
+    assert_eq!((page.cache.ttl_ms, page.cache.cache_scope), (Some(60_000), Some(CacheScope::Private)));
+}
+
+#[test]
+fn resources_2025_list_and_read_without_result_type_are_parsed() {
+    let page = parse_resources_list(&result_of("2025-11-25/resources_list_result.json"), 10).unwrap();
+    assert_eq!(page.resources[0].uri, "file:///project/README.md");
+    assert_eq!((page.next_cursor, page.cache.ttl_ms), (None, None));
+    let read = parse_read_resource_result(&result_of("2025-11-25/resources_read_result.json")).unwrap();
+    assert_eq!(read.kind, ResultKind::Complete);
+    assert!(
+        matches!(&read.contents[..], [ResourceContents::Text { text, mime_type: None, .. }] if text == "# project\n")
+    );
+}
+
+#[test]
+fn read_resource_result_keeps_text_and_blob_entries_and_their_raw_json() {
+    let result = result_of("2026-07-28/resources_read_result.json");
+    let read = parse_read_resource_result(&result).unwrap();
+    assert_eq!(read.kind, ResultKind::Complete);
+    match &read.contents[..] {
+        [ResourceContents::Text { text, .. }, ResourceContents::Blob { blob, raw, .. }] => {
+            assert!(text.starts_with("fn main()"));
+            assert_eq!(blob, "iVBORw0KGgo=");
+            assert_eq!(raw["_meta"]["com.example/origin"], "assets");
+        }
+        other => panic!("expected text then blob, got {other:?}"),
+    }
+    assert_eq!(read.contents[1].mime_type(), Some("image/png"));
+    assert_eq!(read.contents[0].uri(), "file:///project/src/main.rs");
+    assert_eq!(read.cache.cache_scope, Some(CacheScope::Private));
+    assert_eq!(read.raw, result);
+}
+
+#[test]
+fn read_resource_may_answer_input_required_with_no_contents() {
+    let read = parse_read_resource_result(&result_of("2026-07-28/resources_read_input_required.json")).unwrap();
+    let ResultKind::InputRequired(required) = read.kind else { panic!("expected input_required") };
+    assert_eq!(required.request_state.as_deref(), Some("cmVhZC1tYWluLnJz"));
+    assert!(read.contents.is_empty());
 }
 
 #[test]

@@ -502,6 +502,8 @@ fn truncated_and_corrupted_golden_messages_never_panic() {
                 runs += 1;
                 let Ok(value) = parse_message(&v, Limits::DEFAULT) else { continue };
                 let _ = parse_tools_list(&value, 10);
+                let _ = wasmgate_protocol::parse_resources_list(&value, 10);
+                let _ = wasmgate_protocol::parse_read_resource_result(&value);
                 let _ = parse_call_tool_result(&value);
                 let _ = parse_discover_result(&value);
                 let _ = parse_initialize_result(&value);

@@ -25,15 +25,17 @@ pub struct ClientConfig {
     pub limits: Limits,
     /// How long the `server/discover` probe may take before we fall back to `initialize`.
     pub probe_timeout: Duration,
-    /// Time limit of `initialize`, `tools/list` pages and other non-tool requests.
+    /// Time limit of `initialize`, list pages, `resources/read` and other non-tool requests.
     pub request_timeout: Duration,
     /// Default time limit of one `tools/call` round trip.
     pub call_timeout: Duration,
     /// Most tools accepted over all pages of `tools/list`.
     pub max_tools: usize,
-    /// Most bytes accepted over all pages of `tools/list`.
+    /// Most resources accepted over all pages of `resources/list`.
+    pub max_resources: usize,
+    /// Most bytes accepted over all pages of one listing (`tools/list`, `resources/list`).
     pub max_list_bytes: usize,
-    /// Most pages of `tools/list` (a server that keeps paging is cut off).
+    /// Most pages of one listing (a server that keeps paging is cut off).
     pub max_list_pages: usize,
     /// Most `input_required` rounds of one call.
     pub max_input_rounds: usize,
@@ -110,6 +112,7 @@ impl Default for ClientConfig {
             request_timeout: Duration::from_secs(30),
             call_timeout: Duration::from_secs(120),
             max_tools: 1024,
+            max_resources: 1024,
             max_list_bytes: 8 * 1024 * 1024,
             max_list_pages: 100,
             max_input_rounds: 8,

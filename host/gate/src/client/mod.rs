@@ -12,7 +12,9 @@
 //!   (timeouts, cancellation, late and duplicate responses);
 //! * `connect`: era detection (`server/discover`, then `initialize`) and negotiation;
 //! * `tools`: `tools/list` paging, caps and the staleness-tracked cache;
+//! * `paging`: the bounded page walk shared by `tools/list` and `resources/list`;
 //! * `call`: `tools/call`, unknown-tool detection and `input_required` rounds;
+//! * `resources`: `resources/list` and `resources/read`;
 //! * `frames`: attributing an unparseable frame to the request it answered;
 //! * `param_headers`: `x-mcp-header` tool parameters mirrored into HTTP headers;
 //! * `notify`: what each server notification does (tool cache, subscriptions, progress);
@@ -26,7 +28,9 @@ use serde_json::{Map, Value};
 use tokio::sync::watch as signal;
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
-use wasmgate_protocol::{CallToolResult, ClientContext, Id, ProtocolVersion, ServerInfo, ToolDefinition};
+use wasmgate_protocol::{
+    CallToolResult, ClientContext, Id, ProtocolVersion, ReadResourceResult, ResourceInfo, ServerInfo, ToolDefinition,
+};
 
 use crate::error::{ClientError, CloseReason};
 use crate::transport::Transport;
@@ -37,7 +41,9 @@ mod connect;
 mod frames;
 pub mod input;
 mod notify;
+mod paging;
 mod param_headers;
+mod resources;
 mod router;
 mod tools;
 pub mod watch;
@@ -257,6 +263,33 @@ impl McpClient {
         options: CallOptions,
     ) -> Result<CallToolResult, ClientError> {
         call::call_tool(&self.shared, name, arguments, &cancel, options).await
+    }
+
+    /// All resources the server lists, every page, fetched afresh each time (no cache).
+    /// A server that did not declare the `resources` capability is not asked: the
+    /// answer is an empty list.
+    ///
+    /// # Errors
+    ///
+    /// Any request failure; [`ClientError::LimitExceeded`] past the resource
+    /// ([`ClientConfig::max_resources`]), byte or page caps; [`ClientError::MalformedMessage`]
+    /// for a malformed page, a repeated cursor or a URI that appears twice.
+    pub async fn list_resources(&self) -> Result<Vec<ResourceInfo>, ClientError> {
+        resources::list(&self.shared).await
+    }
+
+    /// Reads the resource at `uri`, within [`ClientConfig::request_timeout`]. Cancelling
+    /// `cancel` abandons the read and tells the server, as for [`call_tool`](Self::call_tool).
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::Unsupported`] when the server did not declare the `resources`
+    /// capability or answers `input_required`; `Timeout`, `Cancelled`, `TransportClosed`,
+    /// `MalformedMessage` (contents that are not exactly one of text or blob, ...), and
+    /// [`ClientError::Rpc`] for the server's own refusal (an unknown URI is -32602, or
+    /// -32002 before 2026-07-28).
+    pub async fn read_resource(&self, uri: &str, cancel: CancellationToken) -> Result<ReadResourceResult, ClientError> {
+        resources::read(&self.shared, uri, &cancel).await
     }
 
     /// Ends the tool change subscription, fails every call in flight, closes the

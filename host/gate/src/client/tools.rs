@@ -1,12 +1,10 @@
 //! `tools/list`: every page, within caps, cached until the server says it changed.
 //!
-//! A hostile or broken server can page forever, repeat a cursor, or send a huge list.
-//! So the walk is bounded by `max_list_pages`, `max_tools` (over all pages) and
-//! `max_list_bytes` (the raw size of all pages), a cursor seen before is an error (it
-//! would loop), and a name repeated on another page is an error (a call by name would
-//! be ambiguous; the protocol crate already refuses repeats within one page). Exceeding
-//! a cap fails the listing rather than truncating it: a silently partial tool list
-//! would look complete to the policy layer.
+//! The pages are fetched by the shared walk of the `paging` module, bounded by
+//! `max_list_pages`, `max_tools` (over all pages) and `max_list_bytes`; a repeated cursor
+//! or a name repeated on another page fails the listing (a call by name would be
+//! ambiguous), and so does exceeding a cap: a silently partial tool list would look
+//! complete to the policy layer.
 //!
 //! The cache is tagged with the tool generation it was fetched under; the generation
 //! moves on `notifications/tools/list_changed` and on an unknown-tool error, which makes
@@ -15,14 +13,13 @@
 //! cache is served only while something would tell us of a change: while the change
 //! stream is down (see the `watch` module) every listing asks the server.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
-use serde_json::Value;
-use wasmgate_protocol::{ToolDefinition, parse_tools_list};
+use wasmgate_protocol::{ClientContext, ToolDefinition, parse_tools_list};
 
 use super::Shared;
-use super::connect::request;
+use super::config::ClientConfig;
+use super::paging::{self, Listing};
 use super::param_headers::annotated;
 use crate::error::ClientError;
 
@@ -62,7 +59,7 @@ pub(crate) async fn list(shared: &Arc<Shared>) -> Result<Vec<ToolDefinition>, Cl
         return Ok(tools);
     }
     let generation = *shared.tools_generation.borrow();
-    let mut tools = fetch_all(shared).await?;
+    let mut tools = paging::walk(shared, &listing(&shared.config)).await?;
     if shared.transport.mirrors_param_headers() {
         tools.retain(|tool| match annotated(&tool.input_schema) {
             Ok(_) => true,
@@ -78,46 +75,15 @@ pub(crate) async fn list(shared: &Arc<Shared>) -> Result<Vec<ToolDefinition>, Cl
     Ok(tools)
 }
 
-async fn fetch_all(shared: &Arc<Shared>) -> Result<Vec<ToolDefinition>, ClientError> {
-    let config = &shared.config;
-    let mut tools: Vec<ToolDefinition> = Vec::new();
-    let mut names = HashSet::new();
-    let mut cursors = HashSet::new();
-    let (mut cursor, mut bytes, mut pages) = (None::<String>, 0usize, 0usize);
-    loop {
-        pages += 1;
-        if pages > config.max_list_pages {
-            return Err(ClientError::LimitExceeded { what: "tools/list pages".into(), limit: config.max_list_pages });
-        }
-        let page_cursor = cursor.clone();
-        let build = move |session: &super::Session, id: &wasmgate_protocol::Id| {
-            Ok(session.context.tools_list(id, page_cursor.as_deref()))
-        };
-        let (reply, _) = request(shared, "tools/list", &build, &[], config.request_timeout, None).await?;
-        bytes += reply.bytes;
-        if bytes > config.max_list_bytes {
-            return Err(ClientError::LimitExceeded { what: "tools/list bytes".into(), limit: config.max_list_bytes });
-        }
-        let page = parse_tools_list(&Value::Object(reply.result), config.max_tools)?;
-        for tool in page.tools {
-            if tools.len() >= config.max_tools {
-                return Err(ClientError::LimitExceeded { what: "tools".into(), limit: config.max_tools });
-            }
-            if !names.insert(tool.name.clone()) {
-                return Err(ClientError::MalformedMessage {
-                    detail: format!("tools/list names the tool {:?} on two pages", tool.name),
-                });
-            }
-            tools.push(tool);
-        }
-        match page.next_cursor {
-            None => return Ok(tools),
-            Some(next) if !cursors.insert(next.clone()) => {
-                return Err(ClientError::MalformedMessage {
-                    detail: format!("tools/list repeated the cursor {next:?}; paging would never end"),
-                });
-            }
-            Some(next) => cursor = Some(next),
-        }
+/// The `tools/list` walk: tools keyed by name.
+fn listing(config: &ClientConfig) -> Listing<ToolDefinition> {
+    Listing {
+        method: "tools/list",
+        items: "tools",
+        item: "tool",
+        max_items: config.max_tools,
+        build: ClientContext::tools_list,
+        parse: |result, max| parse_tools_list(result, max).map(|page| (page.tools, page.next_cursor)),
+        key: |tool| &tool.name,
     }
 }

@@ -1,0 +1,76 @@
+//! `resources/list` and `resources/read`.
+//!
+//! * Only a server whose capabilities hold a `resources` object is asked. Without one,
+//!   listing answers an empty list without a request (the server has nothing to
+//!   offer), and reading is [`ClientError::Unsupported`] (there is nothing to read).
+//! * Listing walks every page with the shared walk of the `paging` module, bounded by
+//!   `max_list_pages`, `max_resources` and `max_list_bytes`; a repeated cursor or a URI
+//!   listed on two pages fails the listing. Nothing is cached: a resource list is asked
+//!   for rarely, and `notifications/resources/list_changed` is not followed (yet).
+//! * A read is one request under `request_timeout`, cancelled like `tools/call` (a
+//!   `notifications/cancelled`, or on 2026-07-28 HTTP the request's stream closed). Its
+//!   size is already capped by the transport. A 2026-07-28 server may answer
+//!   `input_required`; answering it is not supported here, so that is
+//!   [`ClientError::Unsupported`].
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use wasmgate_protocol::{
+    ClientContext, Id, ReadResourceResult, ResourceInfo, ResultKind, parse_read_resource_result, parse_resources_list,
+};
+
+use super::config::ClientConfig;
+use super::connect::request;
+use super::paging::{self, Listing};
+use super::{Session, Shared};
+use crate::error::ClientError;
+
+/// Whether the server declared the `resources` capability (an object, as the schema says).
+fn declared(shared: &Shared) -> Result<bool, ClientError> {
+    Ok(shared.session()?.capabilities.get("resources").is_some_and(Value::is_object))
+}
+
+pub(crate) async fn list(shared: &Arc<Shared>) -> Result<Vec<ResourceInfo>, ClientError> {
+    if !declared(shared)? {
+        return Ok(Vec::new());
+    }
+    paging::walk(shared, &listing(&shared.config)).await
+}
+
+/// The `resources/list` walk: resources keyed by URI.
+fn listing(config: &ClientConfig) -> Listing<ResourceInfo> {
+    Listing {
+        method: "resources/list",
+        items: "resources",
+        item: "resource",
+        max_items: config.max_resources,
+        build: ClientContext::resources_list,
+        parse: |result, max| parse_resources_list(result, max).map(|page| (page.resources, page.next_cursor)),
+        key: |resource| &resource.uri,
+    }
+}
+
+pub(crate) async fn read(
+    shared: &Arc<Shared>,
+    uri: &str,
+    cancel: &CancellationToken,
+) -> Result<ReadResourceResult, ClientError> {
+    if !declared(shared)? {
+        return Err(ClientError::Unsupported(format!(
+            "the server {:?} did not declare the resources capability",
+            shared.server
+        )));
+    }
+    let build = |session: &Session, id: &Id| Ok(session.context.resources_read(id, uri));
+    let timeout = shared.config.request_timeout;
+    let (reply, _) = request(shared, "resources/read", &build, &[], timeout, Some(cancel)).await?;
+    let result = parse_read_resource_result(&Value::Object(reply.result))?;
+    match result.kind {
+        ResultKind::Complete => Ok(result),
+        ResultKind::InputRequired(_) => {
+            Err(ClientError::Unsupported(format!("reading {uri:?} needs input, which resources/read cannot give")))
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! Resources: what a server offers to be read (`resources/list`) and what a read returns
+//! (`resources/read`).
+//!
+//! Resource text reaches the agent's model like tool output does, so the parsers are as
+//! strict as the tool parsers and keep the raw JSON next to the typed fields.
+//!
+//! * `resources/list`: each resource has a string `uri` and a string `name` (required by
+//!   every version since 2024-11-05); `title`, `description` and `mimeType` are strings,
+//!   `size` a non-negative integer, `annotations` and `_meta` objects, when present. A page
+//!   is capped at a configurable number of resources, and two resources with the same URI
+//!   on one page are rejected: the server would be describing one resource two ways.
+//!   A list result may not be `input_required`.
+//! * `resources/read`: a complete result has a `contents` array; each entry has a string
+//!   `uri`, an optional string `mimeType`, and exactly one of `text` (a string) or `blob`
+//!   (a base64 string; its encoding is not decoded here). Since 2026-07-28 the result may
+//!   instead be `input_required` (see [`ResultKind`]); its typed fields are then empty.
+//!   `ttlMs` / `cacheScope` hints are read as for lists.
+
+use serde_json::Value;
+
+use crate::ProtocolError;
+use crate::fields::{as_object, invalid, opt_object, opt_str, opt_u64, req_array, req_str};
+use crate::page::parse_page;
+use crate::result::{CacheHints, ResultKind, parse_cache_hints, parse_result_kind};
+
+/// Default cap on resources in one `resources/list` page.
+pub const DEFAULT_MAX_RESOURCES_PER_PAGE: usize = 1024;
+
+/// One resource from `resources/list`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourceInfo {
+    /// The URI to read it by (any scheme; the server interprets it).
+    pub uri: String,
+    /// Programmatic name (untrusted text).
+    pub name: String,
+    /// Display name (untrusted text).
+    pub title: Option<String>,
+    /// Description for the model (untrusted text).
+    pub description: Option<String>,
+    /// MIME type, if the server knows it.
+    pub mime_type: Option<String>,
+    /// Size of the raw content in bytes, if the server knows it (a claim, not a limit).
+    pub size: Option<u64>,
+    /// `Annotations` (`audience`, `priority`, `lastModified`): hints, never to be trusted.
+    pub annotations: Option<Value>,
+    /// The whole entry (icons, `_meta`, ...).
+    pub raw: Value,
+}
+
+/// One page of a `resources/list` result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourcesPage {
+    /// The resources, in the server's order.
+    pub resources: Vec<ResourceInfo>,
+    /// Cursor for the next page, if there is one.
+    pub next_cursor: Option<String>,
+    /// `ttlMs` / `cacheScope`.
+    pub cache: CacheHints,
+    /// The whole result.
+    pub raw: Value,
+}
+
+/// Parses a `resources/list` result, refusing pages of more than `max_resources` entries.
+///
+/// # Errors
+///
+/// [`TooMany`](ProtocolError::TooMany), [`DuplicateName`](ProtocolError::DuplicateName)
+/// (a URI listed twice), an `input_required` result, or the field errors of the first
+/// malformed resource (`at` = `result.resources[i]...`).
+pub fn parse_resources_list(result: &Value, max_resources: usize) -> Result<ResourcesPage, ProtocolError> {
+    let page = parse_page(result, "resources/list", "resources", max_resources, parse_resource, |r| &r.uri)?;
+    Ok(ResourcesPage { resources: page.entries, next_cursor: page.next_cursor, cache: page.cache, raw: result.clone() })
+}
+
+fn parse_resource(value: &Value, at: &str) -> Result<ResourceInfo, ProtocolError> {
+    let obj = as_object(value, at)?;
+    let uri = req_str(obj, at, "uri")?;
+    let name = req_str(obj, at, "name")?;
+    let annotations = opt_object(obj, at, "annotations")?;
+    opt_object(obj, at, "_meta")?;
+    Ok(ResourceInfo {
+        uri: uri.to_owned(),
+        name: name.to_owned(),
+        title: opt_str(obj, at, "title")?.map(str::to_owned),
+        description: opt_str(obj, at, "description")?.map(str::to_owned),
+        mime_type: opt_str(obj, at, "mimeType")?.map(str::to_owned),
+        size: opt_u64(obj, at, "size")?,
+        annotations: annotations.map(|a| Value::Object(a.clone())),
+        raw: value.clone(),
+    })
+}
+
+/// One entry of a `resources/read` result: text or binary, with the raw JSON kept.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResourceContents {
+    /// `TextResourceContents`: `{"uri", "mimeType"?, "text"}`.
+    Text {
+        /// The URI of this (sub-)resource.
+        uri: String,
+        /// MIME type, if known.
+        mime_type: Option<String>,
+        /// The text (untrusted).
+        text: String,
+        /// The whole entry (`_meta`, ...).
+        raw: Value,
+    },
+    /// `BlobResourceContents`: `{"uri", "mimeType"?, "blob"}`.
+    Blob {
+        /// The URI of this (sub-)resource.
+        uri: String,
+        /// MIME type, if known.
+        mime_type: Option<String>,
+        /// The data, base64-encoded as sent (not decoded or checked here).
+        blob: String,
+        /// The whole entry (`_meta`, ...).
+        raw: Value,
+    },
+}
+
+impl ResourceContents {
+    /// The URI of this entry.
+    #[must_use]
+    pub fn uri(&self) -> &str {
+        match self {
+            Self::Text { uri, .. } | Self::Blob { uri, .. } => uri,
+        }
+    }
+
+    /// The MIME type of this entry, if the server gave one.
+    #[must_use]
+    pub fn mime_type(&self) -> Option<&str> {
+        match self {
+            Self::Text { mime_type, .. } | Self::Blob { mime_type, .. } => mime_type.as_deref(),
+        }
+    }
+
+    /// The entry's JSON, exactly as sent.
+    #[must_use]
+    pub fn raw(&self) -> &Value {
+        match self {
+            Self::Text { raw, .. } | Self::Blob { raw, .. } => raw,
+        }
+    }
+}
+
+/// The result of `resources/read`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadResourceResult {
+    /// Complete, or asking for input (then `contents` is empty).
+    pub kind: ResultKind,
+    /// The contents: one entry, or several for a resource with sub-resources.
+    pub contents: Vec<ResourceContents>,
+    /// `ttlMs` / `cacheScope`.
+    pub cache: CacheHints,
+    /// The whole result.
+    pub raw: Value,
+}
+
+/// Parses a `resources/read` result.
+///
+/// # Errors
+///
+/// The [`parse_result_kind`] errors; for a complete result, a missing `contents`, or an
+/// entry that is malformed or has both or neither of `text` and `blob`
+/// (`at` = `result.contents[i]...`).
+pub fn parse_read_resource_result(result: &Value) -> Result<ReadResourceResult, ProtocolError> {
+    let kind = parse_result_kind(result)?;
+    let obj = as_object(result, "result")?;
+    let contents = match kind {
+        ResultKind::InputRequired(_) => Vec::new(),
+        ResultKind::Complete => req_array(obj, "result", "contents")?
+            .iter()
+            .enumerate()
+            .map(|(i, entry)| parse_contents(entry, &format!("result.contents[{i}]")))
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    Ok(ReadResourceResult { kind, contents, cache: parse_cache_hints(obj, "result")?, raw: result.clone() })
+}
+
+fn parse_contents(value: &Value, at: &str) -> Result<ResourceContents, ProtocolError> {
+    let obj = as_object(value, at)?;
+    let uri = req_str(obj, at, "uri")?.to_owned();
+    let mime_type = opt_str(obj, at, "mimeType")?.map(str::to_owned);
+    opt_object(obj, at, "_meta")?;
+    let raw = value.clone();
+    match (opt_str(obj, at, "text")?, opt_str(obj, at, "blob")?) {
+        (Some(text), None) => Ok(ResourceContents::Text { uri, mime_type, text: text.to_owned(), raw }),
+        (None, Some(blob)) => Ok(ResourceContents::Blob { uri, mime_type, blob: blob.to_owned(), raw }),
+        (Some(_), Some(_)) => Err(invalid(at.to_owned(), "has both text and blob")),
+        (None, None) => Err(invalid(at.to_owned(), "has neither text nor blob")),
+    }
+}
