@@ -1,7 +1,8 @@
 //! An agent loop over a real MCP server: a scripted model calls the tools of
 //! `@modelcontextprotocol/server-everything` (installed by `scripts/install-peers.sh`)
 //! through the adapter, every result is rendered by the json-text formatter in the
-//! sandbox, and the program prints what the model sees, turn by turn.
+//! sandbox (resources too, through the optional `read_resource` tool), and the program
+//! prints what the model sees, turn by turn.
 //!
 //! Run: `cargo run -p wasmgate-example-agent-loop [PATH-TO-server-everything/dist/index.js]`
 
@@ -13,7 +14,8 @@ use serde_json::json;
 use wasmgate_adapter::{Formatters, McpProvider, McpToolset};
 use wasmgate_agent::script::{answer, calls};
 use wasmgate_agent::{AgentConfig, AllowAll, CancellationToken, Message, ScriptedModel, run_agent};
-use wasmgate_gate::{ClientConfig, StdioConfig, StdioTransport};
+use wasmgate_gate::confine::provider_workdir;
+use wasmgate_gate::{ClientConfig, Confinement, StdioConfig, StdioTransport};
 use wasmgate_sandbox::{Limits, Sandbox, SandboxConfig};
 
 const EVERYTHING: &str = "target/peers/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
@@ -30,10 +32,18 @@ async fn main() -> anyhow::Result<()> {
     let sandbox = Sandbox::new(SandboxConfig::default())?;
     let json_text = sandbox.load_formatter("json-text", wasmgate_guests::JSON_TEXT, Limits::default())?;
     let formatters = Arc::new(Formatters::new(json_text));
-    let server = StdioConfig::new("everything", "node", &workspace).arg(&entry).arg("stdio");
+    // The server runs confined (the default): its own working directory under the
+    // gateway's state directory, read-only access to its `node_modules`, nothing else.
+    let state = workspace.join("target/agent-loop-state");
+    let workdir = provider_workdir(&state, "everything")?;
+    let modules = entry.ancestors().find(|dir| dir.ends_with("node_modules")).unwrap_or(&entry).canonicalize()?;
+    let confinement = Confinement::default().read_only(modules);
+    let server =
+        StdioConfig::new("everything", "node", workdir).arg(&entry).arg("stdio").confinement(Some(confinement));
     let transport = StdioTransport::spawn(&server).context("starting server-everything")?;
     let provider = McpProvider::connect("everything", transport, ClientConfig::default(), formatters).await?;
-    let toolset = McpToolset::new(vec![provider.clone()]);
+    let read_resource = provider.resource_tool().await?.context("server-everything lists resources")?;
+    let toolset = McpToolset::new(vec![provider.clone()]).with_tools([read_resource]);
 
     let model = ScriptedModel::new([
         calls("Let me say hello.", [("everything__echo", json!({"message": "hello from the agent"}))]),
@@ -46,6 +56,10 @@ async fn main() -> anyhow::Result<()> {
         ),
         calls("And a sum, with a mistake.", [("everything__get-sum", json!({"a": "one", "b": 2}))]),
         calls("Fixed.", [("everything__get-sum", json!({"a": 1, "b": 2}))]),
+        calls(
+            "And one of its documents.",
+            [("everything.read_resource", json!({"uri": "demo://resource/static/document/extension.md"}))],
+        ),
         answer("All done."),
     ]);
     let mut conversation = vec![Message::User("Show me what these tools do.".into())];

@@ -15,6 +15,7 @@ fn the_example_prints_every_kind_of_result_the_model_sees() {
         "  | [image: image/png, 3.9 KiB]",
         "  | /a: \"one\" is not of type \"number\"",
         "  | The sum of 1 and 2 is 3.",
+        "  | # Everything Server - Extension Points",
         "The loop ended with the model's answer: All done.",
     ] {
         assert!(stdout.lines().any(|l| l == line), "missing {line:?} in:\n{stdout}");

@@ -12,6 +12,7 @@
 //!   [`McpToolset`] (the current tools of several providers, for the agent loop);
 //! * [`mcp_tool`]: one tool: argument validation, the call, the failure mapping;
 //! * [`render`]: the result through the formatter, the output schema check, [`WITHHELD`];
+//! * [`resources`]: the optional `<provider>.read_resource` tool (and why prompts are not consumed);
 //! * [`formatters`]: which formatter renders which provider's and tool's results;
 //! * [`schema`]: compiling untrusted JSON Schemas safely (offline, linear-time regexes);
 //! * [`naming`]: `<provider>__<tool>` names that no provider can forge for another;
@@ -23,9 +24,11 @@ pub mod mcp_tool;
 pub mod naming;
 pub mod provider;
 pub mod render;
+pub mod resources;
 pub mod schema;
 
 pub use error::AdapterError;
 pub use formatters::{FormatterRule, Formatters};
 pub use provider::{McpProvider, McpToolset};
 pub use render::{SCHEMA_MISMATCH, WITHHELD};
+pub use resources::read_resource_tool;

@@ -110,27 +110,34 @@ impl McpTool {
     }
 
     async fn failed(&self, error: ClientError) -> Result<ToolResult, ToolError> {
-        let kind = match error {
+        match error {
             ClientError::UnknownTool { .. } => {
                 tracing::info!(provider = %self.provider, tool = %self.upstream, "tool is gone; refreshing the list");
                 if let Err(why) = self.client.list_tools().await {
                     tracing::warn!(provider = %self.provider, %why, "refreshing the tool list failed");
                 }
-                return Ok(ToolResult::error(format!(
+                Ok(ToolResult::error(format!(
                     "the tool {} is no longer available from {}",
                     self.exposed, self.provider
-                )));
+                )))
             }
             ClientError::Rpc { code: INVALID_PARAMS, ref message, .. } => {
                 let rejected = rejection(message);
-                return Ok(render(self.origin(), &self.formatter, None, &rejected).await);
+                Ok(render(self.origin(), &self.formatter, None, &rejected).await)
             }
-            ClientError::Cancelled => ToolErrorKind::Cancelled,
-            ClientError::Unsupported(_) => ToolErrorKind::Unsupported,
-            _ => ToolErrorKind::ExecutionFailed,
-        };
-        Err(ToolError::new(kind, error.to_string()).with_provider(self.provider.clone()).with_source(error))
+            _ => Err(tool_error(&self.provider, error)),
+        }
     }
+}
+
+/// A client failure that produced no result, as the loop's [`ToolError`].
+pub(crate) fn tool_error(provider: &str, error: ClientError) -> ToolError {
+    let kind = match error {
+        ClientError::Cancelled => ToolErrorKind::Cancelled,
+        ClientError::Unsupported(_) => ToolErrorKind::Unsupported,
+        _ => ToolErrorKind::ExecutionFailed,
+    };
+    ToolError::new(kind, error.to_string()).with_provider(provider).with_source(error)
 }
 
 /// The server's rejection of the arguments as an error result, so its (untrusted)

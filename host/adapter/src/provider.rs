@@ -15,6 +15,7 @@ use crate::error::AdapterError;
 use crate::formatters::Formatters;
 use crate::mcp_tool::adapt;
 use crate::naming::{check_provider_name, exposed_name};
+use crate::resources::{READ_RESOURCE, read_resource_tool};
 
 /// One upstream MCP server, adapted. Clones share the connection.
 #[derive(Debug, Clone)]
@@ -113,6 +114,17 @@ impl McpProvider {
         Ok(tools)
     }
 
+    /// The optional `<provider>.read_resource` tool (see [`resources`](crate::resources)),
+    /// or `None` when the provider has no resources.
+    ///
+    /// # Errors
+    ///
+    /// The client's, when the resource list cannot be fetched.
+    pub async fn resource_tool(&self) -> Result<Option<Tool>, ClientError> {
+        let formatter = self.inner.formatters.select(&self.inner.name, READ_RESOURCE);
+        read_resource_tool(&self.inner.name, &self.inner.client, formatter).await
+    }
+
     /// The tools adapted last, without asking the provider.
     fn last_tools(&self) -> Vec<Tool> {
         self.inner.adapted.lock().map(|a| a.1.clone()).unwrap_or_default()
@@ -129,13 +141,22 @@ impl McpProvider {
 #[derive(Debug, Clone, Default)]
 pub struct McpToolset {
     providers: Vec<McpProvider>,
+    /// Tools offered beside the providers' own (a `read_resource` tool, local tools).
+    extra: Vec<Tool>,
 }
 
 impl McpToolset {
     /// A toolset over `providers`.
     #[must_use]
     pub fn new(providers: Vec<McpProvider>) -> Self {
-        Self { providers }
+        Self { providers, extra: Vec::new() }
+    }
+
+    /// Also offers `tools` on every turn.
+    #[must_use]
+    pub fn with_tools(mut self, tools: impl IntoIterator<Item = Tool>) -> Self {
+        self.extra.extend(tools);
+        self
     }
 
     /// The providers.
@@ -161,6 +182,7 @@ impl Toolset for McpToolset {
                     }
                 }
             }
+            all.extend(self.extra.iter().cloned());
             all
         })
     }

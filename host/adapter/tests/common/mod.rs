@@ -35,6 +35,8 @@ pub struct Upstream {
     pub calls: Mutex<Vec<(String, Value)>>,
     pub lists: Mutex<usize>,
     pub cancelled: Mutex<Vec<Value>>,
+    /// `resources/list` entries and, per URI, the `contents` of a read.
+    pub resources: Mutex<Vec<(Value, Value)>>,
     /// Notified when a call arrives.
     pub called: Notify,
 }
@@ -47,6 +49,7 @@ impl Upstream {
             calls: Mutex::default(),
             lists: Mutex::default(),
             cancelled: Mutex::default(),
+            resources: Mutex::default(),
             called: Notify::new(),
         })
     }
@@ -79,7 +82,7 @@ async fn serve(mut server: FakeServer, upstream: Arc<Upstream>) {
         };
         match method.as_str() {
             "server/discover" => {
-                let result = json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                let result = json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}, "resources": {}},
                     "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "scripted", "version": "1"}}});
                 server.respond(&id, result).await;
             }
@@ -87,6 +90,18 @@ async fn serve(mut server: FakeServer, upstream: Arc<Upstream>) {
                 *upstream.lists.lock().unwrap() += 1;
                 let tools = upstream.tools.lock().unwrap().clone();
                 server.respond(&id, json!({"tools": tools})).await;
+            }
+            "resources/list" => {
+                let listed: Vec<Value> = upstream.resources.lock().unwrap().iter().map(|r| r.0.clone()).collect();
+                server.respond(&id, json!({"resources": listed})).await;
+            }
+            "resources/read" => {
+                let uri = message["params"]["uri"].clone();
+                let found = upstream.resources.lock().unwrap().iter().find(|r| r.0["uri"] == uri).map(|r| r.1.clone());
+                match found {
+                    Some(contents) => server.respond(&id, json!({"contents": contents})).await,
+                    None => server.respond_error(&id, -32002, "Resource not found").await,
+                }
             }
             "tools/call" => {
                 let name = message["params"]["name"].as_str().unwrap_or_default().to_owned();
