@@ -1,1 +1,53 @@
-//! The trust boundary's pure parts (placeholder).
+//! The trust boundary's pure parts: what the policy says about a call, which tool definitions have
+//! been reviewed, what name the agent sees, and how untrusted text is framed and checked.
+//!
+//! Nothing here does network I/O, spawns anything or needs async; the only file I/O is reading the
+//! policy and reading and atomically writing the lock file. The adapter and agent loop call these
+//! functions in the call pipeline; everything here is deterministic except the framing boundary,
+//! which is random by design.
+//!
+//! # Layout
+//!
+//! * Policy file ([`Policy`], docs/POLICY.md): `file` (private) mirrors the TOML and rejects
+//!   unknown keys; [`policy`] validates it and holds [`Policy::decide`]; [`provider`] is one
+//!   provider's settings ([`ProviderPolicy`]); [`constraint`] checks arguments; [`glob`] selects
+//!   formatters; [`verdict`] is the answer ([`Verdict`], [`Decision`]); [`error`] locates mistakes
+//!   by line and key ([`PolicyError`]).
+//! * Review and pinning: [`canonical`] hashes a tool definition ([`definition_hash`]); [`lock`]
+//!   is the lock file ([`Lock`], [`ReviewState`]); [`diff`] says what changed.
+//! * Names: [`name`] maps `(provider, tool)` into MCP's tool name rules injectively
+//!   ([`prefixed_name`], [`split_prefixed`]).
+//! * Injection: [`sanitize`](mod@sanitize) strips control, escape and invisible characters; [`frame`](mod@frame) wraps a
+//!   result in a randomly delimited block ([`frame()`]); [`detect`](mod@detect) flags
+//!   instruction-like content ([`detect()`]), after [`fold`] undoes cheap
+//!   look-alike tricks.
+
+pub mod canonical;
+pub mod constraint;
+pub mod detect;
+pub mod diff;
+pub mod error;
+mod file;
+pub mod fold;
+pub mod frame;
+pub mod glob;
+pub mod lock;
+pub mod name;
+pub mod policy;
+pub mod provider;
+pub mod sanitize;
+pub mod verdict;
+
+pub use canonical::{canonical_json, definition_hash};
+pub use constraint::{Constraint, Rule};
+pub use detect::{Flag, FlagKind, detect};
+pub use diff::FieldChange;
+pub use error::PolicyError;
+pub use frame::{FrameError, Framed, frame};
+pub use glob::Glob;
+pub use lock::{Lock, LockError, ReviewState};
+pub use name::{NameError, prefixed_name, split_prefixed};
+pub use policy::Policy;
+pub use provider::{Confinement, FormatterRule, InjectionAction, Limits, ProviderPolicy, ToolRule};
+pub use sanitize::{Sanitized, sanitize};
+pub use verdict::{Decision, Verdict};

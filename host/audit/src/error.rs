@@ -1,0 +1,69 @@
+//! [`AuditError`]: why a record was not accepted. Every variant means "refuse the call": the
+//! messages say what happened and what the operator can do about it.
+
+use std::path::PathBuf;
+use thiserror::Error;
+
+/// Why the audit log refused a record (and so the call must be refused).
+#[derive(Debug, Clone, Error)]
+#[non_exhaustive]
+pub enum AuditError {
+    /// The log could not be opened or created.
+    #[error(
+        "cannot open audit log {path}: {message}; calls are refused until it can be written: check that the \
+         directory exists and is writable by this user and the disk is not full, or configure another audit path"
+    )]
+    Open {
+        /// The log file.
+        path: PathBuf,
+        /// What the OS said.
+        message: String,
+    },
+    /// Another process (or another `AuditLog` in this one) has the log open.
+    #[error(
+        "audit log {path} is in use by another wasmgate process; two writers would break the hash chain, so \
+         stop the other one or configure another audit path"
+    )]
+    InUse {
+        /// The log file.
+        path: PathBuf,
+    },
+    /// The last complete record of an existing log cannot be read, so the chain cannot continue.
+    #[error(
+        "audit log {path} ends in a record that cannot be read ({reason}); run `wasmgate audit verify {path}` \
+         and move the damaged file aside to start a new log"
+    )]
+    Corrupt {
+        /// The log file.
+        path: PathBuf,
+        /// What is wrong with the record.
+        reason: String,
+    },
+    /// Writing or syncing failed. The log is closed for the rest of this run.
+    #[error(
+        "cannot write audit log {path}: {message}; calls are refused: free disk space or fix the file system, \
+         then restart (after a failed write or fsync the log accepts no more records)"
+    )]
+    Write {
+        /// The log file.
+        path: PathBuf,
+        /// What the OS said.
+        message: String,
+    },
+    /// An earlier write or fsync failed, so the log refuses records until restarted.
+    #[error(
+        "audit log {path} stopped accepting records after an earlier failure ({first}); calls are refused until restart"
+    )]
+    Poisoned {
+        /// The log file.
+        path: PathBuf,
+        /// The first failure.
+        first: String,
+    },
+    /// The log was closed.
+    #[error("audit log {path} is closed")]
+    Closed {
+        /// The log file.
+        path: PathBuf,
+    },
+}

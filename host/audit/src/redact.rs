@@ -1,0 +1,126 @@
+//! Argument redaction: values under sensitive keys, or at configured JSON pointers, become
+//! `"[redacted]"` before a record is written.
+//!
+//! Key rules match by substring after normalizing the key (lowercase, `_` and `-` removed), so the
+//! default `apikey` rule catches `api_key`, `X-Api-Key` and `openaiApiKey` alike. The default set
+//! is [`DEFAULT_KEYS`]. Values nested deeper than [`MAX_DEPTH`] are redacted whole: a structure
+//! that deep is not worth the risk of missing a secret in it.
+
+use serde_json::{Map, Value};
+
+/// The replacement text.
+pub const REDACTED: &str = "[redacted]";
+/// Nesting depth below which everything is redacted.
+pub const MAX_DEPTH: usize = 32;
+/// Key fragments redacted by default (compared after normalizing; see the module docs).
+pub const DEFAULT_KEYS: &[&str] =
+    &["password", "passwd", "token", "secret", "apikey", "authorization", "cookie", "privatekey", "credential"];
+
+/// Which argument values are redacted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redaction {
+    keys: Vec<String>,
+    pointers: Vec<String>,
+}
+
+impl Default for Redaction {
+    fn default() -> Self {
+        Redaction { keys: DEFAULT_KEYS.iter().map(|k| normalize(k)).collect(), pointers: Vec::new() }
+    }
+}
+
+impl Redaction {
+    /// No rules at all: arguments are written as they are.
+    pub fn none() -> Self {
+        Redaction { keys: Vec::new(), pointers: Vec::new() }
+    }
+
+    /// Also redacts values under keys containing `fragment` (normalized).
+    pub fn with_key(mut self, fragment: &str) -> Self {
+        self.keys.push(normalize(fragment));
+        self
+    }
+
+    /// Also redacts the value at this JSON pointer (e.g. `/event/attendees`).
+    pub fn with_pointer(mut self, pointer: &str) -> Self {
+        self.pointers.push(pointer.to_owned());
+        self
+    }
+
+    /// `args` with the rules applied.
+    pub fn apply(&self, args: &Value) -> Value {
+        let mut out = self.walk(args, 0);
+        for p in &self.pointers {
+            if let Some(v) = out.pointer_mut(p) {
+                *v = Value::String(REDACTED.to_owned());
+            }
+        }
+        out
+    }
+
+    fn walk(&self, v: &Value, depth: usize) -> Value {
+        match v {
+            Value::Object(_) | Value::Array(_) if depth >= MAX_DEPTH => Value::String(REDACTED.to_owned()),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| {
+                        let v = if self.sensitive(k) {
+                            Value::String(REDACTED.to_owned())
+                        } else {
+                            self.walk(v, depth + 1)
+                        };
+                        (k.clone(), v)
+                    })
+                    .collect::<Map<_, _>>(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(|v| self.walk(v, depth + 1)).collect()),
+            other => other.clone(),
+        }
+    }
+
+    fn sensitive(&self, key: &str) -> bool {
+        let key = normalize(key);
+        self.keys.iter().any(|k| !k.is_empty() && key.contains(k.as_str()))
+    }
+}
+
+fn normalize(key: &str) -> String {
+    key.chars().filter(|c| *c != '_' && *c != '-').flat_map(char::to_lowercase).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn default_rules_redact_secret_looking_keys_at_any_depth() {
+        let args = json!({"query": "standup", "api_key": "k", "auth": {"Authorization": "Bearer x", "X-Api-Key": "y"},
+                          "list": [{"password": "p", "user": "u"}], "accessToken": "t", "client_secret": "s"});
+        assert_eq!(
+            Redaction::default().apply(&args),
+            json!({"query": "standup", "api_key": REDACTED, "auth": {"Authorization": REDACTED, "X-Api-Key": REDACTED},
+                   "list": [{"password": REDACTED, "user": "u"}], "accessToken": REDACTED, "client_secret": REDACTED})
+        );
+    }
+
+    #[test]
+    fn configured_keys_and_pointers_are_redacted_too() {
+        let r = Redaction::none().with_key("ssn").with_pointer("/event/attendees").with_pointer("/missing");
+        let args = json!({"SSN": "1", "event": {"attendees": ["a", "b"], "title": "t"}, "token": "kept"});
+        assert_eq!(
+            r.apply(&args),
+            json!({"SSN": REDACTED, "event": {"attendees": REDACTED, "title": "t"}, "token": "kept"})
+        );
+    }
+
+    #[test]
+    fn structures_nested_too_deep_are_redacted_whole() {
+        let mut v = json!("secret-in-the-deep");
+        for _ in 0..MAX_DEPTH + 5 {
+            v = json!({"x": v});
+        }
+        let out = Redaction::none().apply(&v).to_string();
+        assert!(!out.contains("secret-in-the-deep") && out.contains(REDACTED));
+    }
+}

@@ -1,0 +1,137 @@
+//! Continuing an existing log: find its last complete record, so the next record gets the next
+//! `seq` and chains to it.
+//!
+//! A record is complete when its line ends in `\n` (the writer writes each record and its newline
+//! in one write). Bytes after the last newline are a torn record from a process killed mid-write:
+//! its append never returned, so no call ran on the strength of it. Opening the log truncates those
+//! bytes (and fsyncs) and reports how many there were, and the log records a `warning` saying so.
+
+use crate::chain::{genesis_hash, line_hash};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+
+/// The longest last line that will be read back.
+pub const MAX_LINE_BYTES: u64 = 4 << 20;
+const CHUNK: u64 = 64 * 1024;
+
+/// Where the chain continues from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Tail {
+    pub next_seq: u64,
+    pub prev: String,
+    /// Bytes of a torn last record that were cut off.
+    pub truncated: u64,
+}
+
+/// Reads (and repairs) the tail of `file`. Non-regular files (`/dev/full`) start a fresh chain.
+pub(crate) fn recover(file: &mut File) -> Result<Tail, String> {
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    let fresh = Tail { next_seq: 1, prev: genesis_hash(), truncated: 0 };
+    if !meta.is_file() || meta.len() == 0 {
+        return Ok(fresh);
+    }
+    let len = meta.len();
+    let end = last_newline(file, len).map_err(|e| e.to_string())?.map_or(0, |p| p + 1);
+    let truncated = len - end;
+    if truncated > 0 {
+        file.set_len(end).map_err(|e| format!("cannot cut off the incomplete last record: {e}"))?;
+        file.sync_all().map_err(|e| e.to_string())?;
+    }
+    if end == 0 {
+        return Ok(Tail { truncated, ..fresh });
+    }
+    let start = last_newline(file, end - 1).map_err(|e| e.to_string())?.map_or(0, |p| p + 1);
+    if end - 1 - start > MAX_LINE_BYTES {
+        return Err(format!("the last record is longer than {MAX_LINE_BYTES} bytes"));
+    }
+    let mut line = vec![0; usize::try_from(end - 1 - start).map_err(|e| e.to_string())?];
+    file.seek(SeekFrom::Start(start)).map_err(|e| e.to_string())?;
+    file.read_exact(&mut line).map_err(|e| e.to_string())?;
+    let record: serde_json::Value = serde_json::from_slice(&line).map_err(|e| format!("not JSON: {e}"))?;
+    let seq = record.get("seq").and_then(serde_json::Value::as_u64).ok_or("no `seq` number")?;
+    let next_seq = seq.checked_add(1).ok_or("`seq` is at its maximum")?;
+    Ok(Tail { next_seq, prev: line_hash(&line), truncated })
+}
+
+/// The offset of the last `\n` before `before`, reading backwards in chunks.
+fn last_newline(file: &mut File, before: u64) -> std::io::Result<Option<u64>> {
+    let mut end = before;
+    let mut buf = vec![0; CHUNK as usize];
+    while end > 0 {
+        let start = end.saturating_sub(CHUNK);
+        let n = (end - start) as usize;
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut buf[..n])?;
+        if let Some(i) = buf[..n].iter().rposition(|&b| b == b'\n') {
+            return Ok(Some(start + i as u64));
+        }
+        end = start;
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use std::io::Write;
+
+    fn file_with(bytes: &[u8]) -> (tempfile::TempDir, File) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        std::fs::write(&path, bytes).unwrap();
+        let f = std::fs::OpenOptions::new().read(true).append(true).open(&path).unwrap();
+        (dir, f)
+    }
+
+    #[test]
+    fn an_empty_log_starts_at_genesis() {
+        let (_d, mut f) = file_with(b"");
+        assert_eq!(recover(&mut f).unwrap(), Tail { next_seq: 1, prev: genesis_hash(), truncated: 0 });
+    }
+
+    #[test]
+    fn the_chain_continues_after_the_last_complete_record() {
+        let (_d, mut f) = file_with(b"{\"seq\":1}\n{\"seq\":2}\n");
+        assert_eq!(recover(&mut f).unwrap(), Tail { next_seq: 3, prev: line_hash(b"{\"seq\":2}"), truncated: 0 });
+    }
+
+    #[test]
+    fn a_torn_last_record_is_cut_off() {
+        let (_d, mut f) = file_with(b"{\"seq\":1}\n{\"seq\":2,\"ti");
+        let tail = recover(&mut f).unwrap();
+        assert_eq!((tail.next_seq, tail.truncated), (2, 12));
+        assert_eq!(f.metadata().unwrap().len(), 10);
+        f.write_all(b"x").unwrap();
+    }
+
+    #[test]
+    fn a_log_that_is_only_a_torn_record_starts_fresh() {
+        let (_d, mut f) = file_with(b"{\"seq\":1,");
+        assert_eq!(recover(&mut f).unwrap(), Tail { next_seq: 1, prev: genesis_hash(), truncated: 9 });
+    }
+
+    #[test]
+    fn a_last_line_longer_than_a_chunk_is_found() {
+        let long = format!("{{\"seq\":1,\"x\":\"{}\"}}\n", "a".repeat(200_000));
+        let (_d, mut f) = file_with(long.as_bytes());
+        assert_eq!(recover(&mut f).unwrap().next_seq, 2);
+    }
+
+    #[test]
+    fn a_last_line_over_the_bound_is_an_error_not_an_allocation() {
+        let mut bytes = b"{\"seq\":1}\n".to_vec();
+        bytes.resize(bytes.len() + MAX_LINE_BYTES as usize + 1, b'x');
+        bytes.push(b'\n');
+        let (_d, mut f) = file_with(&bytes);
+        assert!(recover(&mut f).unwrap_err().contains("longer than"));
+    }
+
+    #[test]
+    fn an_unreadable_last_record_is_an_error() {
+        let (_d, mut f) = file_with(b"garbage\n");
+        assert!(recover(&mut f).unwrap_err().starts_with("not JSON"));
+        let (_d, mut f) = file_with(b"{\"seq\":-1}\n");
+        assert_eq!(recover(&mut f).unwrap_err(), "no `seq` number");
+    }
+}

@@ -1,0 +1,170 @@
+//! Checking a log: every line is a JSON object, `seq` runs 1, 2, 3, ... without gaps, and every
+//! `prev` is the hash of the line before (the first record's, of the genesis string). The first
+//! record that fails is named by its line number.
+//!
+//! A last line without its newline is a record torn by a process stopped mid-write. [`verify`]
+//! reports it as [`Problem::IncompleteLastRecord`]; [`verify_with`] and [`Tail::AllowIncomplete`]
+//! verify up to the last complete record and report the torn line in the [`Summary`] instead.
+//! Opening the log with [`crate::AuditLog::open`] cuts such a tail off.
+//!
+//! What a chain cannot show: the removal of records from the end (truncation), or replacing the
+//! whole file. Keep [`Summary::last_hash`] somewhere the writer of the log cannot reach to detect
+//! those.
+
+use crate::chain::{genesis_hash, line_hash};
+use crate::tail::MAX_LINE_BYTES;
+use serde_json::Value;
+use std::fmt;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use thiserror::Error;
+
+/// What [`verify`] found in a good log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// Complete records checked.
+    pub records: u64,
+    /// The last record's `seq` (0 for an empty log).
+    pub last_seq: u64,
+    /// The hash the next record must carry as `prev`; pin it elsewhere to detect truncation.
+    pub last_hash: String,
+    /// The line number of a torn last record, when [`Tail::AllowIncomplete`] let it pass.
+    pub incomplete_last_line: Option<u64>,
+}
+
+/// How to treat a torn last record.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Tail {
+    /// It is an error ([`Problem::IncompleteLastRecord`]).
+    #[default]
+    Strict,
+    /// Verify up to the last complete record and report it in [`Summary::incomplete_last_line`].
+    AllowIncomplete,
+}
+
+/// The first bad record: its line (1-based), its `seq` if it could be read, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("line {line}{}: {problem}", seq.map(|s| format!(" (seq {s})")).unwrap_or_default())]
+pub struct VerifyError {
+    /// 1-based line number.
+    pub line: u64,
+    /// The record's `seq`, when it has one.
+    pub seq: Option<u64>,
+    /// What is wrong.
+    pub problem: Problem,
+}
+
+/// What is wrong with a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Problem {
+    /// The file could not be read.
+    Io(String),
+    /// The line is longer than any record the log writes.
+    TooLong,
+    /// The line is not a JSON object.
+    NotJson(String),
+    /// A required field is missing or has the wrong type.
+    MissingField(&'static str),
+    /// `seq` is not the one after the previous record's (a record was removed, duplicated or moved).
+    Sequence {
+        /// The `seq` that should be here.
+        expected: u64,
+    },
+    /// The first record does not chain to the genesis hash (the front of the log was cut or altered).
+    NotGenesis,
+    /// The next record's `prev` does not match this record: this record was altered (or the
+    /// `prev` field of the next record was).
+    Altered {
+        /// The line whose `prev` does not match.
+        next_line: u64,
+    },
+    /// The last line has no newline: a record torn by a process stopped mid-write.
+    IncompleteLastRecord,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::Io(e) => write!(f, "cannot read the log: {e}"),
+            Problem::TooLong => write!(f, "record longer than {MAX_LINE_BYTES} bytes"),
+            Problem::NotJson(e) => write!(f, "not a JSON record: {e}"),
+            Problem::MissingField(name) => write!(f, "record has no valid `{name}` field"),
+            Problem::Sequence { expected } => {
+                write!(f, "expected seq {expected}: a record was removed, duplicated or moved here")
+            }
+            Problem::NotGenesis => {
+                write!(f, "the first record does not start the chain: the log's start was cut or altered")
+            }
+            Problem::Altered { next_line } => {
+                write!(f, "record was altered after it was written: its hash does not match `prev` in line {next_line}")
+            }
+            Problem::IncompleteLastRecord => {
+                write!(f, "incomplete last record (the writer stopped mid-write); the records before it are intact")
+            }
+        }
+    }
+}
+
+/// Verifies the log at `path`, treating a torn last record as an error.
+pub fn verify(path: &Path) -> Result<Summary, VerifyError> {
+    verify_with(path, Tail::Strict)
+}
+
+/// Verifies the log at `path`.
+pub fn verify_with(path: &Path, tail: Tail) -> Result<Summary, VerifyError> {
+    let err = |line, seq, problem| VerifyError { line, seq, problem };
+    let file = std::fs::File::open(path).map_err(|e| err(0, None, Problem::Io(e.to_string())))?;
+    let mut reader = BufReader::new(file);
+    let mut summary = Summary { records: 0, last_seq: 0, last_hash: genesis_hash(), incomplete_last_line: None };
+    let mut buf = Vec::new();
+    let mut line_no = 0u64;
+    loop {
+        buf.clear();
+        line_no += 1;
+        let n = (&mut reader)
+            .take(MAX_LINE_BYTES + 2)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| err(line_no, None, Problem::Io(e.to_string())))?;
+        if n == 0 {
+            return Ok(summary);
+        }
+        if buf.last() != Some(&b'\n') {
+            if buf.len() as u64 > MAX_LINE_BYTES {
+                return Err(err(line_no, None, Problem::TooLong));
+            }
+            return match tail {
+                Tail::Strict => Err(err(line_no, None, Problem::IncompleteLastRecord)),
+                Tail::AllowIncomplete => Ok(Summary { incomplete_last_line: Some(line_no), ..summary }),
+            };
+        }
+        let line = &buf[..buf.len() - 1];
+        let record: Value =
+            serde_json::from_slice(line).map_err(|e| err(line_no, None, Problem::NotJson(e.to_string())))?;
+        if !record.is_object() {
+            return Err(err(line_no, None, Problem::NotJson("not an object".into())));
+        }
+        let seq = record.get("seq").and_then(Value::as_u64).ok_or(err(line_no, None, Problem::MissingField("seq")))?;
+        let expected = summary.last_seq + 1;
+        if seq != expected {
+            return Err(err(line_no, Some(seq), Problem::Sequence { expected }));
+        }
+        let prev =
+            record.get("prev").and_then(Value::as_str).ok_or(err(line_no, Some(seq), Problem::MissingField("prev")))?;
+        if prev != summary.last_hash {
+            return Err(if line_no == 1 {
+                err(1, Some(seq), Problem::NotGenesis)
+            } else {
+                err(line_no - 1, Some(summary.last_seq), Problem::Altered { next_line: line_no })
+            });
+        }
+        for field in ["time", "event"] {
+            if !record.get(field).is_some_and(Value::is_string) {
+                return Err(err(line_no, Some(seq), Problem::MissingField(field)));
+            }
+        }
+        summary.records += 1;
+        summary.last_seq = seq;
+        summary.last_hash = line_hash(line);
+    }
+}

@@ -1,0 +1,149 @@
+//! The single writer thread and group commit.
+//!
+//! Appenders serialize their records, then, under one short lock, take the next `seq`, the time and
+//! the previous hash, and push the finished lines onto a queue: so the queue is always in `seq`
+//! order and the chain is computed once, by whoever appends. The writer thread takes everything
+//! queued, writes it with one `write`, fsyncs once, and completes every waiter in the batch. While
+//! it fsyncs, new records queue up and go out together in the next round; that is group commit,
+//! and it is why the fsyncs per record fall as concurrency rises.
+//!
+//! Any write or fsync failure poisons the log: the failing batch's waiters get the error, and every
+//! later append is refused. (After a failed fsync Linux may have dropped the dirty pages, so
+//! retrying could report success for records that are gone.)
+
+use crate::durability::Durability;
+use crate::error::AuditError;
+use crate::pending::Completion;
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// One record on its way to disk.
+#[derive(Debug)]
+pub(crate) struct Job {
+    pub line: Vec<u8>,
+    pub seq: u64,
+    /// Set on the last record of a submission; completing it completes the submission.
+    pub done: Option<Arc<Completion>>,
+}
+
+#[derive(Debug)]
+pub(crate) struct State {
+    pub next_seq: u64,
+    pub prev: String,
+    pub queue: Vec<Job>,
+    /// The first failure, once the log is poisoned.
+    pub failed: Option<String>,
+    pub closing: bool,
+    /// Test seam: while set, the writer leaves the queue alone (so a test can queue many records
+    /// and see them drained in one batch, without depending on timing).
+    pub held: bool,
+}
+
+/// What the appenders and the writer share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub path: PathBuf,
+    pub durability: Durability,
+    pub state: Mutex<State>,
+    /// Wakes the writer (work queued, hold released, closing) and test waiters (queue grew).
+    pub changed: Condvar,
+    pub fsyncs: AtomicU64,
+    pub batches: AtomicU64,
+}
+
+impl Shared {
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave State half-updated in a way that matters
+        // more than refusing to go on, and the writer must still be able to poison the log.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn poison(&self, message: &str, batch: Vec<Job>) {
+        let write_err = AuditError::Write { path: self.path.clone(), message: message.to_owned() };
+        let rest = {
+            let mut st = self.lock();
+            st.failed.get_or_insert_with(|| message.to_owned());
+            std::mem::take(&mut st.queue)
+        };
+        for job in batch.into_iter().chain(rest) {
+            if let Some(done) = job.done {
+                done.complete(Err(write_err.clone()));
+            }
+        }
+    }
+}
+
+/// The writer thread's body. Returns when the log closes (after flushing and syncing) or after a
+/// failure once the log is closed.
+pub(crate) fn run(shared: Arc<Shared>, mut file: File) {
+    let max_delay = match shared.durability {
+        Durability::Batched { max_delay_ms } => Duration::from_millis(max_delay_ms),
+        _ => Duration::ZERO,
+    };
+    // Batched mode: when the oldest written-but-unsynced record was written.
+    let mut unsynced_since: Option<Instant> = None;
+    loop {
+        let batch = {
+            let mut st = shared.lock();
+            loop {
+                let due = unsynced_since.is_some_and(|t| t.elapsed() >= max_delay);
+                if (!st.held && !st.queue.is_empty()) || due || (st.closing && unsynced_since.is_some()) {
+                    break;
+                }
+                if st.closing && st.queue.is_empty() {
+                    return;
+                }
+                st = match unsynced_since {
+                    Some(t) => {
+                        let left = max_delay.saturating_sub(t.elapsed());
+                        shared.changed.wait_timeout(st, left).map(|r| r.0).unwrap_or_else(|e| e.into_inner().0)
+                    }
+                    None => shared.changed.wait(st).unwrap_or_else(|e| e.into_inner()),
+                };
+            }
+            if st.held { Vec::new() } else { std::mem::take(&mut st.queue) }
+        };
+        if let Some(first) = shared.lock().failed.clone() {
+            // Nothing is queued after a failure (appends check first), but never write past one.
+            let refused = AuditError::Poisoned { path: shared.path.clone(), first };
+            batch.into_iter().filter_map(|j| j.done).for_each(|d| d.complete(Err(refused.clone())));
+            continue;
+        }
+        if !batch.is_empty() {
+            let bytes: Vec<u8> = batch.iter().flat_map(|j| j.line.iter().copied()).collect();
+            shared.batches.fetch_add(1, Ordering::Relaxed);
+            if let Err(e) = file.write_all(&bytes) {
+                shared.poison(&e.to_string(), batch);
+                continue;
+            }
+        }
+        let sync_now = match shared.durability {
+            Durability::EveryCall => !batch.is_empty(),
+            Durability::Off => false,
+            Durability::Batched { .. } => {
+                if !batch.is_empty() {
+                    unsynced_since.get_or_insert_with(Instant::now);
+                }
+                let closing = shared.lock().closing;
+                unsynced_since.is_some_and(|t| closing || t.elapsed() >= max_delay)
+            }
+        };
+        if sync_now {
+            unsynced_since = None;
+            shared.fsyncs.fetch_add(1, Ordering::Relaxed);
+            if let Err(e) = file.sync_data() {
+                shared.poison(&format!("fsync failed: {e}"), batch);
+                continue;
+            }
+        }
+        for job in batch {
+            if let Some(done) = job.done {
+                done.complete(Ok(job.seq));
+            }
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! The audit log as the call pipeline uses it: record format, write-ahead, durability settings,
+//! failing closed, and continuing after a restart.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant, UNIX_EPOCH};
+use wasmgate_audit::chain::{genesis_hash, line_hash};
+use wasmgate_audit::{AuditError, AuditLog, Durability, Entry, Event, FixedClock, Options, Redaction, verify};
+
+fn clock() -> Arc<FixedClock> {
+    Arc::new(FixedClock(UNIX_EPOCH + Duration::from_millis(1_777_627_800_125)))
+}
+
+fn open(path: &Path, durability: Durability) -> AuditLog {
+    AuditLog::open_with_clock(path, Options { durability, ..Options::default() }, clock()).unwrap()
+}
+
+fn requested(call: &str, args: Value) -> Entry {
+    let event = Event::Requested {
+        verdict: "allow".into(),
+        reason: "the policy allows `calendar_query`".into(),
+        arguments: args,
+    };
+    Entry::call(call, "calendar", "calendar_query", event)
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path).unwrap().lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn records_are_json_lines_with_seq_time_prev_and_the_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = open(&path, Durability::EveryCall);
+    log.append(requested("c1", json!({"from": "2026-05-01", "api_key": "sk-123"}))).unwrap();
+    log.append(Entry::call("c1", "calendar", "calendar_query", Event::Started)).unwrap();
+    log.close().unwrap();
+    let l = lines(&path);
+    assert_eq!(
+        l[0],
+        format!(
+            "{{\"seq\":1,\"time\":\"2026-05-01T09:30:00.125Z\",\"prev\":\"{}\",\"call\":\"c1\",\"provider\":\"calendar\",\
+             \"tool\":\"calendar_query\",\"event\":\"requested\",\"verdict\":\"allow\",\"reason\":\"the policy allows \
+             `calendar_query`\",\"arguments\":{{\"from\":\"2026-05-01\",\"api_key\":\"[redacted]\"}}}}",
+            genesis_hash()
+        )
+    );
+    let second: Value = serde_json::from_str(&l[1]).unwrap();
+    assert_eq!(second["seq"], 2);
+    assert_eq!(second["prev"], line_hash(l[0].as_bytes()));
+    assert_eq!(second["event"], "started");
+}
+
+#[test]
+fn redaction_rules_come_from_the_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let options = Options { redaction: Redaction::none().with_pointer("/attendees"), ..Options::default() };
+    let log = AuditLog::open(&path, options).unwrap();
+    log.append(requested("c", json!({"attendees": ["a@x"], "token": "kept"}))).unwrap();
+    drop(log);
+    let rec: Value = serde_json::from_str(&lines(&path)[0]).unwrap();
+    assert_eq!(rec["arguments"], json!({"attendees": "[redacted]", "token": "kept"}));
+}
+
+#[test]
+fn a_call_start_costs_exactly_one_fsync_on_its_critical_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(&dir.path().join("audit.jsonl"), Durability::EveryCall);
+    let before = log.fsyncs();
+    let seq = log
+        .submit([requested("c1", json!({})), Entry::call("c1", "calendar", "calendar_query", Event::Started)])
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(seq, 2);
+    assert_eq!(log.fsyncs() - before, 1, "requested + started share one fsync, and it is done when wait returns");
+}
+
+#[test]
+fn pending_is_also_a_future() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(&dir.path().join("audit.jsonl"), Durability::EveryCall);
+    let pending = log.submit([Entry::log(Event::Started)]).unwrap();
+    assert_eq!(block_on(pending).unwrap(), 1);
+    assert_eq!(log.fsyncs(), 1);
+}
+
+#[test]
+fn batched_durability_returns_at_once_and_syncs_within_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(&dir.path().join("audit.jsonl"), Durability::Batched { max_delay_ms: 20 });
+    for i in 0..10 {
+        assert_eq!(log.append(Entry::log(Event::Started)).unwrap(), i + 1);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while log.fsyncs() == 0 {
+        assert!(Instant::now() < deadline, "no fsync within the bound");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(log.fsyncs() <= log.batches());
+}
+
+#[test]
+fn closing_a_batched_log_syncs_what_is_pending() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = open(&path, Durability::Batched { max_delay_ms: 60_000 });
+    log.append(Entry::log(Event::Started)).unwrap();
+    let started = Instant::now();
+    log.close().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(30), "close must not wait out the delay");
+    assert_eq!(verify(&path).unwrap().records, 1);
+}
+
+#[test]
+fn durability_off_never_fsyncs_but_writes_before_returning() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = open(&path, Durability::Off);
+    log.append(Entry::log(Event::Started)).unwrap();
+    assert_eq!(lines(&path).len(), 1, "written to the OS before append returned");
+    log.close().unwrap();
+    assert_eq!(verify(&path).unwrap().records, 1);
+}
+
+#[test]
+fn reopening_continues_the_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = open(&path, Durability::EveryCall);
+    log.append(Entry::log(Event::Started)).unwrap();
+    log.append(Entry::log(Event::Started)).unwrap();
+    drop(log);
+    let log = open(&path, Durability::EveryCall);
+    assert_eq!(log.append(Entry::log(Event::Started)).unwrap(), 3);
+    drop(log);
+    let summary = verify(&path).unwrap();
+    assert_eq!((summary.records, summary.last_seq), (3, 3));
+}
+
+#[test]
+fn a_torn_last_record_is_cut_off_on_open_and_a_warning_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = open(&path, Durability::EveryCall);
+    log.append(Entry::log(Event::Started)).unwrap();
+    drop(log);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(b"{\"seq\":2,\"time\":\"20");
+    std::fs::write(&path, bytes).unwrap();
+    assert!(verify(&path).is_err());
+    let log = open(&path, Durability::EveryCall);
+    assert_eq!(log.append(Entry::log(Event::Started)).unwrap(), 3);
+    drop(log);
+    let l = lines(&path);
+    let warning: Value = serde_json::from_str(&l[1]).unwrap();
+    assert_eq!(warning["event"], "warning");
+    assert!(warning["message"].as_str().unwrap().contains("incomplete last record (19 bytes)"));
+    assert_eq!(verify(&path).unwrap().records, 3);
+}
+
+#[test]
+fn a_log_whose_last_record_is_garbage_refuses_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    std::fs::write(&path, "not json\n").unwrap();
+    let err = AuditLog::open(&path, Options::default()).unwrap_err();
+    assert!(matches!(err, AuditError::Corrupt { .. }));
+    assert!(err.to_string().contains("wasmgate audit verify"), "{err}");
+}
+
+#[test]
+fn a_second_writer_on_the_same_log_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let _first = AuditLog::open(&path, Options::default()).unwrap();
+    let err = AuditLog::open(&path, Options::default()).unwrap_err();
+    assert!(matches!(err, AuditError::InUse { .. }), "{err}");
+}
+
+#[test]
+fn a_path_whose_parent_is_a_file_refuses_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("not-a-dir");
+    std::fs::write(&file, "x").unwrap();
+    let err = AuditLog::open(&file.join("audit.jsonl"), Options::default()).unwrap_err();
+    assert!(matches!(err, AuditError::Open { .. }));
+    let shown = err.to_string();
+    assert!(shown.contains("calls are refused") && shown.contains("writable"), "{shown}");
+}
+
+#[test]
+fn a_missing_directory_or_a_directory_path_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(matches!(
+        AuditLog::open(&dir.path().join("no/such/dir/a.jsonl"), Options::default()),
+        Err(AuditError::Open { .. })
+    ));
+    assert!(matches!(AuditLog::open(dir.path(), Options::default()), Err(AuditError::Open { .. })));
+}
+
+#[test]
+fn an_unwritable_directory_refuses() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let ro = dir.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+    // Root ignores permission bits; procfs refuses new files even to root, so it stands in there.
+    let probe = std::fs::File::create(ro.join("probe")).is_ok();
+    let path = if probe { Path::new("/proc/wasmgate-audit-test.jsonl").to_owned() } else { ro.join("audit.jsonl") };
+    let err = AuditLog::open(&path, Options::default()).unwrap_err();
+    assert!(matches!(err, AuditError::Open { .. }), "{err}");
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn a_full_disk_refuses_the_append_and_every_later_one() {
+    let log = AuditLog::open(Path::new("/dev/full"), Options::default()).unwrap();
+    let err = log.append(Entry::log(Event::Started)).unwrap_err();
+    assert!(matches!(err, AuditError::Write { .. }), "{err}");
+    let shown = err.to_string();
+    assert!(shown.contains("No space left on device") && shown.contains("free disk space"), "{shown}");
+    assert!(log.is_poisoned());
+    let again = log.append(Entry::log(Event::Started)).unwrap_err();
+    assert!(matches!(again, AuditError::Poisoned { .. }), "{again}");
+    assert!(again.to_string().contains("No space left on device"));
+    assert!(matches!(log.close(), Err(AuditError::Poisoned { .. })));
+}
+
+#[test]
+fn a_full_disk_under_batched_durability_is_refused_on_a_later_append() {
+    let log = AuditLog::open(
+        Path::new("/dev/full"),
+        Options { durability: Durability::Batched { max_delay_ms: 1 }, ..Options::default() },
+    )
+    .unwrap();
+    let _ = log.append(Entry::log(Event::Started)); // returns before the write
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !log.is_poisoned() {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(matches!(log.append(Entry::log(Event::Started)), Err(AuditError::Poisoned { .. })));
+}
+
+#[test]
+fn every_event_kind_is_written_and_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = open(&path, Durability::EveryCall);
+    let c = |e| Entry::call("c", "p", "t", e);
+    let events = vec![
+        requested("c", json!({})),
+        c(Event::Approval { approved: true, approver: "terminal".into() }),
+        c(Event::Started),
+        c(Event::Finished { is_error: false, flags: vec!["ignore-previous".into()] }),
+        c(Event::Failed { error: "transport closed".into() }),
+        c(Event::Cancelled { reason: "caller cancelled".into() }),
+        c(Event::Withheld { reason: "formatter trapped".into(), flags: vec![] }),
+        Entry::log(Event::Warning { message: "best-effort confinement for calendar".into() }),
+    ];
+    log.submit(events).unwrap().wait().unwrap();
+    drop(log);
+    let kinds: Vec<String> = lines(&path)
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kinds, ["requested", "approval", "started", "finished", "failed", "cancelled", "withheld", "warning"]);
+    assert_eq!(verify(&path).unwrap().records, 8);
+}
+
+#[test]
+fn an_empty_submission_is_a_no_op() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(&dir.path().join("a.jsonl"), Durability::EveryCall);
+    assert_eq!(log.submit(Vec::new()).unwrap().wait().unwrap(), 0);
+    assert_eq!(log.fsyncs(), 0);
+}
+
+/// A minimal executor: the log's future needs no runtime, only a waker.
+fn block_on<F: std::future::Future>(fut: F) -> F::Output {
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::park();
+    }
+}

@@ -1,0 +1,184 @@
+//! Argument constraints: a field of the call's arguments, named by a JSON pointer, must equal a
+//! value or match a pattern. A constraint that fails turns the call into a deny with a reason.
+//!
+//! Patterns are whole-value matches (`^(?:pattern)$` is what runs), because a policy that says
+//! `pattern = "primary"` means "is primary", not "contains primary somewhere". Their compiled size
+//! is bounded, so a policy file cannot make the host build an enormous automaton.
+
+use regex::{Regex, RegexBuilder};
+use serde_json::Value;
+
+/// The longest pattern accepted, in bytes.
+pub const MAX_PATTERN_LEN: usize = 1024;
+/// The compiled-size bound passed to `RegexBuilder::size_limit`.
+pub const MAX_PATTERN_SIZE: usize = 256 * 1024;
+
+/// One constraint on one argument.
+#[derive(Debug, Clone)]
+pub struct Constraint {
+    /// RFC 6901 JSON pointer into the arguments object, e.g. `/calendar_id`.
+    pub pointer: String,
+    /// What the value must be.
+    pub rule: Rule,
+}
+
+/// What an argument must be.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Rule {
+    /// Equal to this JSON value (numbers compare by value: `1` equals `1.0`).
+    Equals(Value),
+    /// A string that matches the whole pattern.
+    Pattern {
+        /// The pattern as written in the policy file.
+        source: String,
+        /// The anchored, compiled pattern.
+        regex: Regex,
+    },
+}
+
+impl Constraint {
+    /// Compiles a pattern constraint, or says why the pattern cannot be used.
+    pub fn pattern(pointer: &str, pattern: &str) -> Result<Self, String> {
+        if pattern.len() > MAX_PATTERN_LEN {
+            return Err(format!("the pattern is {} bytes, over the {MAX_PATTERN_LEN}-byte limit", pattern.len()));
+        }
+        let regex = RegexBuilder::new(&format!("^(?:{pattern})$"))
+            .size_limit(MAX_PATTERN_SIZE)
+            .dfa_size_limit(MAX_PATTERN_SIZE)
+            .nest_limit(64)
+            .build()
+            .map_err(|e| match e {
+                regex::Error::CompiledTooBig(_) => {
+                    format!("the pattern compiles to more than {MAX_PATTERN_SIZE} bytes")
+                }
+                other => format!("invalid pattern: {}", one_line(&other.to_string())),
+            })?;
+        Ok(Constraint { pointer: pointer.to_owned(), rule: Rule::Pattern { source: pattern.to_owned(), regex } })
+    }
+
+    /// An equality constraint.
+    pub fn equals(pointer: &str, value: Value) -> Self {
+        Constraint { pointer: pointer.to_owned(), rule: Rule::Equals(value) }
+    }
+
+    /// `Ok` when the arguments satisfy the constraint, else the reason (safe to show the model: it
+    /// names the pointer and the policy's value, never echoes the argument).
+    pub fn check(&self, args: &Value) -> Result<(), String> {
+        let Some(actual) = args.pointer(&self.pointer) else {
+            return Err(format!("argument `{}` is required by policy but missing", self.pointer));
+        };
+        match &self.rule {
+            Rule::Equals(expected) if json_eq(actual, expected) => Ok(()),
+            Rule::Equals(expected) => Err(format!("argument `{}` must equal {}", self.pointer, short(expected))),
+            Rule::Pattern { regex, .. } if actual.as_str().is_some_and(|s| regex.is_match(s)) => Ok(()),
+            Rule::Pattern { source, .. } => {
+                Err(format!("argument `{}` must be a string matching the policy pattern {source:?}", self.pointer))
+            }
+        }
+    }
+}
+
+/// Whether `pointer` is a syntactically valid RFC 6901 pointer (empty, or `/`-separated with only
+/// `~0` and `~1` escapes).
+pub fn is_valid_pointer(pointer: &str) -> bool {
+    if pointer.is_empty() {
+        return true;
+    }
+    pointer.starts_with('/')
+        && pointer.split('/').skip(1).all(|token| {
+            let mut chars = token.chars();
+            while let Some(c) = chars.next() {
+                if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
+                    return false;
+                }
+            }
+            true
+        })
+}
+
+fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
+            (Some(x), Some(y), _, _) => x == y,
+            (_, _, Some(x), Some(y)) => x == y,
+            _ => x.as_f64() == y.as_f64(),
+        },
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 80 { format!("{}…", s.chars().take(80).collect::<String>()) } else { s }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn equals_passes_on_the_value_and_fails_with_a_reason_otherwise() {
+        let c = Constraint::equals("/calendar", json!("work"));
+        assert_eq!(c.check(&json!({"calendar": "work"})), Ok(()));
+        let err = c.check(&json!({"calendar": "home"})).unwrap_err();
+        assert_eq!(err, "argument `/calendar` must equal \"work\"");
+        assert!(!err.contains("home"), "the argument is not echoed");
+    }
+
+    #[test]
+    fn a_missing_argument_fails_the_constraint() {
+        let c = Constraint::equals("/a/b", json!(1));
+        assert!(c.check(&json!({"a": {}})).unwrap_err().contains("missing"));
+        assert!(c.check(&json!("not an object")).is_err());
+    }
+
+    #[test]
+    fn numbers_compare_by_value() {
+        assert!(Constraint::equals("/n", json!(1)).check(&json!({"n": 1.0})).is_ok());
+        assert!(Constraint::equals("/n", json!(1)).check(&json!({"n": 2})).is_err());
+    }
+
+    #[test]
+    fn patterns_match_the_whole_string_only() {
+        let c = Constraint::pattern("/id", "primary|team-[a-z]+").unwrap();
+        assert!(c.check(&json!({"id": "primary"})).is_ok());
+        assert!(c.check(&json!({"id": "team-ops"})).is_ok());
+        assert!(c.check(&json!({"id": "notprimary"})).is_err());
+        assert!(c.check(&json!({"id": "primary\nx"})).is_err());
+        assert!(c.check(&json!({"id": 5})).unwrap_err().contains("must be a string"));
+    }
+
+    #[test]
+    fn patterns_that_compile_too_big_are_rejected() {
+        let err = Constraint::pattern("/x", "(a{100}){100}").unwrap_err();
+        assert!(err.contains("compiles to more than"), "{err}");
+    }
+
+    #[test]
+    fn patterns_that_are_too_long_or_invalid_are_rejected() {
+        assert!(Constraint::pattern("/x", &"a".repeat(MAX_PATTERN_LEN + 1)).unwrap_err().contains("limit"));
+        assert!(Constraint::pattern("/x", "(").unwrap_err().starts_with("invalid pattern"));
+        assert!(Constraint::pattern("/x", &"(".repeat(100)).is_err());
+    }
+
+    #[test]
+    fn pointers_must_follow_rfc_6901() {
+        for ok in ["", "/", "/a", "/a/0", "/a~1b", "/~0"] {
+            assert!(is_valid_pointer(ok), "{ok}");
+        }
+        for bad in ["a", "/a~", "/a~2", "a/b"] {
+            assert!(!is_valid_pointer(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! The policy file as written: serde structs that mirror the TOML one to one and reject unknown
+//! keys. [`crate::policy`] validates them and builds the [`crate::Policy`] that the host uses.
+
+use crate::provider::{Confinement, InjectionAction};
+use crate::verdict::Verdict;
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use std::collections::BTreeMap;
+use std::fmt;
+use toml::Spanned;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPolicy {
+    #[serde(default)]
+    pub providers: BTreeMap<Spanned<String>, RawProvider>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawProvider {
+    pub unlisted: Option<Verdict>,
+    pub trust_annotations: Option<bool>,
+    pub injection: Option<InjectionAction>,
+    pub confinement: Option<Confinement>,
+    #[serde(default)]
+    pub read_paths: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub network_ports: Vec<Spanned<u16>>,
+    pub limits: Option<RawLimits>,
+    #[serde(default)]
+    pub formatters: Vec<RawFormatter>,
+    pub note: Option<String>,
+    #[serde(default)]
+    pub tools: BTreeMap<Spanned<String>, RawTool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLimits {
+    pub deadline_ms: Option<Spanned<u64>>,
+    pub memory_bytes: Option<Spanned<u64>>,
+    pub output_bytes: Option<Spanned<u64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFormatter {
+    pub tools: Spanned<String>,
+    pub wasm: Spanned<String>,
+}
+
+/// A tool entry: either just a verdict (`calendar_query = "allow"`) or a table with constraints.
+#[derive(Debug)]
+pub(crate) struct RawTool {
+    pub verdict: Verdict,
+    pub constraints: Vec<Spanned<RawConstraint>>,
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawToolTable {
+    verdict: Verdict,
+    #[serde(default)]
+    constraints: Vec<Spanned<RawConstraint>>,
+    note: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawConstraint {
+    pub pointer: Spanned<String>,
+    pub equals: Option<Spanned<toml::Value>>,
+    pub pattern: Option<Spanned<String>>,
+}
+
+impl<'de> Deserialize<'de> for RawTool {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ToolVisitor;
+        impl<'de> Visitor<'de> for ToolVisitor {
+            type Value = RawTool;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a verdict (\"allow\", \"ask\" or \"deny\") or a table with `verdict`")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawTool, E> {
+                let verdict = Verdict::deserialize(de::value::StrDeserializer::<E>::new(v))?;
+                Ok(RawTool { verdict, constraints: Vec::new(), note: None })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawTool, A::Error> {
+                let t = RawToolTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(RawTool { verdict: t.verdict, constraints: t.constraints, note: t.note })
+            }
+        }
+        deserializer.deserialize_any(ToolVisitor)
+    }
+}

@@ -1,0 +1,246 @@
+//! [`Policy`]: the validated policy file, and [`Policy::decide`], the pure function that answers
+//! allow, ask or deny for one call.
+
+use crate::constraint::{Constraint, is_valid_pointer};
+use crate::error::{MAX_POLICY_BYTES, PolicyError, Source};
+use crate::file::{RawConstraint, RawPolicy, RawProvider};
+use crate::glob::Glob;
+use crate::name::{MAX_PROVIDER_NAME, is_valid_tool_name, validate_provider};
+use crate::provider::{FormatterRule, Limits, ProviderPolicy, ToolRule};
+use crate::verdict::{Decision, Verdict};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use toml::Spanned;
+
+/// The whole policy: one [`ProviderPolicy`] per configured provider.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    providers: BTreeMap<String, ProviderPolicy>,
+}
+
+impl Policy {
+    /// Reads and validates a policy file. Relative formatter paths are resolved against the file's
+    /// directory.
+    pub fn load(path: &Path) -> Result<Policy, PolicyError> {
+        use std::io::Read;
+        let read = |source| PolicyError::Read { path: path.to_owned(), source };
+        let origin = path.display().to_string();
+        // Read at most one byte past the limit: the path may be a pipe or a device of any length.
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_POLICY_BYTES as u64 + 1).read_to_string(&mut text))
+            .map_err(read)?;
+        if text.len() > MAX_POLICY_BYTES {
+            return Err(PolicyError::TooLarge { origin, len: text.len() });
+        }
+        let mut policy = Policy::from_toml(&text, &origin)?;
+        let base = path.parent().unwrap_or(Path::new(""));
+        for provider in policy.providers.values_mut() {
+            for rule in &mut provider.formatters {
+                if rule.wasm.is_relative() {
+                    rule.wasm = base.join(&rule.wasm);
+                }
+            }
+        }
+        Ok(policy)
+    }
+
+    /// Parses and validates policy text; `origin` names it in errors (usually the file path).
+    pub fn from_toml(text: &str, origin: &str) -> Result<Policy, PolicyError> {
+        if text.len() > MAX_POLICY_BYTES {
+            return Err(PolicyError::TooLarge { origin: origin.to_owned(), len: text.len() });
+        }
+        let src = Source { text, origin };
+        let raw: RawPolicy = toml::from_str(text).map_err(|e| src.toml_error(&e))?;
+        let mut providers = BTreeMap::new();
+        for (name, raw) in raw.providers {
+            let key = format!("providers.{}", name.get_ref());
+            validate_provider(name.get_ref()).map_err(|_| {
+                src.error(
+                    name.span(),
+                    &key,
+                    format!("provider name {:?} is not allowed", name.get_ref()),
+                    format!(
+                        "use 1 to {MAX_PROVIDER_NAME} characters from a-z, 0-9 and '-', starting with a letter or \
+                         digit (it becomes the `<provider>__` prefix of every tool name)"
+                    ),
+                )
+            })?;
+            let provider = provider(&src, &key, raw)?;
+            providers.insert(name.into_inner(), provider);
+        }
+        Ok(Policy { providers })
+    }
+
+    /// The policy for one provider.
+    pub fn provider(&self, name: &str) -> Option<&ProviderPolicy> {
+        self.providers.get(name)
+    }
+
+    /// Every configured provider, by name.
+    pub fn providers(&self) -> impl Iterator<Item = (&str, &ProviderPolicy)> {
+        self.providers.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// Allow, ask or deny for calling `tool` (the provider's own, unprefixed name) of `provider`
+    /// with `args`. Pure: the same inputs always give the same decision. Tool annotations are not
+    /// an input, so nothing a provider claims about its tools can loosen a verdict.
+    pub fn decide(&self, provider: &str, tool: &str, args: &Value) -> Decision {
+        let Some(p) = self.providers.get(provider) else {
+            return Decision::new(Verdict::Deny, "this tool's provider is not in the policy");
+        };
+        if !is_valid_tool_name(tool) {
+            return Decision::new(Verdict::Deny, "the tool name is outside MCP's name rules");
+        }
+        let Some(rule) = p.tools.get(tool) else {
+            let reason = match p.unlisted {
+                Verdict::Deny => format!("`{tool}` is not listed in the policy, and unlisted tools are denied"),
+                Verdict::Ask => format!("`{tool}` is not listed in the policy; unlisted tools need approval"),
+                Verdict::Allow => format!("`{tool}` is not listed in the policy; unlisted tools are allowed"),
+            };
+            return Decision::new(p.unlisted, reason);
+        };
+        if rule.verdict == Verdict::Deny {
+            return Decision::new(Verdict::Deny, format!("the policy denies `{tool}`"));
+        }
+        if let Some(why) = rule.constraints.iter().find_map(|c| c.check(args).err()) {
+            return Decision::new(Verdict::Deny, format!("{why} (policy for `{tool}`)"));
+        }
+        match rule.verdict {
+            Verdict::Allow => Decision::new(Verdict::Allow, format!("the policy allows `{tool}`")),
+            _ => Decision::new(Verdict::Ask, format!("the policy requires approval for `{tool}`")),
+        }
+    }
+}
+
+fn provider(src: &Source<'_>, key: &str, raw: RawProvider) -> Result<ProviderPolicy, PolicyError> {
+    let mut read_paths = Vec::new();
+    for p in raw.read_paths {
+        if !Path::new(p.get_ref()).is_absolute() {
+            return Err(src.error(
+                p.span(),
+                &format!("{key}.read_paths"),
+                format!("{:?} is not an absolute path", p.get_ref()),
+                "give absolute paths; confinement rules cannot depend on the working directory",
+            ));
+        }
+        read_paths.push(p.into_inner().into());
+    }
+    let mut network_ports = Vec::new();
+    for port in raw.network_ports {
+        if *port.get_ref() == 0 {
+            return Err(src.error(
+                port.span(),
+                &format!("{key}.network_ports"),
+                "port 0",
+                "use a port from 1 to 65535",
+            ));
+        }
+        network_ports.push(port.into_inner());
+    }
+    let limits = match raw.limits {
+        None => Limits::default(),
+        Some(l) => Limits {
+            deadline_ms: positive(src, &format!("{key}.limits.deadline_ms"), l.deadline_ms)?,
+            memory_bytes: positive(src, &format!("{key}.limits.memory_bytes"), l.memory_bytes)?,
+            output_bytes: positive(src, &format!("{key}.limits.output_bytes"), l.output_bytes)?,
+        },
+    };
+    let mut formatters = Vec::new();
+    for (i, f) in raw.formatters.into_iter().enumerate() {
+        if f.wasm.get_ref().is_empty() {
+            let fix = "give the path of a formatter component (.wasm)";
+            return Err(src.error(f.wasm.span(), &format!("{key}.formatters[{i}].wasm"), "empty path", fix));
+        }
+        formatters.push(FormatterRule { tools: Glob::new(f.tools.get_ref()), wasm: f.wasm.into_inner().into() });
+    }
+    let mut tools = BTreeMap::new();
+    for (name, t) in raw.tools {
+        let tkey = format!("{key}.tools.{}", name.get_ref());
+        if !is_valid_tool_name(name.get_ref()) {
+            return Err(src.error(
+                name.span(),
+                &tkey,
+                format!("{:?} can never be a tool name", name.get_ref()),
+                "use the provider's tool name exactly (1 to 128 characters from A-Z, a-z, 0-9, '_', '.', '-')",
+            ));
+        }
+        let mut constraints = Vec::new();
+        for (i, c) in t.constraints.into_iter().enumerate() {
+            constraints.push(constraint(src, &format!("{tkey}.constraints[{i}]"), c)?);
+        }
+        tools.insert(name.into_inner(), ToolRule { verdict: t.verdict, constraints, note: t.note });
+    }
+    Ok(ProviderPolicy {
+        unlisted: raw.unlisted.unwrap_or(Verdict::Deny),
+        trust_annotations: raw.trust_annotations.unwrap_or(false),
+        injection: raw.injection.unwrap_or_default(),
+        limits,
+        formatters,
+        confinement: raw.confinement.unwrap_or_default(),
+        read_paths,
+        network_ports,
+        note: raw.note,
+        tools,
+    })
+}
+
+fn positive(src: &Source<'_>, key: &str, v: Option<Spanned<u64>>) -> Result<Option<u64>, PolicyError> {
+    match v {
+        Some(v) if *v.get_ref() == 0 => {
+            Err(src.error(v.span(), key, "0 would make every call fail", "give a positive number, or remove the key"))
+        }
+        v => Ok(v.map(Spanned::into_inner)),
+    }
+}
+
+fn constraint(src: &Source<'_>, key: &str, c: Spanned<RawConstraint>) -> Result<Constraint, PolicyError> {
+    let span = c.span();
+    let c = c.into_inner();
+    if !is_valid_pointer(c.pointer.get_ref()) {
+        return Err(src.error(
+            c.pointer.span(),
+            &format!("{key}.pointer"),
+            format!("{:?} is not a JSON pointer", c.pointer.get_ref()),
+            "write it as in RFC 6901, starting with '/', e.g. \"/calendar_id\" or \"/event/owner\"",
+        ));
+    }
+    match (c.equals, c.pattern) {
+        (Some(v), None) => {
+            let value = to_json(v.get_ref()).ok_or_else(|| {
+                src.error(
+                    v.span(),
+                    &format!("{key}.equals"),
+                    "dates, times, NaN and infinities have no JSON equivalent",
+                    "quote the value as a string, or use a finite number",
+                )
+            })?;
+            Ok(Constraint::equals(c.pointer.get_ref(), value))
+        }
+        (None, Some(p)) => Constraint::pattern(c.pointer.get_ref(), p.get_ref()).map_err(|why| {
+            src.error(p.span(), &format!("{key}.pattern"), why, "simplify the pattern (it must match the whole value)")
+        }),
+        _ => Err(src.error(
+            span,
+            key,
+            "a constraint needs exactly one of `equals` and `pattern`",
+            "keep `equals = <value>` or `pattern = \"<regex>\"`, not both or neither",
+        )),
+    }
+}
+
+/// A TOML value as JSON; `None` for datetimes, which JSON cannot express.
+fn to_json(v: &toml::Value) -> Option<Value> {
+    Some(match v {
+        toml::Value::String(s) => Value::String(s.clone()),
+        toml::Value::Integer(i) => Value::from(*i),
+        toml::Value::Float(f) => serde_json::Number::from_f64(*f).map(Value::Number)?,
+        toml::Value::Boolean(b) => Value::Bool(*b),
+        toml::Value::Datetime(_) => return None,
+        toml::Value::Array(a) => Value::Array(a.iter().map(to_json).collect::<Option<_>>()?),
+        toml::Value::Table(t) => {
+            Value::Object(t.iter().map(|(k, v)| Some((k.clone(), to_json(v)?))).collect::<Option<_>>()?)
+        }
+    })
+}

@@ -1,0 +1,109 @@
+//! One provider's validated policy: [`ProviderPolicy`] and the settings it carries for other
+//! layers (limits for the sandbox, formatter selection, confinement of stdio servers).
+
+use crate::constraint::Constraint;
+use crate::glob::Glob;
+use crate::verdict::Verdict;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// What to do with a result the injection detector flags.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InjectionAction {
+    /// Deliver the framed result with a warning to the model (the default).
+    #[default]
+    Flag,
+    /// Replace the result with a "result withheld" marker.
+    Withhold,
+    /// Ask the approver whether to deliver it; withhold when nobody can answer.
+    Ask,
+}
+
+/// Whether a stdio server may start when the kernel cannot confine it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Confinement {
+    /// Refuse to start the provider unless full confinement is in force (the default).
+    #[default]
+    Required,
+    /// Start it with whatever confinement the kernel offers, and record a warning.
+    BestEffort,
+}
+
+/// Sandbox limit overrides for this provider's formatter calls; `None` keeps the host default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Wall-clock deadline per formatter call, in milliseconds.
+    pub deadline_ms: Option<u64>,
+    /// Linear memory cap per formatter instance, in bytes.
+    pub memory_bytes: Option<u64>,
+    /// Cap on the formatter's output, in bytes.
+    pub output_bytes: Option<u64>,
+}
+
+/// Which formatter renders which tools' results.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormatterRule {
+    /// Tool names (the provider's own, unprefixed) this rule covers.
+    pub tools: Glob,
+    /// The formatter component. [`crate::Policy::load`] resolves a relative path against the policy
+    /// file's directory; [`crate::Policy::from_toml`] keeps it as written.
+    pub wasm: PathBuf,
+}
+
+/// The rule for one listed tool.
+#[derive(Debug, Clone)]
+pub struct ToolRule {
+    /// Allow, ask or deny.
+    pub verdict: Verdict,
+    /// Checked in order for `allow` and `ask`; the first that fails denies the call.
+    pub constraints: Vec<Constraint>,
+    /// The reviewer's note (the trust checklist item), for humans only.
+    pub note: Option<String>,
+}
+
+/// Everything the policy says about one provider.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ProviderPolicy {
+    /// The verdict for tools not listed under `tools` (deny unless set).
+    pub unlisted: Verdict,
+    /// Whether the provider's tool annotations (`readOnlyHint`, ...) may be shown to the agent as
+    /// hints. Annotations never change a decision either way: [`crate::Policy::decide`] does not
+    /// read them.
+    pub trust_annotations: bool,
+    /// What to do with a flagged result.
+    pub injection: InjectionAction,
+    /// Sandbox limit overrides.
+    pub limits: Limits,
+    /// Formatter selection, first match wins.
+    pub formatters: Vec<FormatterRule>,
+    /// Confinement requirement for a stdio server.
+    pub confinement: Confinement,
+    /// Extra absolute paths a stdio server may read.
+    pub read_paths: Vec<PathBuf>,
+    /// TCP ports a stdio server may connect to (none: no network).
+    pub network_ports: Vec<u16>,
+    /// The reviewer's note for the provider.
+    pub note: Option<String>,
+    pub(crate) tools: BTreeMap<String, ToolRule>,
+}
+
+impl ProviderPolicy {
+    /// The rule for a listed tool.
+    pub fn tool(&self, name: &str) -> Option<&ToolRule> {
+        self.tools.get(name)
+    }
+
+    /// Listed tools, by name.
+    pub fn tools(&self) -> impl Iterator<Item = (&str, &ToolRule)> {
+        self.tools.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// The formatter selected for `tool`, if any rule matches (first match in file order).
+    pub fn formatter_for(&self, tool: &str) -> Option<&Path> {
+        self.formatters.iter().find(|f| f.tools.matches(tool)).map(|f| f.wasm.as_path())
+    }
+}

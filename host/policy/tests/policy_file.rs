@@ -1,0 +1,333 @@
+//! The policy file: what parses, what each key means, and how mistakes are reported.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::json;
+use std::path::Path;
+use wasmgate_policy::{Confinement, InjectionAction, Policy, PolicyError, Verdict};
+
+const CALENDAR: &str = r#"
+[providers.calendar]
+note = "third-party calendar server"
+injection = "flag"
+
+[providers.calendar.tools]
+calendar_query = "allow"
+calendar_create = "ask"
+calendar_delete = "deny"
+"#;
+
+fn parse(text: &str) -> Policy {
+    Policy::from_toml(text, "policy.toml").unwrap()
+}
+
+/// (line, key, problem, fix) of an invalid policy.
+fn invalid(text: &str) -> (usize, String, String, String) {
+    match Policy::from_toml(text, "policy.toml") {
+        Err(PolicyError::Invalid { line, key, problem, fix, .. }) => (line, key, problem, fix),
+        other => panic!("expected an invalid-policy error, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_calendar_policy_allows_queries_asks_for_creates_and_denies_deletes() {
+    let p = parse(CALENDAR);
+    let args = json!({});
+    assert_eq!(p.decide("calendar", "calendar_query", &args).verdict, Verdict::Allow);
+    assert_eq!(p.decide("calendar", "calendar_create", &args).verdict, Verdict::Ask);
+    let deny = p.decide("calendar", "calendar_delete", &args);
+    assert_eq!(deny.verdict, Verdict::Deny);
+    assert_eq!(deny.reason, "the policy denies `calendar_delete`");
+}
+
+#[test]
+fn unlisted_tools_are_denied_unless_the_provider_says_otherwise() {
+    let p = parse(CALENDAR);
+    let d = p.decide("calendar", "calendar_share", &json!({}));
+    assert_eq!(d.verdict, Verdict::Deny);
+    assert!(d.reason.contains("not listed"), "{}", d.reason);
+    let p = parse("[providers.files]\nunlisted = \"ask\"\n");
+    assert_eq!(p.decide("files", "read", &json!({})).verdict, Verdict::Ask);
+}
+
+#[test]
+fn an_unknown_provider_is_denied() {
+    assert_eq!(parse(CALENDAR).decide("mail", "send", &json!({})).verdict, Verdict::Deny);
+    assert_eq!(Policy::default().decide("calendar", "calendar_query", &json!({})).verdict, Verdict::Deny);
+}
+
+#[test]
+fn a_tool_name_outside_mcp_rules_is_denied_without_being_echoed() {
+    let p = parse("[providers.p]\nunlisted = \"allow\"\n");
+    let d = p.decide("p", "evil\u{202e}name", &json!({}));
+    assert_eq!(d.verdict, Verdict::Deny);
+    assert!(!d.reason.contains("evil"));
+}
+
+#[test]
+fn a_failing_argument_constraint_denies_with_a_reason() {
+    let p = parse(
+        r#"
+[providers.calendar.tools.calendar_query]
+verdict = "allow"
+constraints = [
+  { pointer = "/calendar_id", equals = "primary" },
+  { pointer = "/range/days", pattern = "[1-9]|[1-2][0-9]|30" },
+]
+"#,
+    );
+    let ok = json!({"calendar_id": "primary", "range": {"days": "7"}});
+    assert_eq!(p.decide("calendar", "calendar_query", &ok).verdict, Verdict::Allow);
+    let other_user = json!({"calendar_id": "bob@example.com", "range": {"days": "7"}});
+    let d = p.decide("calendar", "calendar_query", &other_user);
+    assert_eq!(d.verdict, Verdict::Deny);
+    assert_eq!(d.reason, "argument `/calendar_id` must equal \"primary\" (policy for `calendar_query`)");
+    let too_long = json!({"calendar_id": "primary", "range": {"days": "365"}});
+    assert_eq!(p.decide("calendar", "calendar_query", &too_long).verdict, Verdict::Deny);
+}
+
+#[test]
+fn constraints_also_guard_ask_tools() {
+    let p = parse(
+        "[providers.c.tools.create]\nverdict = \"ask\"\n[[providers.c.tools.create.constraints]]\npointer = \"/cal\"\nequals = 1\n",
+    );
+    assert_eq!(p.decide("c", "create", &json!({"cal": 1})).verdict, Verdict::Ask);
+    assert_eq!(p.decide("c", "create", &json!({"cal": 2})).verdict, Verdict::Deny);
+}
+
+#[test]
+fn every_provider_setting_is_parsed_and_exposed() {
+    let p = parse(
+        r#"
+[providers.calendar]
+unlisted = "ask"
+trust_annotations = true
+injection = "withhold"
+confinement = "best-effort"
+read_paths = ["/usr/share/zoneinfo"]
+network_ports = [443, 8443]
+
+[providers.calendar.limits]
+deadline_ms = 2000
+memory_bytes = 33554432
+output_bytes = 65536
+
+[[providers.calendar.formatters]]
+tools = "calendar_*"
+wasm = "formatters/calendar.wasm"
+
+[[providers.calendar.formatters]]
+tools = "*"
+wasm = "/opt/wasmgate/json.wasm"
+"#,
+    );
+    let c = p.provider("calendar").unwrap();
+    assert_eq!(c.unlisted, Verdict::Ask);
+    assert!(c.trust_annotations);
+    assert_eq!(c.injection, InjectionAction::Withhold);
+    assert_eq!(c.confinement, Confinement::BestEffort);
+    assert_eq!(c.read_paths, [Path::new("/usr/share/zoneinfo")]);
+    assert_eq!(c.network_ports, [443, 8443]);
+    assert_eq!(
+        (c.limits.deadline_ms, c.limits.memory_bytes, c.limits.output_bytes),
+        (Some(2000), Some(33554432), Some(65536))
+    );
+    assert_eq!(c.formatter_for("calendar_query"), Some(Path::new("formatters/calendar.wasm")));
+    assert_eq!(c.formatter_for("other"), Some(Path::new("/opt/wasmgate/json.wasm")));
+}
+
+#[test]
+fn defaults_are_deny_untrusted_flag_and_required_confinement() {
+    let c = parse("[providers.p]\n").provider("p").cloned().unwrap();
+    assert_eq!(c.unlisted, Verdict::Deny);
+    assert!(!c.trust_annotations);
+    assert_eq!(c.injection, InjectionAction::Flag);
+    assert_eq!(c.confinement, Confinement::Required);
+    assert!(c.read_paths.is_empty() && c.network_ports.is_empty() && c.formatters.is_empty());
+    assert_eq!(c.limits, Default::default());
+    assert_eq!(c.formatter_for("x"), None);
+}
+
+#[test]
+fn trusting_annotations_does_not_change_any_decision() {
+    let trusted = parse("[providers.p]\ntrust_annotations = true\n[providers.p.tools]\nwrite = \"ask\"\n");
+    let untrusted = parse("[providers.p]\n[providers.p.tools]\nwrite = \"ask\"\n");
+    let args = json!({"readOnlyHint": true});
+    for tool in ["write", "other"] {
+        assert_eq!(trusted.decide("p", tool, &args), untrusted.decide("p", tool, &args));
+    }
+}
+
+#[test]
+fn load_resolves_relative_formatter_paths_against_the_policy_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("policy.toml");
+    std::fs::write(&path, "[[providers.p.formatters]]\ntools = \"*\"\nwasm = \"f/x.wasm\"\n").unwrap();
+    let p = Policy::load(&path).unwrap();
+    assert_eq!(p.provider("p").unwrap().formatter_for("t"), Some(dir.path().join("f/x.wasm").as_path()));
+}
+
+#[test]
+fn a_missing_policy_file_is_a_read_error_naming_the_path() {
+    let err = Policy::load(Path::new("/nonexistent/policy.toml")).unwrap_err();
+    assert!(matches!(err, PolicyError::Read { .. }));
+    assert!(err.to_string().contains("/nonexistent/policy.toml"));
+}
+
+#[test]
+fn an_oversized_policy_file_is_refused() {
+    let text = format!("# {}\n", "x".repeat(wasmgate_policy::error::MAX_POLICY_BYTES));
+    assert!(matches!(Policy::from_toml(&text, "p"), Err(PolicyError::TooLarge { .. })));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("policy.toml");
+    std::fs::write(&path, &text).unwrap();
+    assert!(matches!(Policy::load(&path), Err(PolicyError::TooLarge { .. })));
+}
+
+#[test]
+fn an_endless_policy_path_is_read_only_up_to_the_limit() {
+    assert!(matches!(Policy::load(Path::new("/dev/zero")), Err(PolicyError::TooLarge { .. })));
+}
+
+#[test]
+fn an_unknown_key_names_its_line_and_key_and_suggests_the_right_one() {
+    let (line, key, problem, fix) = invalid("[providers.calendar]\ninjection = \"flag\"\ntrust_anotations = true\n");
+    assert_eq!(line, 3);
+    assert_eq!(key, "providers.calendar.trust_anotations");
+    assert_eq!(problem, "unknown key `trust_anotations`");
+    assert!(fix.starts_with("did you mean `trust_annotations`?"), "{fix}");
+}
+
+#[test]
+fn an_unknown_key_in_a_tool_table_is_found_too() {
+    let (line, key, problem, fix) = invalid("[providers.c.tools.q]\nverdict = \"allow\"\nverdit = \"deny\"\n");
+    assert_eq!((line, key.as_str(), problem.as_str()), (3, "providers.c.tools.q.verdit", "unknown key `verdit`"));
+    assert!(fix.contains("`verdict`"), "{fix}");
+}
+
+#[test]
+fn an_unknown_top_level_key_is_rejected() {
+    let (line, _, problem, _) = invalid("\n\nprovider = 1\n");
+    assert_eq!(line, 3);
+    assert_eq!(problem, "unknown key `provider`");
+}
+
+#[test]
+fn a_misspelled_verdict_suggests_the_allowed_values() {
+    let (line, key, problem, fix) = invalid("[providers.c.tools]\nq = \"alow\"\n");
+    assert_eq!((line, key.as_str()), (2, "providers.c.tools.q"));
+    assert_eq!(problem, "unknown value \"alow\"");
+    assert!(fix.starts_with("did you mean \"allow\"?"), "{fix}");
+}
+
+#[test]
+fn a_wrong_type_names_the_key() {
+    let (line, key, problem, _) = invalid("[providers.c.limits]\ndeadline_ms = \"2s\"\n");
+    assert_eq!((line, key.as_str()), (2, "providers.c.limits.deadline_ms"));
+    assert!(problem.contains("invalid type"), "{problem}");
+}
+
+#[test]
+fn a_toml_syntax_error_names_the_line() {
+    let (line, _, _, fix) = invalid("[providers.c]\nunlisted = \n");
+    assert_eq!(line, 2);
+    assert!(fix.contains("syntax"));
+}
+
+#[test]
+fn a_provider_name_that_could_break_prefixing_is_rejected_at_load() {
+    for bad in ["Calendar", "cal_endar", "cal.endar", ""] {
+        let (line, key, _, fix) = invalid(&format!("\n[providers.\"{bad}\"]\n"));
+        assert_eq!(line, 2, "{bad}");
+        assert_eq!(key, format!("providers.{bad}"));
+        assert!(fix.contains("a-z, 0-9 and '-'"), "{fix}");
+    }
+}
+
+#[test]
+fn a_listed_tool_name_outside_mcp_rules_is_rejected() {
+    let (line, _, problem, _) = invalid("[providers.c.tools]\n\"bad name\" = \"allow\"\n");
+    assert_eq!(line, 2);
+    assert!(problem.contains("can never be a tool name"));
+}
+
+#[test]
+fn a_constraint_needs_exactly_one_of_equals_and_pattern() {
+    let both = "[providers.c.tools.q]\nverdict = \"allow\"\nconstraints = [{ pointer = \"/a\", equals = 1, pattern = \"x\" }]\n";
+    let (line, key, problem, _) = invalid(both);
+    assert_eq!((line, key.as_str()), (3, "providers.c.tools.q.constraints[0]"));
+    assert!(problem.contains("exactly one"));
+    let neither = "[providers.c.tools.q]\nverdict = \"allow\"\nconstraints = [{ pointer = \"/a\" }]\n";
+    assert!(invalid(neither).2.contains("exactly one"));
+}
+
+#[test]
+fn a_bad_pointer_or_pattern_is_reported_at_its_line() {
+    let text = "[providers.c.tools.q]\nverdict = \"allow\"\n[[providers.c.tools.q.constraints]]\npointer = \"a\"\nequals = 1\n";
+    let (line, key, _, fix) = invalid(text);
+    assert_eq!((line, key.as_str()), (4, "providers.c.tools.q.constraints[0].pointer"));
+    assert!(fix.contains("RFC 6901"));
+    let text = "[providers.c.tools.q]\nverdict = \"allow\"\n[[providers.c.tools.q.constraints]]\npointer = \"/a\"\npattern = \"(a{100}){100}\"\n";
+    let (line, key, problem, _) = invalid(text);
+    assert_eq!((line, key.as_str()), (5, "providers.c.tools.q.constraints[0].pattern"));
+    assert!(problem.contains("compiles to more than"), "{problem}");
+}
+
+#[test]
+fn a_datetime_cannot_be_an_equals_value() {
+    let text =
+        "[providers.c.tools.q]\nverdict = \"allow\"\nconstraints = [{ pointer = \"/d\", equals = 2024-01-01 }]\n";
+    assert!(invalid(text).2.contains("no JSON equivalent"));
+}
+
+#[test]
+fn zero_limits_relative_read_paths_and_port_zero_are_rejected() {
+    assert_eq!(invalid("[providers.c.limits]\nmemory_bytes = 0\n").1, "providers.c.limits.memory_bytes");
+    let (line, key, _, fix) = invalid("[providers.c]\nread_paths = [\"data\"]\n");
+    assert_eq!((line, key.as_str()), (2, "providers.c.read_paths"));
+    assert!(fix.contains("absolute"));
+    assert!(invalid("[providers.c]\nnetwork_ports = [0]\n").3.contains("1 to 65535"));
+    assert!(invalid("[providers.c]\nnetwork_ports = [70000]\n").2.contains("invalid value"));
+}
+
+#[test]
+fn unknown_enum_values_are_rejected_with_choices() {
+    let fix = invalid("[providers.c]\nconfinement = \"besteffort\"\n").3;
+    assert!(fix.contains("\"best-effort\""), "{fix}");
+    let fix = invalid("[providers.c]\ninjection = \"block\"\n").3;
+    assert!(fix.contains("`withhold`"), "{fix}");
+}
+
+#[test]
+fn hostile_policy_text_returns_errors_not_panics() {
+    let deep = format!("x = {}{}\n", "[".repeat(10_000), "]".repeat(10_000));
+    for text in [deep.as_str(), "\u{0}", "[[[", "[providers.\"\u{202e}\"]", "[providers.a]\ntools = 5", "\u{feff}= ="] {
+        assert!(Policy::from_toml(text, "p").is_err(), "{text:?}");
+    }
+}
+
+#[test]
+fn errors_display_file_line_column_key_and_fix() {
+    let err = Policy::from_toml("[providers.c]\nunlisted = \"maybe\"\n", "etc/policy.toml").unwrap_err();
+    let shown = err.to_string();
+    assert!(shown.starts_with("etc/policy.toml:2:12: `providers.c.unlisted`: unknown value \"maybe\""), "{shown}");
+    assert!(shown.contains("\n  fix: use one of: `allow`, `ask`, `deny`"), "{shown}");
+}
+
+#[test]
+fn the_policy_reference_example_parses_and_decides_as_documented() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/POLICY.md")).unwrap();
+    let example = doc.split("```toml\n").nth(1).and_then(|rest| rest.split("```").next()).unwrap();
+    let p = parse(example);
+    let c = p.provider("calendar").unwrap();
+    assert_eq!(
+        (c.injection, c.confinement, c.network_ports.as_slice()),
+        (InjectionAction::Flag, Confinement::Required, &[443][..])
+    );
+    let primary = json!({"calendar_id": "primary", "from": "2026-05-01"});
+    assert_eq!(p.decide("calendar", "calendar_query", &primary).verdict, Verdict::Allow);
+    let bob = p.decide("calendar", "calendar_query", &json!({"calendar_id": "bob@example.com"}));
+    assert_eq!(bob.reason, "argument `/calendar_id` must equal \"primary\" (policy for `calendar_query`)");
+    assert_eq!(p.decide("calendar", "calendar_create", &json!({})).verdict, Verdict::Ask);
+    assert_eq!(p.decide("calendar", "calendar_delete", &json!({})).verdict, Verdict::Deny);
+    assert_eq!(p.decide("calendar", "calendar_share", &json!({})).verdict, Verdict::Deny);
+}
