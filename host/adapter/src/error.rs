@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use wasmgate_gate::ClientError;
+use wasmgate_policy::NameError;
 use wasmgate_sandbox::LoadError;
 
 /// Start-up failed; the text names the provider or the file and what is wrong.
@@ -27,11 +28,6 @@ pub enum AdapterError {
         source: LoadError,
     },
     /// A provider name that would make ambiguous or invalid tool names.
-    #[error("invalid provider name {name:?}: {why}")]
-    ProviderName {
-        /// The configured name.
-        name: String,
-        /// What the rule is.
-        why: &'static str,
-    },
+    #[error(transparent)]
+    ProviderName(#[from] NameError),
 }

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use wasmgate_policy::Glob;
 use wasmgate_sandbox::{Formatter, Limits, Sandbox};
 
 use crate::error::AdapterError;
@@ -68,43 +69,7 @@ impl Formatters {
     pub fn select(&self, provider: &str, tool: &str) -> Arc<Formatter> {
         self.rules
             .iter()
-            .find(|(rule, _)| glob(&rule.provider, provider) && glob(&rule.tool, tool))
+            .find(|(rule, _)| Glob::new(&rule.provider).matches(provider) && Glob::new(&rule.tool).matches(tool))
             .map_or_else(|| Arc::clone(&self.default), |(_, f)| Arc::clone(f))
-    }
-}
-
-/// `*` matches any run of characters (including none); everything else matches itself.
-pub fn glob(pattern: &str, name: &str) -> bool {
-    let mut parts = pattern.split('*');
-    let Some(first) = parts.next() else { return pattern == name };
-    let Some(mut rest) = name.strip_prefix(first) else { return false };
-    let parts: Vec<&str> = parts.collect();
-    let Some((last, middle)) = parts.split_last() else { return rest.is_empty() };
-    for part in middle {
-        match rest.find(part) {
-            Some(at) => rest = &rest[at + part.len()..],
-            None => return false,
-        }
-    }
-    rest.len() >= last.len() && rest.ends_with(last)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::glob;
-
-    #[test]
-    fn glob_matches_stars_and_literals() {
-        assert!(glob("*", ""));
-        assert!(glob("*", "anything"));
-        assert!(glob("calendar", "calendar"));
-        assert!(!glob("calendar", "calendars"));
-        assert!(glob("calendar_*", "calendar_query"));
-        assert!(!glob("calendar_*", "xcalendar_query"));
-        assert!(glob("*_query", "calendar_query"));
-        assert!(glob("a*b*c", "abc"));
-        assert!(glob("a*b*c", "a-b-b-c"));
-        assert!(!glob("a*b*c", "a-c-b"));
-        assert!(!glob("ab*ba", "aba"), "prefix and suffix may not overlap");
     }
 }

@@ -10,11 +10,13 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use wasmgate_agent::{BoxFuture, Tool, Toolset};
 use wasmgate_gate::{ClientConfig, ClientError, McpClient, Transport};
+use wasmgate_policy::name::validate_provider;
+use wasmgate_policy::prefixed_name;
 
 use crate::error::AdapterError;
 use crate::formatters::Formatters;
 use crate::mcp_tool::adapt;
-use crate::naming::{check_provider_name, exposed_name};
+use crate::offer::{Offer, ToolSource};
 use crate::resources::{READ_RESOURCE, read_resource_tool};
 
 /// One upstream MCP server, adapted. Clones share the connection.
@@ -28,8 +30,8 @@ struct Inner {
     name: String,
     client: McpClient,
     formatters: Arc<Formatters>,
-    /// The definitions last adapted (raw JSON, to notice any change) and the tools made of them.
-    adapted: Mutex<(Vec<Value>, Vec<Tool>)>,
+    /// The definitions last adapted (raw JSON, to notice any change) and the offers made of them.
+    adapted: Mutex<(Vec<Value>, Vec<Offer>)>,
 }
 
 impl McpProvider {
@@ -45,7 +47,7 @@ impl McpProvider {
         config: ClientConfig,
         formatters: Arc<Formatters>,
     ) -> Result<Self, AdapterError> {
-        check_provider_name(name)?;
+        validate_provider(name)?;
         let client = McpClient::connect(name, transport, config)
             .await
             .map_err(|source| AdapterError::Unreachable { provider: name.to_owned(), source: Box::new(source) })?;
@@ -63,7 +65,7 @@ impl McpProvider {
     ///
     /// [`AdapterError::ProviderName`] for a name that would make ambiguous tool names.
     pub fn new(name: &str, client: McpClient, formatters: Arc<Formatters>) -> Result<Self, AdapterError> {
-        check_provider_name(name)?;
+        validate_provider(name)?;
         let adapted = Mutex::new((Vec::new(), Vec::new()));
         Ok(Self { inner: Arc::new(Inner { name: name.to_owned(), client, formatters, adapted }) })
     }
@@ -86,6 +88,15 @@ impl McpProvider {
     ///
     /// The client's, when the list cannot be fetched.
     pub async fn tools(&self) -> Result<Vec<Tool>, ClientError> {
+        Ok(self.fetch_offers().await?.into_iter().map(|offer| offer.tool).collect())
+    }
+
+    /// The provider's tools with their definitions.
+    ///
+    /// # Errors
+    ///
+    /// The client's, when the list cannot be fetched.
+    pub async fn fetch_offers(&self) -> Result<Vec<Offer>, ClientError> {
         let definitions = self.inner.client.list_tools().await?;
         let raw: Vec<Value> = definitions.iter().map(|d| d.raw.clone()).collect();
         if let Ok(adapted) = self.inner.adapted.lock()
@@ -94,24 +105,31 @@ impl McpProvider {
             return Ok(adapted.1.clone());
         }
         let name = &self.inner.name;
-        let tools: Vec<Tool> = definitions
+        let offers: Vec<Offer> = definitions
             .iter()
             .filter_map(|definition| {
-                let adapted = exposed_name(name, &definition.name).and_then(|exposed| {
+                let adapted = prefixed_name(name, &definition.name).map_err(|e| e.to_string()).and_then(|exposed| {
                     let formatter = self.inner.formatters.select(name, &definition.name);
                     adapt(name, exposed, &self.inner.client, definition, formatter)
                 });
-                adapted
-                    .inspect_err(|why| {
+                match adapted {
+                    Ok(tool) => Some(Offer {
+                        provider: name.clone(),
+                        name: definition.name.clone(),
+                        definition: definition.raw.clone(),
+                        tool,
+                    }),
+                    Err(why) => {
                         tracing::warn!(provider = %name, tool = %definition.name, %why, "tool withheld");
-                    })
-                    .ok()
+                        None
+                    }
+                }
             })
             .collect();
         if let Ok(mut adapted) = self.inner.adapted.lock() {
-            *adapted = (raw, tools.clone());
+            *adapted = (raw, offers.clone());
         }
-        Ok(tools)
+        Ok(offers)
     }
 
     /// The optional `<provider>.read_resource` tool (see [`resources`](crate::resources)),
@@ -125,8 +143,8 @@ impl McpProvider {
         read_resource_tool(&self.inner.name, &self.inner.client, formatter).await
     }
 
-    /// The tools adapted last, without asking the provider.
-    fn last_tools(&self) -> Vec<Tool> {
+    /// The offers adapted last, without asking the provider.
+    fn last_offers(&self) -> Vec<Offer> {
         self.inner.adapted.lock().map(|a| a.1.clone()).unwrap_or_default()
     }
 
@@ -134,6 +152,21 @@ impl McpProvider {
     pub async fn close(&self) {
         let reason = self.inner.client.close().await;
         tracing::debug!(provider = %self.inner.name, %reason, "provider closed");
+    }
+}
+
+impl ToolSource for McpProvider {
+    fn provider(&self) -> &str {
+        self.name()
+    }
+
+    fn offers(&self) -> BoxFuture<'_, (Vec<Offer>, Option<String>)> {
+        Box::pin(async move {
+            match self.fetch_offers().await {
+                Ok(offers) => (offers, None),
+                Err(why) => (self.last_offers(), Some(format!("cannot refresh the tool list: {why}"))),
+            }
+        })
     }
 }
 
@@ -174,13 +207,11 @@ impl Toolset for McpToolset {
         Box::pin(async move {
             let mut all = Vec::new();
             for provider in &self.providers {
-                match provider.tools().await {
-                    Ok(tools) => all.extend(tools),
-                    Err(why) => {
-                        tracing::warn!(provider = %provider.name(), %why, "cannot refresh the tool list");
-                        all.extend(provider.last_tools());
-                    }
+                let (offers, trouble) = provider.offers().await;
+                if let Some(why) = trouble {
+                    tracing::warn!(provider = %provider.name(), %why, "offering the last known tools");
                 }
+                all.extend(offers.into_iter().map(|offer| offer.tool));
             }
             all.extend(self.extra.iter().cloned());
             all
