@@ -17,8 +17,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy --manifest-path guest-tools/Cargo.toml --workspace --all-targets --locked \
     --target wasm32-wasip2 --target-dir target/guests -- -D warnings
 
-echo "== the formatter logic, natively" >&2
+echo "== the guest logic, natively" >&2
 cargo test --manifest-path guest-tools/Cargo.toml -p json-text --locked --target-dir target/guests-native
+cargo test --manifest-path guest-tools/Cargo.toml -p calendar --locked --target-dir target/guests-native
 
 echo "== the workspace" >&2
 cargo test --workspace --locked

@@ -69,7 +69,13 @@ fn main() {
     let echo_tools = wasm(&out_dir, "echo_tools");
     writeln!(code, "/// Path of `echo-tools`, the smallest tool-provider component (a test fixture).").ok();
     writeln!(code, "pub const ECHO_TOOLS_PATH: &str = {:?};", echo_tools.display().to_string()).ok();
-    code.push_str("/// Paths of the hostile formatter components, used only by tests.\npub mod hostile {\n");
+    let calendar = wasm(&out_dir, "calendar");
+    writeln!(code, "/// Path of `calendar`, the sample tool-provider component (events under a granted `/data`).").ok();
+    writeln!(code, "pub const CALENDAR_PATH: &str = {:?};", calendar.display().to_string()).ok();
+    code.push_str(
+        "/// Paths of the hostile components (formatters, and one tool provider: `TOOL_PROVIDER`), used only by \
+         tests.\npub mod hostile {\n",
+    );
     for name in hostile_examples(&guests.join("hostile/examples")) {
         let path = wasm(&out_dir.join("examples"), &name);
         writeln!(code, "    /// `guest-tools/hostile/examples/{name}.rs`.").ok();

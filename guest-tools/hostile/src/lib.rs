@@ -7,6 +7,9 @@
 //! as `Ok(text)`; when the sandbox stops it in a way the guest can observe,
 //! the component reports the denial as `Err(internal(..))` with the error it
 //! saw. Limits that end the guest (deadline, memory, stack) never return.
+//!
+//! One example is not a formatter: `tool_provider` is a hostile tool-provider
+//! component with its own bindings, and does not use this library.
 
 wit_bindgen::generate!({
     world: "formatter",

@@ -1,7 +1,8 @@
 //! What can go wrong, in the sandbox's own terms.
 //!
 //! [`SandboxError`] is per call and says exactly which limit tripped, that the
-//! guest trapped, or that it declined with a typed [`FormatError`]. Its texts
+//! guest trapped, or that it declined with a typed [`FormatError`];
+//! [`ToolCallError`] adds a tool's own typed [`CallError`]. Their texts
 //! are for the host (logs, audit): they may carry guest stderr and trap
 //! details, which never belong in a model's context. [`LoadError`] is for
 //! start-up: loading a component, with the file and what is wrong.
@@ -13,7 +14,7 @@ use wasmtime::Trap;
 
 use crate::limits::LimitHits;
 
-pub use crate::bindings::FormatError;
+pub use crate::bindings::{CallError, FormatError};
 
 /// A call that did not produce text.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +58,14 @@ pub enum SandboxError {
     /// The limits asked for something this sandbox was not built for.
     #[error("invalid limits: {0}")]
     InvalidLimits(String),
+    /// A tool call's grants could not be given: a malformed grant, or a host
+    /// directory that cannot be opened (named in the text). No guest code ran.
+    #[error("cannot grant the call its capabilities: {0}")]
+    Grant(String),
+    /// The guest answered, but not in the shape its world promises (a tool's
+    /// content that is not a JSON array, an invalid tool definition, ...).
+    #[error("invalid output from the guest: {0}")]
+    InvalidOutput(String),
 }
 
 impl SandboxError {
@@ -76,6 +85,30 @@ impl SandboxError {
             Some(trap) => SandboxError::Trapped { trap: trap.to_string(), stderr },
             None => SandboxError::Trapped { trap: format!("{:#}", err.root_cause()), stderr },
         }
+    }
+}
+
+/// A tool call that produced no outcome: either the component declined with
+/// its own typed error, or the sandbox stopped or refused the call.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolCallError {
+    /// The component ran and declined: unknown tool, invalid arguments, or a
+    /// failure of its own. The text is the guest's, cut to 2 KiB and made
+    /// log-safe. Arguments that are not a JSON object are refused by the host
+    /// as `InvalidArguments` before any guest code runs.
+    #[error("tool declined: {}", describe_call_error(.0))]
+    Call(CallError),
+    /// The sandbox stopped the call (a limit, a trap) or refused its output.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+}
+
+fn describe_call_error(error: &CallError) -> String {
+    match error {
+        CallError::UnknownTool(name) => format!("unknown tool {name:?}"),
+        CallError::InvalidArguments(why) => format!("invalid arguments: {why}"),
+        CallError::Internal(why) => format!("internal error: {why}"),
     }
 }
 

@@ -1,19 +1,25 @@
-//! What one store holds for one call: an empty WASI context, the resource
-//! table, the limiter and the captured stderr.
+//! What one store holds for one call: a WASI context, the resource table,
+//! the limiter and the captured stderr.
 //!
-//! The WASI context grants nothing: no preopened directories, no environment,
+//! The base context grants nothing: no preopened directories, no environment,
 //! no arguments, no sockets (TCP, UDP and name lookup are off and every
 //! address is denied), stdin empty, stdout discarded, stderr captured into a
 //! bounded buffer. The clocks are frozen at zero: a formatter is a pure
 //! function of its input, so its output does not change from run to run, and
 //! a hostile one gets no timer to measure the host with. Randomness stays
 //! available: it reveals nothing about the host, and Rust's hash maps need it.
+//!
+//! Formatters always get the base context ([`StoreState::new`]). A tool call
+//! gets the base context plus its [`Grants`] ([`StoreState::with_grants`]):
+//! preopened directories and, only if granted, the real clocks.
 
 use std::time::Duration;
 
 use wasmtime::component::ResourceTable;
-use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi::{FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use crate::error::SandboxError;
+use crate::grants::Grants;
 use crate::limits::{Limits, StoreLimiter};
 use crate::pipe::BoundedPipe;
 
@@ -25,18 +31,53 @@ pub(crate) struct StoreState {
 }
 
 impl StoreState {
+    /// The empty context, for formatters (and for loading tool providers).
     pub fn new(limits: &Limits) -> Self {
         let stderr = BoundedPipe::new(limits.stderr_bytes);
-        let mut builder = WasiCtx::builder();
-        builder
-            .stderr(stderr.clone())
-            .allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false)
-            .wall_clock(FrozenClock)
-            .monotonic_clock(FrozenClock);
+        let mut builder = base_context(&stderr);
+        builder.wall_clock(FrozenClock).monotonic_clock(FrozenClock);
+        StoreState::from_builder(builder, limits, stderr)
+    }
+
+    /// The empty context plus `grants`, for one tool call. Fails, naming the
+    /// grant, if a grant is malformed or a host directory cannot be opened.
+    pub fn with_grants(limits: &Limits, grants: &Grants) -> Result<Self, SandboxError> {
+        grants.check().map_err(SandboxError::Grant)?;
+        let stderr = BoundedPipe::new(limits.stderr_bytes);
+        let mut builder = base_context(&stderr);
+        if !grants.clock {
+            builder.wall_clock(FrozenClock).monotonic_clock(FrozenClock);
+        }
+        for dir in &grants.dirs {
+            let perms = if dir.read_only { FsPerms::ReadOnly } else { FsPerms::ReadWrite };
+            builder.preopened_dir(&dir.host_path, &dir.guest_path, perms).map_err(|e| {
+                SandboxError::Grant(format!(
+                    "cannot open the host directory {} granted as {}: {e:#}",
+                    dir.host_path.display(),
+                    dir.guest_path
+                ))
+            })?;
+        }
+        Ok(StoreState::from_builder(builder, limits, stderr))
+    }
+
+    fn from_builder(mut builder: WasiCtxBuilder, limits: &Limits, stderr: BoundedPipe) -> Self {
         StoreState { wasi: builder.build(), table: ResourceTable::new(), limiter: StoreLimiter::new(limits), stderr }
     }
+}
+
+/// Stderr captured, sockets off; nothing else granted yet.
+fn base_context(stderr: &BoundedPipe) -> WasiCtxBuilder {
+    let mut builder = WasiCtx::builder();
+    builder
+        .stderr(stderr.clone())
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false)
+        // Calls are synchronous: file operations may block this thread
+        // rather than bounce through an async runtime.
+        .allow_blocking_current_thread(true);
+    builder
 }
 
 impl WasiView for StoreState {

@@ -1,0 +1,139 @@
+//! What a tool call may use beyond computing: the grants of its policy.
+//!
+//! A tool-provider call gets a WASI context with exactly these grants and
+//! nothing else: no environment, no arguments, no sockets (TCP, UDP and name
+//! lookup stay off and every address is denied), stdin empty, stdout
+//! discarded, stderr captured. [`Grants::default`] grants nothing at all.
+//! Formatters never see grants: they always run in the empty context.
+
+use std::collections::HashSet;
+use std::path::{Component, Path, PathBuf};
+
+/// The capabilities one tool call gets, from its policy.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Grants {
+    /// Host directories preopened for the guest.
+    pub dirs: Vec<DirGrant>,
+    /// The real wall clock and monotonic clock. Off by default: the clocks
+    /// then read zero, as for formatters, and the guest has no timer with
+    /// which to measure the host. Grant it only to a tool that must know the
+    /// time (the calendar does not: every time it handles comes in its
+    /// arguments).
+    pub clock: bool,
+}
+
+/// One host directory, preopened for the guest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirGrant {
+    /// The directory on the host; it must exist and be absolute.
+    pub host_path: PathBuf,
+    /// Where the guest sees it: an absolute path such as `/data`, without
+    /// `.` or `..`, not `/` itself, and not inside another grant's path.
+    pub guest_path: String,
+    /// Read, list and stat only: opening for write, creating, renaming and
+    /// removing are refused by WASI (the guest sees "not permitted").
+    pub read_only: bool,
+}
+
+impl DirGrant {
+    /// `host_path` as `guest_path`, readable but not writable.
+    pub fn read_only(host_path: impl Into<PathBuf>, guest_path: &str) -> Self {
+        DirGrant { host_path: host_path.into(), guest_path: guest_path.to_owned(), read_only: true }
+    }
+
+    /// `host_path` as `guest_path`, readable and writable.
+    pub fn read_write(host_path: impl Into<PathBuf>, guest_path: &str) -> Self {
+        DirGrant { host_path: host_path.into(), guest_path: guest_path.to_owned(), read_only: false }
+    }
+}
+
+impl Grants {
+    /// Nothing granted (the same as `Grants::default()`).
+    pub fn none() -> Self {
+        Grants::default()
+    }
+
+    /// These grants plus `dir`.
+    pub fn with_dir(mut self, dir: DirGrant) -> Self {
+        self.dirs.push(dir);
+        self
+    }
+
+    /// Checks the paths of every grant, without touching the filesystem.
+    /// The error names the grant and says what is wrong.
+    pub fn check(&self) -> Result<(), String> {
+        let mut seen: HashSet<&str> = HashSet::new();
+        for dir in &self.dirs {
+            let guest = dir.guest_path.as_str();
+            if !dir.host_path.is_absolute() {
+                return Err(format!("host path {} (for {guest}) is not absolute", dir.host_path.display()));
+            }
+            check_guest_path(guest)?;
+            for other in &seen {
+                if inside(guest, other) || inside(other, guest) {
+                    return Err(format!("guest paths {other} and {guest} overlap"));
+                }
+            }
+            seen.insert(guest);
+        }
+        Ok(())
+    }
+}
+
+fn check_guest_path(guest: &str) -> Result<(), String> {
+    let path = Path::new(guest);
+    let normal = path.components().skip(1).all(|c| matches!(c, Component::Normal(_)));
+    let reconstructed = path.components().skip(1).count() == guest.split('/').skip(1).count();
+    if !guest.starts_with('/') || guest == "/" || !normal || !reconstructed || guest.len() > 256 || guest.contains('\0')
+    {
+        return Err(format!(
+            "guest path {guest:?} must be an absolute directory path such as /data, without `.`, `..`, `//` or a \
+             trailing `/`, and not / itself"
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `path` is `dir` or lies under it.
+fn inside(path: &str, dir: &str) -> bool {
+    path == dir || path.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/'))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::{DirGrant, Grants};
+
+    #[test]
+    fn well_formed_grants_pass() {
+        let grants = Grants::none()
+            .with_dir(DirGrant::read_write("/srv/a", "/data"))
+            .with_dir(DirGrant::read_only("/srv/b", "/config/app"));
+        assert_eq!(grants.check(), Ok(()));
+        assert_eq!(Grants::default().check(), Ok(()));
+    }
+
+    #[test]
+    fn malformed_guest_paths_are_refused_naming_them() {
+        for guest in ["data", "/", "/data/", "/data/../etc", "/./data", "//data", "/da\0ta", "/data//x", ""] {
+            let err = Grants::none().with_dir(DirGrant::read_only("/srv", guest)).check().unwrap_err();
+            assert!(err.contains(&format!("{guest:?}")), "{guest:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn relative_host_paths_and_overlapping_guest_paths_are_refused() {
+        let err = Grants::none().with_dir(DirGrant::read_only("data", "/data")).check().unwrap_err();
+        assert!(err.contains("not absolute"), "{err}");
+        let overlap =
+            Grants::none().with_dir(DirGrant::read_only("/a", "/data")).with_dir(DirGrant::read_only("/b", "/data/x"));
+        assert!(overlap.check().unwrap_err().contains("overlap"));
+        let same =
+            Grants::none().with_dir(DirGrant::read_only("/a", "/data")).with_dir(DirGrant::read_only("/b", "/data"));
+        assert!(same.check().unwrap_err().contains("overlap"));
+        let siblings = Grants::none()
+            .with_dir(DirGrant::read_only("/a", "/data"))
+            .with_dir(DirGrant::read_only("/b", "/database"));
+        assert_eq!(siblings.check(), Ok(()));
+    }
+}

@@ -1,0 +1,127 @@
+//! What every kind of component shares: reading and compiling it, checking
+//! limits against the sandbox, a fresh store per call with every limit armed,
+//! and sorting the ways an instantiation can fail.
+
+use std::path::Path;
+use std::time::Duration;
+
+use wasmtime::component::Component;
+use wasmtime::{Engine, PoolConcurrencyLimitError, Store};
+
+use crate::cache::Cache;
+use crate::engine::{Sandbox, deadline_ticks};
+use crate::error::{LoadError, SandboxError, bounded};
+use crate::limits::Limits;
+use crate::state::StoreState;
+
+/// Largest component file accepted, so a misconfigured path to a huge file
+/// fails fast instead of being read into memory.
+const MAX_COMPONENT_FILE: u64 = 64 << 20;
+
+/// The part of a [`Sandbox`] a loaded component keeps to run calls.
+#[derive(Clone)]
+pub(crate) struct Runner {
+    engine: Engine,
+    /// The epoch tick of the sandbox, to turn deadlines into tick counts.
+    tick: Duration,
+    fuel_enabled: bool,
+    max_memory_bytes: usize,
+    slots: u32,
+}
+
+impl Runner {
+    pub fn new(sandbox: &Sandbox) -> Self {
+        Runner {
+            engine: sandbox.engine.clone(),
+            tick: sandbox.tick(),
+            fuel_enabled: sandbox.config.fuel,
+            max_memory_bytes: sandbox.config.max_memory_bytes,
+            slots: sandbox.config.max_concurrent_calls,
+        }
+    }
+
+    /// Limits this sandbox can honour: memory within its pool slots, fuel
+    /// only if it meters fuel.
+    pub fn check(&self, limits: &Limits) -> Result<(), String> {
+        if limits.memory_bytes > self.max_memory_bytes {
+            return Err(format!(
+                "memory limit {} exceeds the sandbox maximum {} (raise SandboxConfig::max_memory_bytes)",
+                limits.memory_bytes, self.max_memory_bytes
+            ));
+        }
+        if limits.fuel.is_some() && !self.fuel_enabled {
+            return Err("a fuel limit needs a sandbox built with SandboxConfig::fuel = true".into());
+        }
+        Ok(())
+    }
+
+    /// A fresh store for one instance, with every limit armed. The deadline
+    /// is set before instantiation: start-up code runs under it too.
+    pub fn store(&self, state: StoreState, limits: &Limits) -> Result<Store<StoreState>, SandboxError> {
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|state| &mut state.limiter);
+        store.set_epoch_deadline(deadline_ticks(limits.deadline, self.tick));
+        if self.fuel_enabled {
+            store
+                .set_fuel(limits.fuel.unwrap_or(u64::MAX))
+                .map_err(|e| SandboxError::InvalidLimits(format!("{e:#}")))?;
+        }
+        Ok(store)
+    }
+
+    /// Why an instantiation failed: the pool is full, a limit tripped in
+    /// start-up code, or something else.
+    pub fn instantiate_error(&self, err: wasmtime::Error, store: &Store<StoreState>, limits: &Limits) -> SandboxError {
+        if err.downcast_ref::<PoolConcurrencyLimitError>().is_some() {
+            return SandboxError::Busy { slots: self.slots };
+        }
+        let hits = store.data().limiter.hits;
+        if hits.memory || hits.table || err.downcast_ref::<wasmtime::Trap>().is_some() {
+            return SandboxError::from_call(err, hits, limits, store.data().stderr.contents());
+        }
+        SandboxError::Instantiate(format!("{err:#}"))
+    }
+}
+
+/// The guest's stderr of one call, logged at `debug` under `wasmgate::guest`
+/// and returned for a trap report.
+pub(crate) fn guest_stderr(store: &Store<StoreState>, component: &str) -> String {
+    let stderr = store.data().stderr.contents();
+    if !stderr.is_empty() {
+        tracing::debug!(target: "wasmgate::guest", component, stderr = %bounded(&stderr, 4096), "guest stderr");
+    }
+    stderr
+}
+
+/// Reads a component file, refusing one too large to be a component; errors
+/// name the file.
+pub(crate) fn read_component(path: &Path) -> Result<Vec<u8>, LoadError> {
+    let read_error = |source| LoadError::Read { path: path.to_owned(), source };
+    let size = std::fs::metadata(path).map_err(read_error)?.len();
+    if size > MAX_COMPONENT_FILE {
+        return Err(LoadError::Invalid {
+            name: path.display().to_string(),
+            reason: format!("the file is {size} bytes; components over {MAX_COMPONENT_FILE} bytes are refused"),
+        });
+    }
+    std::fs::read(path).map_err(read_error)
+}
+
+impl Sandbox {
+    /// Compiles `bytes`, or loads the compiled form from the cache.
+    pub(crate) fn compile(&self, name: &str, bytes: &[u8]) -> Result<Component, LoadError> {
+        let cached = self.cache.as_ref().map(|cache| (cache, Cache::key(&self.engine, bytes)));
+        if let Some(component) = cached.as_ref().and_then(|(cache, key)| cache.load(&self.engine, key)) {
+            return Ok(component);
+        }
+        let component = Component::new(&self.engine, bytes)
+            .map_err(|e| LoadError::Invalid { name: name.to_owned(), reason: format!("{e:#}") })?;
+        if let Some((cache, key)) = &cached {
+            match component.serialize() {
+                Ok(artifact) => cache.store(key, &artifact),
+                Err(e) => tracing::warn!(component = name, error = %format!("{e:#}"), "cannot serialize for the cache"),
+            }
+        }
+        Ok(component)
+    }
+}

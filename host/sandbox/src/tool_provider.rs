@@ -1,0 +1,166 @@
+//! Tool-provider components: loaded once, then listed and called in a fresh
+//! instance per call, with only the grants the caller passes.
+
+use std::path::Path;
+
+use wasmtime::Store;
+
+use crate::bindings::{CallError, ToolProviderPre};
+use crate::engine::Sandbox;
+use crate::error::{LoadError, SandboxError, ToolCallError, bounded};
+use crate::formatter::MAX_ERROR_TEXT;
+use crate::grants::Grants;
+use crate::limits::Limits;
+use crate::runner::{Runner, guest_stderr, read_component};
+use crate::state::StoreState;
+use crate::tool_output::{CallOutcome, ToolDefinition, check_definitions, check_outcome};
+
+/// A loaded tool-provider component. Cheap to share across threads: every
+/// call gets its own store, instance and WASI context, so nothing one call
+/// does (memory, statics, open files) is visible to the next.
+#[derive(Clone)]
+pub struct ToolProvider {
+    name: String,
+    runner: Runner,
+    pre: ToolProviderPre<StoreState>,
+    limits: Limits,
+}
+
+impl std::fmt::Debug for ToolProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolProvider").field("name", &self.name).field("limits", &self.limits).finish_non_exhaustive()
+    }
+}
+
+impl Sandbox {
+    /// Loads a tool provider from a `.wasm` file. `name` identifies it in
+    /// logs; errors name both it and the file.
+    pub fn load_tool_provider_file(&self, name: &str, path: &Path, limits: Limits) -> Result<ToolProvider, LoadError> {
+        let bytes = read_component(path)?;
+        self.load_provider(name, &format!("{name} ({})", path.display()), &bytes, limits)
+    }
+
+    /// Loads a tool provider from component bytes. `name` identifies it in
+    /// errors and logs; `limits` are the default for listing its tools.
+    ///
+    /// Fails if the bytes are not a component, if it imports anything beyond
+    /// WASI, if it does not export the `tools` interface, if `limits` do not
+    /// fit this sandbox, or if it cannot be instantiated within them (tried
+    /// once, with nothing granted).
+    pub fn load_tool_provider(&self, name: &str, bytes: &[u8], limits: Limits) -> Result<ToolProvider, LoadError> {
+        self.load_provider(name, name, bytes, limits)
+    }
+
+    fn load_provider(&self, name: &str, label: &str, bytes: &[u8], limits: Limits) -> Result<ToolProvider, LoadError> {
+        let runner = Runner::new(self);
+        let limits_error = |reason: String| LoadError::Limits { name: label.to_owned(), reason };
+        runner.check(&limits).map_err(limits_error)?;
+        let component = self.compile(label, bytes)?;
+        let wrong_world = |e: wasmtime::Error| LoadError::WrongWorld {
+            name: label.to_owned(),
+            world: "tool-provider",
+            reason: format!("{e:#}"),
+        };
+        let pre = self.linker.instantiate_pre(&component).map_err(wrong_world)?;
+        let pre = ToolProviderPre::new(pre).map_err(wrong_world)?;
+        let provider = ToolProvider { name: name.to_owned(), runner, pre, limits };
+        // Instantiate once now, under an empty grant, so a component that can
+        // never run within the limits fails at start-up.
+        let limits = &provider.limits;
+        let mut store =
+            provider.runner.store(StoreState::new(limits), limits).map_err(|e| limits_error(e.to_string()))?;
+        provider
+            .pre
+            .instantiate(&mut store)
+            .map_err(|e| limits_error(provider.runner.instantiate_error(e, &store, limits).to_string()))?;
+        Ok(provider)
+    }
+}
+
+impl ToolProvider {
+    /// The name it was loaded under.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The limits it was loaded with: those of [`ToolProvider::list_tools`],
+    /// and a sensible default for calls.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Every tool the component offers, checked (see [`ToolDefinition`]).
+    /// Runs in a fresh instance under the default limits, with nothing
+    /// granted: listing needs no data.
+    pub fn list_tools(&self) -> Result<Vec<ToolDefinition>, SandboxError> {
+        let limits = &self.limits;
+        let (mut store, instance) = self.instantiate(StoreState::new(limits), limits)?;
+        let listed = instance.wasmgate_sandbox_tools().call_list_tools(&mut store);
+        let stderr = guest_stderr(&store, &self.name);
+        match listed {
+            Ok(list) => check_definitions(list, limits.output_bytes),
+            Err(e) => Err(SandboxError::from_call(e, store.data().limiter.hits, limits, stderr)),
+        }
+    }
+
+    /// Calls the tool `name` with `arguments_json` (a JSON object) in a fresh
+    /// instance that gets exactly `grants`, under `limits`.
+    ///
+    /// `Err(ToolCallError::Call(..))` is the component declining with its own
+    /// typed error; `Err(ToolCallError::Sandbox(..))` is a limit, a trap, a
+    /// grant that cannot be given, or output that breaks the contract. A
+    /// tool's own failure that the model should read is `Ok` with `is_error`.
+    pub fn call(
+        &self,
+        name: &str,
+        arguments_json: &str,
+        grants: &Grants,
+        limits: &Limits,
+    ) -> Result<CallOutcome, ToolCallError> {
+        self.runner.check(limits).map_err(SandboxError::InvalidLimits)?;
+        let size = name.len() + arguments_json.len();
+        if size > limits.input_bytes {
+            return Err(SandboxError::InputTooLarge { size, limit: limits.input_bytes }.into());
+        }
+        if let Err(why) = check_arguments(arguments_json) {
+            return Err(ToolCallError::Call(CallError::InvalidArguments(why)));
+        }
+        let (mut store, instance) = self.instantiate(StoreState::with_grants(limits, grants)?, limits)?;
+        let called = instance.wasmgate_sandbox_tools().call_call_tool(&mut store, name, arguments_json);
+        let stderr = guest_stderr(&store, &self.name);
+        match called {
+            Ok(Ok(outcome)) => Ok(check_outcome(outcome, limits.output_bytes)?),
+            Ok(Err(declined)) => Err(ToolCallError::Call(bounded_call_error(declined))),
+            Err(e) => Err(SandboxError::from_call(e, store.data().limiter.hits, limits, stderr).into()),
+        }
+    }
+
+    fn instantiate(
+        &self,
+        state: StoreState,
+        limits: &Limits,
+    ) -> Result<(Store<StoreState>, crate::bindings::ToolProvider), SandboxError> {
+        let mut store = self.runner.store(state, limits)?;
+        match self.pre.instantiate(&mut store) {
+            Ok(instance) => Ok((store, instance)),
+            Err(e) => Err(self.runner.instantiate_error(e, &store, limits)),
+        }
+    }
+}
+
+/// The arguments must be a JSON object; checked before any guest code runs.
+fn check_arguments(arguments_json: &str) -> Result<(), String> {
+    match serde_json::from_str::<serde_json::Value>(arguments_json) {
+        Ok(serde_json::Value::Object(_)) => Ok(()),
+        Ok(_) => Err("the arguments are not a JSON object".into()),
+        Err(e) => Err(format!("the arguments are not JSON: {e}")),
+    }
+}
+
+fn bounded_call_error(error: CallError) -> CallError {
+    match error {
+        CallError::UnknownTool(name) => CallError::UnknownTool(bounded(&name, MAX_ERROR_TEXT)),
+        CallError::InvalidArguments(why) => CallError::InvalidArguments(bounded(&why, MAX_ERROR_TEXT)),
+        CallError::Internal(why) => CallError::Internal(bounded(&why, MAX_ERROR_TEXT)),
+    }
+}

@@ -1,0 +1,47 @@
+//! Helpers shared by the tool-provider tests.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+use wasmgate_guests::{CALENDAR_PATH, hostile as hostile_paths};
+use wasmgate_sandbox::{CallOutcome, DirGrant, Grants, Limits, Sandbox, SandboxConfig, ToolProvider};
+
+pub fn sandbox() -> Sandbox {
+    Sandbox::new(SandboxConfig { max_concurrent_calls: 4, ..SandboxConfig::default() }).unwrap()
+}
+
+/// Limits with a short deadline, so a spinning guest ends quickly.
+pub fn quick_limits() -> Limits {
+    Limits { deadline: Duration::from_millis(200), ..Limits::default() }
+}
+
+pub fn calendar(sandbox: &Sandbox) -> ToolProvider {
+    sandbox.load_tool_provider_file("calendar", Path::new(CALENDAR_PATH), Limits::default()).unwrap()
+}
+
+pub fn hostile(sandbox: &Sandbox) -> ToolProvider {
+    sandbox.load_tool_provider_file("hostile", Path::new(hostile_paths::TOOL_PROVIDER), quick_limits()).unwrap()
+}
+
+/// `dir` granted read-write as `/data`.
+pub fn rw_grant(dir: &Path) -> Grants {
+    Grants::none().with_dir(DirGrant::read_write(dir, "/data"))
+}
+
+/// `dir` granted read-only as `/data`.
+pub fn ro_grant(dir: &Path) -> Grants {
+    Grants::none().with_dir(DirGrant::read_only(dir, "/data"))
+}
+
+/// A call that must produce an outcome, under the provider's limits.
+pub fn call(provider: &ToolProvider, tool: &str, args: Value, grants: &Grants) -> CallOutcome {
+    provider.call(tool, &args.to_string(), grants, provider.limits()).unwrap()
+}
+
+/// The text of the outcome's first content block.
+pub fn text(outcome: &CallOutcome) -> String {
+    outcome.content[0]["text"].as_str().unwrap().to_owned()
+}

@@ -1,0 +1,173 @@
+//! The hostile tool provider (`guest-tools/hostile/examples/tool_provider.rs`)
+//! against the sandbox: every attempt ends in exactly the outcome the contract
+//! promises, and the same provider then answers an ordinary call.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use serde_json::json;
+use wasmgate_sandbox::{CallError, Grants, Limits, SandboxError, ToolCallError, ToolProvider};
+
+use common::{call, hostile, ro_grant, rw_grant, sandbox, text};
+
+/// After a hostile call, the provider still answers normally: every call is a new instance.
+fn assert_still_answers(tools: &ToolProvider) {
+    assert_eq!(text(&call(tools, "count", json!({}), &Grants::none())), "call 1");
+}
+
+fn sandbox_error(tools: &ToolProvider, tool: &str, args: &str, grants: &Grants) -> SandboxError {
+    match tools.call(tool, args, grants, tools.limits()) {
+        Err(ToolCallError::Sandbox(err)) => err,
+        other => panic!("{tool}: expected a sandbox error, got {other:?}"),
+    }
+}
+
+/// The guest's own report that the operation was refused.
+fn denial(tools: &ToolProvider, tool: &str, path: &str, grants: &Grants) -> String {
+    let args = format!(r#"{{"path":"{path}"}}"#);
+    match tools.call(tool, &args, grants, tools.limits()) {
+        Err(ToolCallError::Call(CallError::Internal(why))) => {
+            eprintln!("guest reported: {why}");
+            why
+        }
+        other => panic!("{tool} {path}: expected the guest to report a denial, got {other:?}"),
+    }
+}
+
+#[test]
+fn no_state_survives_from_one_tool_call_to_the_next() {
+    let sandbox = sandbox();
+    let tools = hostile(&sandbox);
+    for _ in 0..3 {
+        assert_still_answers(&tools);
+    }
+}
+
+#[test]
+fn a_tool_cannot_read_outside_its_preopened_directory() {
+    let sandbox = sandbox();
+    let tools = hostile(&sandbox);
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(root.path().join("secret.txt"), "TOP-SECRET").unwrap();
+    std::fs::write(data.join("inside.txt"), "granted").unwrap();
+    std::os::unix::fs::symlink(root.path().join("secret.txt"), data.join("link")).unwrap();
+    std::os::unix::fs::symlink("../secret.txt", data.join("relative-link")).unwrap();
+    let grants = ro_grant(&data);
+    assert_eq!(text(&call(&tools, "read", json!({"path": "/data/inside.txt"}), &grants)), "granted");
+    for path in
+        ["/data/../secret.txt", "/data/link", "/data/relative-link", "../secret.txt", "/etc/passwd", "/etc/hostname"]
+    {
+        let why = denial(&tools, "read", path, &grants);
+        assert!(why.starts_with(&format!("read {path}: ")), "{why}");
+        assert!(!why.contains("TOP-SECRET"), "{why}");
+    }
+    assert_still_answers(&tools);
+}
+
+#[test]
+fn a_tool_can_write_only_inside_a_read_write_grant() {
+    let sandbox = sandbox();
+    let tools = hostile(&sandbox);
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let read_only = denial(&tools, "write", "/data/new.txt", &ro_grant(&data));
+    assert!(read_only.contains("not permitted") || read_only.contains("ermission"), "{read_only}");
+    assert!(!data.join("new.txt").exists());
+    let grants = rw_grant(&data);
+    for path in ["/data/../escaped.txt", "/tmp/wasmgate-escaped.txt", "escaped.txt"] {
+        denial(&tools, "write", path, &grants);
+    }
+    assert!(!root.path().join("escaped.txt").exists(), "a write escaped the grant");
+    assert_eq!(text(&call(&tools, "write", json!({"path": "/data/new.txt"}), &grants)), "wrote /data/new.txt");
+    assert_eq!(std::fs::read_to_string(data.join("new.txt")).unwrap(), "escaped");
+}
+
+#[test]
+fn tool_calls_get_frozen_clocks_unless_the_clock_is_granted() {
+    let sandbox = sandbox();
+    let tools = hostile(&sandbox);
+    assert_eq!(text(&call(&tools, "clock", json!({}), &Grants::none())), "0");
+    let real = call(&tools, "clock", json!({}), &Grants { clock: true, ..Grants::none() });
+    assert!(text(&real).parse::<u64>().unwrap() > 1_700_000_000, "{real:?}");
+}
+
+#[test]
+fn a_tool_call_past_its_deadline_is_deadline_exceeded() {
+    let sandbox = sandbox();
+    let tools = hostile(&sandbox);
+    let err = sandbox_error(&tools, "spin", "{}", &Grants::none());
+    assert!(matches!(err, SandboxError::DeadlineExceeded { .. }), "{err}");
+    assert_still_answers(&tools);
+}
+
+#[test]
+fn a_tool_call_past_its_memory_cap_is_memory_limit() {
+    let sandbox = sandbox();
+    let tools = hostile(&sandbox);
+    let err = sandbox_error(&tools, "alloc", "{}", &Grants::none());
+    assert!(matches!(err, SandboxError::MemoryLimit { limit } if limit == Limits::default().memory_bytes), "{err}");
+    assert_still_answers(&tools);
+}
+
+#[test]
+fn a_tool_that_panics_is_a_trap_with_its_message() {
+    let sandbox = sandbox();
+    let tools = hostile(&sandbox);
+    let err = sandbox_error(&tools, "panic", "{}", &Grants::none());
+    assert!(
+        matches!(&err, SandboxError::Trapped { stderr, .. } if stderr.contains("the hostile tool panicked on purpose")),
+        "{err}"
+    );
+    assert_still_answers(&tools);
+}
+
+#[test]
+fn output_over_the_cap_is_refused() {
+    let sandbox = sandbox();
+    let tools = hostile(&sandbox);
+    let err = sandbox_error(&tools, "huge", "{}", &Grants::none());
+    assert!(matches!(err, SandboxError::OutputTooLarge { limit, .. } if limit == 1 << 20), "{err}");
+}
+
+#[test]
+fn content_and_structured_content_that_break_the_contract_are_invalid_output() {
+    let sandbox = sandbox();
+    let tools = hostile(&sandbox);
+    for (tool, expected) in [
+        ("content_object", "content is not a JSON array"),
+        ("content_not_json", "content is not JSON"),
+        ("content_untyped", "content block 0 is not an object with a string `type`"),
+        ("structured_array", "structured content is not a JSON object"),
+    ] {
+        let err = sandbox_error(&tools, tool, "{}", &Grants::none());
+        assert!(matches!(&err, SandboxError::InvalidOutput(why) if why.starts_with(expected)), "{tool}: {err}");
+    }
+}
+
+#[test]
+fn a_list_with_a_malformed_tool_name_is_refused() {
+    let sandbox = sandbox();
+    let result = hostile(&sandbox).list_tools();
+    assert!(
+        matches!(&result, Err(SandboxError::InvalidOutput(why)) if why.starts_with("tool 3 (\"bad name!\")")),
+        "{result:?}"
+    );
+}
+
+#[test]
+fn a_loud_guest_error_is_cut_short_and_made_log_safe() {
+    let sandbox = sandbox();
+    let tools = hostile(&sandbox);
+    match tools.call("loud_error", "{}", &Grants::none(), tools.limits()) {
+        Err(ToolCallError::Call(CallError::Internal(why))) => {
+            assert!(why.len() <= 2048 + " [...]".len(), "{} bytes", why.len());
+            assert!(why.ends_with(" [...]"), "{why}");
+            assert!(!why.contains(['\u{1b}', '\u{202e}']), "{why:?}");
+        }
+        other => panic!("expected the guest's internal error, got {other:?}"),
+    }
+}
