@@ -1,0 +1,211 @@
+//! Who answers `ask`: the [`Approver`] trait, [`Unattended`] (the default: nobody can
+//! answer, so the answer is no) and [`TerminalApprover`] (a person at a terminal).
+
+use std::fmt;
+use std::io::{BufRead, Read, Write};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use wasmgate_agent::BoxFuture;
+use wasmgate_policy::sanitize::escape_for_display;
+
+/// What needs approving.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Subject {
+    /// Running a call the policy marks `ask`.
+    Call,
+    /// Showing the model a result the injection detector flagged (policy `injection = "ask"`).
+    Release {
+        /// What the detector found, in model-safe words.
+        flags: Vec<String>,
+    },
+}
+
+/// One question for an approver.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalRequest {
+    /// The call's audit id.
+    pub call: String,
+    /// The provider.
+    pub provider: String,
+    /// The provider's own tool name.
+    pub tool: String,
+    /// The call's arguments (as the model sent them).
+    pub arguments: Value,
+    /// Why the policy asks.
+    pub reason: String,
+    /// What is to be approved.
+    pub subject: Subject,
+}
+
+/// An approver's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// Go ahead.
+    Approved,
+    /// Do not; the model reads `reason`.
+    Denied {
+        /// Why, in words fit for the model.
+        reason: String,
+    },
+}
+
+/// Answers `ask` verdicts. Implementations must answer in bounded time (deny when
+/// nobody answers).
+pub trait Approver: Send + Sync + fmt::Debug {
+    /// A short name for the audit log (`unattended`, `terminal`, `elicitation`, ...).
+    fn name(&self) -> &str;
+
+    /// Decides one request.
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval>;
+}
+
+/// The reason given when nobody can approve.
+pub const NOBODY: &str = "approval is required, and nobody is available to give it";
+
+/// Denies everything: the approver for when nobody can answer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unattended;
+
+impl Approver for Unattended {
+    fn name(&self) -> &str {
+        "unattended"
+    }
+
+    fn approve<'a>(&'a self, _: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        Box::pin(async { Approval::Denied { reason: NOBODY.into() } })
+    }
+}
+
+type Terminal = (Box<dyn BufRead + Send>, Box<dyn Write + Send>);
+
+/// Asks a person at a terminal, one question at a time. Anything but `y` or `yes` is no,
+/// and so is a terminal that closes.
+#[derive(Clone)]
+pub struct TerminalApprover {
+    io: Arc<Mutex<Terminal>>,
+}
+
+impl fmt::Debug for TerminalApprover {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TerminalApprover")
+    }
+}
+
+/// The longest answer read; the rest of a longer line is ignored.
+const MAX_ANSWER: u64 = 64;
+
+impl TerminalApprover {
+    /// Asks on `output` and reads answers from `input`.
+    pub fn new(input: impl BufRead + Send + 'static, output: impl Write + Send + 'static) -> Self {
+        Self { io: Arc::new(Mutex::new((Box::new(input), Box::new(output)))) }
+    }
+
+    /// The controlling terminal (`/dev/tty`), or `None` when there is none (a service,
+    /// CI): then use [`Unattended`].
+    #[must_use]
+    pub fn open_tty() -> Option<Self> {
+        let input = std::fs::File::open("/dev/tty").ok()?;
+        let output = std::fs::OpenOptions::new().write(true).open("/dev/tty").ok()?;
+        Some(Self::new(std::io::BufReader::new(input), output))
+    }
+
+    fn ask(io: &Mutex<Terminal>, request: &ApprovalRequest) -> Approval {
+        let Ok(mut io) = io.lock() else { return Approval::Denied { reason: "the terminal is unavailable".into() } };
+        let (input, output) = &mut *io;
+        let question = match &request.subject {
+            Subject::Call => "Allow this call?".to_owned(),
+            Subject::Release { flags } => {
+                format!("Its result looks like it carries instructions ({}). Show it to the model?", flags.join("; "))
+            }
+        };
+        let arguments = escape_for_display(&request.arguments.to_string());
+        let asked = write!(
+            output,
+            "\nwasmgate: the agent wants to run {} of provider {}\n  arguments: {arguments}\n  policy: {}\n{question} [y/N] ",
+            escape_for_display(&request.tool),
+            escape_for_display(&request.provider),
+            request.reason,
+        )
+        .and_then(|()| output.flush());
+        if asked.is_err() {
+            return Approval::Denied { reason: "the terminal is unavailable".into() };
+        }
+        let mut answer = String::new();
+        let read = input.take(MAX_ANSWER).read_line(&mut answer);
+        match (read, answer.trim().to_ascii_lowercase().as_str()) {
+            (Ok(_), "y" | "yes") => Approval::Approved,
+            _ => Approval::Denied { reason: "the person at the terminal declined".into() },
+        }
+    }
+}
+
+impl Approver for TerminalApprover {
+    fn name(&self) -> &str {
+        "terminal"
+    }
+
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        let io = Arc::clone(&self.io);
+        let request = request.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || Self::ask(&io, &request))
+                .await
+                .unwrap_or_else(|_| Approval::Denied { reason: "the terminal is unavailable".into() })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Cursor;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn request() -> ApprovalRequest {
+        ApprovalRequest {
+            call: "c1".into(),
+            provider: "calendar".into(),
+            tool: "calendar_create".into(),
+            arguments: json!({"title": "x\u{202e}y"}),
+            reason: "the policy requires approval for `calendar_create`".into(),
+            subject: Subject::Call,
+        }
+    }
+
+    #[tokio::test]
+    async fn yes_approves_and_anything_else_or_nothing_declines() {
+        for (answer, approved) in [("y\n", true), ("YES\n", true), ("n\n", false), ("", false), ("yess\n", false)] {
+            let approver = TerminalApprover::new(Cursor::new(answer.as_bytes().to_vec()), std::io::sink());
+            let got = approver.approve(&request()).await;
+            assert_eq!(got == Approval::Approved, approved, "{answer:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_question_shows_hidden_characters_escaped() {
+        let shown = Arc::new(Mutex::new(Vec::new()));
+        struct Shared(Arc<Mutex<Vec<u8>>>);
+        impl Write for Shared {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().map_err(|_| std::io::ErrorKind::Other)?.extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let approver = TerminalApprover::new(Cursor::new(b"n\n".to_vec()), Shared(Arc::clone(&shown)));
+        approver.approve(&request()).await;
+        let text = String::from_utf8(shown.lock().map(|s| s.clone()).unwrap_or_default()).unwrap_or_default();
+        assert!(text.contains("calendar_create of provider calendar"), "{text}");
+        assert!(!text.contains('\u{202e}'), "{text:?}");
+    }
+
+    #[tokio::test]
+    async fn unattended_denies() {
+        assert_eq!(Unattended.approve(&request()).await, Approval::Denied { reason: NOBODY.into() });
+    }
+}

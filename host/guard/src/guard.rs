@@ -1,0 +1,235 @@
+//! [`Guard`]: what every call passes through, whatever is behind the tool.
+//!
+//! A call of a guarded tool:
+//! 1. the policy decides from the provider, the tool and the arguments (`allow`, `ask`,
+//!    `deny`); annotations are no input, so a provider's claims change nothing;
+//! 2. `deny`, or `ask` answered no, returns `denied: <reason>` to the model; nothing runs;
+//! 3. the `requested` (and `approval`) and `started` records are written together and
+//!    made durable before the call runs: one fsync on the call's critical path, shared
+//!    with concurrent calls by the audit log's group commit. If they cannot be written,
+//!    the call is refused ([`ToolErrorKind::Refused`]): fail closed;
+//! 4. the result is screened as untrusted data ([`screen`](crate::screen)) and the
+//!    outcome recorded (`finished`, `withheld`, `failed`, `cancelled`) without waiting.
+//!
+//! The agent loop's `before_tool_call` hook stays the host's own: the policy runs inside
+//! every guarded tool, so the loop, the gateway and `wasmgate call` cannot bypass it.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
+
+use serde_json::Value;
+use wasmgate_adapter::Offer;
+use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult};
+use wasmgate_audit::{AuditLog, Entry, Event};
+use wasmgate_policy::{InjectionAction, Lock, LockError, Policy, ReviewState, Verdict};
+
+use crate::approver::{Approval, ApprovalRequest, Approver, Subject};
+use crate::screen::{Screened, screen};
+
+/// The policy, the reviewed definitions, the approver and the audit log, shared by
+/// every guarded tool.
+#[derive(Debug)]
+pub struct Guard {
+    policy: Policy,
+    lock: RwLock<Lock>,
+    /// Where approvals of definitions are saved; `None` keeps them in memory.
+    lock_path: Option<PathBuf>,
+    approver: Arc<dyn Approver>,
+    audit: Arc<AuditLog>,
+    /// A random prefix, so call ids do not repeat across restarts.
+    session: String,
+    next_call: AtomicU64,
+}
+
+/// Whether an offered tool reaches the agent.
+#[derive(Debug)]
+pub enum Admission {
+    /// Reviewed and unchanged: the guarded tool.
+    Offered(Tool),
+    /// New or changed since review: withheld until reviewed.
+    Withheld(ReviewState),
+}
+
+impl Guard {
+    /// A guard over `policy`, the reviewed definitions in `lock` (saved to `lock_path`
+    /// when definitions are approved), asking `approver`, recording to `audit`.
+    #[must_use]
+    pub fn new(
+        policy: Policy,
+        lock: Lock,
+        lock_path: Option<PathBuf>,
+        approver: Arc<dyn Approver>,
+        audit: Arc<AuditLog>,
+    ) -> Arc<Self> {
+        let mut random = [0u8; 4];
+        let session = match getrandom::fill(&mut random) {
+            Ok(()) => random.iter().map(|b| format!("{b:02x}")).collect(),
+            Err(_) => format!("p{}", std::process::id()),
+        };
+        Arc::new(Self {
+            policy,
+            lock: RwLock::new(lock),
+            lock_path,
+            approver,
+            audit,
+            session,
+            next_call: AtomicU64::new(1),
+        })
+    }
+
+    /// The policy.
+    #[must_use]
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The audit log.
+    #[must_use]
+    pub fn audit(&self) -> &Arc<AuditLog> {
+        &self.audit
+    }
+
+    /// Whether `offer`'s definition is the one reviewed.
+    #[must_use]
+    pub fn review_state(&self, offer: &Offer) -> ReviewState {
+        self.lock.read().unwrap_or_else(PoisonError::into_inner).status(&offer.provider, &offer.definition)
+    }
+
+    /// Records `offer`'s definition as reviewed, and saves the lock file.
+    ///
+    /// # Errors
+    ///
+    /// The lock's, when the definition cannot be pinned or the file written.
+    pub fn approve_definition(&self, offer: &Offer) -> Result<String, LockError> {
+        let mut lock = self.lock.write().unwrap_or_else(PoisonError::into_inner);
+        let hash = lock.approve(&offer.provider, &offer.definition)?;
+        if let Some(path) = &self.lock_path {
+            lock.save(path)?;
+        }
+        Ok(hash)
+    }
+
+    /// The guarded tool for `offer`, or why it is withheld.
+    #[must_use]
+    pub fn admit(self: &Arc<Self>, offer: Offer) -> Admission {
+        match self.review_state(&offer) {
+            ReviewState::Reviewed => {
+                let spec = offer.tool.spec.clone();
+                let guarded =
+                    Guarded { guard: Arc::clone(self), provider: offer.provider, tool: offer.name, inner: offer.tool };
+                Admission::Offered(Tool::new(spec, Arc::new(guarded)))
+            }
+            state => Admission::Withheld(state),
+        }
+    }
+
+    fn call_id(&self) -> String {
+        format!("{}-{}", self.session, self.next_call.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Writes `entries` durably (write-ahead); fails closed.
+    async fn record(&self, entries: Vec<Entry>) -> Result<(), ToolError> {
+        let refused = |e: wasmgate_audit::AuditError| {
+            tracing::error!(error = %e, "audit log cannot be written; refusing the call");
+            ToolError::new(ToolErrorKind::Refused, format!("the audit log cannot be written: {e}"))
+        };
+        self.audit.submit(entries).map_err(refused)?.await.map(|_| ()).map_err(refused)
+    }
+
+    /// Queues an outcome record without waiting for it.
+    fn note(&self, entry: Entry) {
+        if let Err(e) = self.audit.submit([entry]) {
+            tracing::error!(error = %e, "audit log cannot be written; later calls will be refused");
+        }
+    }
+}
+
+struct Guarded {
+    guard: Arc<Guard>,
+    provider: String,
+    /// The provider's own name for the tool.
+    tool: String,
+    inner: Tool,
+}
+
+impl std::fmt::Debug for Guarded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guarded").field("provider", &self.provider).field("tool", &self.tool).finish()
+    }
+}
+
+impl ToolExecute for Guarded {
+    fn execute(&self, input: Value, cancel: CancellationToken) -> BoxFuture<'_, Result<ToolResult, ToolError>> {
+        Box::pin(self.call(input, cancel))
+    }
+}
+
+impl Guarded {
+    async fn call(&self, input: Value, cancel: CancellationToken) -> Result<ToolResult, ToolError> {
+        let guard = &self.guard;
+        let call = guard.call_id();
+        let entry = |event| Entry::call(&call, &self.provider, &self.tool, event);
+        let decision = guard.policy.decide(&self.provider, &self.tool, &input);
+        let verdict = decision.verdict.as_str().to_owned();
+        let arguments = input.clone();
+        let mut records = vec![entry(Event::Requested { verdict, reason: decision.reason.clone(), arguments })];
+        let denied = match decision.verdict {
+            Verdict::Deny => Some(decision.reason.clone()),
+            Verdict::Ask => {
+                let request = self.request(&call, &input, &decision.reason, Subject::Call);
+                let approval = guard.approver.approve(&request).await;
+                let approved = approval == Approval::Approved;
+                records.push(entry(Event::Approval { approved, approver: guard.approver.name().to_owned() }));
+                match approval {
+                    Approval::Approved => None,
+                    Approval::Denied { reason } => Some(reason),
+                }
+            }
+            Verdict::Allow => None,
+        };
+        if let Some(reason) = denied {
+            guard.record(records).await?;
+            return Ok(ToolResult::error(format!("denied: {reason}")));
+        }
+        records.push(entry(Event::Started));
+        guard.record(records).await?;
+        match self.inner.execute(input.clone(), cancel).await {
+            Ok(result) => {
+                let action = guard.policy.provider(&self.provider).map_or(InjectionAction::Flag, |p| p.injection);
+                let Screened { result, event } =
+                    screen(&self.provider, &self.tool, result, action, |flags| self.release(&call, &input, flags))
+                        .await;
+                guard.note(entry(event));
+                Ok(result)
+            }
+            Err(error) => {
+                let event = if error.kind() == ToolErrorKind::Cancelled {
+                    Event::Cancelled { reason: "cancelled by the caller; remote effects are unknown".into() }
+                } else {
+                    Event::Failed { error: error.detail().to_owned() }
+                };
+                guard.note(entry(event));
+                Err(error)
+            }
+        }
+    }
+
+    fn request(&self, call: &str, input: &Value, reason: &str, subject: Subject) -> ApprovalRequest {
+        ApprovalRequest {
+            call: call.to_owned(),
+            provider: self.provider.clone(),
+            tool: self.tool.clone(),
+            arguments: input.clone(),
+            reason: reason.to_owned(),
+            subject,
+        }
+    }
+
+    /// Asks whether a flagged result may be shown.
+    async fn release(&self, call: &str, input: &Value, flags: Vec<String>) -> bool {
+        let reason = "the result looks like it carries instructions, and the policy asks before showing it";
+        let request = self.request(call, input, reason, Subject::Release { flags });
+        self.guard.approver.approve(&request).await == Approval::Approved
+    }
+}

@@ -1,0 +1,97 @@
+//! [`GuardedToolset`]: the tools of every source, admitted by the guard, fresh for each
+//! model turn. A new or changed definition is withheld (and the change recorded once in
+//! the audit log) until someone reviews it.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use wasmgate_adapter::{Offer, ToolSource};
+use wasmgate_agent::{BoxFuture, Tool, Toolset};
+use wasmgate_audit::{Entry, Event};
+use wasmgate_policy::ReviewState;
+
+use crate::guard::{Admission, Guard};
+
+/// A tool that is not offered, and why.
+#[derive(Debug, Clone)]
+pub struct WithheldTool {
+    /// The offer as the provider made it.
+    pub offer: Offer,
+    /// New, or changed (with what changed).
+    pub state: ReviewState,
+}
+
+/// Every source's reviewed tools, guarded.
+#[derive(Debug)]
+pub struct GuardedToolset {
+    guard: Arc<Guard>,
+    sources: Vec<Arc<dyn ToolSource>>,
+    withheld: Mutex<Vec<WithheldTool>>,
+    /// (provider, tool, definition) already reported, so a change is recorded once.
+    reported: Mutex<HashSet<(String, String, String)>>,
+}
+
+impl GuardedToolset {
+    /// The tools of `sources`, admitted by `guard`.
+    #[must_use]
+    pub fn new(guard: Arc<Guard>, sources: Vec<Arc<dyn ToolSource>>) -> Self {
+        Self { guard, sources, withheld: Mutex::default(), reported: Mutex::default() }
+    }
+
+    /// The tools withheld at the last look, for review.
+    #[must_use]
+    pub fn withheld(&self) -> Vec<WithheldTool> {
+        self.withheld.lock().map(|w| w.clone()).unwrap_or_default()
+    }
+
+    /// Asks every source again and admits what it offers.
+    pub async fn refresh(&self) -> Vec<Tool> {
+        let mut offered = Vec::new();
+        let mut withheld = Vec::new();
+        for source in &self.sources {
+            let (offers, trouble) = source.offers().await;
+            if let Some(why) = trouble {
+                tracing::warn!(provider = source.provider(), %why, "offering the last known tools");
+            }
+            for offer in offers {
+                match self.guard.admit(offer.clone()) {
+                    Admission::Offered(tool) => offered.push(tool),
+                    Admission::Withheld(state) => {
+                        self.report(&offer, &state);
+                        withheld.push(WithheldTool { offer, state });
+                    }
+                }
+            }
+        }
+        if let Ok(mut slot) = self.withheld.lock() {
+            *slot = withheld;
+        }
+        offered
+    }
+
+    fn report(&self, offer: &Offer, state: &ReviewState) {
+        let key = (offer.provider.clone(), offer.name.clone(), offer.definition.to_string());
+        if !self.reported.lock().is_ok_and(|mut seen| seen.insert(key)) {
+            return;
+        }
+        let message = match state {
+            ReviewState::Changed { diff } => {
+                format!("tool {} changed since it was reviewed; withheld until reviewed again: {diff}", offer.name)
+            }
+            _ => format!("tool {} has not been reviewed; withheld until reviewed", offer.name),
+        };
+        tracing::warn!(provider = %offer.provider, tool = %offer.name, "{message}");
+        let mut entry = Entry::log(Event::Warning { message });
+        entry.provider = Some(offer.provider.clone());
+        entry.tool = Some(offer.name.clone());
+        if let Err(e) = self.guard.audit().submit([entry]) {
+            tracing::error!(error = %e, "audit log cannot be written");
+        }
+    }
+}
+
+impl Toolset for GuardedToolset {
+    fn current(&self) -> BoxFuture<'_, Vec<Tool>> {
+        Box::pin(self.refresh())
+    }
+}

@@ -1,0 +1,47 @@
+//! The audit log as the guard uses it: write-ahead, fail closed.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{Setup, Source, definition};
+use serde_json::json;
+use wasmgate_agent::{CancellationToken, Tool, ToolErrorKind, ToolResult, Toolset};
+use wasmgate_guard::Unattended;
+
+#[tokio::test]
+async fn a_full_audit_device_refuses_the_call_before_it_runs() {
+    let query = definition("calendar_query", "Lists your events.");
+    let source = Source::new("calendar", vec![query.clone()]);
+    let dir = tempfile::tempdir().unwrap();
+    let setup = Setup::with_audit(dir, &[(&source, query)], Arc::new(Unattended), Some("/dev/full".into()));
+    let tools = setup.toolset(std::slice::from_ref(&source)).current().await;
+    for _ in 0..2 {
+        let error = tools[0].execute(json!({}), CancellationToken::new()).await.unwrap_err();
+        assert_eq!(error.kind(), ToolErrorKind::Refused);
+        assert_eq!(error.to_string(), "tool call refused by the gateway");
+        assert!(error.detail().contains("audit log cannot be written"), "{}", error.detail());
+    }
+    assert_eq!(source.calls(), 0, "nothing ran without its start record");
+}
+
+#[tokio::test]
+async fn the_start_record_is_durable_before_the_call_runs_at_the_cost_of_one_fsync() {
+    let query = definition("calendar_query", "Lists your events.");
+    let source = Source::new("calendar", vec![query.clone()]);
+    let setup = Setup::new(&[(&source, query.clone())], Arc::new(Unattended));
+    let audit = Arc::clone(setup.guard.audit());
+    let before = audit.fsyncs();
+    let mut offer = source.offer(&query);
+    // The call itself looks at the log: its start record must already be on disk, and
+    // exactly one fsync must have happened on the way (requested + started together).
+    offer.tool = Tool::from_fn(offer.tool.spec.clone(), move |_, _| {
+        let seen = std::fs::read_to_string(audit.path()).unwrap_or_default();
+        let report = format!("started={} fsyncs={}", seen.matches("\"started\"").count(), audit.fsyncs() - before);
+        async move { Ok(ToolResult::text(report)) }
+    });
+    let wasmgate_guard::Admission::Offered(guarded) = setup.guard.admit(offer) else { panic!("reviewed") };
+    let result = guarded.execute(json!({}), CancellationToken::new()).await.unwrap();
+    assert!(result.content.contains("started=1 fsyncs=1"), "{}", result.content);
+}
