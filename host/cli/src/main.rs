@@ -1,19 +1,18 @@
 //! `wasmgate`: the command-line face of the gateway.
 //!
-//! For now it has one job: `wasmgate format` renders a tool result through a
-//! sandboxed formatter component and prints what a model would read. Logs go
-//! to stderr (set `WASMGATE_LOG=debug` to see guest stderr); stdout carries
-//! only the result, because it will carry the MCP stdio protocol later.
+//! * `wasmgate format`: render a tool result through a sandboxed formatter component and
+//!   print what a model would read ([`format`]);
+//! * `wasmgate audit verify FILE`: check an audit log's hash chain ([`audit`]).
+//!
+//! Logs go to stderr (set `WASMGATE_LOG=debug` to see guest stderr); stdout carries only
+//! the command's output, because it carries the MCP stdio protocol under `serve`.
 
-use std::io::Read as _;
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
-use anyhow::{Context as _, bail};
-use clap::{Args, Parser, Subcommand};
-use serde_json::Value;
-use wasmgate_sandbox::{FormatRequest, Limits, Sandbox, SandboxConfig};
+use clap::{Parser, Subcommand};
+
+mod audit;
+mod format;
 
 #[derive(Debug, Parser)]
 #[command(name = "wasmgate", version, about = "Let an agent use tools written by strangers without trusting them")]
@@ -26,38 +25,10 @@ struct Cli {
 enum Command {
     /// Render one MCP tool result as plain text in the WebAssembly sandbox,
     /// the way every tool result is rendered before a model sees it.
-    Format(FormatArgs),
-}
-
-#[derive(Debug, Args)]
-struct FormatArgs {
-    /// A JSON file holding an MCP tool result: `content` (an array of
-    /// content blocks), optionally `structuredContent` and `isError`. Use `-`
-    /// for standard input.
-    result: PathBuf,
-    /// A formatter component (`.wasm`, world `wasmgate:sandbox/formatter`).
-    /// Default: the built-in json-text formatter.
-    #[arg(long, value_name = "FILE")]
-    formatter: Option<PathBuf>,
-    /// The tool name passed to the formatter.
-    #[arg(long, default_value = "demo_tool")]
-    tool: String,
-    /// The provider name passed to the formatter.
-    #[arg(long, default_value = "demo")]
-    provider: String,
-    /// Wall-clock limit for the formatter, in milliseconds.
-    #[arg(long, default_value_t = 1000, value_name = "MS")]
-    deadline_ms: u64,
-    /// Largest text the formatter may return, in bytes.
-    #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
-    max_output: usize,
-    /// Where compiled components are cached. Default:
-    /// `$XDG_CACHE_HOME/wasmgate/components` or `~/.cache/wasmgate/components`.
-    #[arg(long, value_name = "DIR", conflicts_with = "no_cache")]
-    cache_dir: Option<PathBuf>,
-    /// Compile the formatter in memory and cache nothing.
-    #[arg(long)]
-    no_cache: bool,
+    Format(format::FormatArgs),
+    /// Work with audit logs.
+    #[command(subcommand)]
+    Audit(audit::AuditCommand),
 }
 
 fn main() -> ExitCode {
@@ -70,7 +41,8 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Format(args) => format(args),
+        Command::Format(args) => format::run(args),
+        Command::Audit(command) => audit::run(command),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -79,55 +51,4 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn format(args: FormatArgs) -> anyhow::Result<()> {
-    let request = read_result(&args.result, args.tool, args.provider)?;
-    let cache_dir = if args.no_cache { None } else { args.cache_dir.or_else(default_cache_dir) };
-    let sandbox = Sandbox::new(SandboxConfig { cache_dir, max_concurrent_calls: 4, ..SandboxConfig::default() })?;
-    let limits = Limits {
-        deadline: Duration::from_millis(args.deadline_ms),
-        output_bytes: args.max_output,
-        ..Limits::default()
-    };
-    let formatter = match &args.formatter {
-        Some(path) => sandbox.load_formatter_file(path, limits)?,
-        None => sandbox.load_formatter("built-in json-text formatter", wasmgate_guests::JSON_TEXT, limits)?,
-    };
-    let text = formatter.format(request).with_context(|| format!("formatter {} failed", formatter.name()))?;
-    println!("{text}");
-    Ok(())
-}
-
-/// Reads an MCP tool result file into a request, passing its parts on as
-/// JSON text: rendering them is the formatter's job, not the host's.
-fn read_result(path: &Path, tool_name: String, provider: String) -> anyhow::Result<FormatRequest> {
-    let text = if path == Path::new("-") {
-        let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).context("cannot read the tool result from standard input")?;
-        text
-    } else {
-        std::fs::read_to_string(path).with_context(|| format!("cannot read the tool result file {}", path.display()))?
-    };
-    let value: Value = serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
-    let Some(content) = value.get("content").filter(|c| c.is_array()) else {
-        bail!(
-            "{} has no `content` array: a tool result looks like {{\"content\": [{{\"type\": \"text\", \"text\": \"...\"}}]}}",
-            path.display()
-        );
-    };
-    Ok(FormatRequest {
-        tool_name,
-        provider,
-        content: content.to_string(),
-        structured_content: value.get("structuredContent").map(Value::to_string),
-        is_error: value.get("isError").and_then(Value::as_bool).unwrap_or(false),
-    })
-}
-
-fn default_cache_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
-    Some(base.join("wasmgate").join("components"))
 }
