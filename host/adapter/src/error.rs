@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use wasmgate_gate::ClientError;
 use wasmgate_policy::NameError;
-use wasmgate_sandbox::LoadError;
+use wasmgate_sandbox::{LoadError, SandboxError};
 
 /// Start-up failed; the text names the provider or the file and what is wrong.
 #[derive(Debug, thiserror::Error)]
@@ -26,6 +26,15 @@ pub enum AdapterError {
         path: PathBuf,
         /// What is wrong with it.
         source: LoadError,
+    },
+    /// A WASM tool component would not list its tools (a trap, a limit, a list that
+    /// breaks the contract).
+    #[error("cannot start provider {provider:?}: its component would not list its tools: {source}")]
+    Component {
+        /// The provider's configured name.
+        provider: String,
+        /// What the sandbox reported.
+        source: SandboxError,
     },
     /// A provider name that would make ambiguous or invalid tool names.
     #[error(transparent)]

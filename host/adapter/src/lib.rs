@@ -1,25 +1,32 @@
-//! MCP tools as plain [`Tool`](wasmgate_agent::Tool) values.
+//! MCP tools and WASM tool components' tools as plain [`Tool`](wasmgate_agent::Tool) values.
 //!
 //! The adapter does shape translation only: a provider's tool becomes a spec under the
 //! provider-prefixed name (`wasmgate_policy::prefixed_name`, which no provider can forge
 //! for another's tool) and an `execute` that validates the arguments against the tool's
-//! `inputSchema`, calls the tool through the MCP client, and has the result
-//! rendered to text by a formatter component in the sandbox. Failures follow DESIGN.md's
-//! contract (the table is in [`mcp_tool`]).
+//! `inputSchema`, calls the tool (through the MCP client, or in a fresh sandbox instance
+//! of the component), and has the result rendered to text by a formatter component in
+//! the sandbox. Failures follow DESIGN.md's contract (the tables are in [`mcp_tool`] and
+//! [`component_tool`]).
 //!
 //! # Layout
 //!
-//! * [`provider`]: [`McpProvider`] (a connected provider and its adapted tools) and
-//!   [`McpToolset`] (the current tools of several providers, for the agent loop);
+//! * [`provider`]: [`McpProvider`], a connected MCP server and its adapted tools;
+//! * [`component`]: [`ComponentProvider`], a WASM tool component and its adapted tools;
+//! * [`toolbox`]: [`Toolbox`] (the current tools of several providers of any kind, for
+//!   the agent loop) and [`McpToolset`], a toolbox of MCP servers;
 //! * [`offer`]: [`Offer`], a tool with the definition it was made from (what review pins),
 //!   and the [`ToolSource`] trait every kind of provider implements;
-//! * [`mcp_tool`]: one tool: argument validation, the call, the failure mapping;
+//! * [`mcp_tool`], [`component_tool`]: one tool: argument validation, the call, the
+//!   failure mapping; `contract` holds what the two share;
 //! * [`render`]: the result through the formatter, the output schema check, [`WITHHELD`];
 //! * [`resources`]: the optional `<provider>.read_resource` tool (and why prompts are not consumed);
 //! * [`formatters`]: which formatter renders which provider's and tool's results;
 //! * [`schema`]: compiling untrusted JSON Schemas safely (offline, linear-time regexes);
 //! * [`error`]: [`AdapterError`], what stops start-up.
 
+pub mod component;
+pub mod component_tool;
+mod contract;
 pub mod error;
 pub mod formatters;
 pub mod mcp_tool;
@@ -28,10 +35,14 @@ pub mod provider;
 pub mod render;
 pub mod resources;
 pub mod schema;
+pub mod toolbox;
+
+pub use component::ComponentProvider;
 
 pub use error::AdapterError;
 pub use formatters::{FormatterRule, Formatters};
 pub use offer::{Offer, ToolSource};
-pub use provider::{McpProvider, McpToolset};
+pub use provider::McpProvider;
 pub use render::{SCHEMA_MISMATCH, WITHHELD};
 pub use resources::read_resource_tool;
+pub use toolbox::{McpToolset, Toolbox};

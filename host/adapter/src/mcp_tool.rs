@@ -13,20 +13,20 @@
 use std::sync::Arc;
 
 use jsonschema::Validator;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult, ToolSpec};
 use wasmgate_gate::{ClientError, McpClient};
-use wasmgate_protocol::{CallToolResult, ContentBlock, ResultKind, ToolDefinition};
+use wasmgate_protocol::ToolDefinition;
 use wasmgate_sandbox::Formatter;
 
+use crate::contract::{checked_arguments, gone, rejected};
 use crate::render::{Origin, render};
 use crate::schema;
 
 /// JSON-RPC "invalid params": how some servers reject arguments.
 const INVALID_PARAMS: i64 = -32602;
 
-/// Why a tool was not offered to the agent (for logs).
-pub type Withheld = String;
+pub use crate::offer::Withheld;
 
 /// Makes `definition` of `provider` a [`Tool`] named `exposed`.
 ///
@@ -93,16 +93,10 @@ impl McpTool {
     }
 
     async fn call(&self, input: Value, cancel: CancellationToken) -> Result<ToolResult, ToolError> {
-        let arguments = match input {
-            Value::Object(arguments) => arguments,
-            Value::Null => Map::new(),
-            _ => return Ok(ToolResult::error("invalid arguments: expected a JSON object")),
+        let arguments = match checked_arguments(&self.input, input) {
+            Ok(arguments) => arguments,
+            Err(invalid) => return Ok(invalid),
         };
-        let arguments = Value::Object(arguments);
-        if let Err(problems) = schema::check(&self.input, &arguments) {
-            return Ok(ToolResult::error(format!("invalid arguments:\n{problems}")));
-        }
-        let Value::Object(arguments) = arguments else { return Ok(ToolResult::error("invalid arguments")) };
         match self.client.call_tool(&self.upstream, arguments, cancel).await {
             Ok(result) => Ok(render(self.origin(), &self.formatter, self.output.as_ref(), &result).await),
             Err(error) => self.failed(error).await,
@@ -116,14 +110,10 @@ impl McpTool {
                 if let Err(why) = self.client.list_tools().await {
                     tracing::warn!(provider = %self.provider, %why, "refreshing the tool list failed");
                 }
-                Ok(ToolResult::error(format!(
-                    "the tool {} is no longer available from {}",
-                    self.exposed, self.provider
-                )))
+                Ok(gone(self.origin()))
             }
             ClientError::Rpc { code: INVALID_PARAMS, ref message, .. } => {
-                let rejected = rejection(message);
-                Ok(render(self.origin(), &self.formatter, None, &rejected).await)
+                Ok(rejected(self.origin(), &self.formatter, message).await)
             }
             _ => Err(tool_error(&self.provider, error)),
         }
@@ -138,17 +128,4 @@ pub(crate) fn tool_error(provider: &str, error: ClientError) -> ToolError {
         _ => ToolErrorKind::ExecutionFailed,
     };
     ToolError::new(kind, error.to_string()).with_provider(provider).with_source(error)
-}
-
-/// The server's rejection of the arguments as an error result, so its (untrusted)
-/// text reaches the model only through the formatter.
-fn rejection(message: &str) -> CallToolResult {
-    let block = json!({"type": "text", "text": format!("the provider rejected the arguments: {message}")});
-    CallToolResult {
-        kind: ResultKind::Complete,
-        content: vec![ContentBlock::Text(block.clone())],
-        structured_content: None,
-        is_error: true,
-        raw: json!({"content": [block], "isError": true}),
-    }
 }

@@ -1,5 +1,4 @@
-//! A connected MCP provider and its tools as [`Tool`]s, and [`McpToolset`], which
-//! offers the current tools of several providers to the agent loop.
+//! A connected MCP provider and its tools as [`Tool`]s.
 //!
 //! Tools are re-adapted only when the provider's definitions change, so a turn costs
 //! one look at the client's cache. A tool whose name cannot be exposed or whose schema
@@ -8,15 +7,14 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use wasmgate_agent::{BoxFuture, Tool, Toolset};
+use wasmgate_agent::{BoxFuture, Tool};
 use wasmgate_gate::{ClientConfig, ClientError, McpClient, Transport};
 use wasmgate_policy::name::validate_provider;
-use wasmgate_policy::prefixed_name;
 
 use crate::error::AdapterError;
 use crate::formatters::Formatters;
 use crate::mcp_tool::adapt;
-use crate::offer::{Offer, ToolSource};
+use crate::offer::{Offer, ToolSource, offer};
 use crate::resources::{READ_RESOURCE, read_resource_tool};
 
 /// One upstream MCP server, adapted. Clones share the connection.
@@ -108,22 +106,10 @@ impl McpProvider {
         let offers: Vec<Offer> = definitions
             .iter()
             .filter_map(|definition| {
-                let adapted = prefixed_name(name, &definition.name).map_err(|e| e.to_string()).and_then(|exposed| {
+                offer(name, &definition.name, definition.raw.clone(), |exposed| {
                     let formatter = self.inner.formatters.select(name, &definition.name);
                     adapt(name, exposed, &self.inner.client, definition, formatter)
-                });
-                match adapted {
-                    Ok(tool) => Some(Offer {
-                        provider: name.clone(),
-                        name: definition.name.clone(),
-                        definition: definition.raw.clone(),
-                        tool,
-                    }),
-                    Err(why) => {
-                        tracing::warn!(provider = %name, tool = %definition.name, %why, "tool withheld");
-                        None
-                    }
-                }
+                })
             })
             .collect();
         if let Ok(mut adapted) = self.inner.adapted.lock() {
@@ -166,55 +152,6 @@ impl ToolSource for McpProvider {
                 Ok(offers) => (offers, None),
                 Err(why) => (self.last_offers(), Some(format!("cannot refresh the tool list: {why}"))),
             }
-        })
-    }
-}
-
-/// The tools of several providers, fresh for every model turn.
-#[derive(Debug, Clone, Default)]
-pub struct McpToolset {
-    providers: Vec<McpProvider>,
-    /// Tools offered beside the providers' own (a `read_resource` tool, local tools).
-    extra: Vec<Tool>,
-}
-
-impl McpToolset {
-    /// A toolset over `providers`.
-    #[must_use]
-    pub fn new(providers: Vec<McpProvider>) -> Self {
-        Self { providers, extra: Vec::new() }
-    }
-
-    /// Also offers `tools` on every turn.
-    #[must_use]
-    pub fn with_tools(mut self, tools: impl IntoIterator<Item = Tool>) -> Self {
-        self.extra.extend(tools);
-        self
-    }
-
-    /// The providers.
-    #[must_use]
-    pub fn providers(&self) -> &[McpProvider] {
-        &self.providers
-    }
-}
-
-impl Toolset for McpToolset {
-    /// A provider whose list cannot be fetched keeps offering its last tools: calling
-    /// one then fails with a [`ToolError`](wasmgate_agent::ToolError), which ends the
-    /// turn as the failure contract says, instead of tools vanishing silently.
-    fn current(&self) -> BoxFuture<'_, Vec<Tool>> {
-        Box::pin(async move {
-            let mut all = Vec::new();
-            for provider in &self.providers {
-                let (offers, trouble) = provider.offers().await;
-                if let Some(why) = trouble {
-                    tracing::warn!(provider = %provider.name(), %why, "offering the last known tools");
-                }
-                all.extend(offers.into_iter().map(|offer| offer.tool));
-            }
-            all.extend(self.extra.iter().cloned());
-            all
         })
     }
 }

@@ -1,6 +1,9 @@
 //! A scripted upstream MCP server on the in-memory transport, a shared sandbox with
-//! the real formatter components, and helpers to build providers over both.
+//! the real formatter components, and helpers to build providers over both
+//! ([`components`] has the WASM tool components).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+pub mod components;
 
 use std::path::PathBuf;
 use std::sync::{Arc, LazyLock, Mutex};

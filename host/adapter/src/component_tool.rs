@@ -1,0 +1,155 @@
+//! One tool of a WASM tool component as a [`Tool`]: the same path as an MCP tool (the
+//! arguments checked against `inputSchema`, the result rendered by a formatter in the
+//! sandbox), with the call run in a fresh instance of the component under its grants.
+//!
+//! | component outcome | what the agent gets |
+//! |---|---|
+//! | an outcome (`is_error` or not) | `Ok`, rendered by the formatter in the sandbox |
+//! | arguments that fail `inputSchema` | `Ok(is_error)` with the validator's message; no call |
+//! | `invalid-arguments` from the component | `Ok(is_error)`, its text rendered like a result |
+//! | `unknown-tool` | `Ok(is_error)` saying the tool is no longer available |
+//! | cancelled | `Err` [`ToolErrorKind::Cancelled`] at once; the call itself ends within its deadline |
+//! | `internal` from the component | `Err` [`ToolErrorKind::ExecutionFailed`], its text in the detail |
+//! | the sandbox stopped the call (trap, deadline, fuel, memory, output cap, busy, a grant that cannot be given, output that breaks the contract) | `Err` [`ToolErrorKind::ExecutionFailed`], naming the limit or the trap in the detail |
+//!
+//! Unlike a formatter failure (the call ran, its result is withheld), a sandbox failure
+//! here means the call produced no result at all.
+
+use std::sync::Arc;
+
+use jsonschema::Validator;
+use serde_json::{Map, Value};
+use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult, ToolSpec};
+use wasmgate_protocol::{CallToolResult, ProtocolError, parse_call_tool_result};
+use wasmgate_sandbox::{
+    CallError, CallOutcome, Formatter, Grants, Limits, ToolCallError, ToolDefinition, ToolProvider,
+};
+
+use crate::contract::{checked_arguments, gone, rejected};
+use crate::offer::Withheld;
+use crate::render::{Origin, render};
+use crate::schema;
+
+/// A loaded tool component and what every call of its tools gets.
+#[derive(Debug, Clone)]
+pub struct Component {
+    /// The provider's configured name.
+    pub provider: String,
+    /// The loaded component.
+    pub component: ToolProvider,
+    /// What each call may use (directories, the clock); nothing else is granted.
+    pub grants: Grants,
+    /// The limits of each call.
+    pub limits: Limits,
+}
+
+/// Makes `definition` of `component` a [`Tool`] named `exposed`.
+///
+/// # Errors
+///
+/// Why the tool is withheld: an `inputSchema` that cannot be compiled (invalid, or
+/// referring to something outside itself).
+pub fn adapt(
+    component: &Arc<Component>,
+    exposed: String,
+    definition: &ToolDefinition,
+    formatter: Arc<Formatter>,
+) -> Result<Tool, Withheld> {
+    let input = schema::compile(&definition.input_schema).map_err(|e| format!("its inputSchema is unusable: {e}"))?;
+    let spec = ToolSpec {
+        name: exposed.clone(),
+        description: definition.description.clone(),
+        input_schema: definition.input_schema.clone(),
+    };
+    let executor = ComponentTool {
+        component: Arc::clone(component),
+        upstream: definition.name.clone(),
+        exposed,
+        input,
+        formatter,
+    };
+    Ok(Tool::new(spec, Arc::new(executor)))
+}
+
+struct ComponentTool {
+    component: Arc<Component>,
+    /// The component's own name for the tool.
+    upstream: String,
+    /// The name the agent knows.
+    exposed: String,
+    input: Validator,
+    formatter: Arc<Formatter>,
+}
+
+impl std::fmt::Debug for ComponentTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ComponentTool")
+            .field("provider", &self.component.provider)
+            .field("upstream", &self.upstream)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolExecute for ComponentTool {
+    fn execute(&self, input: Value, cancel: CancellationToken) -> BoxFuture<'_, Result<ToolResult, ToolError>> {
+        Box::pin(self.call(input, cancel))
+    }
+}
+
+impl ComponentTool {
+    fn origin(&self) -> Origin<'_> {
+        Origin { provider: &self.component.provider, tool: &self.exposed }
+    }
+
+    async fn call(&self, input: Value, cancel: CancellationToken) -> Result<ToolResult, ToolError> {
+        let arguments = match checked_arguments(&self.input, input) {
+            Ok(arguments) => arguments,
+            Err(invalid) => return Ok(invalid),
+        };
+        if cancel.is_cancelled() {
+            return Err(ToolError::cancelled().with_provider(&self.component.provider));
+        }
+        // CPU work bounded by the deadline: off the async threads. On cancellation the
+        // call is left to finish (within its deadline) and its outcome dropped.
+        let component = Arc::clone(&self.component);
+        let name = self.upstream.clone();
+        let arguments = Value::Object(arguments).to_string();
+        let task = tokio::task::spawn_blocking(move || {
+            component.component.call(&name, &arguments, &component.grants, &component.limits)
+        });
+        let Some(joined) = cancel.run_until_cancelled(task).await else {
+            return Err(ToolError::cancelled().with_provider(&self.component.provider));
+        };
+        let called = joined.map_err(|join| self.failed(format!("the call's task failed: {join}")))?;
+        match called {
+            Ok(outcome) => match result_of(outcome) {
+                Ok(result) => Ok(render(self.origin(), &self.formatter, None, &result).await),
+                Err(malformed) => Err(self.failed(format!("its outcome is not a valid tool result: {malformed}"))),
+            },
+            Err(ToolCallError::Call(CallError::UnknownTool(_))) => Ok(gone(self.origin())),
+            Err(ToolCallError::Call(CallError::InvalidArguments(why))) => {
+                Ok(rejected(self.origin(), &self.formatter, &why).await)
+            }
+            Err(error) => Err(self.failed(error.to_string()).with_source(error)),
+        }
+    }
+
+    /// The call produced no result: `detail` (which names the limit, the trap or the
+    /// component's own words) is for the host only.
+    fn failed(&self, detail: String) -> ToolError {
+        tracing::warn!(provider = %self.component.provider, tool = %self.upstream, %detail, "tool call failed");
+        let detail = format!("tool {} of {}: {detail}", self.upstream, self.component.provider);
+        ToolError::new(ToolErrorKind::ExecutionFailed, detail).with_provider(&self.component.provider)
+    }
+}
+
+/// A component's outcome as an MCP result, parsed by the same rules as an MCP server's.
+fn result_of(outcome: CallOutcome) -> Result<CallToolResult, ProtocolError> {
+    let mut raw = Map::new();
+    raw.insert("content".into(), outcome.content);
+    if let Some(structured) = outcome.structured_content {
+        raw.insert("structuredContent".into(), structured);
+    }
+    raw.insert("isError".into(), Value::Bool(outcome.is_error));
+    parse_call_tool_result(&Value::Object(raw))
+}
