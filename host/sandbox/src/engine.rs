@@ -121,7 +121,14 @@ fn base_config(config: &SandboxConfig) -> Config {
     c.epoch_interruption(true)
         .consume_fuel(config.fuel)
         .max_wasm_stack(config.max_wasm_stack)
-        .wasm_component_model(true);
+        .wasm_component_model(true)
+        // Smaller artifacts that load faster. Without the address map a trap names the
+        // guest function but not the byte offset in the .wasm; without native unwind
+        // info (.eh_frame), which wasmtime does not need for its own backtraces, nothing
+        // has to be registered with the system unwinder on load. Host functions do not
+        // unwind through guest frames: wasmtime catches a host panic at the boundary.
+        .generate_address_map(false)
+        .native_unwind_info(false);
     c
 }
 
