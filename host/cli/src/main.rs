@@ -2,6 +2,8 @@
 //!
 //! * `wasmgate format`: render a tool result through a sandboxed formatter component and
 //!   print what a model would read ([`format`]);
+//! * `wasmgate tools`, `review`, `call`: the configured providers' tools, their review,
+//!   and one call through the whole pipeline ([`tools`], [`review`], [`call`]);
 //! * `wasmgate audit verify FILE`: check an audit log's hash chain ([`audit`]).
 //!
 //! Logs go to stderr (set `WASMGATE_LOG=debug` to see guest stderr); stdout carries only
@@ -9,10 +11,15 @@
 
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
 mod audit;
+mod call;
 mod format;
+mod open;
+mod review;
+mod tools;
 
 #[derive(Debug, Parser)]
 #[command(name = "wasmgate", version, about = "Let an agent use tools written by strangers without trusting them")]
@@ -26,6 +33,13 @@ enum Command {
     /// Render one MCP tool result as plain text in the WebAssembly sandbox,
     /// the way every tool result is rendered before a model sees it.
     Format(format::FormatArgs),
+    /// List every provider's tools and their state: allowed, ask, denied, unreviewed or
+    /// changed, and how each stdio server is confined.
+    Tools(open::ConfigArgs),
+    /// Review new and changed tool definitions; approved ones are pinned in the lock file.
+    Review(review::ReviewArgs),
+    /// Call one tool through the whole pipeline and print what an agent would see.
+    Call(call::CallArgs),
     /// Work with audit logs.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
@@ -41,14 +55,22 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Format(args) => format::run(args),
-        Command::Audit(command) => audit::run(command),
+        Command::Format(args) => format::run(args).map(|()| true),
+        Command::Audit(command) => audit::run(command).map(|()| true),
+        Command::Tools(args) => runtime().and_then(|rt| rt.block_on(tools::run(args))).map(|()| true),
+        Command::Review(args) => runtime().and_then(|rt| rt.block_on(review::run(args))).map(|()| true),
+        Command::Call(args) => runtime().and_then(|rt| rt.block_on(call::run(args))),
     };
     match outcome {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(2),
         Err(e) => {
             eprintln!("wasmgate: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")
 }

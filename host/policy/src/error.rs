@@ -47,14 +47,18 @@ pub enum PolicyError {
     },
 }
 
-/// The source text and its name, to turn byte spans into located errors.
+/// The source text and its name, to turn byte spans into located errors. Public so the
+/// gateway's own configuration file reports its mistakes the same way.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Source<'a> {
+pub struct Source<'a> {
+    /// The whole file.
     pub text: &'a str,
+    /// Its name in messages (usually the path).
     pub origin: &'a str,
 }
 
 impl Source<'_> {
+    /// An [`PolicyError::Invalid`] at `span` of the text.
     pub fn error(
         &self,
         span: Range<usize>,
@@ -73,6 +77,7 @@ impl Source<'_> {
         }
     }
 
+    /// The 1-based line and column of byte `offset`.
     pub fn line_column(&self, offset: usize) -> (usize, usize) {
         let mut offset = offset.min(self.text.len());
         while !self.text.is_char_boundary(offset) {

@@ -1,0 +1,30 @@
+//! `wasmgate tools`: every provider, how it is confined, and each tool's state.
+
+use std::sync::Arc;
+
+use wasmgate_gateway::ToolState;
+use wasmgate_guard::Unattended;
+
+use crate::open::ConfigArgs;
+
+pub async fn run(args: ConfigArgs) -> anyhow::Result<()> {
+    let gateway = args.start(Arc::new(Unattended)).await?;
+    let statuses = gateway.tool_statuses().await;
+    for provider in &gateway.providers {
+        let kind = format!("{:?}", provider.kind).to_lowercase();
+        println!("{} ({kind})", provider.name);
+        if let Some(confinement) = &provider.confinement {
+            println!("  confinement: {confinement}");
+        }
+        for status in statuses.iter().filter(|s| s.provider == provider.name) {
+            println!("  {:<48} {}", status.exposed, status.state);
+            if let ToolState::Changed(diff) = &status.state {
+                for line in diff.lines() {
+                    println!("      {line}");
+                }
+            }
+        }
+    }
+    gateway.close().await;
+    Ok(())
+}

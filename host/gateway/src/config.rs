@@ -1,0 +1,293 @@
+//! `wasmgate.toml`: how to reach each provider and where the gateway keeps its state.
+//! What providers may do is the policy file's business (docs/POLICY.md); this file says
+//! only how to start or reach them. Relative paths are relative to this file's directory.
+//!
+//! ```toml
+//! policy = "policy.toml"          # default: policy.toml next to this file
+//! lock = "wasmgate.lock"          # default: wasmgate.lock next to this file
+//! state_dir = "state"             # provider working directories; default: $XDG_STATE_HOME/wasmgate
+//! mcp_servers = "claude.json"     # optional: import a desktop client's `mcpServers`
+//!
+//! [audit]
+//! path = "audit.jsonl"            # default: <state_dir>/audit.jsonl
+//! durability = "every-call"       # or "batched" (with batch_ms) or "off"
+//!
+//! [limits]                        # formatter limits, unless the policy overrides them
+//! deadline_ms = 1000
+//!
+//! [providers.calendar]            # a stdio MCP server, spawned confined
+//! command = "python3"
+//! args = ["calendar_server.py"]
+//! env = { TZ = "UTC" }
+//! read_exec = ["/opt/python"]     # extra paths it needs to run
+//!
+//! [providers.search]              # a Streamable HTTP MCP server
+//! url = "https://search.example/mcp"
+//! token_env = "SEARCH_TOKEN"
+//!
+//! [providers.diary]               # a WASM tool component
+//! component = "diary.wasm"
+//! dirs = [{ host = "diary-data", guest = "/data", read_only = false }]
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+use wasmgate_policy::PolicyError;
+use wasmgate_policy::error::Source;
+use wasmgate_policy::name::validate_provider;
+
+/// The largest configuration file read.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    policy: Option<PathBuf>,
+    lock: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
+    mcp_servers: Option<PathBuf>,
+    #[serde(default)]
+    audit: RawAudit,
+    #[serde(default)]
+    limits: LimitsConfig,
+    #[serde(default)]
+    sandbox: SandboxSettings,
+    #[serde(default)]
+    providers: BTreeMap<String, Spanned<ProviderConfig>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAudit {
+    path: Option<PathBuf>,
+    durability: Option<Spanned<String>>,
+    batch_ms: Option<u64>,
+    #[serde(default)]
+    redact: Vec<String>,
+}
+
+/// Formatter limits (milliseconds and bytes), each optional.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Wall-clock limit of one formatting.
+    pub deadline_ms: Option<u64>,
+    /// Memory of one formatting.
+    pub memory_bytes: Option<u64>,
+    /// Longest text a formatter may return.
+    pub output_bytes: Option<u64>,
+}
+
+/// Where compiled components are cached.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSettings {
+    /// The cache directory; default `$XDG_CACHE_HOME/wasmgate/components`.
+    pub cache_dir: Option<PathBuf>,
+    /// Compile in memory and cache nothing.
+    #[serde(default)]
+    pub no_cache: bool,
+}
+
+/// One provider: exactly one of `command`, `url` or `component`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// A stdio server's program.
+    pub command: Option<PathBuf>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Its whole environment (nothing else is inherited).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Extra paths it may read and execute (an interpreter outside the system paths).
+    #[serde(default)]
+    pub read_exec: Vec<PathBuf>,
+    /// A Streamable HTTP server's URL.
+    pub url: Option<String>,
+    /// The environment variable holding its bearer token.
+    pub token_env: Option<String>,
+    /// A WASM tool component.
+    pub component: Option<PathBuf>,
+    /// The component's directory grants.
+    #[serde(default)]
+    pub dirs: Vec<DirConfig>,
+}
+
+/// A directory granted to a WASM tool component.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct DirConfig {
+    /// The host directory.
+    pub host: PathBuf,
+    /// Where the component sees it (absolute).
+    pub guest: String,
+    /// Read-only unless set to false.
+    #[serde(default = "yes")]
+    pub read_only: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// How a provider is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProviderKind {
+    /// A stdio server.
+    Stdio,
+    /// A Streamable HTTP server.
+    Http,
+    /// A WASM tool component.
+    Component,
+}
+
+/// How durable audit records are (docs/AUDIT.md).
+pub use wasmgate_audit::Durability;
+
+/// The audit settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditConfig {
+    /// The log file.
+    pub path: PathBuf,
+    /// `every-call` (default), `batched` or `off`.
+    pub durability: Durability,
+    /// Argument keys redacted beyond the defaults.
+    pub redact: Vec<String>,
+}
+
+/// A loaded, checked `wasmgate.toml`, with every path made absolute.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file it came from.
+    pub path: PathBuf,
+    /// The policy file.
+    pub policy: PathBuf,
+    /// The lock file of reviewed definitions.
+    pub lock: PathBuf,
+    /// Where provider working directories live.
+    pub state_dir: PathBuf,
+    /// The audit log.
+    pub audit: AuditConfig,
+    /// Formatter limits.
+    pub limits: LimitsConfig,
+    /// The component cache.
+    pub sandbox: SandboxSettings,
+    /// The providers, by name.
+    pub providers: BTreeMap<String, ProviderConfig>,
+}
+
+impl ProviderConfig {
+    /// Which kind this is (checked at load: exactly one).
+    #[must_use]
+    pub fn kind(&self) -> ProviderKind {
+        if self.url.is_some() {
+            ProviderKind::Http
+        } else if self.component.is_some() {
+            ProviderKind::Component
+        } else {
+            ProviderKind::Stdio
+        }
+    }
+}
+
+impl Config {
+    /// Reads and checks `path`.
+    ///
+    /// # Errors
+    ///
+    /// A [`PolicyError`] naming the file, the line, the key and the fix.
+    pub fn load(path: &Path) -> Result<Config, PolicyError> {
+        let read = |path: &Path| {
+            let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+            if len > MAX_CONFIG_BYTES {
+                return Err(std::io::Error::other(format!("the file is {len} bytes, over {MAX_CONFIG_BYTES}")));
+            }
+            std::fs::read_to_string(path)
+        };
+        let text = read(path).map_err(|source| PolicyError::Read { path: path.to_owned(), source })?;
+        let base = path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let base = std::path::absolute(&base).unwrap_or(base);
+        let origin = path.display().to_string();
+        Self::parse(&text, &origin, path, &base)
+    }
+
+    fn parse(text: &str, origin: &str, path: &Path, base: &Path) -> Result<Config, PolicyError> {
+        let src = Source { text, origin };
+        let raw: RawConfig = toml::from_str(text).map_err(|e| src.toml_error(&e))?;
+        let at = |p: PathBuf| if p.is_absolute() { p } else { base.join(p) };
+        let state_dir = raw.state_dir.map(at).unwrap_or_else(default_state_dir);
+        let durability = match raw.audit.durability {
+            None => Durability::EveryCall,
+            Some(d) => match d.get_ref().as_str() {
+                "every-call" => Durability::EveryCall,
+                "batched" => Durability::Batched { max_delay_ms: raw.audit.batch_ms.unwrap_or(5) },
+                "off" => Durability::Off,
+                other => {
+                    return Err(src.error(
+                        d.span(),
+                        "audit.durability",
+                        format!("unknown durability {other:?}"),
+                        "use \"every-call\" (the default), \"batched\" or \"off\" (see docs/AUDIT.md)",
+                    ));
+                }
+            },
+        };
+        let mut providers = BTreeMap::new();
+        for (name, spanned) in raw.providers {
+            let span = spanned.span();
+            let key = format!("providers.{name}");
+            let mut provider = spanned.into_inner();
+            validate_provider(&name).map_err(|e| {
+                src.error(span.clone(), &key, e.to_string(), "rename the table, e.g. [providers.my-calendar]")
+            })?;
+            let kinds = [provider.command.is_some(), provider.url.is_some(), provider.component.is_some()];
+            if kinds.iter().filter(|k| **k).count() != 1 {
+                return Err(src.error(
+                    span,
+                    &key,
+                    "a provider needs exactly one of `command`, `url` or `component`",
+                    "give a stdio server's `command`, an HTTP server's `url`, or a WASM tool `component`",
+                ));
+            }
+            provider.component = provider.component.map(at);
+            provider.read_exec = provider.read_exec.into_iter().map(at).collect();
+            for dir in &mut provider.dirs {
+                dir.host = at(std::mem::take(&mut dir.host));
+            }
+            providers.insert(name, provider);
+        }
+        let mut config = Config {
+            path: path.to_owned(),
+            policy: at(raw.policy.unwrap_or_else(|| "policy.toml".into())),
+            lock: at(raw.lock.unwrap_or_else(|| "wasmgate.lock".into())),
+            audit: AuditConfig {
+                path: raw.audit.path.map(at).unwrap_or_else(|| state_dir.join("audit.jsonl")),
+                durability,
+                redact: raw.audit.redact,
+            },
+            state_dir,
+            limits: raw.limits,
+            sandbox: SandboxSettings { cache_dir: raw.sandbox.cache_dir.map(at), no_cache: raw.sandbox.no_cache },
+            providers,
+        };
+        if let Some(file) = raw.mcp_servers {
+            crate::mcp_servers::import(&at(file), &mut config.providers)?;
+        }
+        Ok(config)
+    }
+}
+
+fn default_state_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local").join("state")));
+    base.unwrap_or_else(|| PathBuf::from(".")).join("wasmgate")
+}
+
+#[cfg(test)]
+mod tests;

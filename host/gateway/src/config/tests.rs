@@ -1,0 +1,74 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use super::*;
+
+fn parse(text: &str) -> Result<Config, PolicyError> {
+    Config::parse(text, "wasmgate.toml", Path::new("/etc/wg/wasmgate.toml"), Path::new("/etc/wg"))
+}
+
+fn error(text: &str) -> String {
+    parse(text).unwrap_err().to_string()
+}
+
+#[test]
+fn the_three_kinds_of_provider_and_relative_paths() {
+    let config = parse(
+        r#"
+state_dir = "state"
+[providers.calendar]
+command = "python3"
+args = ["server.py"]
+[providers.search]
+url = "https://search.example/mcp"
+token_env = "SEARCH_TOKEN"
+[providers.diary]
+component = "diary.wasm"
+dirs = [{ host = "data", guest = "/data", read_only = false }]
+"#,
+    )
+    .unwrap();
+    assert_eq!(config.policy, Path::new("/etc/wg/policy.toml"));
+    assert_eq!(config.audit.path, Path::new("/etc/wg/state/audit.jsonl"));
+    assert_eq!(config.providers["calendar"].kind(), ProviderKind::Stdio);
+    assert_eq!(config.providers["search"].kind(), ProviderKind::Http);
+    assert_eq!(config.providers["diary"].component.as_deref(), Some(Path::new("/etc/wg/diary.wasm")));
+    assert_eq!(config.providers["diary"].dirs[0].host, Path::new("/etc/wg/data"));
+    assert!(!config.providers["diary"].dirs[0].read_only);
+}
+
+#[test]
+fn errors_name_the_line_the_key_and_the_fix() {
+    let e = error("[providers.calendar]\ncommand = \"x\"\nurl = \"http://y\"\n");
+    assert!(e.starts_with("wasmgate.toml:1:"), "{e}");
+    assert!(e.contains("`providers.calendar`") && e.contains("exactly one of"), "{e}");
+
+    let e = error("[providers.Calendar]\ncommand = \"x\"\n");
+    assert!(e.contains("provider name") && e.contains("fix: rename"), "{e}");
+
+    let e = error("[audit]\ndurability = \"sometimes\"\n");
+    assert!(e.contains("wasmgate.toml:2:") && e.contains("every-call"), "{e}");
+
+    let e = error("[providers.calendar]\ncomand = \"x\"\n");
+    assert!(e.contains("did you mean `command`"), "{e}");
+}
+
+#[test]
+fn mcp_servers_json_is_imported_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("claude.json");
+    std::fs::write(&json, r#"{"mcpServers": {"files": {"command": "npx", "args": ["-y", "fs"]}, "web": {"url": "http://127.0.0.1:9/mcp"}}}"#).unwrap();
+    let text = format!("mcp_servers = {:?}\n[providers.calendar]\ncommand = \"python3\"\n", json.display().to_string());
+    let config = parse(&text).unwrap();
+    assert_eq!(config.providers["files"].args, ["-y", "fs"]);
+    assert_eq!(config.providers["web"].kind(), ProviderKind::Http);
+
+    std::fs::write(&json, r#"{"mcpServers": {"calendar": {"command": "x"}}}"#).unwrap();
+    let e = parse(&text).unwrap_err().to_string();
+    assert!(e.contains("already defines a provider \"calendar\""), "{e}");
+
+    std::fs::write(&json, "{\"mcpServers\": {\n  \"My Server\": {\"command\": \"x\"}}}").unwrap();
+    let e = parse(&text).unwrap_err().to_string();
+    assert!(e.contains(":2:") && e.contains("mcpServers.My Server") && e.contains("rename the entry"), "{e}");
+}

@@ -1,0 +1,24 @@
+//! wasmgate assembled from its configuration: the providers of `wasmgate.toml` (stdio
+//! servers spawned confined, Streamable HTTP servers, WASM tool components), the
+//! sandbox and each provider's formatters and limits, the policy, the lock file, the
+//! audit log and the guard. The CLI and the server face both start here.
+//!
+//! # Layout
+//!
+//! * [`config`]: `wasmgate.toml` ([`Config`]), checked with errors that name the line,
+//!   the key and the fix;
+//! * [`mcp_servers`]: importing a desktop client's `mcpServers` JSON as providers;
+//! * [`start`]: [`Gateway::start`], every provider started before anything is served;
+//! * [`status`]: every tool's state (allowed, ask, denied, unreviewed, changed);
+//! * [`error`]: [`StartError`], which names what failed.
+
+pub mod config;
+pub mod error;
+pub mod mcp_servers;
+pub mod start;
+pub mod status;
+
+pub use config::{Config, ProviderConfig, ProviderKind};
+pub use error::StartError;
+pub use start::{Gateway, ProviderInfo};
+pub use status::{ToolState, ToolStatus};

@@ -1,0 +1,89 @@
+//! Importing the `mcpServers` JSON that desktop MCP clients use:
+//!
+//! ```json
+//! {"mcpServers": {"files": {"command": "npx", "args": ["-y", "some-server"], "env": {"K": "v"}},
+//!                 "search": {"url": "https://search.example/mcp"}}}
+//! ```
+//!
+//! Each entry becomes a provider of the same name (which must follow the provider name
+//! rules) and is started like one declared in `wasmgate.toml`: confined, and allowed
+//! nothing until the policy says so. An entry may not redefine a provider of
+//! `wasmgate.toml`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use wasmgate_policy::PolicyError;
+use wasmgate_policy::error::Source;
+use wasmgate_policy::name::validate_provider;
+
+use crate::config::ProviderConfig;
+
+#[derive(Debug, Deserialize)]
+struct File {
+    #[serde(rename = "mcpServers")]
+    mcp_servers: BTreeMap<String, Entry>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Entry {
+    command: Option<PathBuf>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    url: Option<String>,
+}
+
+/// Adds the servers of `path` to `providers`.
+///
+/// # Errors
+///
+/// The file cannot be read or parsed, or an entry is unusable; the error names the file,
+/// the entry and the fix.
+pub fn import(path: &Path, providers: &mut BTreeMap<String, ProviderConfig>) -> Result<(), PolicyError> {
+    let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read { path: path.to_owned(), source })?;
+    let origin = path.display().to_string();
+    let src = Source { text: &text, origin: &origin };
+    let file: File = serde_json::from_str(&text).map_err(|e| {
+        let offset = offset_of(&text, e.line(), e.column());
+        src.error(offset..offset, "mcpServers", e.to_string(), "the file must be {\"mcpServers\": {\"name\": {...}}}")
+    })?;
+    for (name, entry) in file.mcp_servers {
+        let at = text.find(&format!("\"{name}\"")).unwrap_or(0);
+        let key = format!("mcpServers.{name}");
+        let problem = if let Err(e) = validate_provider(&name) {
+            Some((e.to_string(), "rename the entry: it becomes the provider's name and its tools' prefix".to_owned()))
+        } else if providers.contains_key(&name) {
+            Some((
+                format!("wasmgate.toml already defines a provider {name:?}"),
+                "rename one of them, or remove the entry you do not want".to_owned(),
+            ))
+        } else if entry.command.is_some() == entry.url.is_some() {
+            Some((
+                "an entry needs exactly one of `command` or `url`".to_owned(),
+                "give a stdio server's `command` (with `args`), or a Streamable HTTP server's `url`".to_owned(),
+            ))
+        } else {
+            None
+        };
+        if let Some((problem, fix)) = problem {
+            return Err(src.error(at..at, &key, problem, fix));
+        }
+        let provider = ProviderConfig {
+            command: entry.command,
+            args: entry.args,
+            env: entry.env,
+            url: entry.url,
+            ..ProviderConfig::default()
+        };
+        providers.insert(name, provider);
+    }
+    Ok(())
+}
+
+fn offset_of(text: &str, line: usize, column: usize) -> usize {
+    let start: usize = text.split_inclusive('\n').take(line.saturating_sub(1)).map(str::len).sum();
+    (start + column.saturating_sub(1)).min(text.len())
+}

@@ -1,0 +1,225 @@
+//! [`Gateway::start`]: from a [`Config`] to guarded tools. Every provider is started or
+//! reached before anything is served, and any failure stops start-up with an error that
+//! names the provider (or the file) and what is wrong.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmgate_adapter::{ComponentProvider, FormatterRule, Formatters, McpProvider, ToolSource};
+use wasmgate_audit::{AuditLog, Entry, Event, Options, Redaction};
+use wasmgate_gate::confine::provider_workdir;
+use wasmgate_gate::{
+    Bearer, ClientConfig, Confinement, Enforcement, HttpConfig, HttpTransport, Network, StdioConfig, StdioTransport,
+};
+use wasmgate_guard::{Approver, Guard, GuardedToolset};
+use wasmgate_policy::{Confinement as Required, Lock, Policy, ProviderPolicy};
+use wasmgate_sandbox::{DirGrant, Grants, Limits, Sandbox, SandboxConfig};
+
+use crate::config::{Config, LimitsConfig, ProviderConfig, ProviderKind};
+use crate::error::StartError;
+
+/// A started gateway: the guard, every provider, and their guarded tools.
+#[derive(Debug)]
+pub struct Gateway {
+    /// The policy, the reviewed definitions, the approver and the audit log.
+    pub guard: Arc<Guard>,
+    /// The reviewed tools of every provider, guarded.
+    pub toolset: Arc<GuardedToolset>,
+    /// What was started, per provider.
+    pub providers: Vec<ProviderInfo>,
+    sources: Vec<Arc<dyn ToolSource>>,
+    mcp: Vec<McpProvider>,
+}
+
+/// One started provider.
+#[derive(Debug, Clone)]
+pub struct ProviderInfo {
+    /// Its name.
+    pub name: String,
+    /// How it is reached.
+    pub kind: ProviderKind,
+    /// For a stdio server: what the kernel confines (the report's one-line summary).
+    pub confinement: Option<String>,
+}
+
+impl Gateway {
+    /// Starts every provider of `config` under the policy, with `approver` answering `ask`.
+    ///
+    /// # Errors
+    ///
+    /// [`StartError`], naming what failed.
+    pub async fn start(config: &Config, approver: Arc<dyn Approver>) -> Result<Self, StartError> {
+        let policy = Policy::load(&config.policy)?;
+        let lock = if config.lock.exists() { Lock::load(&config.lock)? } else { Lock::default() };
+        let redaction = config.audit.redact.iter().fold(Redaction::default(), |r, key| r.with_key(key));
+        let options = Options { durability: config.audit.durability, redaction };
+        if let Some(parent) = config.audit.path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| StartError::Audit(format!("{}: {e}", parent.display())))?;
+        }
+        let audit =
+            Arc::new(AuditLog::open(&config.audit.path, options).map_err(|e| StartError::Audit(e.to_string()))?);
+        let cache_dir =
+            if config.sandbox.no_cache { None } else { config.sandbox.cache_dir.clone().or_else(cache_dir) };
+        let sandbox = Sandbox::new(SandboxConfig { cache_dir, ..SandboxConfig::default() })
+            .map_err(|e| StartError::Sandbox(e.to_string()))?;
+
+        let mut sources: Vec<Arc<dyn ToolSource>> = Vec::new();
+        let mut providers = Vec::new();
+        let mut mcp = Vec::new();
+        for (name, provider) in &config.providers {
+            let rules = policy.provider(name);
+            if rules.is_none() {
+                tracing::warn!(provider = %name, "the policy does not mention this provider: all its tools are denied");
+            }
+            let limits = limits(&config.limits, rules);
+            let formatters = formatters(&sandbox, name, rules, &limits)?;
+            let kind = provider.kind();
+            let mut confinement = None;
+            match kind {
+                ProviderKind::Component => {
+                    let source = component(&sandbox, name, provider, limits, formatters)?;
+                    sources.push(Arc::new(source));
+                }
+                ProviderKind::Stdio | ProviderKind::Http => {
+                    let unreachable = |e: String| StartError::Provider { provider: name.clone(), reason: e };
+                    let client = ClientConfig::default();
+                    let connected = if kind == ProviderKind::Http {
+                        let transport =
+                            HttpTransport::new(&http(name, provider)).map_err(|e| unreachable(e.to_string()))?;
+                        McpProvider::connect(name, transport, client, formatters).await
+                    } else {
+                        let transport = StdioTransport::spawn(&stdio(config, name, provider, rules)?)
+                            .map_err(|e| unreachable(e.to_string()))?;
+                        if let Some(report) = transport.confinement() {
+                            confinement = Some(report.to_string());
+                            if !report.is_complete() {
+                                warn_incomplete(&audit, name, &report.to_string());
+                            }
+                        }
+                        McpProvider::connect(name, transport, client, formatters).await
+                    };
+                    let connected = connected.map_err(|e| unreachable(e.to_string()))?;
+                    mcp.push(connected.clone());
+                    sources.push(Arc::new(connected));
+                }
+            }
+            providers.push(ProviderInfo { name: name.clone(), kind, confinement });
+        }
+        let guard = Guard::new(policy, lock, Some(config.lock.clone()), approver, audit);
+        let toolset = Arc::new(GuardedToolset::new(Arc::clone(&guard), sources.clone()));
+        Ok(Self { guard, toolset, providers, sources, mcp })
+    }
+
+    /// Every provider's tool source.
+    #[must_use]
+    pub fn sources(&self) -> &[Arc<dyn ToolSource>] {
+        &self.sources
+    }
+
+    /// Closes every MCP connection (a stdio server's whole process group ends).
+    pub async fn close(&self) {
+        for provider in &self.mcp {
+            provider.close().await;
+        }
+    }
+}
+
+fn warn_incomplete(audit: &AuditLog, provider: &str, report: &str) {
+    let message = format!("provider {provider} runs with best-effort confinement: {report}");
+    tracing::warn!("{message}");
+    let mut entry = Entry::log(Event::Warning { message });
+    entry.provider = Some(provider.to_owned());
+    if let Err(e) = audit.submit([entry]) {
+        tracing::error!(error = %e, "audit log cannot be written");
+    }
+}
+
+fn limits(config: &LimitsConfig, rules: Option<&ProviderPolicy>) -> Limits {
+    let over = rules.map(|r| r.limits).unwrap_or_default();
+    let mut limits = Limits::default();
+    if let Some(ms) = over.deadline_ms.or(config.deadline_ms) {
+        limits.deadline = Duration::from_millis(ms);
+    }
+    if let Some(bytes) = over.memory_bytes.or(config.memory_bytes) {
+        limits.memory_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+    }
+    if let Some(bytes) = over.output_bytes.or(config.output_bytes) {
+        limits.output_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+    }
+    limits
+}
+
+fn formatters(
+    sandbox: &Sandbox,
+    provider: &str,
+    rules: Option<&ProviderPolicy>,
+    limits: &Limits,
+) -> Result<Arc<Formatters>, StartError> {
+    let json_text = sandbox
+        .load_formatter("json-text", wasmgate_guests::JSON_TEXT, limits.clone())
+        .map_err(|e| StartError::Sandbox(e.to_string()))?;
+    let rules = rules.map(|r| r.formatters.clone()).unwrap_or_default().into_iter().map(|rule| FormatterRule {
+        provider: provider.to_owned(),
+        tool: rule.tools.as_str().to_owned(),
+        path: rule.wasm,
+    });
+    Ok(Arc::new(Formatters::load(sandbox, json_text, rules, limits)?))
+}
+
+fn component(
+    sandbox: &Sandbox,
+    name: &str,
+    provider: &ProviderConfig,
+    limits: Limits,
+    formatters: Arc<Formatters>,
+) -> Result<ComponentProvider, StartError> {
+    let path = provider.component.clone().unwrap_or_default();
+    let loaded = sandbox
+        .load_tool_provider_file(name, &path, limits.clone())
+        .map_err(|e| StartError::Provider { provider: name.to_owned(), reason: e.to_string() })?;
+    let grants = provider.dirs.iter().fold(Grants::none(), |grants, dir| {
+        grants.with_dir(DirGrant {
+            host_path: dir.host.clone(),
+            guest_path: dir.guest.clone(),
+            read_only: dir.read_only,
+        })
+    });
+    Ok(ComponentProvider::new(name, loaded, grants, limits, formatters)?)
+}
+
+fn http(name: &str, provider: &ProviderConfig) -> HttpConfig {
+    let mut http = HttpConfig::new(name, provider.url.clone().unwrap_or_default());
+    http.bearer = provider.token_env.clone().map(Bearer::FromEnv);
+    http
+}
+
+fn stdio(
+    config: &Config,
+    name: &str,
+    provider: &ProviderConfig,
+    rules: Option<&ProviderPolicy>,
+) -> Result<StdioConfig, StartError> {
+    let workdir = provider_workdir(&config.state_dir, name)
+        .map_err(|e| StartError::Provider { provider: name.to_owned(), reason: e.to_string() })?;
+    let mut confinement = provider.read_exec.iter().fold(Confinement::default(), |c, p| c.read_exec(p));
+    if let Some(rules) = rules {
+        confinement = rules.read_paths.iter().fold(confinement, |c, p| c.read_only(p));
+        if !rules.network_ports.is_empty() {
+            confinement = confinement.network(Network::Tcp { connect: rules.network_ports.clone(), bind: Vec::new() });
+        }
+        if rules.confinement == Required::BestEffort {
+            confinement.enforcement = Enforcement::BestEffort;
+        }
+    }
+    let command = provider.command.clone().unwrap_or_default();
+    let server = StdioConfig::new(name, command, workdir).confinement(Some(confinement));
+    let server = provider.args.iter().fold(server, |s, a| s.arg(a));
+    Ok(provider.env.iter().fold(server, |s, (k, v)| s.env(k, v)))
+}
+
+fn cache_dir() -> Option<std::path::PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| std::path::PathBuf::from(home).join(".cache")))?;
+    Some(base.join("wasmgate").join("components"))
+}
