@@ -26,6 +26,9 @@
 //! * [`resources`]: `resources/list` entries and `resources/read` contents.
 //! * [`subscriptions`]: `subscriptions/listen` filters, acknowledgments and the
 //!   `subscriptionId` stamp of 2026-07-28 change notifications.
+//! * [`server`]: the server side, for serving tools to downstream clients: reading the
+//!   client's requests (the stateless `_meta` stamp, `initialize`, `tools/call`, ...) and
+//!   building each era's results.
 //! * [`error`]: [`ProtocolError`], the one error type.
 //!
 //! [`parse_message`] and [`classify`] (or [`decode`], which chains them) are the entry
@@ -43,6 +46,7 @@ mod page;
 pub mod resources;
 pub mod result;
 mod scan;
+pub mod server;
 pub mod subscriptions;
 pub mod tools;
 pub mod version;

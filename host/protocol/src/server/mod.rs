@@ -1,0 +1,29 @@
+//! The server side of the protocol: reading what a client asks, building what a server answers.
+//!
+//! The rest of this crate reads messages a *server* sent; this module is its mirror for
+//! a gateway that serves tools to downstream clients. It stays pure like the rest:
+//! `Value` in, typed parameters or a precise [`ProtocolError`](crate::ProtocolError) out,
+//! and builders that produce the exact shapes of the specification's schemas.
+//!
+//! * [`requests`]: the client's request parameters: the 2026-07-28 `_meta` stamp
+//!   ([`StatelessMeta`]), `initialize`, `tools/call`, `tools/list` cursors,
+//!   `notifications/cancelled`, and the version a handshake answers with.
+//! * [`results`]: `initialize` and `server/discover` results, tool-list pages, text tool
+//!   results, the unsupported-version error, and the notifications of a change stream.
+//!
+//! Era rules the builders apply: a result for a stateless version (2026-07-28) carries
+//! `resultType: "complete"`, and the cacheable ones (`server/discover`, `tools/list`)
+//! carry `ttlMs` and `cacheScope`, which that version's schema requires; handshake-era
+//! results carry none of these, as their schemas do not define them.
+
+pub mod requests;
+pub mod results;
+
+pub use requests::{
+    CallToolParams, Cancelled, InitializeParams, StatelessMeta, answer_initialize_version, has_stateless_meta,
+    parse_call_tool_params, parse_cancelled, parse_cursor, parse_initialize_params, parse_stateless_meta,
+};
+pub use results::{
+    ServerIdentity, call_tool_text_result, complete, discover_result, initialize_result, listen_acknowledged,
+    listen_closed_result, subscription_notification, tool_definition, tools_list_result, unsupported_version_error,
+};

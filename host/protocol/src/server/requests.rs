@@ -1,0 +1,230 @@
+//! Reading a client's requests: the parameters a server needs, checked strictly.
+//!
+//! The era of a request is decided by one fact: whether its `params._meta` names a
+//! protocol version ([`has_stateless_meta`]). A stateless (2026-07-28) request must then
+//! carry a well-formed stamp ([`parse_stateless_meta`]): the version a string, the client
+//! capabilities an object. Whether the version is one the server speaks is the caller's
+//! check, since the answer (-32022 with the supported list) depends on its configuration.
+
+use serde_json::Value;
+
+use crate::fields::{Object, as_object, join, opt_object, opt_str, req_object, req_str, required, wrong_type};
+use crate::mcp::{META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION};
+use crate::{Id, ProtocolError, ProtocolVersion};
+
+/// The `_meta` stamp every 2026-07-28 request carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatelessMeta {
+    /// `io.modelcontextprotocol/protocolVersion`, as sent (maybe a version nobody knows).
+    pub protocol_version: String,
+    /// `io.modelcontextprotocol/clientCapabilities` (`{}` declares none).
+    pub client_capabilities: Object,
+    /// `io.modelcontextprotocol/clientInfo`, self-reported, for logs only.
+    pub client_info: Option<Value>,
+}
+
+/// Whether `params._meta` carries a protocol version key: the mark of a stateless request.
+/// A malformed `_meta` does not count; [`parse_stateless_meta`] reports it.
+#[must_use]
+pub fn has_stateless_meta(params: Option<&Object>) -> bool {
+    params
+        .and_then(|p| p.get("_meta"))
+        .and_then(Value::as_object)
+        .is_some_and(|meta| meta.contains_key(META_PROTOCOL_VERSION))
+}
+
+/// Reads the stateless stamp of a request's `params`.
+///
+/// # Errors
+///
+/// [`MissingField`](ProtocolError::MissingField) without params, `_meta`, the version or the
+/// capabilities; [`WrongType`](ProtocolError::WrongType) for a version that is not a string,
+/// capabilities or client info that are not objects. All map to -32602.
+pub fn parse_stateless_meta(params: Option<&Object>) -> Result<StatelessMeta, ProtocolError> {
+    let at = "params._meta";
+    let params = params.ok_or_else(|| ProtocolError::MissingField { at: "params".into() })?;
+    let meta = req_object(params, "params", "_meta")?;
+    let protocol_version = req_str(meta, at, META_PROTOCOL_VERSION)?.to_owned();
+    let client_capabilities = req_object(meta, at, META_CLIENT_CAPABILITIES)?.clone();
+    let client_info = opt_object(meta, at, META_CLIENT_INFO)?.map(|info| Value::Object(info.clone()));
+    Ok(StatelessMeta { protocol_version, client_capabilities, client_info })
+}
+
+/// The parameters of `initialize`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InitializeParams {
+    /// The version the client offers, as sent.
+    pub protocol_version: String,
+    /// `ClientCapabilities`.
+    pub capabilities: Object,
+    /// `clientInfo`, self-reported, for logs only.
+    pub client_info: Value,
+}
+
+/// Reads the parameters of `initialize`.
+///
+/// # Errors
+///
+/// Field errors for a missing or mistyped `protocolVersion`, `capabilities` or `clientInfo`.
+pub fn parse_initialize_params(params: Option<&Object>) -> Result<InitializeParams, ProtocolError> {
+    let params = params.ok_or_else(|| ProtocolError::MissingField { at: "params".into() })?;
+    let client_info = required(params, "params", "clientInfo")?;
+    as_object(client_info, "params.clientInfo")?;
+    Ok(InitializeParams {
+        protocol_version: req_str(params, "params", "protocolVersion")?.to_owned(),
+        capabilities: req_object(params, "params", "capabilities")?.clone(),
+        client_info: client_info.clone(),
+    })
+}
+
+/// The version to answer an `initialize` offering `offered` with: the offered one when it
+/// is a handshake version in `ours`, otherwise our newest handshake version (the client
+/// then decides whether it can speak it). `None` when `ours` has no handshake version.
+#[must_use]
+pub fn answer_initialize_version(ours: &[ProtocolVersion], offered: &str) -> Option<ProtocolVersion> {
+    let handshake = |v: &ProtocolVersion| !v.is_stateless() && ours.contains(v);
+    ProtocolVersion::parse(offered).filter(handshake).or_else(|| ours.iter().copied().filter(handshake).max())
+}
+
+/// The parameters of `tools/call`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallToolParams {
+    /// The tool's name, never empty.
+    pub name: String,
+    /// The arguments (`{}` when absent).
+    pub arguments: Object,
+}
+
+/// Reads the parameters of `tools/call`.
+///
+/// # Errors
+///
+/// [`MissingField`](ProtocolError::MissingField) without params or a name,
+/// [`WrongType`](ProtocolError::WrongType) for a name that is not a string or arguments
+/// that are not an object, [`InvalidValue`](ProtocolError::InvalidValue) for an empty name.
+pub fn parse_call_tool_params(params: Option<&Object>) -> Result<CallToolParams, ProtocolError> {
+    let params = params.ok_or_else(|| ProtocolError::MissingField { at: "params".into() })?;
+    let name = req_str(params, "params", "name")?;
+    if name.is_empty() {
+        return Err(crate::fields::invalid("params.name".into(), "is empty"));
+    }
+    let arguments = opt_object(params, "params", "arguments")?.cloned().unwrap_or_default();
+    Ok(CallToolParams { name: name.to_owned(), arguments })
+}
+
+/// The `cursor` of a paginated request, if any.
+///
+/// # Errors
+///
+/// [`WrongType`](ProtocolError::WrongType) for a cursor that is not a string.
+pub fn parse_cursor(params: Option<&Object>) -> Result<Option<String>, ProtocolError> {
+    Ok(match params {
+        Some(params) => opt_str(params, "params", "cursor")?.map(str::to_owned),
+        None => None,
+    })
+}
+
+/// `notifications/cancelled`: which request, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cancelled {
+    /// The request to cancel.
+    pub request_id: Id,
+    /// The client's reason, for logs.
+    pub reason: Option<String>,
+}
+
+/// Reads the parameters of `notifications/cancelled`.
+///
+/// # Errors
+///
+/// [`MissingField`](ProtocolError::MissingField) without params or `requestId`,
+/// [`BadId`](ProtocolError::BadId) for an id that is not a string or an integer,
+/// [`WrongType`](ProtocolError::WrongType) for a reason that is not a string.
+pub fn parse_cancelled(params: Option<&Object>) -> Result<Cancelled, ProtocolError> {
+    let params = params.ok_or_else(|| ProtocolError::MissingField { at: "params".into() })?;
+    let request_id = Id::from_value(required(params, "params", "requestId")?)?;
+    let reason = match params.get("reason") {
+        None => None,
+        Some(Value::String(reason)) => Some(reason.clone()),
+        Some(_) => return Err(wrong_type(join("params", "reason"), "a string")),
+    };
+    Ok(Cancelled { request_id, reason })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use serde_json::json;
+
+    use super::*;
+    use crate::ProtocolVersion as V;
+
+    fn obj(value: Value) -> Object {
+        value.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn a_request_is_stateless_exactly_when_its_meta_names_a_version() {
+        let stamped = obj(json!({"_meta": {META_PROTOCOL_VERSION: "2026-07-28"}}));
+        assert!(has_stateless_meta(Some(&stamped)));
+        assert!(!has_stateless_meta(Some(&obj(json!({"_meta": {"progressToken": 1}})))));
+        assert!(!has_stateless_meta(Some(&obj(json!({"_meta": []})))));
+        assert!(!has_stateless_meta(None));
+    }
+
+    #[test]
+    fn the_stateless_stamp_needs_a_string_version_and_object_capabilities() {
+        let good = obj(json!({"_meta": {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}}));
+        let meta = parse_stateless_meta(Some(&good)).unwrap();
+        assert_eq!((meta.protocol_version.as_str(), meta.client_info), ("2026-07-28", None));
+        for bad in [
+            json!({}),
+            json!({"_meta": {META_CLIENT_CAPABILITIES: {}}}),
+            json!({"_meta": {META_PROTOCOL_VERSION: "2026-07-28"}}),
+            json!({"_meta": {META_PROTOCOL_VERSION: 2026, META_CLIENT_CAPABILITIES: {}}}),
+            json!({"_meta": {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: []}}),
+        ] {
+            let err = parse_stateless_meta(Some(&obj(bad.clone()))).unwrap_err();
+            assert_eq!(err.jsonrpc_code(), crate::codes::INVALID_PARAMS, "{bad}: {err}");
+        }
+        assert!(parse_stateless_meta(None).is_err());
+    }
+
+    #[test]
+    fn initialize_answers_the_offered_handshake_version_or_our_newest() {
+        let ours = crate::SUPPORTED;
+        assert_eq!(answer_initialize_version(&ours, "2025-06-18"), Some(V::V2025_06_18));
+        assert_eq!(answer_initialize_version(&ours, "2099-01-01"), Some(V::V2025_11_25));
+        assert_eq!(answer_initialize_version(&ours, "2026-07-28"), Some(V::V2025_11_25));
+        assert_eq!(answer_initialize_version(&[V::V2025_03_26, V::V2026_07_28], "2025-11-25"), Some(V::V2025_03_26));
+        assert_eq!(answer_initialize_version(&[V::V2026_07_28], "2025-11-25"), None);
+    }
+
+    #[test]
+    fn initialize_params_are_read_strictly() {
+        let good = obj(json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c"}}));
+        assert_eq!(parse_initialize_params(Some(&good)).unwrap().protocol_version, "2025-11-25");
+        assert!(parse_initialize_params(Some(&obj(json!({"protocolVersion": "x", "capabilities": {}})))).is_err());
+        assert!(parse_initialize_params(None).is_err());
+    }
+
+    #[test]
+    fn call_params_need_a_name_and_default_to_no_arguments() {
+        let call = parse_call_tool_params(Some(&obj(json!({"name": "echo"})))).unwrap();
+        assert_eq!((call.name.as_str(), call.arguments.len()), ("echo", 0));
+        for bad in [json!({}), json!({"name": ""}), json!({"name": 1}), json!({"name": "e", "arguments": [1]})] {
+            assert!(parse_call_tool_params(Some(&obj(bad.clone()))).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn cursors_and_cancellations_are_typed() {
+        assert_eq!(parse_cursor(Some(&obj(json!({"cursor": "2"})))), Ok(Some("2".into())));
+        assert_eq!(parse_cursor(None), Ok(None));
+        assert!(parse_cursor(Some(&obj(json!({"cursor": 2})))).is_err());
+        let cancelled = parse_cancelled(Some(&obj(json!({"requestId": 7, "reason": "user"})))).unwrap();
+        assert_eq!(cancelled, Cancelled { request_id: Id::Int(7), reason: Some("user".into()) });
+        assert!(parse_cancelled(Some(&obj(json!({"requestId": 1.5})))).is_err());
+        assert!(parse_cancelled(Some(&obj(json!({"requestId": 1, "reason": 2})))).is_err());
+    }
+}

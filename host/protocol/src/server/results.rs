@@ -1,0 +1,269 @@
+//! Building a server's answers, in the shape each era's schema gives them.
+//!
+//! Every builder takes the protocol version of the request it answers and applies the
+//! era rules of the [module docs](super): `resultType` and the cache hints only for
+//! stateless versions. Tool results are text: the gateway hands downstream clients the
+//! same plain text its agent loop would read.
+
+use serde_json::{Map, Value};
+
+use crate::fields::Object;
+use crate::jsonrpc::{error_response, notification};
+use crate::mcp::META_SERVER_INFO;
+use crate::result::{CacheHints, CacheScope, RESULT_TYPE_COMPLETE};
+use crate::subscriptions::{ACKNOWLEDGED, META_SUBSCRIPTION_ID, SubscriptionFilter};
+use crate::{Id, ProtocolVersion, codes};
+
+/// The server's identity (`Implementation`): self-reported, for the client's logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerIdentity {
+    /// Programmatic name.
+    pub name: String,
+    /// Version of the server software.
+    pub version: String,
+}
+
+impl ServerIdentity {
+    /// An identity.
+    #[must_use]
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self { name: name.into(), version: version.into() }
+    }
+
+    /// As an `Implementation` object.
+    #[must_use]
+    pub fn to_value(&self) -> Value {
+        let mut obj = Map::new();
+        obj.insert("name".into(), Value::String(self.name.clone()));
+        obj.insert("version".into(), Value::String(self.version.clone()));
+        Value::Object(obj)
+    }
+}
+
+/// Stamps `result` as complete when `version` is stateless; handshake-era results are
+/// returned unchanged.
+#[must_use]
+pub fn complete(mut result: Object, version: ProtocolVersion) -> Object {
+    if version.is_stateless() {
+        result.insert("resultType".into(), Value::String(RESULT_TYPE_COMPLETE.into()));
+    }
+    result
+}
+
+fn cacheable(mut result: Object, version: ProtocolVersion, cache: CacheHints) -> Object {
+    if version.is_stateless() {
+        result.insert("ttlMs".into(), Value::from(cache.ttl_ms.unwrap_or(0)));
+        let scope = match cache.cache_scope {
+            Some(CacheScope::Public) => "public",
+            Some(CacheScope::Private) | None => "private",
+        };
+        result.insert("cacheScope".into(), Value::String(scope.into()));
+    }
+    complete(result, version)
+}
+
+fn versions(list: &[ProtocolVersion]) -> Value {
+    let mut list = list.to_vec();
+    list.sort_unstable_by(|a, b| b.cmp(a));
+    list.dedup();
+    Value::Array(list.into_iter().map(|v| Value::String(v.as_str().into())).collect())
+}
+
+/// The result of `initialize` (`InitializeResult`), answering with `version`.
+#[must_use]
+pub fn initialize_result(
+    version: ProtocolVersion,
+    capabilities: Object,
+    server: &ServerIdentity,
+    instructions: Option<&str>,
+) -> Object {
+    let mut result = Map::new();
+    result.insert("protocolVersion".into(), Value::String(version.as_str().into()));
+    result.insert("capabilities".into(), Value::Object(capabilities));
+    result.insert("serverInfo".into(), server.to_value());
+    if let Some(instructions) = instructions {
+        result.insert("instructions".into(), Value::String(instructions.into()));
+    }
+    result
+}
+
+/// The result of `server/discover` (`DiscoverResult`) for a request of `version`:
+/// `supported` newest first, the identity in `_meta`, and the cache hints.
+#[must_use]
+pub fn discover_result(
+    version: ProtocolVersion,
+    supported: &[ProtocolVersion],
+    capabilities: Object,
+    server: &ServerIdentity,
+    instructions: Option<&str>,
+    cache: CacheHints,
+) -> Object {
+    let mut result = Map::new();
+    result.insert("supportedVersions".into(), versions(supported));
+    result.insert("capabilities".into(), Value::Object(capabilities));
+    if let Some(instructions) = instructions {
+        result.insert("instructions".into(), Value::String(instructions.into()));
+    }
+    let mut meta = Map::new();
+    meta.insert(META_SERVER_INFO.into(), server.to_value());
+    result.insert("_meta".into(), Value::Object(meta));
+    cacheable(result, version, cache)
+}
+
+/// One `Tool` of a `tools/list` result.
+#[must_use]
+pub fn tool_definition(name: &str, description: &str, input_schema: Value) -> Value {
+    let mut tool = Map::new();
+    tool.insert("name".into(), Value::String(name.into()));
+    tool.insert("description".into(), Value::String(description.into()));
+    tool.insert("inputSchema".into(), input_schema);
+    Value::Object(tool)
+}
+
+/// One page of `tools/list` (`ListToolsResult`).
+#[must_use]
+pub fn tools_list_result(
+    version: ProtocolVersion,
+    tools: Vec<Value>,
+    next_cursor: Option<&str>,
+    cache: CacheHints,
+) -> Object {
+    let mut result = Map::new();
+    result.insert("tools".into(), Value::Array(tools));
+    if let Some(cursor) = next_cursor {
+        result.insert("nextCursor".into(), Value::String(cursor.into()));
+    }
+    cacheable(result, version, cache)
+}
+
+/// A `tools/call` result of one text block (`CallToolResult`).
+#[must_use]
+pub fn call_tool_text_result(version: ProtocolVersion, text: &str, is_error: bool) -> Object {
+    let mut block = Map::new();
+    block.insert("type".into(), Value::String("text".into()));
+    block.insert("text".into(), Value::String(text.into()));
+    let mut result = Map::new();
+    result.insert("content".into(), Value::Array(vec![Value::Object(block)]));
+    result.insert("isError".into(), Value::Bool(is_error));
+    complete(result, version)
+}
+
+/// The `UnsupportedProtocolVersionError` response: code -32022, `data: {supported, requested}`.
+#[must_use]
+pub fn unsupported_version_error(id: Option<&Id>, supported: &[ProtocolVersion], requested: &str) -> Value {
+    let mut data = Map::new();
+    data.insert("supported".into(), versions(supported));
+    data.insert("requested".into(), Value::String(requested.into()));
+    let message = format!("Unsupported protocol version: {requested}");
+    error_response(id, codes::UNSUPPORTED_PROTOCOL_VERSION, &message, Some(Value::Object(data)))
+}
+
+fn subscription_meta(listen: &Id) -> Value {
+    let mut meta = Map::new();
+    meta.insert(META_SUBSCRIPTION_ID.into(), listen.to_value());
+    Value::Object(meta)
+}
+
+/// `notifications/subscriptions/acknowledged` for the `subscriptions/listen` request
+/// `listen`, honoring `honored`.
+#[must_use]
+pub fn listen_acknowledged(listen: &Id, honored: &SubscriptionFilter) -> Value {
+    let mut params = Map::new();
+    params.insert("_meta".into(), subscription_meta(listen));
+    params.insert("notifications".into(), honored.to_value());
+    notification(ACKNOWLEDGED, Some(params))
+}
+
+/// A change notification (`method`, e.g. `notifications/tools/list_changed`) on the
+/// subscription opened by `listen`.
+#[must_use]
+pub fn subscription_notification(listen: &Id, method: &str) -> Value {
+    let mut params = Map::new();
+    params.insert("_meta".into(), subscription_meta(listen));
+    notification(method, Some(params))
+}
+
+/// The result that ends the subscription `listen` gracefully (`SubscriptionsListenResult`).
+#[must_use]
+pub fn listen_closed_result(version: ProtocolVersion, listen: &Id) -> Object {
+    let mut result = Map::new();
+    result.insert("_meta".into(), subscription_meta(listen));
+    complete(result, version)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use serde_json::json;
+
+    use super::*;
+    use crate::ProtocolVersion as V;
+    use crate::{parse_call_tool_result, parse_discover_result, parse_initialize_result, parse_tools_list};
+
+    fn server() -> ServerIdentity {
+        ServerIdentity::new("wasmgate", "0.1.0")
+    }
+
+    #[test]
+    fn stateless_results_are_complete_and_handshake_results_are_plain() {
+        let modern = call_tool_text_result(V::V2026_07_28, "hi", false);
+        assert_eq!(
+            Value::Object(modern),
+            json!({"content": [{"type": "text", "text": "hi"}], "isError": false, "resultType": "complete"})
+        );
+        let legacy = call_tool_text_result(V::V2025_11_25, "no", true);
+        assert_eq!(Value::Object(legacy), json!({"content": [{"type": "text", "text": "no"}], "isError": true}));
+    }
+
+    #[test]
+    fn built_results_read_back_with_the_client_parsers() {
+        let caps = json!({"tools": {"listChanged": true}}).as_object().cloned().unwrap();
+        let init = initialize_result(V::V2025_11_25, caps.clone(), &server(), Some("be nice"));
+        let init = parse_initialize_result(&Value::Object(init)).unwrap();
+        assert_eq!((init.protocol_version.as_str(), init.server_info.name.as_str()), ("2025-11-25", "wasmgate"));
+
+        let supported = [V::V2025_06_18, V::V2026_07_28, V::V2025_11_25];
+        let found = discover_result(V::V2026_07_28, &supported, caps, &server(), None, CacheHints::default());
+        assert_eq!(found["supportedVersions"], json!(["2026-07-28", "2025-11-25", "2025-06-18"]));
+        assert_eq!((&found["ttlMs"], &found["cacheScope"]), (&json!(0), &json!("private")));
+        let found = parse_discover_result(&Value::Object(found)).unwrap();
+        assert_eq!(found.server_info.map(|i| i.version), Some("0.1.0".into()));
+
+        let tool = tool_definition("echo", "Echoes", json!({"type": "object"}));
+        let page = tools_list_result(V::V2026_07_28, vec![tool], Some("1"), CacheHints::default());
+        let page = parse_tools_list(&Value::Object(page), 10).unwrap();
+        assert_eq!((page.tools[0].name.as_str(), page.next_cursor.as_deref()), ("echo", Some("1")));
+        let call = parse_call_tool_result(&Value::Object(call_tool_text_result(V::V2026_07_28, "x", true))).unwrap();
+        assert!(call.is_error);
+    }
+
+    #[test]
+    fn handshake_list_pages_carry_no_cache_hints() {
+        let page = tools_list_result(V::V2025_06_18, vec![], None, CacheHints::default());
+        assert_eq!(Value::Object(page), json!({"tools": []}));
+    }
+
+    #[test]
+    fn the_unsupported_version_error_names_both_sides() {
+        let error = unsupported_version_error(Some(&Id::Int(3)), &[V::V2025_11_25, V::V2026_07_28], "1900-01-01");
+        assert_eq!(error["error"]["code"], json!(-32022));
+        assert_eq!(
+            error["error"]["data"],
+            json!({"supported": ["2026-07-28", "2025-11-25"], "requested": "1900-01-01"})
+        );
+        assert_eq!(error["id"], json!(3));
+    }
+
+    #[test]
+    fn subscription_messages_carry_the_listen_id() {
+        let listen = Id::from("l-1");
+        let ack = listen_acknowledged(&listen, &SubscriptionFilter::tools());
+        let params = ack["params"].as_object().unwrap();
+        let parsed = crate::parse_acknowledged(params).unwrap();
+        assert_eq!(parsed.subscription_id, listen);
+        let change = subscription_notification(&listen, "notifications/tools/list_changed");
+        assert_eq!(change["params"]["_meta"][META_SUBSCRIPTION_ID], json!("l-1"));
+        let closed = listen_closed_result(V::V2026_07_28, &listen);
+        assert_eq!(Value::Object(closed), json!({"_meta": {META_SUBSCRIPTION_ID: "l-1"}, "resultType": "complete"}));
+    }
+}

@@ -1,0 +1,179 @@
+//! The transport-neutral core: which era a request belongs to, and what answers it.
+//!
+//! A dual-era server decides per request (the 2026-07-28 versioning page):
+//!
+//! * `initialize` selects the handshake era for the connection (stdio) or a new session
+//!   (HTTP), answering the client's version when we speak it, else our newest handshake
+//!   version;
+//! * a request whose `params._meta` names a protocol version is served statelessly: the
+//!   stamp must be complete (else -32602) and the version one of our stateless versions
+//!   (else -32022 with `{supported, requested}`);
+//! * anything else is served in the handshake era the connection or session
+//!   negotiated, and without one it is a stateless request missing its stamp (-32602).
+//!   `ping` alone is answered before `initialize`, as the handshake era allows.
+//!
+//! [`Engine::route`] makes that decision without waiting on anything; what takes time
+//! (listing, calling, subscribing) comes back as a [`Routed`] variant for the transport
+//! to run where it runs its tasks. The submodules: `calls` (requests in flight, for
+//! cancellation), `answer` (listing and calling), `watch` (change streams).
+
+mod answer;
+pub(crate) mod calls;
+pub(crate) mod watch;
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use wasmgate_protocol::codes::{INVALID_PARAMS, METHOD_NOT_FOUND};
+use wasmgate_protocol::mcp::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
+use wasmgate_protocol::server::{
+    CallToolParams, answer_initialize_version, discover_result, has_stateless_meta, initialize_result,
+    parse_call_tool_params, parse_cursor, parse_initialize_params, parse_stateless_meta, unsupported_version_error,
+};
+use wasmgate_protocol::subscriptions::LISTEN;
+use wasmgate_protocol::{
+    CacheHints, Id, ProtocolVersion, Request, SubscriptionFilter, error_response, result_response,
+};
+
+use crate::backend::Backend;
+use crate::config::ServerConfig;
+
+/// How a request is served: the era, and the version it speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Era {
+    /// After `initialize`, under the negotiated version (`None`: a `ping` before it).
+    Handshake(Option<ProtocolVersion>),
+    /// A 2026-07-28 request carrying its own stamp.
+    Stateless(ProtocolVersion),
+}
+
+/// What to do with one request.
+#[derive(Debug)]
+pub(crate) enum Routed {
+    /// Answer with this response.
+    Reply(Value),
+    /// Refused before dispatch (a missing or bad stamp, an unsupported version): an
+    /// error response, HTTP 400.
+    Refuse(Value),
+    /// No such method in this era: -32601 (HTTP 404 for stateless requests).
+    UnknownMethod(Value, Era),
+    /// `initialize` succeeded: answer, and the connection or session now speaks `version`.
+    Initialized(Value, ProtocolVersion),
+    /// `tools/list` from `cursor`.
+    List { id: Id, version: ProtocolVersion, cursor: Option<String> },
+    /// `tools/call`.
+    Call { id: Id, version: ProtocolVersion, params: CallToolParams },
+    /// `subscriptions/listen`: the tool changes the client asked for, if any.
+    Listen { id: Id, version: ProtocolVersion, tools: bool },
+}
+
+/// The server's core, shared by every connection.
+pub(crate) struct Engine {
+    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) config: ServerConfig,
+}
+
+impl Engine {
+    pub(crate) fn new(backend: Arc<dyn Backend>, config: ServerConfig) -> Self {
+        Self { backend, config }
+    }
+
+    fn capabilities() -> Map<String, Value> {
+        let mut tools = Map::new();
+        tools.insert("listChanged".into(), Value::Bool(true));
+        let mut caps = Map::new();
+        caps.insert("tools".into(), Value::Object(tools));
+        caps
+    }
+
+    /// Decides the era of `request` on a connection or session that negotiated
+    /// `handshake` (if any), and routes it; see the module docs.
+    pub(crate) fn route(&self, request: Request, handshake: Option<ProtocolVersion>) -> Routed {
+        let Request { id, method, params } = request;
+        let params = params.as_ref();
+        if method == "initialize" {
+            return self.initialize(&id, params);
+        }
+        let era = if has_stateless_meta(params) || (handshake.is_none() && method != "ping") {
+            match self.stateless_version(&id, params) {
+                Ok(version) => Era::Stateless(version),
+                Err(refusal) => return Routed::Refuse(refusal),
+            }
+        } else {
+            Era::Handshake(handshake)
+        };
+        let invalid =
+            |e: wasmgate_protocol::ProtocolError| error_response(Some(&id), INVALID_PARAMS, &e.to_string(), None);
+        match (era, method.as_str()) {
+            (Era::Handshake(_), "ping") => Routed::Reply(result_response(&id, Map::new())),
+            (Era::Stateless(version), "server/discover") => {
+                let result = discover_result(
+                    version,
+                    &self.config.versions,
+                    Self::capabilities(),
+                    &self.config.info,
+                    self.config.instructions.as_deref(),
+                    CacheHints::default(),
+                );
+                Routed::Reply(result_response(&id, result))
+            }
+            (Era::Handshake(Some(version)) | Era::Stateless(version), "tools/list") => match parse_cursor(params) {
+                Ok(cursor) => Routed::List { id, version, cursor },
+                Err(e) => Routed::Reply(invalid(e)),
+            },
+            (Era::Handshake(Some(version)) | Era::Stateless(version), "tools/call") => {
+                match parse_call_tool_params(params) {
+                    Ok(params) => Routed::Call { id, version, params },
+                    Err(e) => Routed::Reply(invalid(e)),
+                }
+            }
+            (Era::Stateless(version), LISTEN) => {
+                let filter = params.and_then(|p| p.get("notifications"));
+                match filter.map(|f| SubscriptionFilter::parse(f, "params.notifications")) {
+                    Some(Ok(filter)) => Routed::Listen { id, version, tools: filter.tools_list_changed },
+                    Some(Err(e)) => Routed::Reply(invalid(e)),
+                    None => Routed::Reply(error_response(
+                        Some(&id),
+                        INVALID_PARAMS,
+                        "missing required field params.notifications",
+                        None,
+                    )),
+                }
+            }
+            _ => {
+                let message = format!("Method not found: {method}");
+                Routed::UnknownMethod(error_response(Some(&id), METHOD_NOT_FOUND, &message, None), era)
+            }
+        }
+    }
+
+    fn initialize(&self, id: &Id, params: Option<&Map<String, Value>>) -> Routed {
+        let offered = match parse_initialize_params(params) {
+            Ok(params) => params,
+            Err(e) => return Routed::Refuse(error_response(Some(id), INVALID_PARAMS, &e.to_string(), None)),
+        };
+        let Some(version) = answer_initialize_version(&self.config.versions, &offered.protocol_version) else {
+            // A modern-only server names what it speaks: the client's only diagnostic.
+            let versions = &self.config.versions;
+            return Routed::Refuse(unsupported_version_error(Some(id), versions, &offered.protocol_version));
+        };
+        tracing::debug!(offered = %offered.protocol_version, answered = %version, client = %offered.client_info, "initialize");
+        let result =
+            initialize_result(version, Self::capabilities(), &self.config.info, self.config.instructions.as_deref());
+        Routed::Initialized(result_response(id, result), version)
+    }
+
+    /// The version of a stateless request, or the error response refusing it.
+    fn stateless_version(&self, id: &Id, params: Option<&Map<String, Value>>) -> Result<ProtocolVersion, Value> {
+        let meta = parse_stateless_meta(params).map_err(|e| {
+            let message = format!(
+                "Invalid params: a request needs _meta[\"{META_PROTOCOL_VERSION}\"] and \
+                 _meta[\"{META_CLIENT_CAPABILITIES}\"], or an initialize first ({e})"
+            );
+            error_response(Some(id), INVALID_PARAMS, &message, None)
+        })?;
+        ProtocolVersion::parse(&meta.protocol_version)
+            .filter(|v| v.is_stateless() && self.config.versions.contains(v))
+            .ok_or_else(|| unsupported_version_error(Some(id), &self.config.versions, &meta.protocol_version))
+    }
+}

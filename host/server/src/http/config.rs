@@ -1,0 +1,66 @@
+//! [`HttpConfig`]: the HTTP face's hardening knobs. Binding is the caller's (the CLI
+//! binds 127.0.0.1 unless told otherwise, and insists on a token for anything else).
+
+use std::fmt;
+
+/// Configuration of [`serve_http`](crate::serve_http).
+#[derive(Clone)]
+pub struct HttpConfig {
+    /// The MCP endpoint's path. Default `/mcp`.
+    pub path: String,
+    /// When set, every request must carry `Authorization: Bearer <token>` (else 401).
+    /// Compared in constant time; never logged (`Debug` redacts it).
+    pub bearer_token: Option<String>,
+    /// Origins allowed besides loopback ones (`http://localhost`, `http://127.0.0.1`,
+    /// `http://[::1]`, any port, http or https), written as a browser sends them, e.g.
+    /// `https://app.example.com`. A request with any other `Origin` is refused with 403:
+    /// the defense against DNS rebinding. Requests without `Origin` (not from a browser)
+    /// are not affected.
+    pub allowed_origins: Vec<String>,
+    /// Largest request body (default 4 MiB, the protocol's message limit); beyond: 413.
+    pub max_body_bytes: usize,
+    /// Largest total of request header names and values (default 16 KiB); beyond: 431.
+    pub max_header_bytes: usize,
+    /// Requests one client (by peer IP address) may have open at once, long-lived
+    /// streams included (default 16); beyond: 429.
+    pub per_client_concurrency: usize,
+    /// Handshake-era sessions open at once (default 1024); an `initialize` beyond it is
+    /// refused with 503 until a client ends its session (DELETE).
+    pub max_sessions: usize,
+}
+
+impl HttpConfig {
+    /// The defaults: no token, loopback origins only.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            path: "/mcp".into(),
+            bearer_token: None,
+            allowed_origins: Vec::new(),
+            max_body_bytes: wasmgate_protocol::Limits::DEFAULT.max_message_bytes,
+            max_header_bytes: 16 * 1024,
+            per_client_concurrency: 16,
+            max_sessions: 1024,
+        }
+    }
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("path", &self.path)
+            .field("bearer_token", &self.bearer_token.as_ref().map(|_| "<redacted>"))
+            .field("allowed_origins", &self.allowed_origins)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_header_bytes", &self.max_header_bytes)
+            .field("per_client_concurrency", &self.per_client_concurrency)
+            .field("max_sessions", &self.max_sessions)
+            .finish()
+    }
+}

@@ -1,0 +1,136 @@
+//! The checks every HTTP request passes before it is read, cheapest first:
+//!
+//! 1. header size (431): hyper bounds its read buffer; this makes the limit exact;
+//! 2. `Origin` (403): absent, loopback, or listed; anything else is a page in a browser
+//!    reaching a local server through DNS rebinding;
+//! 3. bearer token (401, with `WWW-Authenticate: Bearer`), compared in constant time;
+//! 4. per-client concurrency (429), by peer IP address; the permit rides on the
+//!    response body (see [`limit`](super::limit)).
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use subtle::ConstantTimeEq;
+use wasmgate_protocol::codes::INVALID_REQUEST;
+
+use super::Shared;
+use super::limit::PermitBody;
+use super::reply::refuse;
+
+/// The middleware; see the module docs.
+pub(crate) async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+    let config = &shared.http;
+    let headers = request.headers();
+    if header_bytes(headers) > config.max_header_bytes {
+        let message = format!("Request headers are over the limit of {} bytes", config.max_header_bytes);
+        return refuse(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, INVALID_REQUEST, &message);
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let allowed = origin.to_str().is_ok_and(|origin| origin_allowed(origin, &config.allowed_origins));
+        if !allowed {
+            tracing::info!(origin = ?origin, "request from a foreign Origin refused");
+            return refuse(StatusCode::FORBIDDEN, INVALID_REQUEST, "Forbidden: Origin not allowed");
+        }
+    }
+    if let Some(token) = &config.bearer_token
+        && !bearer_matches(headers, token)
+    {
+        let mut response =
+            refuse(StatusCode::UNAUTHORIZED, INVALID_REQUEST, "Unauthorized: a bearer token is required");
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        return response;
+    }
+    let peer =
+        request.extensions().get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
+    let Some(permit) = shared.clients.acquire(peer, config.per_client_concurrency) else {
+        tracing::info!(%peer, limit = config.per_client_concurrency, "per-client concurrency limit reached");
+        return refuse(StatusCode::TOO_MANY_REQUESTS, INVALID_REQUEST, "Too many concurrent requests from this client");
+    };
+    next.run(request).await.map(|body| PermitBody::wrap(body, permit))
+}
+
+/// Names, values, and `": "` plus CRLF for each header line.
+fn header_bytes(headers: &HeaderMap) -> usize {
+    headers.iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum()
+}
+
+fn bearer_matches(headers: &HeaderMap, token: &str) -> bool {
+    let Some(value) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) else { return false };
+    let Some((scheme, presented)) = value.split_once(' ') else { return false };
+    scheme.eq_ignore_ascii_case("bearer") && bool::from(presented.trim().as_bytes().ct_eq(token.as_bytes()))
+}
+
+/// Whether a browser origin may talk to us: listed (case-insensitively), or loopback.
+pub(crate) fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
+    allowed.iter().any(|a| a.trim_end_matches('/').eq_ignore_ascii_case(origin)) || is_loopback_origin(origin)
+}
+
+/// `http(s)://localhost`, `127.0.0.1` or `[::1]`, with an optional port and nothing else.
+fn is_loopback_origin(origin: &str) -> bool {
+    let Some((scheme, authority)) = origin.split_once("://") else { return false };
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return false;
+    }
+    let (host, port) = if authority.starts_with('[') {
+        match authority.find(']') {
+            Some(end) => authority.split_at(end + 1),
+            None => return false,
+        }
+    } else {
+        authority.split_at(authority.find(':').unwrap_or(authority.len()))
+    };
+    let port_ok = port.is_empty()
+        || port.strip_prefix(':').is_some_and(|p| (1..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()));
+    port_ok && ["localhost", "127.0.0.1", "[::1]"].iter().any(|h| host.eq_ignore_ascii_case(h))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_origins_with_any_port_are_allowed() {
+        for origin in ["http://localhost", "http://localhost:6274", "https://127.0.0.1:8443", "http://[::1]:3000"] {
+            assert!(origin_allowed(origin, &[]), "{origin}");
+        }
+    }
+
+    #[test]
+    fn foreign_and_lookalike_origins_are_refused() {
+        for origin in [
+            "http://evil.example",
+            "http://localhost.evil.example",
+            "http://127.0.0.1.nip.io",
+            "http://localhost:80/path",
+            "http://localhost:abc",
+            "file://localhost",
+            "null",
+            "http://[::1",
+        ] {
+            assert!(!origin_allowed(origin, &[]), "{origin}");
+        }
+    }
+
+    #[test]
+    fn listed_origins_are_allowed_exactly() {
+        let allowed = vec!["https://app.example.com/".to_owned()];
+        assert!(origin_allowed("https://APP.example.com", &allowed));
+        assert!(!origin_allowed("https://app.example.com.evil", &allowed));
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive_and_the_token_exact() {
+        let mut headers = HeaderMap::new();
+        assert!(!bearer_matches(&headers, "s3cret"));
+        for (value, ok) in
+            [("Bearer s3cret", true), ("bearer s3cret", true), ("Bearer s3cre", false), ("Basic s3cret", false)]
+        {
+            headers.insert(header::AUTHORIZATION, HeaderValue::from_static(value));
+            assert_eq!(bearer_matches(&headers, "s3cret"), ok, "{value}");
+        }
+    }
+}

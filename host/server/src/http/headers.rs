@@ -1,0 +1,99 @@
+//! The 2026-07-28 request headers, checked against the body they mirror.
+//!
+//! Intermediaries route on `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` without
+//! reading the body, so a request whose headers disagree with its body is refused
+//! (400, -32020 `HeaderMismatch`): otherwise a proxy could allow one tool while the
+//! server ran another. A missing header is a mismatch too. `Mcp-Name` may carry the
+//! Base64 wrapper `=?base64?...?=`, decoded before comparing.
+
+use axum::http::HeaderMap;
+use base64::Engine as _;
+use serde_json::Value;
+use wasmgate_protocol::Request;
+use wasmgate_protocol::mcp::META_PROTOCOL_VERSION;
+
+/// Checks the headers of a stamped request; the error says what disagreed.
+pub(crate) fn check_stateless(headers: &HeaderMap, request: &Request) -> Result<(), String> {
+    let params = request.params.as_ref();
+    let stamped = params.and_then(|p| p.get("_meta")).and_then(|m| m.get(META_PROTOCOL_VERSION));
+    let Some(Value::String(stamped)) = stamped else {
+        // A malformed stamp is refused (-32602) when the request is routed.
+        return Ok(());
+    };
+    expect(headers, "MCP-Protocol-Version", stamped, false)?;
+    expect(headers, "Mcp-Method", &request.method, false)?;
+    let name_field = match request.method.as_str() {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" => "uri",
+        _ => return Ok(()),
+    };
+    match params.and_then(|p| p.get(name_field)).and_then(Value::as_str) {
+        Some(name) => expect(headers, "Mcp-Name", name, true),
+        None => Ok(()),
+    }
+}
+
+/// Header `name` must be present, valid and equal to `body` (after Base64 decoding when
+/// `encoded` allows the wrapper).
+fn expect(headers: &HeaderMap, name: &str, body: &str, encoded: bool) -> Result<(), String> {
+    let value = headers.get(name).ok_or_else(|| format!("the {name} header is missing"))?;
+    let value = value.to_str().map_err(|_| format!("the {name} header is not visible ASCII"))?;
+    let value = if encoded {
+        decode(value).ok_or_else(|| format!("the {name} header is badly encoded"))?
+    } else {
+        value.to_owned()
+    };
+    if value == body {
+        Ok(())
+    } else {
+        Err(format!("{name} header value {value:?} does not match body value {body:?}"))
+    }
+}
+
+/// A header value, unwrapped from `=?base64?...?=` when wrapped.
+fn decode(value: &str) -> Option<String> {
+    match value.strip_prefix("=?base64?").and_then(|v| v.strip_suffix("?=")) {
+        Some(encoded) => String::from_utf8(base64::engine::general_purpose::STANDARD.decode(encoded).ok()?).ok(),
+        None => Some(value.to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use axum::http::HeaderValue;
+    use serde_json::json;
+    use wasmgate_protocol::{Message, classify};
+
+    use super::*;
+
+    fn call(name: &str) -> Request {
+        let message = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": name, "_meta": {META_PROTOCOL_VERSION: "2026-07-28"}}});
+        let Ok(Message::Request(request)) = classify(message) else { panic!("not a request") };
+        request
+    }
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        pairs.iter().map(|(k, v)| (axum::http::HeaderName::from_static(k), HeaderValue::from_static(v))).collect()
+    }
+
+    #[test]
+    fn matching_headers_pass_and_the_name_may_be_base64_wrapped() {
+        let plain = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "echo")];
+        assert_eq!(check_stateless(&headers(&plain), &call("echo")), Ok(()));
+        let wrapped =
+            [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "=?base64?IGVjaG8g?=")];
+        assert_eq!(check_stateless(&headers(&wrapped), &call(" echo ")), Ok(()));
+    }
+
+    #[test]
+    fn a_missing_or_different_header_is_a_mismatch() {
+        let other_tool = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "rm")];
+        assert!(check_stateless(&headers(&other_tool), &call("echo")).unwrap_err().contains("Mcp-Name"));
+        let no_method = [("mcp-protocol-version", "2026-07-28"), ("mcp-name", "echo")];
+        assert!(check_stateless(&headers(&no_method), &call("echo")).unwrap_err().contains("Mcp-Method"));
+        let old = [("mcp-protocol-version", "2025-11-25"), ("mcp-method", "tools/call"), ("mcp-name", "echo")];
+        assert!(check_stateless(&headers(&old), &call("echo")).unwrap_err().contains("MCP-Protocol-Version"));
+    }
+}

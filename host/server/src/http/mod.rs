@@ -1,0 +1,154 @@
+//! The Streamable HTTP transport: one endpoint, both eras, hardened for a gateway.
+//!
+//! The caller binds the listener (the CLI binds 127.0.0.1 by default); [`serve_http`]
+//! accepts connections until `shutdown`, then shuts down gracefully (see
+//! the private `shutdown` module). Connections are HTTP/1.1, served by hyper with a
+//! bounded header buffer and a header read timeout, routed by axum.
+//!
+//! * `guard`: header size, `Origin`, bearer token, per-client concurrency
+//!   ([`HttpConfig`]); `limit`: the per-client counter.
+//! * `post`: POST, the only method of 2026-07-28, and the handshake era's requests;
+//!   `headers`: the 2026-07-28 header checks.
+//! * `sessions`: handshake-era sessions; `stream`: GET (the session's change stream) and
+//!   DELETE (the end of a session).
+//! * `reply`: JSON, refusal and SSE responses.
+
+mod config;
+mod guard;
+mod headers;
+mod limit;
+mod post;
+mod reply;
+mod sessions;
+mod stream;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::ConnectInfo;
+use axum::routing::post as post_route;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpStream};
+use tower::ServiceExt;
+
+pub use config::HttpConfig;
+
+use crate::backend::Backend;
+use crate::config::ServerConfig;
+use crate::engine::Engine;
+use crate::error::ServeError;
+use crate::shutdown::Lifecycle;
+use limit::ClientLimits;
+use sessions::Sessions;
+
+/// hyper refuses a read buffer smaller than this.
+const MIN_HEADER_BUFFER: usize = 8192;
+/// How long a client may take to send a request's headers.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What every handler shares.
+pub(crate) struct Shared {
+    pub(crate) engine: Engine,
+    pub(crate) http: HttpConfig,
+    pub(crate) sessions: Sessions,
+    pub(crate) clients: Arc<ClientLimits>,
+    pub(crate) life: Lifecycle,
+}
+
+/// Serves `backend` on `listener` until `shutdown`, then shuts down gracefully: no new
+/// connections, idle ones closed, streams ended, calls in flight given
+/// [`ServerConfig::shutdown_grace`] before they are cancelled.
+///
+/// # Errors
+///
+/// [`ServeError::Listener`] when accepting fails for a reason that is not about one
+/// connection or a passing shortage (those are logged, and accepting goes on); what is
+/// in flight is drained first.
+pub async fn serve_http<S>(
+    backend: Arc<dyn Backend>,
+    listener: TcpListener,
+    config: ServerConfig,
+    http: HttpConfig,
+    shutdown: S,
+) -> Result<(), ServeError>
+where
+    S: Future<Output = ()> + Send,
+{
+    let grace = config.shutdown_grace;
+    let path = http.path.clone();
+    let buffer = http.max_header_bytes.max(MIN_HEADER_BUFFER);
+    let shared = Arc::new(Shared {
+        engine: Engine::new(backend, config),
+        sessions: Sessions::new(http.max_sessions),
+        http,
+        clients: Arc::new(ClientLimits::default()),
+        life: Lifecycle::default(),
+    });
+    let router = Router::new()
+        .route(&path, post_route(post::post).get(stream::get).delete(stream::delete))
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&shared), guard::guard))
+        .with_state(Arc::clone(&shared));
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.max_buf_size(buffer).timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
+    tokio::pin!(shutdown);
+    let ended = loop {
+        let accepted = tokio::select! {
+            () = &mut shutdown => break Ok(()),
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                let connection = connection(stream, peer, router.clone(), builder.clone(), shared.life.clone());
+                shared.life.tasks.spawn(connection);
+            }
+            Err(error) if transient(&error) => {
+                // Pause briefly, so that a full file table does not become a hot loop.
+                tracing::warn!(%error, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(error) => break Err(ServeError::Listener(error)),
+        }
+    };
+    drop(listener);
+    tracing::info!("HTTP: draining");
+    shared.life.drain(grace).await;
+    ended
+}
+
+/// Accept errors that concern one connection or a passing shortage, not the listener.
+fn transient(error: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionReset, Interrupted, WouldBlock};
+    // EMFILE and ENFILE: out of file descriptors, for the process or the system.
+    matches!(error.kind(), ConnectionAborted | ConnectionReset | Interrupted | WouldBlock)
+        || matches!(error.raw_os_error(), Some(23 | 24))
+}
+
+/// Serves one connection until it closes, or until shutdown and its last response.
+async fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    router: Router,
+    builder: hyper::server::conn::http1::Builder,
+    life: Lifecycle,
+) {
+    let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+        request.extensions_mut().insert(ConnectInfo(peer));
+        router.clone().oneshot(request)
+    });
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(connection);
+    let served = tokio::select! {
+        served = connection.as_mut() => served,
+        () = life.stopping.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(error) = served {
+        tracing::debug!(%peer, %error, "connection ended with an error");
+    }
+}

@@ -1,0 +1,162 @@
+//! POST: one JSON-RPC message per request.
+//!
+//! * A notification or a response gets 202 (a `notifications/cancelled` naming a
+//!   session's call cancels it first).
+//! * A stamped request is served statelessly, after its headers are checked; any
+//!   `Mcp-Session-Id` is ignored, as 2026-07-28 asks.
+//! * `initialize` opens a session; an unstamped request names its session (unknown:
+//!   404, which tells the client to initialize again).
+//!
+//! Answers are JSON, except `subscriptions/listen`, whose answer is an event stream
+//! that stays open. Statuses: 400 for a message refused before dispatch (parse error,
+//! invalid request, missing stamp, unsupported version, header mismatch), 404 for a
+//! stateless request to an unknown method, 200 for every other answer (an unknown tool
+//! is a JSON-RPC error in a 200). A call's token is cancelled when the client closes
+//! the connection (in 2026-07-28 that is how a client cancels) or, in a session, when
+//! `notifications/cancelled` names it.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use wasmgate_agent::CancellationToken;
+use wasmgate_protocol::codes::{HEADER_MISMATCH, INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR};
+use wasmgate_protocol::server::{has_stateless_meta, parse_cancelled};
+use wasmgate_protocol::{Id, Message, Request, classify, error_response, parse_message};
+
+use super::Shared;
+use super::reply::{json, refuse, sse, status};
+use super::sessions::{Refused, SESSION_ID, Session};
+use crate::engine::watch::{Listen, listen};
+use crate::engine::{Era, Routed};
+
+/// The POST handler; see the module docs.
+pub(crate) async fn post(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
+    let bytes = match Limited::new(body, shared.http.max_body_bytes).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            let message = format!("Request body is over the limit of {} bytes", shared.http.max_body_bytes);
+            return refuse(StatusCode::PAYLOAD_TOO_LARGE, INVALID_REQUEST, &message);
+        }
+        Err(_) => return refuse(StatusCode::BAD_REQUEST, INVALID_REQUEST, "The request body could not be read"),
+    };
+    if shared.life.stopping.is_cancelled() {
+        return refuse(StatusCode::SERVICE_UNAVAILABLE, INTERNAL_ERROR, "The server is shutting down");
+    }
+    let value = match parse_message(&bytes, shared.engine.config.limits) {
+        Ok(value) => value,
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, PARSE_ERROR, &format!("Parse error: {e}")),
+    };
+    let id = value.get("id").and_then(|id| Id::from_value(id).ok());
+    let session = headers.get(SESSION_ID).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    match classify(value) {
+        Ok(Message::Request(request)) => self::request(&shared, &headers, session, request).await,
+        Ok(Message::Notification(n)) => {
+            tracing::debug!(method = %n.method, session = session.is_some(), "notification");
+            if n.method == "notifications/cancelled"
+                && let Ok(cancelled) = parse_cancelled(n.params.as_ref())
+                && let Some(session) = session.and_then(|s| shared.sessions.get(&s))
+            {
+                session.in_flight.cancel(&cancelled.request_id);
+            }
+            status(StatusCode::ACCEPTED)
+        }
+        Ok(Message::Response(_) | Message::ErrorResponse(_)) => status(StatusCode::ACCEPTED),
+        Err(e) => json(
+            StatusCode::BAD_REQUEST,
+            &error_response(id.as_ref(), e.jsonrpc_code(), &format!("Invalid request: {e}"), None),
+        ),
+    }
+}
+
+async fn request(shared: &Arc<Shared>, headers: &HeaderMap, session_id: Option<String>, request: Request) -> Response {
+    let mut session = None;
+    if has_stateless_meta(request.params.as_ref()) {
+        if let Err(mismatch) = super::headers::check_stateless(headers, &request) {
+            let message = format!("Header mismatch: {mismatch}");
+            return json(StatusCode::BAD_REQUEST, &error_response(Some(&request.id), HEADER_MISMATCH, &message, None));
+        }
+    } else if request.method != "initialize"
+        && let Some(session_id) = session_id
+    {
+        let Some(found) = shared.sessions.get(&session_id) else {
+            return refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, "Session not found");
+        };
+        let header = headers.get("mcp-protocol-version");
+        if header.is_some_and(|v| v.as_bytes() != found.version.as_str().as_bytes()) {
+            let message = format!("MCP-Protocol-Version header does not match the session's version {}", found.version);
+            return json(StatusCode::BAD_REQUEST, &error_response(Some(&request.id), INVALID_REQUEST, &message, None));
+        }
+        session = Some(found);
+    }
+    let routed = shared.engine.route(request, session.as_ref().map(|s| s.version));
+    dispatch(shared, session, routed).await
+}
+
+async fn dispatch(shared: &Arc<Shared>, session: Option<Arc<Session>>, routed: Routed) -> Response {
+    let engine = &shared.engine;
+    match routed {
+        Routed::Reply(answer) => json(StatusCode::OK, &answer),
+        Routed::Refuse(answer) => json(StatusCode::BAD_REQUEST, &answer),
+        Routed::UnknownMethod(answer, Era::Stateless(_)) => json(StatusCode::NOT_FOUND, &answer),
+        Routed::UnknownMethod(answer, Era::Handshake(_)) => json(StatusCode::OK, &answer),
+        Routed::Initialized(answer, version) => match shared.sessions.create(version, &shared.life) {
+            Ok(id) => {
+                let mut response = json(StatusCode::OK, &answer);
+                if let Ok(value) = HeaderValue::from_str(&id) {
+                    response.headers_mut().insert(SESSION_ID, value);
+                }
+                response
+            }
+            Err(Refused::Full) => refuse(StatusCode::SERVICE_UNAVAILABLE, INTERNAL_ERROR, "Too many open sessions"),
+            Err(Refused::NoRandomness) => refuse(StatusCode::INTERNAL_SERVER_ERROR, INTERNAL_ERROR, "No session id"),
+        },
+        Routed::List { id, version, cursor } => {
+            json(StatusCode::OK, &engine.list(&id, version, cursor.as_deref()).await)
+        }
+        Routed::Call { id, version, params } => {
+            let (ticket, token) = match &session {
+                Some(session) => match session.in_flight.start(&id, &session.abort) {
+                    Some(ticket) => {
+                        let token = ticket.token();
+                        (Some(ticket), token)
+                    }
+                    None => return duplicate(&id),
+                },
+                None => (None, shared.life.abort.child_token()),
+            };
+            // The call runs in a task of its own, so that a client closing the connection
+            // (which drops this future, and with it the guard) cancels it cooperatively:
+            // the backend sees its token fire and ends the call its own way.
+            let _cancel_when_dropped = token.clone().drop_guard();
+            let owner = Arc::clone(shared);
+            let call = shared.life.tasks.spawn(async move {
+                let answer = owner.engine.call(&id, version, params, token).await;
+                drop(ticket);
+                answer
+            });
+            match call.await {
+                Ok(answer) => json(StatusCode::OK, &answer),
+                Err(_) => refuse(StatusCode::INTERNAL_SERVER_ERROR, INTERNAL_ERROR, "The call failed"),
+            }
+        }
+        Routed::Listen { id, version, tools } => {
+            let (tx, rx) = mpsc::channel::<Value>(16);
+            let cancelled = CancellationToken::new();
+            let changes = engine.backend.tool_changes();
+            let stopping = shared.life.stopping.clone();
+            shared.life.tasks.spawn(listen(Listen { id, version, tools }, changes, tx, stopping, cancelled.clone()));
+            sse(rx, cancelled.drop_guard())
+        }
+    }
+}
+
+fn duplicate(id: &Id) -> Response {
+    let message = format!("Invalid request: id {id} is already in flight in this session");
+    json(StatusCode::BAD_REQUEST, &error_response(Some(id), INVALID_REQUEST, &message, None))
+}

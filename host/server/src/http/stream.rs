@@ -1,0 +1,48 @@
+//! GET and DELETE, which only the handshake era has.
+//!
+//! GET with a session opens the standalone event stream on which the server announces
+//! tool-list changes until the session ends or the server stops. DELETE ends the session.
+//! Without a session header both answer 405, as a 2026-07-28 server does.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use wasmgate_protocol::codes::INVALID_REQUEST;
+
+use super::Shared;
+use super::reply::{refuse, sse, status};
+use super::sessions::SESSION_ID;
+use crate::engine::watch::announce;
+
+/// The GET handler.
+pub(crate) async fn get(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    let Some(id) = headers.get(SESSION_ID).and_then(|v| v.to_str().ok()) else {
+        return status(StatusCode::METHOD_NOT_ALLOWED);
+    };
+    let Some(session) = shared.sessions.get(id) else {
+        return refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, "Session not found");
+    };
+    let (tx, rx) = mpsc::channel::<Value>(16);
+    // Ends with the session, the server, or the client (the stream's guard).
+    let stop = session.stop.child_token();
+    let guard = stop.clone().drop_guard();
+    let changes = shared.engine.backend.tool_changes();
+    shared.life.tasks.spawn(announce(changes, tx, stop));
+    sse(rx, guard)
+}
+
+/// The DELETE handler.
+pub(crate) async fn delete(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    let Some(id) = headers.get(SESSION_ID).and_then(|v| v.to_str().ok()) else {
+        return status(StatusCode::METHOD_NOT_ALLOWED);
+    };
+    if shared.sessions.end(id) {
+        status(StatusCode::NO_CONTENT)
+    } else {
+        refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, "Session not found")
+    }
+}

@@ -1,0 +1,204 @@
+//! The stdio transport: newline-delimited JSON-RPC over a reader and a writer the
+//! caller passes in (the process's stdin and stdout, or an in-memory pipe in tests).
+//!
+//! One reader loop frames and routes every message without waiting on the backend;
+//! listing, calls and subscriptions run as tasks, so calls run concurrently, answers
+//! go out in the order they finish, and `notifications/cancelled` is read while calls
+//! run. One writer task owns the writer: every message is one line, written whole.
+//! Nothing else may touch stdout; logs go through `tracing`.
+//!
+//! The session is the process: `initialize` makes it a handshake-era connection (and
+//! starts announcing tool-list changes on it), while stamped 2026-07-28 requests are
+//! served statelessly alongside. End of input, like the shutdown signal, starts the
+//! graceful shutdown of the private `shutdown` module.
+
+mod lines;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use wasmgate_agent::CancellationToken;
+use wasmgate_protocol::codes::{INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR};
+use wasmgate_protocol::server::parse_cancelled;
+use wasmgate_protocol::{Id, Message, ProtocolVersion, Request, classify, error_response, parse_message};
+
+use crate::backend::Backend;
+use crate::config::ServerConfig;
+use crate::engine::calls::InFlight;
+use crate::engine::watch::{Listen, announce, listen};
+use crate::engine::{Engine, Routed};
+use crate::error::ServeError;
+use crate::shutdown::Lifecycle;
+use lines::{Line, next_line};
+
+/// Messages waiting for the writer; beyond this, tasks wait (backpressure on a slow client).
+const OUTBOX: usize = 64;
+
+/// Serves `backend` on one stdio connection until end of input or `shutdown`, then
+/// shuts down gracefully (see [`ServerConfig::shutdown_grace`]).
+///
+/// # Errors
+///
+/// [`ServeError::Stdio`] when reading or writing fails.
+pub async fn serve_stdio<R, W, S>(
+    backend: Arc<dyn Backend>,
+    mut reader: R,
+    writer: W,
+    config: ServerConfig,
+    shutdown: S,
+) -> Result<(), ServeError>
+where
+    R: AsyncBufRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+    S: Future<Output = ()> + Send,
+{
+    let grace = config.shutdown_grace;
+    let max = config.limits.max_message_bytes;
+    let (tx, rx) = mpsc::channel(OUTBOX);
+    let writer = tokio::spawn(write_lines(writer, rx));
+    let mut conn = Connection {
+        engine: Arc::new(Engine::new(backend, config)),
+        life: Lifecycle::default(),
+        tx,
+        in_flight: Arc::new(InFlight::default()),
+        handshake: None,
+    };
+    tokio::pin!(shutdown);
+    let read = loop {
+        let line = tokio::select! {
+            biased;
+            () = &mut shutdown => break Ok(()),
+            line = next_line(&mut reader, max) => line,
+        };
+        match line {
+            Ok(None) => break Ok(()),
+            Ok(Some(Line::Oversized { len })) => {
+                let message = format!("Parse error: message is {len} bytes, over the limit of {max} bytes");
+                conn.send(error_response(None, PARSE_ERROR, &message, None)).await;
+            }
+            Ok(Some(Line::Message(bytes))) => conn.handle(&bytes).await,
+            Err(error) => break Err(ServeError::Stdio(error)),
+        }
+        if conn.tx.is_closed() {
+            break Ok(());
+        }
+    };
+    tracing::debug!("stdio: input ended or shutdown requested; draining");
+    conn.life.drain(grace).await;
+    drop(conn);
+    let written = match tokio::time::timeout(grace, writer).await {
+        Ok(Ok(written)) => written.map_err(ServeError::Stdio),
+        Ok(Err(_)) | Err(_) => Ok(()),
+    };
+    read.and(written)
+}
+
+/// Writes each message as one line, flushing after each, until the channel closes.
+async fn write_lines<W: AsyncWrite + Unpin>(mut writer: W, mut rx: mpsc::Receiver<Value>) -> std::io::Result<()> {
+    while let Some(message) = rx.recv().await {
+        let mut line = message.to_string().into_bytes();
+        line.push(b'\n');
+        writer.write_all(&line).await?;
+        writer.flush().await?;
+    }
+    Ok(())
+}
+
+/// One stdio connection's state.
+struct Connection {
+    engine: Arc<Engine>,
+    life: Lifecycle,
+    tx: mpsc::Sender<Value>,
+    in_flight: Arc<InFlight>,
+    /// The version `initialize` negotiated, if the client opened the handshake way.
+    handshake: Option<ProtocolVersion>,
+}
+
+impl Connection {
+    async fn send(&self, message: Value) {
+        let _ = self.tx.send(message).await;
+    }
+
+    async fn handle(&mut self, bytes: &[u8]) {
+        let value = match parse_message(bytes, self.engine.config.limits) {
+            Ok(value) => value,
+            Err(e) => {
+                return self.send(error_response(None, e.jsonrpc_code(), &format!("Parse error: {e}"), None)).await;
+            }
+        };
+        let id = value.get("id").and_then(|id| Id::from_value(id).ok());
+        match classify(value) {
+            Ok(Message::Request(request)) => self.request(request).await,
+            Ok(Message::Notification(n)) if n.method == "notifications/cancelled" => {
+                match parse_cancelled(n.params.as_ref()) {
+                    Ok(cancelled) => {
+                        tracing::debug!(id = %cancelled.request_id, reason = ?cancelled.reason, "cancelled by the client");
+                        self.in_flight.cancel(&cancelled.request_id);
+                    }
+                    Err(e) => tracing::debug!(error = %e, "malformed notifications/cancelled ignored"),
+                }
+            }
+            Ok(Message::Notification(n)) => tracing::debug!(method = %n.method, "notification"),
+            Ok(Message::Response(_) | Message::ErrorResponse(_)) => {
+                tracing::debug!("a response from the client, to a request never sent: ignored");
+            }
+            Err(e) => {
+                let message = format!("Invalid request: {e}");
+                self.send(error_response(id.as_ref(), e.jsonrpc_code(), &message, None)).await;
+            }
+        }
+    }
+
+    async fn request(&mut self, request: Request) {
+        let (engine, tx) = (Arc::clone(&self.engine), self.tx.clone());
+        match self.engine.route(request, self.handshake) {
+            Routed::Reply(answer) | Routed::Refuse(answer) | Routed::UnknownMethod(answer, _) => {
+                self.send(answer).await
+            }
+            Routed::Initialized(answer, version) => {
+                self.send(answer).await;
+                if self.handshake.replace(version).is_none() {
+                    let changes = engine.backend.tool_changes();
+                    self.life.tasks.spawn(announce(changes, tx, self.life.stopping.clone()));
+                }
+            }
+            Routed::List { id, version, cursor } => {
+                self.life.tasks.spawn(async move {
+                    let _ = tx.send(engine.list(&id, version, cursor.as_deref()).await).await;
+                });
+            }
+            Routed::Call { id, version, params } => {
+                if self.in_flight.len() >= engine.config.max_calls_in_flight {
+                    let message = "Too many calls in flight on this connection; retry when one has finished";
+                    return self.send(error_response(Some(&id), INTERNAL_ERROR, message, None)).await;
+                }
+                let Some(ticket) = self.in_flight.start(&id, &self.life.abort) else {
+                    return self.send(duplicate(&id)).await;
+                };
+                self.life.tasks.spawn(async move {
+                    let answer = engine.call(&id, version, params, ticket.token()).await;
+                    if !ticket.cancelled_by_client() {
+                        let _ = tx.send(answer).await;
+                    }
+                });
+            }
+            Routed::Listen { id, version, tools } => {
+                let Some(ticket) = self.in_flight.start(&id, &CancellationToken::new()) else {
+                    return self.send(duplicate(&id)).await;
+                };
+                let (changes, stopping) = (engine.backend.tool_changes(), self.life.stopping.clone());
+                self.life.tasks.spawn(async move {
+                    listen(Listen { id, version, tools }, changes, tx, stopping, ticket.token()).await;
+                    drop(ticket);
+                });
+            }
+        }
+    }
+}
+
+fn duplicate(id: &Id) -> Value {
+    error_response(Some(id), INVALID_REQUEST, &format!("Invalid request: id {id} is already in flight"), None)
+}

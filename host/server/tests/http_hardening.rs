@@ -1,0 +1,138 @@
+//! The HTTP face's hardening, one limit per test: bearer token (401), `Origin` (403),
+//! body size (413), header size (431), per-client concurrency (429), session cap (503).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Fixture, Http, bounded, config, stamped};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use wasmgate_gate::{Bearer, ClientConfig, HttpTransport, McpClient};
+use wasmgate_server::HttpConfig;
+
+/// POSTs a stamped 2026-07-28 request with its mirrored headers (and `extra`).
+async fn post(url: &str, body: &Value, extra: &[(&str, &str)]) -> (StatusCode, Value) {
+    let method = body["method"].as_str().unwrap_or_default();
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .body(body.to_string());
+    if let Some(name) = body["params"]["name"].as_str() {
+        request = request.header("mcp-name", name);
+    }
+    for (name, value) in extra {
+        request = request.header(*name, *value);
+    }
+    let response = bounded("an HTTP answer", request.send()).await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+fn discover() -> Value {
+    stamped(1, "server/discover", json!({}))
+}
+
+#[tokio::test]
+async fn a_bearer_token_when_set_is_required_and_compared_exactly() {
+    let http = HttpConfig { bearer_token: Some("s3cret".into()), ..HttpConfig::default() };
+    let server = Http::start(Fixture::new().backend, config(), http).await;
+    let (status, body) = post(&server.url, &discover(), &[]).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(body.get("id").is_none() && body["error"].is_object(), "{body}");
+    assert_eq!(post(&server.url, &discover(), &[("authorization", "Bearer s3cre")]).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(post(&server.url, &discover(), &[("authorization", "Bearer s3cret")]).await.0, StatusCode::OK);
+
+    let mut target = wasmgate_gate::HttpConfig::new("wasmgate", &server.url);
+    target.bearer = Some(Bearer::Token("s3cret".into()));
+    let client = McpClient::connect("wasmgate", HttpTransport::new(&target).unwrap(), ClientConfig::default());
+    let client = bounded("the client to connect", client).await.unwrap();
+    assert_eq!(bounded("tools/list", client.list_tools()).await.unwrap().len(), 4);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_foreign_origin_is_forbidden_while_loopback_and_listed_origins_pass() {
+    let http = HttpConfig { allowed_origins: vec!["https://app.example.com".into()], ..HttpConfig::default() };
+    let server = Http::start(Fixture::new().backend, config(), http).await;
+    for (origin, expected) in [
+        ("http://evil.example", StatusCode::FORBIDDEN),
+        ("http://localhost.evil.example:8080", StatusCode::FORBIDDEN),
+        ("null", StatusCode::FORBIDDEN),
+        ("http://localhost:6274", StatusCode::OK),
+        ("http://127.0.0.1", StatusCode::OK),
+        ("http://[::1]:3000", StatusCode::OK),
+        ("https://app.example.com", StatusCode::OK),
+    ] {
+        assert_eq!(post(&server.url, &discover(), &[("origin", origin)]).await.0, expected, "{origin}");
+    }
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_payload_too_large() {
+    let http = HttpConfig { max_body_bytes: 1024, ..HttpConfig::default() };
+    let server = Http::start(Fixture::new().backend, config(), http).await;
+    let big = stamped(1, "tools/call", json!({"name": "echo", "arguments": {"text": "x".repeat(2000)}}));
+    assert_eq!(post(&server.url, &big, &[]).await.0, StatusCode::PAYLOAD_TOO_LARGE);
+    let small = stamped(2, "tools/call", json!({"name": "echo", "arguments": {"text": "x".repeat(100)}}));
+    assert_eq!(post(&server.url, &small, &[]).await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn headers_over_the_limit_are_refused() {
+    let http = HttpConfig { max_header_bytes: 1024, ..HttpConfig::default() };
+    let server = Http::start(Fixture::new().backend, config(), http).await;
+    let long = "x".repeat(2000);
+    assert_eq!(
+        post(&server.url, &discover(), &[("x-padding", &long)]).await.0,
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE
+    );
+    assert_eq!(post(&server.url, &discover(), &[("x-padding", "short")]).await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn requests_beyond_the_per_client_limit_are_too_many_until_one_finishes() {
+    let mut fixture = Fixture::new();
+    let http = HttpConfig { per_client_concurrency: 2, ..HttpConfig::default() };
+    let server = Http::start(fixture.backend.clone(), config(), http).await;
+    let mut calls = Vec::new();
+    for n in 1..=2 {
+        let (url, body) = (
+            server.url.clone(),
+            stamped(n, "tools/call", json!({"name": "block", "arguments": {"text": n.to_string()}})),
+        );
+        calls.push(tokio::spawn(async move { post(&url, &body, &[]).await }));
+        fixture.entered().await;
+    }
+    let (status, body) = post(&server.url, &discover(), &[]).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    fixture.release.add_permits(2);
+    for call in calls {
+        let (status, body) = bounded("a released call", call).await.unwrap();
+        assert_eq!(status, StatusCode::OK);
+        assert!(body["result"]["content"][0]["text"].as_str().unwrap().starts_with("released"));
+    }
+    assert_eq!(post(&server.url, &discover(), &[]).await.0, StatusCode::OK, "the slots are free again");
+}
+
+#[tokio::test]
+async fn initialize_beyond_the_session_cap_is_unavailable_until_a_session_ends() {
+    let http = HttpConfig { max_sessions: 1, ..HttpConfig::default() };
+    let server = Http::start(Fixture::new().backend, config(), http).await;
+    let client = reqwest::Client::new();
+    let init = common::initialize(1, "2025-11-25").to_string();
+    let first =
+        client.post(&server.url).header("content-type", "application/json").body(init.clone()).send().await.unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    let session = first.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let second =
+        client.post(&server.url).header("content-type", "application/json").body(init.clone()).send().await.unwrap();
+    assert_eq!(second.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let ended = client.delete(&server.url).header("mcp-session-id", &session).send().await.unwrap();
+    assert_eq!(ended.status(), StatusCode::NO_CONTENT);
+    let third = client.post(&server.url).header("content-type", "application/json").body(init).send().await.unwrap();
+    assert_eq!(third.status(), StatusCode::OK);
+}

@@ -1,0 +1,163 @@
+//! Streamable HTTP on the wire: statuses and bodies of both eras, the 2026-07-28 header
+//! checks, handshake-era sessions, and the event stream of `subscriptions/listen`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Fixture, Http, bounded, config, initialize, plain, stamped};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use wasmgate_server::HttpConfig;
+
+/// POSTs `body` with exactly `headers`.
+async fn post(url: &str, body: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+    let mut request = reqwest::Client::new().post(url).header("content-type", "application/json").body(body.to_owned());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    bounded("an HTTP answer", request.send()).await.unwrap()
+}
+
+async fn answer(response: reqwest::Response) -> (StatusCode, Value) {
+    let status = response.status();
+    (status, serde_json::from_str(&response.text().await.unwrap()).unwrap_or(Value::Null))
+}
+
+const MODERN: [(&str, &str); 2] = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call")];
+
+async fn server() -> Http {
+    Http::start(Fixture::new().backend, config(), HttpConfig::default()).await
+}
+
+#[tokio::test]
+async fn a_stamped_call_with_matching_headers_is_answered_in_json() {
+    let server = server().await;
+    let call = stamped(1, "tools/call", json!({"name": "echo", "arguments": {"text": "hi"}}));
+    let response = post(&server.url, &call.to_string(), &[MODERN[0], MODERN[1], ("mcp-name", "echo")]).await;
+    assert_eq!(response.headers()["content-type"], "application/json");
+    let (status, body) = answer(response).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        body["result"],
+        json!({"content": [{"type": "text", "text": "hi"}], "isError": false, "resultType": "complete"})
+    );
+}
+
+#[tokio::test]
+async fn headers_that_disagree_with_the_body_are_a_header_mismatch() {
+    let server = server().await;
+    let call = stamped(1, "tools/call", json!({"name": "echo"})).to_string();
+    for headers in [
+        vec![MODERN[0], MODERN[1], ("mcp-name", "broken")],
+        vec![MODERN[0], MODERN[1]],
+        vec![MODERN[0], ("mcp-name", "echo")],
+        vec![("mcp-protocol-version", "2025-11-25"), MODERN[1], ("mcp-name", "echo")],
+    ] {
+        let (status, body) = answer(post(&server.url, &call, &headers).await).await;
+        assert_eq!((status, &body["error"]["code"]), (StatusCode::BAD_REQUEST, &json!(-32020)), "{headers:?}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn a_request_without_the_stamp_or_a_session_is_a_bad_request_with_invalid_params() {
+    let server = server().await;
+    let (status, body) = answer(post(&server.url, &plain(1, "tools/list", json!({})).to_string(), &[]).await).await;
+    assert_eq!((status, &body["error"]["code"], &body["id"]), (StatusCode::BAD_REQUEST, &json!(-32602), &json!(1)));
+}
+
+#[tokio::test]
+async fn an_unsupported_version_is_a_bad_request_naming_the_supported_ones() {
+    let server = server().await;
+    let mut request = stamped(1, "tools/list", json!({}));
+    request["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("1900-01-01");
+    let headers = [("mcp-protocol-version", "1900-01-01"), ("mcp-method", "tools/list")];
+    let (status, body) = answer(post(&server.url, &request.to_string(), &headers).await).await;
+    assert_eq!((status, &body["error"]["code"]), (StatusCode::BAD_REQUEST, &json!(-32022)));
+    assert_eq!(body["error"]["data"]["requested"], "1900-01-01");
+    assert_eq!(body["error"]["data"]["supported"][0], "2026-07-28");
+}
+
+#[tokio::test]
+async fn malformed_json_is_a_bad_request_with_a_parse_error() {
+    let server = server().await;
+    let (status, body) = answer(post(&server.url, "{\"jsonrpc\":", &[]).await).await;
+    assert_eq!((status, &body["error"]["code"]), (StatusCode::BAD_REQUEST, &json!(-32700)));
+    assert!(body.get("id").is_none());
+}
+
+#[tokio::test]
+async fn an_unknown_stateless_method_is_not_found_and_an_unknown_tool_is_an_error_in_a_200() {
+    let server = server().await;
+    let list = stamped(1, "prompts/list", json!({})).to_string();
+    let (status, body) = answer(post(&server.url, &list, &[MODERN[0], ("mcp-method", "prompts/list")]).await).await;
+    assert_eq!((status, &body["error"]["code"]), (StatusCode::NOT_FOUND, &json!(-32601)));
+    let call = stamped(2, "tools/call", json!({"name": "nope"})).to_string();
+    let (status, body) = answer(post(&server.url, &call, &[MODERN[0], MODERN[1], ("mcp-name", "nope")]).await).await;
+    assert_eq!((status, &body["error"]), (StatusCode::OK, &json!({"code": -32602, "message": "Unknown tool: nope"})));
+}
+
+#[tokio::test]
+async fn notifications_are_accepted_without_a_body() {
+    let server = server().await;
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}});
+    let response = post(&server.url, &note.to_string(), &[]).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    assert!(response.text().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_session_is_issued_by_initialize_required_by_name_and_ended_by_delete() {
+    let server = server().await;
+    let response = post(&server.url, &initialize(1, "2025-11-25").to_string(), &[]).await;
+    let session = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    assert_eq!(answer(response).await.1["result"]["protocolVersion"], "2025-11-25");
+    let in_session = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-11-25")];
+    let (status, body) =
+        answer(post(&server.url, &plain(2, "tools/list", json!({})).to_string(), &in_session).await).await;
+    assert_eq!((status, body["result"]["tools"].as_array().unwrap().len()), (StatusCode::OK, 4));
+    let wrong_version = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-06-18")];
+    let (status, _) = answer(post(&server.url, &plain(3, "ping", json!({})).to_string(), &wrong_version).await).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let unknown = [("mcp-session-id", "0123456789abcdef0123456789abcdef")];
+    assert_eq!(
+        post(&server.url, &plain(4, "ping", json!({})).to_string(), &unknown).await.status(),
+        StatusCode::NOT_FOUND
+    );
+
+    let client = reqwest::Client::new();
+    let ended = client.delete(&server.url).header("mcp-session-id", &session).send().await.unwrap();
+    assert_eq!(ended.status(), StatusCode::NO_CONTENT);
+    let after = post(&server.url, &plain(5, "ping", json!({})).to_string(), &in_session).await;
+    assert_eq!(after.status(), StatusCode::NOT_FOUND, "an ended session is gone");
+}
+
+#[tokio::test]
+async fn get_and_delete_without_a_session_are_not_allowed() {
+    let server = server().await;
+    let client = reqwest::Client::new();
+    assert_eq!(client.get(&server.url).send().await.unwrap().status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(client.delete(&server.url).send().await.unwrap().status(), StatusCode::METHOD_NOT_ALLOWED);
+}
+
+#[tokio::test]
+async fn a_subscription_answers_with_an_event_stream_that_starts_with_the_acknowledgment() {
+    let server = server().await;
+    let listen = stamped(5, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}}));
+    let mut response = post(
+        &server.url,
+        &listen.to_string(),
+        &[("mcp-protocol-version", "2026-07-28"), ("mcp-method", "subscriptions/listen")],
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    let mut text = String::new();
+    while !text.contains("\n\n") {
+        let chunk = bounded("an SSE event", response.chunk()).await.unwrap().expect("stream open");
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    let data = text.lines().find_map(|l| l.strip_prefix("data: ")).expect("a data line");
+    let event: Value = serde_json::from_str(data).unwrap();
+    assert_eq!(event["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(event["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 5);
+}
