@@ -2,6 +2,7 @@
 //!
 //! * `wasmgate format`: render a tool result through a sandboxed formatter component and
 //!   print what a model would read ([`format`]);
+//! * `wasmgate serve [--http ADDR]`: the MCP server face ([`serve`]);
 //! * `wasmgate tools`, `review`, `call`: the configured providers' tools, their review,
 //!   and one call through the whole pipeline ([`tools`], [`review`], [`call`]);
 //! * `wasmgate audit verify FILE`: check an audit log's hash chain ([`audit`]).
@@ -19,6 +20,7 @@ mod call;
 mod format;
 mod open;
 mod review;
+mod serve;
 mod tools;
 
 #[derive(Debug, Parser)]
@@ -33,6 +35,8 @@ enum Command {
     /// Render one MCP tool result as plain text in the WebAssembly sandbox,
     /// the way every tool result is rendered before a model sees it.
     Format(format::FormatArgs),
+    /// Serve every provider's vetted tools as an MCP server, over stdio or Streamable HTTP.
+    Serve(serve::ServeArgs),
     /// List every provider's tools and their state: allowed, ask, denied, unreviewed or
     /// changed, and how each stdio server is confined.
     Tools(open::ConfigArgs),
@@ -57,6 +61,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Format(args) => format::run(args).map(|()| true),
         Command::Audit(command) => audit::run(command).map(|()| true),
+        Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::run(args))).map(|()| true),
         Command::Tools(args) => runtime().and_then(|rt| rt.block_on(tools::run(args))).map(|()| true),
         Command::Review(args) => runtime().and_then(|rt| rt.block_on(review::run(args))).map(|()| true),
         Command::Call(args) => runtime().and_then(|rt| rt.block_on(call::run(args))),

@@ -2,79 +2,9 @@
 //! calendar WASM component and a stdio MCP server (spawned confined).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn wasmgate(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_wasmgate"))
-        .args(args)
-        .env("WASMGATE_CONFIG", dir.join("wasmgate.toml"))
-        .env("XDG_CACHE_HOME", dir.join("cache"))
-        .output()
-        .unwrap()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// The real interpreter and the directories it needs (a pyenv or venv Python lives
-/// outside the system paths the confinement grants by default).
-fn python() -> (PathBuf, Vec<PathBuf>) {
-    let out = Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable); print(sys.prefix); print(sys.base_prefix)"])
-        .output()
-        .expect("python3");
-    let text = String::from_utf8(out.stdout).unwrap();
-    let mut lines = text.lines().map(PathBuf::from);
-    let exe = lines.next().unwrap();
-    (exe, lines.map(|p| p.canonicalize().unwrap()).collect())
-}
-
-fn setup() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("data")).unwrap();
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gate/tests/fixtures").canonicalize().unwrap();
-    let (python, dirs) = python();
-    let config = format!(
-        r#"state_dir = "state"
-
-[providers.calendar]
-component = {calendar:?}
-dirs = [{{ host = "data", guest = "/data", read_only = false }}]
-
-[providers.echo]
-command = {python:?}
-args = [{server:?}]
-read_exec = {dirs:?}
-"#,
-        calendar = wasmgate_guests::CALENDAR_PATH,
-        python = python.display().to_string(),
-        server = fixtures.join("stdio_server.py").display().to_string(),
-        dirs = dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>(),
-    );
-    std::fs::write(dir.path().join("wasmgate.toml"), config).unwrap();
-    let policy = format!(
-        r#"[providers.calendar.tools]
-calendar_query = "allow"
-calendar_create = "ask"
-calendar_delete = "deny"
-
-[providers.echo]
-read_paths = [{fixtures:?}]
-
-[providers.echo.tools]
-echo = "allow"
-"#,
-        fixtures = fixtures.display().to_string()
-    );
-    std::fs::write(dir.path().join("policy.toml"), policy).unwrap();
-    dir
-}
+use common::{setup, stderr, stdout, wasmgate};
 
 #[test]
 fn review_pins_the_tools_and_calls_go_through_the_whole_pipeline() {

@@ -9,15 +9,18 @@
 //!   the key and the fix;
 //! * [`mcp_servers`]: importing a desktop client's `mcpServers` JSON as providers;
 //! * [`start`]: [`Gateway::start`], every provider started before anything is served;
+//! * [`backend`]: [`GatewayBackend`], the guarded tools for the MCP server face;
 //! * [`status`]: every tool's state (allowed, ask, denied, unreviewed, changed);
 //! * [`error`]: [`StartError`], which names what failed.
 
+pub mod backend;
 pub mod config;
 pub mod error;
 pub mod mcp_servers;
 pub mod start;
 pub mod status;
 
+pub use backend::GatewayBackend;
 pub use config::{Config, ProviderConfig, ProviderKind};
 pub use error::StartError;
 pub use start::{Gateway, ProviderInfo};

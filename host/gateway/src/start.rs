@@ -110,6 +110,11 @@ impl Gateway {
         Ok(Self { guard, toolset, providers, sources, mcp })
     }
 
+    /// The upstream MCP servers (for change notifications).
+    pub(crate) fn mcp_providers(&self) -> &[McpProvider] {
+        &self.mcp
+    }
+
     /// Every provider's tool source.
     #[must_use]
     pub fn sources(&self) -> &[Arc<dyn ToolSource>] {

@@ -54,7 +54,7 @@ impl Gateway {
                 let state = match self.guard.review_state(&offer) {
                     ReviewState::New => ToolState::Unreviewed,
                     ReviewState::Changed { diff } => ToolState::Changed(diff.to_string()),
-                    ReviewState::Reviewed => match self.static_verdict(&offer.provider, &offer.name) {
+                    ReviewState::Reviewed => match self.guard.policy().static_verdict(&offer.provider, &offer.name) {
                         Verdict::Allow => ToolState::Allowed,
                         Verdict::Ask => ToolState::Ask,
                         Verdict::Deny => ToolState::Denied,
@@ -65,14 +65,5 @@ impl Gateway {
             }
         }
         all
-    }
-
-    /// The policy's verdict for a tool before any argument is seen (argument constraints
-    /// may still deny a call).
-    fn static_verdict(&self, provider: &str, tool: &str) -> Verdict {
-        self.guard
-            .policy()
-            .provider(provider)
-            .map_or(Verdict::Deny, |rules| rules.tool(tool).map_or(rules.unlisted, |rule| rule.verdict))
     }
 }

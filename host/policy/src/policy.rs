@@ -83,6 +83,13 @@ impl Policy {
         self.providers.iter().map(|(k, v)| (k.as_str(), v))
     }
 
+    /// The verdict for `tool` of `provider` before any argument is seen: the tool's rule,
+    /// or the provider's verdict for unlisted tools, or deny for an unknown provider.
+    /// Argument constraints may still deny a call the rule allows or asks for.
+    pub fn static_verdict(&self, provider: &str, tool: &str) -> Verdict {
+        self.providers.get(provider).map_or(Verdict::Deny, |p| p.tools.get(tool).map_or(p.unlisted, |r| r.verdict))
+    }
+
     /// Allow, ask or deny for calling `tool` (the provider's own, unprefixed name) of `provider`
     /// with `args`. Pure: the same inputs always give the same decision. Tool annotations are not
     /// an input, so nothing a provider claims about its tools can loosen a verdict.

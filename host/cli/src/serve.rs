@@ -1,0 +1,67 @@
+//! `wasmgate serve`: the gateway as an MCP server, over stdio (the default) or
+//! Streamable HTTP (`--http ADDR`), serving every provider's vetted tools.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+use wasmgate_guard::Unattended;
+use wasmgate_server::{HttpConfig, ServerConfig, ServerIdentity, serve_http, serve_stdio};
+
+use crate::open::ConfigArgs;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    config: ConfigArgs,
+    /// Serve Streamable HTTP on this address instead of stdio (the path is /mcp).
+    /// Use a loopback address unless clients elsewhere need it: any other address
+    /// requires --token-env.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// The environment variable holding the bearer token clients must send over HTTP.
+    #[arg(long, value_name = "VAR")]
+    token_env: Option<String>,
+    /// An extra allowed `Origin` for browser clients (loopback origins are always allowed).
+    #[arg(long, value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
+}
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let token = match &args.token_env {
+        Some(var) => Some(std::env::var(var).with_context(|| format!("--token-env {var}: the variable is not set"))?),
+        None => None,
+    };
+    if let Some(addr) = args.http
+        && !addr.ip().is_loopback()
+        && token.is_none()
+    {
+        bail!(
+            "--http {addr} is not a loopback address: anyone who can reach it could call tools; pass --token-env VAR"
+        );
+    }
+    // Nobody can answer `ask` at a terminal while stdin and stdout carry the protocol,
+    // and asking the downstream client is not supported yet: `ask` is denied.
+    let gateway = args.config.start(Arc::new(Unattended)).await?;
+    let backend = gateway.backend();
+    let config = ServerConfig::new(ServerIdentity::new("wasmgate", env!("CARGO_PKG_VERSION")));
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let served = match args.http {
+        Some(addr) => {
+            let listener =
+                tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+            let http = HttpConfig { bearer_token: token, allowed_origins: args.allow_origin, ..HttpConfig::new() };
+            eprintln!("wasmgate: serving MCP on http://{}{}", listener.local_addr()?, http.path);
+            serve_http(backend, listener, config, http, shutdown).await
+        }
+        None => {
+            let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+            serve_stdio(backend, stdin, tokio::io::stdout(), config, shutdown).await
+        }
+    };
+    gateway.close().await;
+    Ok(served?)
+}

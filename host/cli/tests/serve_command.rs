@@ -1,0 +1,131 @@
+//! `wasmgate serve` as an MCP server to a stock client (ours), over stdio and over
+//! Streamable HTTP: vetted tools only, every call through the whole pipeline.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead as _, BufReader};
+use std::process::Stdio;
+
+use common::{command, setup, stderr, wasmgate};
+use serde_json::{Map, Value, json};
+use wasmgate_gate::{
+    CancellationToken, ClientConfig, HttpConfig, HttpTransport, McpClient, StdioConfig, StdioTransport,
+};
+
+fn reviewed() -> tempfile::TempDir {
+    let dir = setup();
+    let review = wasmgate(dir.path(), &["review", "--yes"]);
+    assert!(review.status.success(), "{}", stderr(&review));
+    dir
+}
+
+fn text(result: &wasmgate_protocol::CallToolResult) -> String {
+    result.content.iter().filter_map(|b| b.text()).collect()
+}
+
+fn args(value: Value) -> Map<String, Value> {
+    value.as_object().cloned().unwrap()
+}
+
+async fn exercise(client: &McpClient) {
+    let names: Vec<String> = client.list_tools().await.unwrap().into_iter().map(|t| t.name).collect();
+    assert!(names.contains(&"calendar__calendar_query".to_owned()), "{names:?}");
+    assert!(names.contains(&"calendar__calendar_create".to_owned()), "ask tools are served: {names:?}");
+    assert!(!names.iter().any(|n| n == "calendar__calendar_delete"), "denied tools are not served: {names:?}");
+    assert!(!names.iter().any(|n| n == "echo__env"), "unlisted tools are not served: {names:?}");
+
+    let query = client
+        .call_tool("calendar__calendar_query", args(json!({"user": "alice"})), CancellationToken::new())
+        .await
+        .unwrap();
+    assert!(!query.is_error);
+    assert!(text(&query).contains("<untrusted-data boundary="), "{}", text(&query));
+
+    let create = json!({"user": "alice", "title": "x", "start": "2026-12-03T12:00", "end": "2026-12-03T13:00"});
+    let asked = client.call_tool("calendar__calendar_create", args(create), CancellationToken::new()).await.unwrap();
+    assert!(asked.is_error);
+    assert!(text(&asked).starts_with("denied: approval is required"), "{}", text(&asked));
+
+    let echo = client.call_tool("echo__echo", args(json!({"text": "hi"})), CancellationToken::new()).await.unwrap();
+    assert!(text(&echo).contains("hi"));
+}
+
+#[tokio::test]
+async fn a_stock_client_uses_the_gateway_over_stdio() {
+    let dir = reviewed();
+    let binary = env!("CARGO_BIN_EXE_wasmgate");
+    // wasmgate itself is trusted here: it confines the servers it starts.
+    let server = StdioConfig::new("wasmgate", binary, dir.path())
+        .arg("serve")
+        .env("WASMGATE_CONFIG", dir.path().join("wasmgate.toml"))
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .confinement(None);
+    let client =
+        McpClient::connect("wasmgate", StdioTransport::spawn(&server).unwrap(), ClientConfig::default()).await.unwrap();
+    exercise(&client).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_stock_client_uses_the_gateway_over_http() {
+    let dir = reviewed();
+    let mut child = command(dir.path())
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .kill_on_drop_compat();
+    let stderr = child.stderr.take().unwrap();
+    let url = BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|line| line.strip_prefix("wasmgate: serving MCP on ").map(str::to_owned))
+        .expect("the server says where it listens");
+    let transport = HttpTransport::new(&HttpConfig::new("wasmgate", url)).unwrap();
+    let client = McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap();
+    exercise(&client).await;
+    client.close().await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn http_on_a_public_address_without_a_token_is_refused() {
+    let dir = setup();
+    let out = wasmgate(dir.path(), &["serve", "--http", "0.0.0.0:0"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("pass --token-env"), "{}", stderr(&out));
+}
+
+/// Spawns, so a failed assertion does not leave the server running.
+trait SpawnKilled {
+    fn kill_on_drop_compat(&mut self) -> KillOnDrop;
+}
+
+impl SpawnKilled for std::process::Command {
+    fn kill_on_drop_compat(&mut self) -> KillOnDrop {
+        KillOnDrop(self.spawn().unwrap())
+    }
+}
+
+struct KillOnDrop(std::process::Child);
+
+impl std::ops::Deref for KillOnDrop {
+    type Target = std::process::Child;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for KillOnDrop {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -1,0 +1,111 @@
+//! [`GatewayBackend`]: the gateway's guarded tools served to downstream MCP clients.
+//!
+//! It serves every reviewed tool the policy does not deny outright (a tool denied for
+//! every call would only waste a client's context); `ask` tools are served, and their
+//! calls are answered by the gateway's approver. Every call runs the whole pipeline of
+//! the guarded tool: policy, approval, the upstream call, sandbox formatting, screening
+//! and audit. The list is watched: a provider's change notification, or a different
+//! list on a later look, moves the counter the server announces to its clients.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolResult, ToolSpec, Toolset as _};
+use wasmgate_guard::GuardedToolset;
+use wasmgate_policy::{Policy, Verdict, split_prefixed};
+use wasmgate_server::{Backend, CallFailure};
+
+use crate::start::Gateway;
+
+/// The gateway as a server [`Backend`].
+#[derive(Debug)]
+pub struct GatewayBackend {
+    toolset: Arc<GuardedToolset>,
+    policy: Policy,
+    /// The tools served at the last look.
+    served: Mutex<Vec<Tool>>,
+    changes: watch::Sender<u64>,
+}
+
+impl Gateway {
+    /// This gateway as a server backend, watching every MCP provider for list changes.
+    #[must_use]
+    pub fn backend(&self) -> Arc<GatewayBackend> {
+        let backend = Arc::new(GatewayBackend {
+            toolset: Arc::clone(&self.toolset),
+            policy: self.guard.policy().clone(),
+            served: Mutex::default(),
+            changes: watch::Sender::new(0),
+        });
+        for provider in self.mcp_providers() {
+            let mut changes = provider.client().tool_list_changes();
+            let watcher = Arc::downgrade(&backend);
+            tokio::spawn(async move {
+                while changes.changed().await.is_ok() {
+                    let Some(backend) = watcher.upgrade() else { break };
+                    backend.look().await;
+                }
+            });
+        }
+        backend
+    }
+}
+
+impl GatewayBackend {
+    /// Whether the policy denies every call of the tool named `exposed`.
+    fn always_denied(&self, exposed: &str) -> bool {
+        let Some((provider, tool)) = split_prefixed(exposed) else { return false };
+        self.policy
+            .provider(provider)
+            .is_none_or(|rules| rules.tool(tool).map_or(rules.unlisted, |rule| rule.verdict) == Verdict::Deny)
+    }
+
+    /// Asks the toolset again; moves the change counter when the served list differs.
+    async fn look(&self) -> Vec<Tool> {
+        let tools: Vec<Tool> =
+            self.toolset.current().await.into_iter().filter(|tool| !self.always_denied(&tool.spec.name)).collect();
+        let specs = |tools: &[Tool]| tools.iter().map(|t| t.spec.clone()).collect::<Vec<_>>();
+        let changed = match self.served.lock() {
+            Ok(mut served) => {
+                let changed = specs(&served) != specs(&tools);
+                *served = tools.clone();
+                changed
+            }
+            Err(_) => false,
+        };
+        if changed {
+            self.changes.send_modify(|n| *n += 1);
+        }
+        tools
+    }
+}
+
+impl Backend for GatewayBackend {
+    fn tools(&self) -> BoxFuture<'_, Vec<ToolSpec>> {
+        Box::pin(async move { self.look().await.into_iter().map(|t| t.spec).collect() })
+    }
+
+    fn call(
+        &self,
+        name: String,
+        arguments: Map<String, Value>,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'_, Result<ToolResult, CallFailure>> {
+        Box::pin(async move {
+            let known = self.served.lock().ok().and_then(|s| s.iter().find(|t| t.spec.name == name).cloned());
+            let tool = match known {
+                Some(tool) => tool,
+                None => {
+                    let fresh = self.look().await;
+                    fresh.into_iter().find(|t| t.spec.name == name).ok_or(CallFailure::UnknownTool(name))?
+                }
+            };
+            Ok(tool.execute(Value::Object(arguments), cancel).await?)
+        })
+    }
+
+    fn tool_changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+}
