@@ -20,6 +20,7 @@ cargo clippy --manifest-path guest-tools/Cargo.toml --workspace --all-targets --
 echo "== the guest logic, natively" >&2
 cargo test --manifest-path guest-tools/Cargo.toml -p json-text --locked --target-dir target/guests-native
 cargo test --manifest-path guest-tools/Cargo.toml -p calendar --locked --target-dir target/guests-native
+cargo test --manifest-path guest-tools/Cargo.toml -p calendar-text --locked --target-dir target/guests-native
 
 echo "== the workspace" >&2
 cargo test --workspace --locked

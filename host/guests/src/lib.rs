@@ -1,6 +1,7 @@
 //! The guest components of `guest-tools/`, built for `wasm32-wasip2` by this
 //! crate's build script: the default `json-text` formatter (path and embedded
-//! bytes), the sample calendar tool component, and the hostile components the tests
-//! use (paths in [`hostile`]).
+//! bytes), the sample calendar tool component, the `calendar-text` formatter (agenda
+//! lines for calendar results), and the hostile components the tests use (paths in
+//! [`hostile`]).
 
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));

@@ -1,0 +1,17 @@
+//! The calendar scenario, in-process through the gateway library: an untrusted calendar
+//! MCP server (`server.py`, spawned confined) and the WASM calendar component
+//! (`guest-tools/calendar`) behind one policy, driven by a scripted agent turn.
+//!
+//! * [`setup`]: a fresh state directory with the bundled configuration written into it
+//!   (the `@...@` values of the templates filled in for this machine) and the WASM
+//!   calendar's data seeded;
+//! * [`scenario`]: what the scripted model asks and calls;
+//! * [`show`]: what the agent saw, laid out for a terminal;
+//! * [`checks`]: the trust checklist, checked against what the model read.
+//!
+//! The `calendar-demo` binary puts them together; docs/CALENDAR.md walks through it.
+
+pub mod checks;
+pub mod scenario;
+pub mod setup;
+pub mod show;
