@@ -228,3 +228,34 @@ fn cache_dir() -> Option<std::path::PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|home| std::path::PathBuf::from(home).join(".cache")))?;
     Some(base.join("wasmgate").join("components"))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn best_effort_confinement_is_recorded_in_the_audit_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let audit = AuditLog::open(&path, Options::default()).unwrap();
+        warn_incomplete(&audit, "calendar", "landlock: missing");
+        audit.close().unwrap();
+        let log = std::fs::read_to_string(&path).unwrap();
+        let record: serde_json::Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+        assert_eq!(record["event"], "warning");
+        assert_eq!(record["provider"], "calendar");
+        assert!(record["message"].as_str().unwrap().contains("best-effort confinement: landlock: missing"));
+    }
+
+    #[test]
+    fn policy_limits_override_the_configured_ones() {
+        let config = LimitsConfig { deadline_ms: Some(500), memory_bytes: Some(1 << 20), output_bytes: None };
+        let policy = Policy::from_toml("[providers.p.limits]\ndeadline_ms = 200\n", "p").unwrap();
+        let limits = limits(&config, policy.provider("p"));
+        assert_eq!(limits.deadline, Duration::from_millis(200));
+        assert_eq!(limits.memory_bytes, 1 << 20);
+        assert_eq!(limits.output_bytes, Limits::default().output_bytes);
+    }
+}
