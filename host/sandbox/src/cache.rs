@@ -5,10 +5,10 @@
 //! wasmtime maps and runs without re-validating it, so the cache is part of
 //! the trust boundary:
 //!
-//! - the key is the SHA-256 of the component's bytes plus the engine's
+//! - the key is the BLAKE3 hash of the component's bytes plus the engine's
 //!   compatibility hash (wasmtime version, target, fuel and epoch settings),
 //!   so an artifact is only ever loaded by an engine it was made for;
-//! - each file carries the SHA-256 of its payload: a truncated or corrupted
+//! - each file carries the BLAKE3 hash of its payload: a truncated or corrupted
 //!   file is detected, removed and rebuilt, never loaded;
 //! - files are written to a temporary name and renamed, so a reader never
 //!   sees half a file;
@@ -25,11 +25,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
-use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-const MAGIC: &[u8; 8] = b"WGCWASM1";
+/// Version 2: BLAKE3 checksums (version 1 used SHA-256; such files are rebuilt).
+const MAGIC: &[u8; 8] = b"WGCWASM2";
 const HEADER: usize = MAGIC.len() + 32;
 
 #[derive(Debug)]
@@ -68,7 +68,7 @@ impl Cache {
     pub fn key(engine: &Engine, component: &[u8]) -> String {
         let mut compat = DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut compat);
-        format!("{}-{:016x}.cwasm", hex::encode(Sha256::digest(component)), compat.finish())
+        format!("{}-{:016x}.cwasm", blake3::hash(component).to_hex(), compat.finish())
     }
 
     /// Loads a cached artifact, or `None` when there is none or it is damaged
@@ -114,7 +114,7 @@ impl Cache {
         let tmp = format!("{key}.{}.{}.tmp", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
         let written = self.dir.create(&tmp).and_then(|mut file| {
             file.write_all(MAGIC)?;
-            file.write_all(&Sha256::digest(artifact))?;
+            file.write_all(blake3::hash(artifact).as_bytes())?;
             file.write_all(artifact)?;
             file.sync_all()
         });
@@ -132,7 +132,7 @@ fn verify(bytes: &[u8]) -> Option<&[u8]> {
         return None;
     }
     let (digest, payload) = bytes[MAGIC.len()..].split_at(32);
-    (Sha256::digest(payload).as_slice() == digest).then_some(payload)
+    (blake3::hash(payload).as_bytes().as_slice() == digest).then_some(payload)
 }
 
 #[cfg(test)]
@@ -141,10 +141,9 @@ mod tests {
 
     #[test]
     fn verify_rejects_short_wrong_and_tampered_files() {
-        use sha2::{Digest, Sha256};
         let payload = b"artifact";
         let mut good = super::MAGIC.to_vec();
-        good.extend_from_slice(&Sha256::digest(payload));
+        good.extend_from_slice(blake3::hash(payload).as_bytes());
         good.extend_from_slice(payload);
         assert_eq!(verify(&good), Some(&payload[..]));
         assert_eq!(verify(&good[..good.len() - 1]), None);
