@@ -210,8 +210,9 @@ impl Config {
             std::fs::read_to_string(path)
         };
         let text = read(path).map_err(|source| PolicyError::Read { path: path.to_owned(), source })?;
-        let base = path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-        let base = std::path::absolute(&base).unwrap_or(base);
+        // `wasmgate.toml` has the parent "", which is not a directory: use ".".
+        let base = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let base = std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf());
         let origin = path.display().to_string();
         Self::parse(&text, &origin, path, &base)
     }

@@ -72,3 +72,18 @@ fn mcp_servers_json_is_imported_and_checked() {
     let e = parse(&text).unwrap_err().to_string();
     assert!(e.contains(":2:") && e.contains("mcpServers.My Server") && e.contains("rename the entry"), "{e}");
 }
+
+#[test]
+fn a_bare_file_name_resolves_paths_against_the_current_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = std::env::current_dir().unwrap();
+    let name = format!("wasmgate-test-{}.toml", std::process::id());
+    let path = cwd.join(&name);
+    std::fs::write(&path, "state_dir = \"state\"\n").unwrap();
+    let config = Config::load(Path::new(&name));
+    std::fs::remove_file(&path).unwrap();
+    let config = config.unwrap();
+    assert!(config.state_dir.is_absolute(), "{}", config.state_dir.display());
+    assert_eq!(config.state_dir, cwd.join("state"));
+    drop(dir);
+}
