@@ -13,7 +13,7 @@ use wasmgate_gate::{
 };
 use wasmgate_guard::{Approver, Guard, GuardedToolset};
 use wasmgate_policy::{Confinement as Required, Lock, Policy, ProviderPolicy};
-use wasmgate_sandbox::{DirGrant, Grants, Limits, Sandbox, SandboxConfig};
+use wasmgate_sandbox::{DirGrant, Formatter, Grants, Limits, Sandbox, SandboxConfig};
 
 use crate::config::{Config, LimitsConfig, ProviderConfig, ProviderKind};
 use crate::error::StartError;
@@ -63,6 +63,10 @@ impl Gateway {
         let sandbox = Sandbox::new(SandboxConfig { cache_dir, ..SandboxConfig::default() })
             .map_err(|e| StartError::Sandbox(e.to_string()))?;
 
+        // Loaded once; each provider gets it under its own limits.
+        let json_text = sandbox
+            .load_formatter("json-text", wasmgate_guests::JSON_TEXT, limits(&config.limits, None))
+            .map_err(|e| StartError::Sandbox(e.to_string()))?;
         let mut sources: Vec<Arc<dyn ToolSource>> = Vec::new();
         let mut providers = Vec::new();
         let mut mcp = Vec::new();
@@ -72,7 +76,7 @@ impl Gateway {
                 tracing::warn!(provider = %name, "the policy does not mention this provider: all its tools are denied");
             }
             let limits = limits(&config.limits, rules);
-            let formatters = formatters(&sandbox, name, rules, &limits)?;
+            let formatters = formatters(&sandbox, &json_text, name, rules, &limits)?;
             let kind = provider.kind();
             let mut confinement = None;
             match kind {
@@ -156,13 +160,12 @@ fn limits(config: &LimitsConfig, rules: Option<&ProviderPolicy>) -> Limits {
 
 fn formatters(
     sandbox: &Sandbox,
+    json_text: &Formatter,
     provider: &str,
     rules: Option<&ProviderPolicy>,
     limits: &Limits,
 ) -> Result<Arc<Formatters>, StartError> {
-    let json_text = sandbox
-        .load_formatter("json-text", wasmgate_guests::JSON_TEXT, limits.clone())
-        .map_err(|e| StartError::Sandbox(e.to_string()))?;
+    let json_text = json_text.with_limits(limits.clone()).map_err(|e| StartError::Sandbox(e.to_string()))?;
     let rules = rules.map(|r| r.formatters.clone()).unwrap_or_default().into_iter().map(|rule| FormatterRule {
         provider: provider.to_owned(),
         tool: rule.tools.as_str().to_owned(),

@@ -78,22 +78,34 @@ impl Sandbox {
         };
         let pre = self.linker.instantiate_pre(&component).map_err(wrong_world)?;
         let pre = FormatterPre::new(pre).map_err(wrong_world)?;
-        let formatter = Formatter { name: name.to_owned(), runner, pre, limits };
-        // Instantiate once now, so a component that can never run within the
-        // limits fails at start-up rather than on every call.
-        let limits_error = |reason: String| LoadError::Limits { name: name.to_owned(), reason };
-        let limits = &formatter.limits;
-        let mut store =
-            formatter.runner.store(StoreState::new(limits), limits).map_err(|e| limits_error(e.to_string()))?;
-        formatter
-            .pre
-            .instantiate(&mut store)
-            .map_err(|e| limits_error(formatter.runner.instantiate_error(e, &store, limits).to_string()))?;
-        Ok(formatter)
+        Formatter { name: name.to_owned(), runner, pre, limits }.trial()
     }
 }
 
 impl Formatter {
+    /// The same component with other default limits, without loading it again: the
+    /// limits are checked and the trial instantiation repeated, as at load.
+    ///
+    /// # Errors
+    ///
+    /// [`LoadError::Limits`] when the component cannot run within `limits`.
+    pub fn with_limits(&self, limits: Limits) -> Result<Formatter, LoadError> {
+        self.runner.check(&limits).map_err(|reason| LoadError::Limits { name: self.name.clone(), reason })?;
+        Formatter { limits, ..self.clone() }.trial()
+    }
+
+    /// Instantiates once, so a component that can never run within its limits fails
+    /// at start-up rather than on every call.
+    fn trial(self) -> Result<Formatter, LoadError> {
+        let limits_error = |reason: String| LoadError::Limits { name: self.name.clone(), reason };
+        let limits = &self.limits;
+        let mut store = self.runner.store(StoreState::new(limits), limits).map_err(|e| limits_error(e.to_string()))?;
+        if let Err(e) = self.pre.instantiate(&mut store) {
+            return Err(limits_error(self.runner.instantiate_error(e, &store, limits).to_string()));
+        }
+        drop(store);
+        Ok(self)
+    }
     /// The name it was loaded under.
     pub fn name(&self) -> &str {
         &self.name

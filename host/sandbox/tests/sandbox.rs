@@ -285,3 +285,16 @@ fn calls_beyond_the_pool_are_refused_as_busy() {
     assert!(saw_busy, "a second concurrent call was not refused");
     assert_eq!(quick.format(text_result("after")).unwrap(), "after");
 }
+
+#[test]
+fn a_loaded_formatter_takes_other_limits_with_the_same_checks_as_a_load() {
+    let sandbox = small_sandbox();
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+    let tight = formatter.with_limits(Limits { output_bytes: 64, ..Limits::default() }).unwrap();
+    assert_eq!(tight.limits().output_bytes, 64);
+    assert_eq!(formatter.limits().output_bytes, Limits::default().output_bytes, "the original is unchanged");
+    let err = formatter.with_limits(Limits { memory_bytes: 1 << 40, ..Limits::default() }).unwrap_err();
+    assert!(err.to_string().contains("raise SandboxConfig::max_memory_bytes"), "{err}");
+    let err = formatter.with_limits(Limits { instances: 2, ..Limits::default() }).unwrap_err();
+    assert!(matches!(err, LoadError::Limits { .. }), "{err}");
+}
