@@ -59,7 +59,7 @@ pub use jsonrpc::{
     request, result_response,
 };
 pub use limits::{Limits, decode, parse_message};
-pub use mcp::{ClientContext, ClientInfo};
+pub use mcp::{ClientContext, ClientInfo, Implementation};
 pub use resources::{
     ReadResourceResult, ResourceContents, ResourceInfo, ResourcesPage, parse_read_resource_result, parse_resources_list,
 };

@@ -36,17 +36,20 @@ pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// `_meta` key: the progress token of a request (all versions).
 pub const META_PROGRESS_TOKEN: &str = "progressToken";
 
-/// The client's identity (`Implementation` with its two required fields).
+/// An MCP `Implementation`: a program's self-reported name and version.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClientInfo {
+pub struct Implementation {
     /// Programmatic name.
     pub name: String,
-    /// Version of the client software.
+    /// Version of the software.
     pub version: String,
 }
 
-impl ClientInfo {
-    /// A client identity.
+/// The client's identity, sent in `initialize` and `_meta`.
+pub type ClientInfo = Implementation;
+
+impl Implementation {
+    /// An identity.
     #[must_use]
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
         Self { name: name.into(), version: version.into() }

@@ -15,30 +15,7 @@ use crate::subscriptions::{ACKNOWLEDGED, META_SUBSCRIPTION_ID, SubscriptionFilte
 use crate::{Id, ProtocolVersion, codes};
 
 /// The server's identity (`Implementation`): self-reported, for the client's logs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerIdentity {
-    /// Programmatic name.
-    pub name: String,
-    /// Version of the server software.
-    pub version: String,
-}
-
-impl ServerIdentity {
-    /// An identity.
-    #[must_use]
-    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
-        Self { name: name.into(), version: version.into() }
-    }
-
-    /// As an `Implementation` object.
-    #[must_use]
-    pub fn to_value(&self) -> Value {
-        let mut obj = Map::new();
-        obj.insert("name".into(), Value::String(self.name.clone()));
-        obj.insert("version".into(), Value::String(self.version.clone()));
-        Value::Object(obj)
-    }
-}
+pub type ServerIdentity = crate::mcp::Implementation;
 
 /// Stamps `result` as complete when `version` is stateless; handshake-era results are
 /// returned unchanged.
