@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use crate::fields::{Object, as_object, join, opt_object, opt_str, req_object, req_str, required, wrong_type};
+use crate::fields::{Object, as_object, opt_object, opt_str, req_object, req_str, required};
 use crate::mcp::{META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION};
 use crate::{Id, ProtocolError, ProtocolVersion};
 
@@ -143,11 +143,7 @@ pub struct Cancelled {
 pub fn parse_cancelled(params: Option<&Object>) -> Result<Cancelled, ProtocolError> {
     let params = params.ok_or_else(|| ProtocolError::MissingField { at: "params".into() })?;
     let request_id = Id::from_value(required(params, "params", "requestId")?)?;
-    let reason = match params.get("reason") {
-        None => None,
-        Some(Value::String(reason)) => Some(reason.clone()),
-        Some(_) => return Err(wrong_type(join("params", "reason"), "a string")),
-    };
+    let reason = opt_str(params, "params", "reason")?.map(str::to_owned);
     Ok(Cancelled { request_id, reason })
 }
 
