@@ -151,6 +151,11 @@ pub enum ClientError {
     /// no handler, or one the handler declined).
     #[error("unsupported: {0}")]
     Unsupported(String),
+    /// The caller asked for a request the protocol cannot carry (a prompt argument that
+    /// is not a string, a completion reference that is neither a prompt nor a resource
+    /// template): nothing was sent.
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
     /// The server answered with a JSON-RPC error.
     #[error("JSON-RPC error {code}: {message}")]
     Rpc {

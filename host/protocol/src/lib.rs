@@ -24,6 +24,10 @@
 //! * [`tools`]: `tools/list` definitions and `tools/call` results (list pages share the
 //!   private `page` module's shape: capped, no repeated key, cursor and cache hints).
 //! * [`resources`]: `resources/list` entries and `resources/read` contents.
+//!   `resources/templates/list` entries are there too.
+//! * [`prompts`]: `prompts/list` entries and `prompts/get` messages.
+//! * [`completion`]: `completion/complete` requests (checked before they are built) and
+//!   results.
 //! * [`subscriptions`]: `subscriptions/listen` filters, acknowledgments and the
 //!   `subscriptionId` stamp of 2026-07-28 change notifications.
 //! * [`server`]: the server side, for serving tools to downstream clients: reading the
@@ -35,6 +39,7 @@
 //! points for fuzzing: they take arbitrary input and must only ever return.
 
 pub mod codes;
+pub mod completion;
 pub mod error;
 mod fields;
 pub mod handshake;
@@ -43,6 +48,7 @@ pub mod jsonrpc;
 pub mod limits;
 pub mod mcp;
 mod page;
+pub mod prompts;
 pub mod resources;
 pub mod result;
 mod scan;
@@ -51,6 +57,7 @@ pub mod subscriptions;
 pub mod tools;
 pub mod version;
 
+pub use completion::{CompleteRequest, CompleteResult, parse_complete_result};
 pub use error::ProtocolError;
 pub use handshake::{DiscoverResult, InitializeResult, ServerInfo, parse_discover_result, parse_initialize_result};
 pub use id::Id;
@@ -60,9 +67,14 @@ pub use jsonrpc::{
 };
 pub use limits::{Limits, decode, parse_message};
 pub use mcp::{ClientContext, ClientInfo, Implementation};
+pub use prompts::{
+    GetPromptResult, PromptArgument, PromptInfo, PromptMessage, PromptsPage, Role, parse_get_prompt_result,
+    parse_prompts_list,
+};
 pub use resources::{
     ReadResourceResult, ResourceContents, ResourceInfo, ResourcesPage, parse_read_resource_result, parse_resources_list,
 };
+pub use resources::{ResourceTemplateInfo, ResourceTemplatesPage, parse_resource_templates_list};
 pub use result::{CacheHints, CacheScope, InputRequired, ResultKind, parse_result_kind};
 pub use subscriptions::{Acknowledged, SubscriptionFilter, declares_list_changed, parse_acknowledged};
 pub use tools::{CallToolResult, ContentBlock, ToolDefinition, ToolsPage, parse_call_tool_result, parse_tools_list};

@@ -15,6 +15,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::completion::{CompleteRequest, strings_only};
 use crate::fields::{Object, invalid};
 use crate::id::Id;
 use crate::jsonrpc::{Message, classify, notification, request};
@@ -191,6 +192,40 @@ impl ClientContext {
         self.build(id, "resources/read", params, None)
     }
 
+    /// `resources/templates/list`.
+    #[must_use]
+    pub fn resources_templates_list(&self, id: &Id, cursor: Option<&str>) -> Value {
+        self.paginated(id, "resources/templates/list", cursor)
+    }
+
+    /// `prompts/get` for the prompt `name`; `arguments` (each value a string, as the
+    /// schema requires) are sent when there are any.
+    ///
+    /// # Errors
+    ///
+    /// [`WrongType`](ProtocolError::WrongType) at `params.arguments["key"]` for a value that
+    /// is not a string.
+    pub fn prompts_get(&self, id: &Id, name: &str, arguments: &Object) -> Result<Value, ProtocolError> {
+        strings_only(arguments, "params.arguments")?;
+        let mut params = Map::new();
+        params.insert("name".into(), Value::String(name.into()));
+        if !arguments.is_empty() {
+            params.insert("arguments".into(), Value::Object(arguments.clone()));
+        }
+        Ok(self.build(id, "prompts/get", params, None))
+    }
+
+    /// `completion/complete`: `ref`, `argument` `{name, value}` and, when given,
+    /// `context` `{arguments}`.
+    ///
+    /// # Errors
+    ///
+    /// The [`CompleteRequest::check`] errors: a reference that is not a prompt or resource
+    /// template reference, or a context argument that is not a string.
+    pub fn completion_complete(&self, id: &Id, complete: &CompleteRequest) -> Result<Value, ProtocolError> {
+        Ok(self.build(id, "completion/complete", complete.params()?, None))
+    }
+
     /// `tools/call`; `progress_token` asks for `notifications/progress` (in `_meta.progressToken`).
     #[must_use]
     pub fn tools_call(&self, id: &Id, name: &str, arguments: Option<Object>, progress_token: Option<&Id>) -> Value {
@@ -282,5 +317,101 @@ impl ClientContext {
             params.insert("requestState".into(), Value::String(state.clone()));
         }
         Ok(request(new_id, &original.method, Some(params)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use serde_json::json;
+
+    use super::*;
+
+    fn context(version: ProtocolVersion) -> ClientContext {
+        let capabilities = json!({"elicitation": {}}).as_object().unwrap().clone();
+        ClientContext::new(version, ClientInfo::new("wasmgate", "0.1.0"), capabilities)
+    }
+
+    fn stamp() -> Value {
+        json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+               "io.modelcontextprotocol/clientInfo": {"name": "wasmgate", "version": "0.1.0"},
+               "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+    }
+
+    fn object(value: Value) -> Object {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn prompt_template_and_completion_requests_are_stamped_when_stateless() {
+        let c = context(ProtocolVersion::V2026_07_28);
+        assert_eq!(
+            c.resources_templates_list(&Id::Int(1), Some("t2")),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "resources/templates/list",
+                   "params": {"cursor": "t2", "_meta": stamp()}})
+        );
+        let arguments = object(json!({"code": "fn main() {}"}));
+        assert_eq!(
+            c.prompts_get(&Id::Int(2), "review", &arguments).unwrap(),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "prompts/get",
+                   "params": {"name": "review", "arguments": {"code": "fn main() {}"}, "_meta": stamp()}})
+        );
+        let complete = CompleteRequest {
+            reference: json!({"type": "ref/prompt", "name": "review"}),
+            argument_name: "language".into(),
+            argument_value: "ru".into(),
+            context_arguments: Some(object(json!({"code": "x"}))),
+        };
+        assert_eq!(
+            c.completion_complete(&Id::Int(3), &complete).unwrap(),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "completion/complete",
+                   "params": {"ref": {"type": "ref/prompt", "name": "review"},
+                              "argument": {"name": "language", "value": "ru"},
+                              "context": {"arguments": {"code": "x"}}, "_meta": stamp()}})
+        );
+    }
+
+    #[test]
+    fn legacy_requests_carry_no_stamp_and_empty_prompt_arguments_are_omitted() {
+        let c = context(ProtocolVersion::V2025_11_25);
+        assert_eq!(
+            c.resources_templates_list(&Id::Int(1), None),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "resources/templates/list", "params": {}})
+        );
+        assert_eq!(
+            c.prompts_get(&Id::Int(2), "bare", &Map::new()).unwrap(),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": {"name": "bare"}})
+        );
+        let complete = CompleteRequest {
+            reference: json!({"type": "ref/resource", "uri": "file:///{path}"}),
+            argument_name: "path".into(),
+            argument_value: "sr".into(),
+            context_arguments: None,
+        };
+        assert_eq!(
+            c.completion_complete(&Id::Int(3), &complete).unwrap(),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "completion/complete",
+                   "params": {"ref": {"type": "ref/resource", "uri": "file:///{path}"},
+                              "argument": {"name": "path", "value": "sr"}}})
+        );
+    }
+
+    #[test]
+    fn requests_the_schema_cannot_carry_are_not_built() {
+        let c = context(ProtocolVersion::V2026_07_28);
+        assert_eq!(
+            c.prompts_get(&Id::Int(1), "review", &object(json!({"n": 5}))),
+            Err(ProtocolError::WrongType { at: "params.arguments[\"n\"]".into(), expected: "a string" })
+        );
+        let complete = CompleteRequest {
+            reference: json!({"type": "ref/tool", "name": "t"}),
+            argument_name: "a".into(),
+            argument_value: String::new(),
+            context_arguments: None,
+        };
+        assert!(matches!(
+            c.completion_complete(&Id::Int(2), &complete),
+            Err(ProtocolError::InvalidValue { at, .. }) if at == "params.ref.type"
+        ));
     }
 }

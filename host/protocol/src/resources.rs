@@ -1,5 +1,5 @@
-//! Resources: what a server offers to be read (`resources/list`) and what a read returns
-//! (`resources/read`).
+//! Resources: what a server offers to be read (`resources/list`, and the parameterised
+//! `resources/templates/list`) and what a read returns (`resources/read`).
 //!
 //! Resource text reaches the agent's model like tool output does, so the parsers are as
 //! strict as the tool parsers and keep the raw JSON next to the typed fields.
@@ -10,6 +10,11 @@
 //!   is capped at a configurable number of resources, and two resources with the same URI
 //!   on one page are rejected: the server would be describing one resource two ways.
 //!   A list result may not be `input_required`.
+//! * `resources/templates/list`: each template has a string `uriTemplate` (an RFC 6570
+//!   URI template, not expanded or checked here) and a string `name`; `title`,
+//!   `description` and `mimeType` are strings, `annotations` and `_meta` objects, when
+//!   present. Pages are capped and keyed like `resources/list`, by `uriTemplate`, and may
+//!   not be `input_required` either.
 //! * `resources/read`: a complete result has a `contents` array; each entry has a string
 //!   `uri`, an optional string `mimeType`, and exactly one of `text` (a string) or `blob`
 //!   (a base64 string; its encoding is not decoded here). Since 2026-07-28 the result may
@@ -85,6 +90,87 @@ fn parse_resource(value: &Value, at: &str) -> Result<ResourceInfo, ProtocolError
         description: opt_str(obj, at, "description")?.map(str::to_owned),
         mime_type: opt_str(obj, at, "mimeType")?.map(str::to_owned),
         size: opt_u64(obj, at, "size")?,
+        annotations: annotations.map(|a| Value::Object(a.clone())),
+        raw: value.clone(),
+    })
+}
+
+/// Default cap on resource templates in one `resources/templates/list` page.
+pub const DEFAULT_MAX_RESOURCE_TEMPLATES_PER_PAGE: usize = 1024;
+
+/// One resource template from `resources/templates/list`: a family of resources whose
+/// URIs fill in the template's variables.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourceTemplateInfo {
+    /// The RFC 6570 URI template, as sent (not expanded or validated).
+    pub uri_template: String,
+    /// Programmatic name (untrusted text).
+    pub name: String,
+    /// Display name (untrusted text).
+    pub title: Option<String>,
+    /// Description for the model (untrusted text).
+    pub description: Option<String>,
+    /// MIME type of every resource the template matches, if they share one.
+    pub mime_type: Option<String>,
+    /// `Annotations` (`audience`, `priority`, `lastModified`): hints, never to be trusted.
+    pub annotations: Option<Value>,
+    /// The whole entry (icons, `_meta`, ...).
+    pub raw: Value,
+}
+
+/// One page of a `resources/templates/list` result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourceTemplatesPage {
+    /// The templates, in the server's order.
+    pub resource_templates: Vec<ResourceTemplateInfo>,
+    /// Cursor for the next page, if there is one.
+    pub next_cursor: Option<String>,
+    /// `ttlMs` / `cacheScope`.
+    pub cache: CacheHints,
+    /// The whole result.
+    pub raw: Value,
+}
+
+/// Parses a `resources/templates/list` result, refusing pages of more than
+/// `max_templates` entries.
+///
+/// # Errors
+///
+/// [`TooMany`](ProtocolError::TooMany), [`DuplicateName`](ProtocolError::DuplicateName)
+/// (a `uriTemplate` listed twice), an `input_required` result, or the field errors of the
+/// first malformed template (`at` = `result.resourceTemplates[i]...`).
+pub fn parse_resource_templates_list(
+    result: &Value,
+    max_templates: usize,
+) -> Result<ResourceTemplatesPage, ProtocolError> {
+    let page = parse_page(
+        result,
+        "resources/templates/list",
+        "resourceTemplates",
+        max_templates,
+        parse_resource_template,
+        |t| &t.uri_template,
+    )?;
+    Ok(ResourceTemplatesPage {
+        resource_templates: page.entries,
+        next_cursor: page.next_cursor,
+        cache: page.cache,
+        raw: result.clone(),
+    })
+}
+
+fn parse_resource_template(value: &Value, at: &str) -> Result<ResourceTemplateInfo, ProtocolError> {
+    let obj = as_object(value, at)?;
+    let uri_template = req_str(obj, at, "uriTemplate")?;
+    let name = req_str(obj, at, "name")?;
+    let annotations = opt_object(obj, at, "annotations")?;
+    opt_object(obj, at, "_meta")?;
+    Ok(ResourceTemplateInfo {
+        uri_template: uri_template.to_owned(),
+        name: name.to_owned(),
+        title: opt_str(obj, at, "title")?.map(str::to_owned),
+        description: opt_str(obj, at, "description")?.map(str::to_owned),
+        mime_type: opt_str(obj, at, "mimeType")?.map(str::to_owned),
         annotations: annotations.map(|a| Value::Object(a.clone())),
         raw: value.clone(),
     })
@@ -188,5 +274,85 @@ fn parse_contents(value: &Value, at: &str) -> Result<ResourceContents, ProtocolE
         (None, Some(blob)) => Ok(ResourceContents::Blob { uri, mime_type, blob: blob.to_owned(), raw }),
         (Some(_), Some(_)) => Err(invalid(at.to_owned(), "has both text and blob")),
         (None, None) => Err(invalid(at.to_owned(), "has neither text nor blob")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use serde_json::json;
+
+    use super::*;
+
+    fn templates(entries: Value) -> Result<ResourceTemplatesPage, ProtocolError> {
+        parse_resource_templates_list(&json!({ "resourceTemplates": entries }), 3)
+    }
+
+    #[test]
+    fn a_template_page_keeps_its_fields_cursor_and_raw_entries() {
+        let entry = json!({"uriTemplate": "file:///{path}", "name": "files", "title": "Files",
+                           "description": "Any file", "mimeType": "text/plain",
+                           "annotations": {"priority": 0.5}, "icons": [], "_meta": {"k": 1}});
+        let result = json!({"resourceTemplates": [entry], "nextCursor": "n", "ttlMs": 10});
+        let page = parse_resource_templates_list(&result, 3).unwrap();
+        let [template] = &page.resource_templates[..] else { panic!("one template expected") };
+        assert_eq!(template.uri_template, "file:///{path}");
+        assert_eq!(template.name, "files");
+        assert_eq!(template.title.as_deref(), Some("Files"));
+        assert_eq!(template.description.as_deref(), Some("Any file"));
+        assert_eq!(template.mime_type.as_deref(), Some("text/plain"));
+        assert_eq!(template.annotations, Some(json!({"priority": 0.5})));
+        assert_eq!(template.raw, entry);
+        assert_eq!(page.next_cursor.as_deref(), Some("n"));
+        assert_eq!(page.cache.ttl_ms, Some(10));
+        assert_eq!(page.raw, result);
+        assert_eq!(templates(json!([])).map(|p| p.resource_templates.len()), Ok(0));
+    }
+
+    #[test]
+    fn malformed_templates_are_rejected_with_their_path() {
+        let wrong = |at: &str, expected| ProtocolError::WrongType { at: at.into(), expected };
+        let missing = |at: &str| ProtocolError::MissingField { at: at.into() };
+        let cases = [
+            (json!([{"name": "a"}]), missing("result.resourceTemplates[0].uriTemplate")),
+            (json!([{"uriTemplate": "x:{a}"}]), missing("result.resourceTemplates[0].name")),
+            (json!([{"uriTemplate": 1, "name": "a"}]), wrong("result.resourceTemplates[0].uriTemplate", "a string")),
+            (
+                json!([{"uriTemplate": "x:{a}", "name": "a", "mimeType": null}]),
+                wrong("result.resourceTemplates[0].mimeType", "a string"),
+            ),
+            (
+                json!([{"uriTemplate": "x:{a}", "name": "a", "annotations": []}]),
+                wrong("result.resourceTemplates[0].annotations", "an object"),
+            ),
+            (
+                json!([{"uriTemplate": "x:{a}", "name": "a", "_meta": "m"}]),
+                wrong("result.resourceTemplates[0]._meta", "an object"),
+            ),
+            (json!(["x:{a}"]), wrong("result.resourceTemplates[0]", "an object")),
+            (json!({}), wrong("result.resourceTemplates", "an array")),
+            (
+                json!([{"uriTemplate": "x:{a}", "name": "a"}, {"uriTemplate": "x:{a}", "name": "b"}]),
+                ProtocolError::DuplicateName { at: "result.resourceTemplates".into(), name: "x:{a}".into() },
+            ),
+            (
+                json!([{"uriTemplate": "a:{x}", "name": "a"}, {"uriTemplate": "b:{x}", "name": "b"},
+                       {"uriTemplate": "c:{x}", "name": "c"}, {"uriTemplate": "d:{x}", "name": "d"}]),
+                ProtocolError::TooMany { at: "result.resourceTemplates".into(), count: 4, limit: 3 },
+            ),
+        ];
+        for (entries, expected) in cases {
+            assert_eq!(templates(entries.clone()), Err(expected), "{entries}");
+        }
+        assert_eq!(parse_resource_templates_list(&json!({}), 3), Err(missing("result.resourceTemplates")));
+    }
+
+    #[test]
+    fn a_template_list_may_not_be_input_required() {
+        let result = json!({"resultType": "input_required", "requestState": "s", "resourceTemplates": []});
+        assert!(matches!(
+            parse_resource_templates_list(&result, 3),
+            Err(ProtocolError::InvalidValue { at, .. }) if at == "result.resultType"
+        ));
     }
 }

@@ -180,7 +180,7 @@ impl ContentBlock {
     }
 }
 
-fn parse_content_block(value: &Value, at: &str) -> Result<ContentBlock, ProtocolError> {
+pub(crate) fn parse_content_block(value: &Value, at: &str) -> Result<ContentBlock, ProtocolError> {
     let obj = as_object(value, at)?;
     let kind = req_str(obj, at, "type")?;
     let wrap: fn(Value) -> ContentBlock = match kind {

@@ -25,15 +25,20 @@ pub struct ClientConfig {
     pub limits: Limits,
     /// How long the `server/discover` probe may take before we fall back to `initialize`.
     pub probe_timeout: Duration,
-    /// Time limit of `initialize`, list pages, `resources/read` and other non-tool requests.
+    /// Time limit of `initialize`, list pages, `resources/read`, `prompts/get`,
+    /// `completion/complete` and other non-tool requests.
     pub request_timeout: Duration,
     /// Default time limit of one `tools/call` round trip.
     pub call_timeout: Duration,
     /// Most tools accepted over all pages of `tools/list`.
     pub max_tools: usize,
-    /// Most resources accepted over all pages of `resources/list`.
+    /// Most resources accepted over all pages of `resources/list`, and most resource
+    /// templates over all pages of `resources/templates/list`.
     pub max_resources: usize,
-    /// Most bytes accepted over all pages of one listing (`tools/list`, `resources/list`).
+    /// Most prompts accepted over all pages of `prompts/list`. Default 1024.
+    pub max_prompts: usize,
+    /// Most bytes accepted over all pages of one listing (`tools/list`, `resources/list`,
+    /// `resources/templates/list`, `prompts/list`).
     pub max_list_bytes: usize,
     /// Most pages of one listing (a server that keeps paging is cut off).
     pub max_list_pages: usize,
@@ -113,6 +118,7 @@ impl Default for ClientConfig {
             call_timeout: Duration::from_secs(120),
             max_tools: 1024,
             max_resources: 1024,
+            max_prompts: 1024,
             max_list_bytes: 8 * 1024 * 1024,
             max_list_pages: 100,
             max_input_rounds: 8,

@@ -12,9 +12,11 @@
 //!   (timeouts, cancellation, late and duplicate responses);
 //! * `connect`: era detection (`server/discover`, then `initialize`) and negotiation;
 //! * `tools`: `tools/list` paging, caps and the staleness-tracked cache;
-//! * `paging`: the bounded page walk shared by `tools/list` and `resources/list`;
+//! * `paging`: the bounded page walk shared by `tools/list`, `resources/list`,
+//!   `resources/templates/list` and `prompts/list`;
 //! * `call`: `tools/call`, unknown-tool detection and `input_required` rounds;
-//! * `resources`: `resources/list` and `resources/read`;
+//! * `resources`: `resources/list`, `resources/templates/list` and `resources/read`;
+//! * `prompts`: `prompts/list`, `prompts/get` and `completion/complete`;
 //! * `frames`: attributing an unparseable frame to the request it answered;
 //! * `param_headers`: `x-mcp-header` tool parameters mirrored into HTTP headers;
 //! * `notify`: what each server notification does (tool cache, subscriptions, progress);
@@ -29,7 +31,8 @@ use tokio::sync::watch as signal;
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 use wasmgate_protocol::{
-    CallToolResult, ClientContext, Id, ProtocolVersion, ReadResourceResult, ResourceInfo, ServerInfo, ToolDefinition,
+    CallToolResult, ClientContext, CompleteRequest, CompleteResult, GetPromptResult, Id, PromptInfo, ProtocolVersion,
+    ReadResourceResult, ResourceInfo, ResourceTemplateInfo, ServerInfo, ToolDefinition,
 };
 
 use crate::error::{ClientError, CloseReason};
@@ -43,6 +46,7 @@ pub mod input;
 mod notify;
 mod paging;
 mod param_headers;
+mod prompts;
 mod resources;
 mod router;
 mod tools;
@@ -290,6 +294,75 @@ impl McpClient {
     /// -32002 before 2026-07-28).
     pub async fn read_resource(&self, uri: &str, cancel: CancellationToken) -> Result<ReadResourceResult, ClientError> {
         resources::read(&self.shared, uri, &cancel).await
+    }
+
+    /// All resource templates the server lists, every page, fetched afresh each time (no
+    /// cache). A server that did not declare the `resources` capability is not asked: the
+    /// answer is an empty list.
+    ///
+    /// # Errors
+    ///
+    /// Any request failure; [`ClientError::LimitExceeded`] past the template
+    /// ([`ClientConfig::max_resources`]), byte or page caps;
+    /// [`ClientError::MalformedMessage`] for a malformed page, a repeated cursor or a URI
+    /// template that appears twice.
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplateInfo>, ClientError> {
+        resources::list_templates(&self.shared).await
+    }
+
+    /// All prompts the server lists, every page, fetched afresh each time (no cache). A
+    /// server that did not declare the `prompts` capability is not asked: the answer is
+    /// an empty list.
+    ///
+    /// # Errors
+    ///
+    /// Any request failure; [`ClientError::LimitExceeded`] past the prompt
+    /// ([`ClientConfig::max_prompts`]), byte or page caps; [`ClientError::MalformedMessage`]
+    /// for a malformed page (a prompt with too many or repeated arguments, ...), a
+    /// repeated cursor or a prompt name that appears twice.
+    pub async fn list_prompts(&self) -> Result<Vec<PromptInfo>, ClientError> {
+        prompts::list(&self.shared).await
+    }
+
+    /// Gets the prompt `name`, filled in with `arguments` (each value a string), within
+    /// [`ClientConfig::request_timeout`]. Cancelling `cancel` abandons the request and
+    /// tells the server, as for [`call_tool`](Self::call_tool).
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::Unsupported`] when the server did not declare the `prompts`
+    /// capability or answers `input_required`; [`ClientError::InvalidRequest`] (nothing
+    /// sent) for an argument that is not a string; `Timeout`, `Cancelled`,
+    /// `TransportClosed`, `MalformedMessage` (a message with an unknown role, too many
+    /// messages, ...), and [`ClientError::Rpc`] for the server's own refusal (an unknown
+    /// prompt or a missing argument is -32602).
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        cancel: CancellationToken,
+    ) -> Result<GetPromptResult, ClientError> {
+        prompts::get(&self.shared, name, &arguments, &cancel).await
+    }
+
+    /// Asks for completions of one argument of a prompt or resource template, within
+    /// [`ClientConfig::request_timeout`]. Cancelling `cancel` abandons the request and
+    /// tells the server.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::Unsupported`] when the server did not declare the `completions`
+    /// capability; [`ClientError::InvalidRequest`] (nothing sent) for a reference that
+    /// is not a prompt or resource template reference, or a context argument that is not
+    /// a string; `Timeout`, `Cancelled`, `TransportClosed`, `MalformedMessage` (more than
+    /// 100 values, a value that is not a string, ...), and [`ClientError::Rpc`] for the
+    /// server's own refusal.
+    pub async fn complete(
+        &self,
+        params: CompleteRequest,
+        cancel: CancellationToken,
+    ) -> Result<CompleteResult, ClientError> {
+        prompts::complete(&self.shared, &params, &cancel).await
     }
 
     /// Ends the tool change subscription, fails every call in flight, closes the

@@ -1,12 +1,13 @@
-//! The paging walk shared by `tools/list` and `resources/list`.
+//! The paging walk shared by `tools/list`, `resources/list`, `resources/templates/list`
+//! and `prompts/list`.
 //!
 //! A hostile or broken server can page forever, repeat a cursor, or send a huge list.
 //! So a walk is bounded by `max_list_pages`, a per-list item cap (over all pages) and
 //! `max_list_bytes` (the raw size of all pages); a cursor seen before is an error (it
-//! would loop), and a key (tool name, resource URI) repeated on another page is an
-//! error (the protocol crate already refuses repeats within one page). Exceeding a cap
-//! fails the listing rather than truncating it: a silently partial list would look
-//! complete to the policy layer.
+//! would loop), and a key (tool name, resource URI, URI template, prompt name) repeated
+//! on another page is an error (the protocol crate already refuses repeats within one
+//! page). Exceeding a cap fails the listing rather than truncating it: a silently
+//! partial list would look complete to the policy layer.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -27,7 +28,7 @@ pub(crate) struct Listing<T> {
     pub(crate) method: &'static str,
     /// The items, plural (`tools`): names the item cap in errors.
     pub(crate) items: &'static str,
-    /// What the key of an item is, for the repeated-key error (`tool`, `resource`).
+    /// What the key of an item is, for the repeated-key error (`tool`, `resource`, ...).
     pub(crate) item: &'static str,
     /// Most items over all pages (and on one page).
     pub(crate) max_items: usize,

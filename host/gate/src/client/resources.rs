@@ -1,4 +1,4 @@
-//! `resources/list` and `resources/read`.
+//! `resources/list`, `resources/templates/list` and `resources/read`.
 //!
 //! * Only a server whose capabilities hold a `resources` object is asked. Without one,
 //!   listing answers an empty list without a request (the server has nothing to
@@ -7,6 +7,9 @@
 //!   `max_list_pages`, `max_resources` and `max_list_bytes`; a repeated cursor or a URI
 //!   listed on two pages fails the listing. Nothing is cached: a resource list is asked
 //!   for rarely, and `notifications/resources/list_changed` is not followed (yet).
+//!   Templates (`resources/templates/list`) are listed the same way, keyed by
+//!   `uriTemplate` and capped by `max_resources` as well: they belong to the same
+//!   capability, and a template stands for many resources.
 //! * A read is one request under `request_timeout`, cancelled like `tools/call` (a
 //!   `notifications/cancelled`, or on 2026-07-28 HTTP the request's stream closed). Its
 //!   size is already capped by the transport. A 2026-07-28 server may answer
@@ -18,7 +21,8 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use wasmgate_protocol::{
-    ClientContext, Id, ReadResourceResult, ResourceInfo, ResultKind, parse_read_resource_result, parse_resources_list,
+    ClientContext, Id, ReadResourceResult, ResourceInfo, ResourceTemplateInfo, ResultKind, parse_read_resource_result,
+    parse_resource_templates_list, parse_resources_list,
 };
 
 use super::config::ClientConfig;
@@ -49,6 +53,28 @@ fn listing(config: &ClientConfig) -> Listing<ResourceInfo> {
         build: ClientContext::resources_list,
         parse: |result, max| parse_resources_list(result, max).map(|page| (page.resources, page.next_cursor)),
         key: |resource| &resource.uri,
+    }
+}
+
+pub(crate) async fn list_templates(shared: &Arc<Shared>) -> Result<Vec<ResourceTemplateInfo>, ClientError> {
+    if !declared(shared)? {
+        return Ok(Vec::new());
+    }
+    paging::walk(shared, &template_listing(&shared.config)).await
+}
+
+/// The `resources/templates/list` walk: templates keyed by URI template.
+fn template_listing(config: &ClientConfig) -> Listing<ResourceTemplateInfo> {
+    Listing {
+        method: "resources/templates/list",
+        items: "resource templates",
+        item: "resource template",
+        max_items: config.max_resources,
+        build: ClientContext::resources_templates_list,
+        parse: |result, max| {
+            parse_resource_templates_list(result, max).map(|page| (page.resource_templates, page.next_cursor))
+        },
+        key: |template| &template.uri_template,
     }
 }
 
