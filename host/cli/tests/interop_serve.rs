@@ -305,7 +305,8 @@ const SCENARIO_TOOLS: [&str; 9] = [
 ];
 
 /// A gateway whose one provider, `conformance`, is the fixture upstream (spawned
-/// confined), with every scenario tool allowed and reviewed.
+/// confined), with every scenario tool allowed and reviewed, and its resources and
+/// prompts allowed.
 fn conformance_gateway() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let fixtures = fixture("").canonicalize().unwrap();
@@ -318,7 +319,8 @@ fn conformance_gateway() -> tempfile::TempDir {
     );
     std::fs::write(dir.path().join("wasmgate.toml"), config).unwrap();
     let mut policy = format!(
-        "[providers.conformance]\nread_paths = [{:?}]\n\n[providers.conformance.tools]\n",
+        "[providers.conformance]\nread_paths = [{:?}]\nresources = [\"test://*\"]\nprompts = [\"*\"]\n\n\
+         [providers.conformance.tools]\n",
         fixtures.display().to_string()
     );
     for tool in SCENARIO_TOOLS {

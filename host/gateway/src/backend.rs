@@ -6,6 +6,9 @@
 //! the guarded tool: policy, approval, the upstream call, sandbox formatting, screening
 //! and audit. The list is watched: a provider's change notification, or a different
 //! list on a later look, moves the counter the server announces to its clients.
+//!
+//! Resources, resource templates, prompts and completion are forwarded from the MCP
+//! providers whose policy allows some (see the `forward` module).
 
 use std::sync::{Arc, Mutex};
 
@@ -14,8 +17,10 @@ use tokio::sync::watch;
 use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolResult, ToolSpec, Toolset as _};
 use wasmgate_guard::GuardedToolset;
 use wasmgate_policy::{Policy, Verdict, split_prefixed};
-use wasmgate_server::{Backend, CallFailure};
+use wasmgate_protocol::server::{CompleteParams, GetPromptParams};
+use wasmgate_server::{Backend, CallFailure, Completion, Offers, Prompt, Refusal};
 
+use crate::forward::Forwarder;
 use crate::start::Gateway;
 
 /// The gateway as a server [`Backend`].
@@ -26,6 +31,7 @@ pub struct GatewayBackend {
     /// The tools served at the last look.
     served: Mutex<Vec<Tool>>,
     changes: watch::Sender<u64>,
+    forwarder: Forwarder,
 }
 
 impl Gateway {
@@ -37,6 +43,7 @@ impl Gateway {
             policy: self.guard.policy().clone(),
             served: Mutex::default(),
             changes: watch::Sender::new(0),
+            forwarder: Forwarder::new(Arc::clone(&self.guard), self.mcp_providers().to_vec()),
         });
         for provider in self.mcp_providers() {
             let mut changes = provider.client().tool_list_changes();
@@ -107,5 +114,37 @@ impl Backend for GatewayBackend {
 
     fn tool_changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
+    }
+
+    fn offers(&self) -> Offers {
+        self.forwarder.offers()
+    }
+
+    fn resources(&self) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
+        Box::pin(async move { Ok(self.forwarder.resources().await) })
+    }
+
+    fn resource_templates(&self) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
+        Box::pin(async move { Ok(self.forwarder.resource_templates().await) })
+    }
+
+    fn read_resource(&self, uri: String, cancel: CancellationToken) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
+        Box::pin(self.forwarder.read_resource(uri, cancel))
+    }
+
+    fn prompts(&self) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
+        Box::pin(async move { Ok(self.forwarder.prompts().await) })
+    }
+
+    fn get_prompt(&self, params: GetPromptParams, cancel: CancellationToken) -> BoxFuture<'_, Result<Prompt, Refusal>> {
+        Box::pin(self.forwarder.get_prompt(params, cancel))
+    }
+
+    fn complete(
+        &self,
+        params: CompleteParams,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'_, Result<Completion, Refusal>> {
+        Box::pin(self.forwarder.complete(params, cancel))
     }
 }

@@ -137,10 +137,61 @@ impl Guard {
         self.audit.submit(entries).map_err(refused)?.await.map(|_| ()).map_err(refused)
     }
 
+    /// Starts the audit trail of a read that is not a tool call (a resource read, a prompt
+    /// fetch: data from an untrusted provider all the same): `requested` (allowed, for
+    /// `reason`) and `started`, durable before the read runs, like a call's.
+    /// `what` names the operation (`resources/read`), `arguments` what was asked.
+    ///
+    /// # Errors
+    ///
+    /// [`ToolErrorKind::Refused`] when the records cannot be written: fail closed.
+    pub async fn begin_access(
+        self: &Arc<Self>,
+        provider: &str,
+        what: &str,
+        arguments: Value,
+        reason: &str,
+    ) -> Result<Access, ToolError> {
+        let call = self.call_id();
+        let entry = |event| Entry::call(&call, provider, what, event);
+        let requested =
+            Event::Requested { verdict: Verdict::Allow.as_str().to_owned(), reason: reason.into(), arguments };
+        self.record(vec![entry(requested), entry(Event::Started)]).await?;
+        Ok(Access { guard: Arc::clone(self), call, provider: provider.to_owned(), what: what.to_owned(), ended: false })
+    }
+
     /// Queues an outcome record without waiting for it.
     fn note(&self, entry: Entry) {
         if let Err(e) = self.audit.submit([entry]) {
             tracing::error!(error = %e, "audit log cannot be written; later calls will be refused");
+        }
+    }
+}
+
+/// A read under way (see [`Guard::begin_access`]); [`end`](Self::end) records how it
+/// ended. Dropped without it (the request was abandoned), it records `cancelled`.
+#[derive(Debug)]
+pub struct Access {
+    guard: Arc<Guard>,
+    call: String,
+    provider: String,
+    what: String,
+    ended: bool,
+}
+
+impl Access {
+    /// Records the outcome: `finished` (with injection flags), `withheld` or `failed`.
+    pub fn end(mut self, event: Event) {
+        self.ended = true;
+        self.guard.note(Entry::call(&self.call, &self.provider, &self.what, event));
+    }
+}
+
+impl Drop for Access {
+    fn drop(&mut self) {
+        if !self.ended {
+            let event = Event::Cancelled { reason: "abandoned by the caller".into() };
+            self.guard.note(Entry::call(&self.call, &self.provider, &self.what, event));
         }
     }
 }

@@ -4,8 +4,9 @@
 //!
 //! # Layout
 //!
-//! * [`guard`]: [`Guard`] (policy, reviewed definitions, approver, audit log) and the
-//!   guarded tool's call sequence;
+//! * [`guard`]: [`Guard`] (policy, reviewed definitions, approver, audit log), the
+//!   guarded tool's call sequence, and the audit trail of reads that are not calls
+//!   ([`Access`]);
 //! * [`toolset`]: [`GuardedToolset`], the reviewed tools of every source for the loop;
 //! * [`screen`]: detection, the policy's injection action, framing;
 //! * [`approver`]: the [`Approver`] trait, [`Unattended`] and [`TerminalApprover`].
@@ -16,6 +17,6 @@ pub mod screen;
 pub mod toolset;
 
 pub use approver::{Approval, ApprovalRequest, Approver, Subject, TerminalApprover, Unattended};
-pub use guard::{Admission, Guard};
+pub use guard::{Access, Admission, Guard};
 pub use screen::{INJECTION_WITHHELD, UNFRAMED};
 pub use toolset::{GuardedToolset, WithheldTool};

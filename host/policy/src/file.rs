@@ -33,6 +33,10 @@ pub(crate) struct RawProvider {
     pub note: Option<String>,
     #[serde(default)]
     pub tools: BTreeMap<Spanned<String>, RawTool>,
+    #[serde(default)]
+    pub resources: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub prompts: Vec<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

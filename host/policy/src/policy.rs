@@ -83,6 +83,12 @@ impl Policy {
         self.providers.iter().map(|(k, v)| (k.as_str(), v))
     }
 
+    /// The providers whose policy allows reading the resource at `uri`. A read is routed
+    /// only when exactly one does, so one provider can never answer for another's URIs.
+    pub fn resource_readers(&self, uri: &str) -> Vec<&str> {
+        self.providers.iter().filter(|(_, p)| p.allows_resource(uri)).map(|(k, _)| k.as_str()).collect()
+    }
+
     /// The verdict for `tool` of `provider` before any argument is seen: the tool's rule,
     /// or the provider's verdict for unlisted tools, or deny for an unknown provider.
     /// Argument constraints may still deny a call the rule allows or asks for.
@@ -179,6 +185,8 @@ fn provider(src: &Source<'_>, key: &str, raw: RawProvider) -> Result<ProviderPol
         }
         tools.insert(name.into_inner(), ToolRule { verdict: t.verdict, constraints, note: t.note });
     }
+    let resources = globs(src, &format!("{key}.resources"), raw.resources, "a URI glob such as \"file:///docs/*\"")?;
+    let prompts = globs(src, &format!("{key}.prompts"), raw.prompts, "a prompt name or glob such as \"summarize_*\"")?;
     Ok(ProviderPolicy {
         unlisted: raw.unlisted.unwrap_or(Verdict::Deny),
         trust_annotations: raw.trust_annotations.unwrap_or(false),
@@ -190,7 +198,29 @@ fn provider(src: &Source<'_>, key: &str, raw: RawProvider) -> Result<ProviderPol
         network_ports,
         note: raw.note,
         tools,
+        resources,
+        prompts,
     })
+}
+
+/// A list of allow globs; an empty glob would match nothing but the empty string, so it
+/// is refused as a likely mistake.
+fn globs(src: &Source<'_>, key: &str, raw: Vec<Spanned<String>>, example: &str) -> Result<Vec<Glob>, PolicyError> {
+    raw.into_iter()
+        .enumerate()
+        .map(|(i, g)| {
+            if g.get_ref().is_empty() {
+                Err(src.error(
+                    g.span(),
+                    &format!("{key}[{i}]"),
+                    "empty pattern",
+                    format!("give {example}, or remove it"),
+                ))
+            } else {
+                Ok(Glob::new(g.get_ref()))
+            }
+        })
+        .collect()
 }
 
 fn positive(src: &Source<'_>, key: &str, v: Option<Spanned<u64>>) -> Result<Option<u64>, PolicyError> {

@@ -89,6 +89,12 @@ pub struct ProviderPolicy {
     /// The reviewer's note for the provider.
     pub note: Option<String>,
     pub(crate) tools: BTreeMap<String, ToolRule>,
+    /// Globs over resource URIs (and resource templates read as text) that may be
+    /// listed and read; none: no resources.
+    pub(crate) resources: Vec<Glob>,
+    /// Globs over the provider's own prompt names that may be listed and fetched; none:
+    /// no prompts.
+    pub(crate) prompts: Vec<Glob>,
 }
 
 impl ProviderPolicy {
@@ -100,6 +106,28 @@ impl ProviderPolicy {
     /// Listed tools, by name.
     pub fn tools(&self) -> impl Iterator<Item = (&str, &ToolRule)> {
         self.tools.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// Whether any resource may be listed or read (a `resources` glob is set).
+    pub fn offers_resources(&self) -> bool {
+        !self.resources.is_empty()
+    }
+
+    /// Whether any prompt may be listed or fetched (a `prompts` glob is set).
+    pub fn offers_prompts(&self) -> bool {
+        !self.prompts.is_empty()
+    }
+
+    /// Whether the resource at `uri` (or the template `uri` as written) may be listed and
+    /// read. Deny unless a `resources` glob matches.
+    pub fn allows_resource(&self, uri: &str) -> bool {
+        self.resources.iter().any(|g| g.matches(uri))
+    }
+
+    /// Whether the prompt `name` (the provider's own) may be listed and fetched. Deny
+    /// unless a `prompts` glob matches.
+    pub fn allows_prompt(&self, name: &str) -> bool {
+        self.prompts.iter().any(|g| g.matches(name))
     }
 
     /// The formatter selected for `tool`, if any rule matches (first match in file order).

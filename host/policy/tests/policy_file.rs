@@ -331,3 +331,38 @@ fn the_policy_reference_example_parses_and_decides_as_documented() {
     assert_eq!(p.decide("calendar", "calendar_delete", &json!({})).verdict, Verdict::Deny);
     assert_eq!(p.decide("calendar", "calendar_share", &json!({})).verdict, Verdict::Deny);
 }
+
+#[test]
+fn resources_and_prompts_are_denied_unless_a_glob_allows_them() {
+    let policy = parse(
+        r#"
+[providers.docs]
+resources = ["file:///docs/*", "test://static-text"]
+prompts = ["summarize_*"]
+
+[providers.other]
+resources = ["file:///docs/shared/*"]
+"#,
+    );
+    let docs = policy.provider("docs").unwrap();
+    assert!(docs.allows_resource("file:///docs/a.md"));
+    assert!(docs.allows_resource("test://static-text"));
+    assert!(!docs.allows_resource("test://static-text2"), "a glob without `*` matches exactly");
+    assert!(!docs.allows_resource("file:///etc/passwd"));
+    assert!(docs.allows_prompt("summarize_week"));
+    assert!(!docs.allows_prompt("delete_all"));
+    let other = policy.provider("other").unwrap();
+    assert!(!other.allows_prompt("summarize_week"), "no `prompts` key: no prompts");
+    assert_eq!(policy.resource_readers("file:///docs/a.md"), vec!["docs"]);
+    assert_eq!(policy.resource_readers("file:///docs/shared/x"), vec!["docs", "other"], "both may: ambiguous");
+    assert!(policy.resource_readers("https://example.com/").is_empty());
+}
+
+#[test]
+fn an_empty_resource_or_prompt_pattern_is_refused_with_its_key() {
+    let (line, key, _problem, fix) = invalid("[providers.docs]\nresources = [\"test://a\", \"\"]\n");
+    assert_eq!((line, key.as_str()), (2, "providers.docs.resources[1]"));
+    assert!(fix.contains("URI glob"), "{fix}");
+    let (_, key, _, _) = invalid("[providers.docs]\nprompts = [\"\"]\n");
+    assert_eq!(key, "providers.docs.prompts[0]");
+}

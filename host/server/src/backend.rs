@@ -3,10 +3,18 @@
 //! The policy, approval, sandbox and audit pipeline sits behind this trait, so the
 //! server stays a protocol face: it lists what the backend lists, calls what the
 //! backend calls, and announces what the backend says changed.
+//!
+//! Tools are required; resources, resource templates, prompts and completion are
+//! optional ([`Offers`]). A backend that does not offer them keeps the default methods,
+//! and the server neither announces the capability nor answers the methods (-32601).
+//! What a backend returns for them (resource entries, contents, prompt messages) is
+//! sent as is: cleaning and framing untrusted text is the backend's job, as it is for
+//! tool results.
 
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 use wasmgate_agent::{BoxFuture, CancellationToken, ToolError, ToolResult, ToolSpec};
+use wasmgate_protocol::server::{CompleteParams, GetPromptParams};
 
 /// The tools a server offers, and how to run them.
 pub trait Backend: Send + Sync + 'static {
@@ -27,6 +35,97 @@ pub trait Backend: Send + Sync + 'static {
     /// A counter that moves whenever the tool list changes. The server announces each
     /// move to its clients (`notifications/tools/list_changed`).
     fn tool_changes(&self) -> watch::Receiver<u64>;
+
+    /// What the backend offers besides tools. Default: nothing.
+    fn offers(&self) -> Offers {
+        Offers::default()
+    }
+
+    /// The `Resource` entries of `resources/list`, whole (the server pages them).
+    fn resources(&self) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
+    /// The `ResourceTemplate` entries of `resources/templates/list`, whole.
+    fn resource_templates(&self) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
+    /// The `contents` of `resources/read` for `uri`.
+    fn read_resource(&self, uri: String, cancel: CancellationToken) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
+        let _ = cancel;
+        Box::pin(std::future::ready(Err(Refusal::ResourceNotFound(uri))))
+    }
+
+    /// The `Prompt` entries of `prompts/list`, whole.
+    fn prompts(&self) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
+    /// The answer to `prompts/get`.
+    fn get_prompt(&self, params: GetPromptParams, cancel: CancellationToken) -> BoxFuture<'_, Result<Prompt, Refusal>> {
+        let _ = cancel;
+        Box::pin(std::future::ready(Err(Refusal::InvalidParams(format!("Unknown prompt: {}", params.name)))))
+    }
+
+    /// The answer to `completion/complete`.
+    fn complete(
+        &self,
+        params: CompleteParams,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'_, Result<Completion, Refusal>> {
+        let _ = (params, cancel);
+        Box::pin(std::future::ready(Ok(Completion::default())))
+    }
+}
+
+/// What a backend serves besides tools; each one announced as a server capability.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Offers {
+    /// `resources/list`, `resources/templates/list`, `resources/read`.
+    pub resources: bool,
+    /// `prompts/list`, `prompts/get`.
+    pub prompts: bool,
+    /// `completion/complete`.
+    pub completions: bool,
+}
+
+/// A `prompts/get` answer.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Prompt {
+    /// The prompt's description.
+    pub description: Option<String>,
+    /// The `PromptMessage` objects.
+    pub messages: Vec<Value>,
+}
+
+/// A `completion/complete` answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Completion {
+    /// Suggested values (the server sends at most 100).
+    pub values: Vec<String>,
+    /// How many values there are in all, if known.
+    pub total: Option<u64>,
+    /// Whether there are more than those sent.
+    pub has_more: Option<bool>,
+}
+
+/// Why a request other than a tool call got no result.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    /// No resource is served at this URI: -32602 with `data.uri` since 2026-07-28,
+    /// -32002 before it.
+    #[error("Resource not found: {0}")]
+    ResourceNotFound(String),
+    /// The request names something not served (an unknown prompt, an argument the
+    /// provider refused): -32602 with this text.
+    #[error("{0}")]
+    InvalidParams(String),
+    /// Serving it failed (a provider down or misbehaving): -32603 with this text, which
+    /// should be stable and name no internals; details belong in the log.
+    #[error("{0}")]
+    Failed(String),
 }
 
 /// Why a call produced no tool result.

@@ -9,7 +9,8 @@
 //!
 //! # Layout
 //!
-//! * [`backend`]: the [`Backend`] trait and [`CallFailure`]; [`tools`]: [`ToolsBackend`],
+//! * [`backend`]: the [`Backend`] trait, [`CallFailure`], and the optional [`Offers`]
+//!   (resources, prompts, completion) with their answers and [`Refusal`]; [`tools`]: [`ToolsBackend`],
 //!   a backend over a set of `Tool` values.
 //! * [`config`]: [`ServerConfig`], shared by both transports.
 //! * `engine` (private): the transport-neutral core: the era of each request, its
@@ -34,7 +35,7 @@ mod shutdown;
 pub mod stdio;
 pub mod tools;
 
-pub use backend::{Backend, CallFailure};
+pub use backend::{Backend, CallFailure, Completion, Offers, Prompt, Refusal};
 pub use config::ServerConfig;
 pub use error::ServeError;
 pub use http::{HttpConfig, serve_http};

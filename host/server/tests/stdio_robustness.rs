@@ -96,7 +96,7 @@ async fn calls_beyond_the_in_flight_limit_are_refused_at_once() {
     fixture.entered().await;
     let refused = server.ask(stamped(2, "tools/call", json!({"name": "echo", "arguments": {"text": "b"}}))).await;
     assert_eq!(refused["error"]["code"], -32603, "{refused}");
-    assert!(refused["error"]["message"].as_str().unwrap().contains("Too many calls in flight"));
+    assert!(refused["error"]["message"].as_str().unwrap().contains("Too many requests in flight"));
     fixture.release.add_permits(1);
     assert_eq!(server.recv().await["id"], 1);
     let accepted = server.ask(stamped(3, "tools/call", json!({"name": "echo", "arguments": {"text": "c"}}))).await;

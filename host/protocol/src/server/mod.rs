@@ -7,9 +7,11 @@
 //!
 //! * [`requests`]: the client's request parameters: the 2026-07-28 `_meta` stamp
 //!   ([`StatelessMeta`]), `initialize`, `tools/call`, `tools/list` cursors,
-//!   `notifications/cancelled`, and the version a handshake answers with.
-//! * [`results`]: `initialize` and `server/discover` results, tool-list pages, text tool
-//!   results, the unsupported-version error, and the notifications of a change stream.
+//!   `notifications/cancelled`, `resources/read` URIs, `prompts/get` and
+//!   `completion/complete`, and the version a handshake answers with.
+//! * [`results`]: `initialize` and `server/discover` results, list pages, text tool
+//!   results, resource reads, prompts, completions, the unsupported-version and
+//!   resource-not-found errors, and the notifications of a change stream.
 //!
 //! Era rules the builders apply: a result for a stateless version (2026-07-28) carries
 //! `resultType: "complete"`, and the cacheable ones (`server/discover`, `tools/list`)
@@ -20,10 +22,12 @@ pub mod requests;
 pub mod results;
 
 pub use requests::{
-    CallToolParams, Cancelled, InitializeParams, StatelessMeta, answer_initialize_version, has_stateless_meta,
-    parse_call_tool_params, parse_cancelled, parse_cursor, parse_initialize_params, parse_stateless_meta,
+    CallToolParams, Cancelled, CompleteParams, CompletionRef, GetPromptParams, InitializeParams, StatelessMeta,
+    answer_initialize_version, has_stateless_meta, parse_call_tool_params, parse_cancelled, parse_complete_params,
+    parse_cursor, parse_get_prompt_params, parse_initialize_params, parse_resource_uri, parse_stateless_meta,
 };
 pub use results::{
-    ServerIdentity, call_tool_text_result, complete, discover_result, initialize_result, listen_acknowledged,
-    listen_closed_result, subscription_notification, tool_definition, tools_list_result, unsupported_version_error,
+    MAX_COMPLETION_VALUES, ServerIdentity, call_tool_text_result, complete, complete_result, discover_result,
+    get_prompt_result, initialize_result, list_result, listen_acknowledged, listen_closed_result, read_resource_result,
+    resource_not_found_error, subscription_notification, tool_definition, tools_list_result, unsupported_version_error,
 };

@@ -124,6 +124,116 @@ pub fn parse_cursor(params: Option<&Object>) -> Result<Option<String>, ProtocolE
     })
 }
 
+/// Reads the `uri` of `resources/read` (and `resources/subscribe`).
+///
+/// # Errors
+///
+/// [`MissingField`](ProtocolError::MissingField) without params or a URI,
+/// [`WrongType`](ProtocolError::WrongType) for a URI that is not a string,
+/// [`InvalidValue`](ProtocolError::InvalidValue) for an empty one.
+pub fn parse_resource_uri(params: Option<&Object>) -> Result<String, ProtocolError> {
+    let params = params.ok_or_else(|| ProtocolError::MissingField { at: "params".into() })?;
+    let uri = req_str(params, "params", "uri")?;
+    if uri.is_empty() {
+        return Err(crate::fields::invalid("params.uri".into(), "is empty"));
+    }
+    Ok(uri.to_owned())
+}
+
+/// The parameters of `prompts/get`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GetPromptParams {
+    /// The prompt's name, never empty.
+    pub name: String,
+    /// The arguments, every value a string (`{}` when absent).
+    pub arguments: Object,
+}
+
+/// Reads the parameters of `prompts/get`.
+///
+/// # Errors
+///
+/// [`MissingField`](ProtocolError::MissingField) without params or a name,
+/// [`WrongType`](ProtocolError::WrongType) for a name that is not a string, arguments
+/// that are not an object or an argument value that is not a string,
+/// [`InvalidValue`](ProtocolError::InvalidValue) for an empty name.
+pub fn parse_get_prompt_params(params: Option<&Object>) -> Result<GetPromptParams, ProtocolError> {
+    let params = params.ok_or_else(|| ProtocolError::MissingField { at: "params".into() })?;
+    let name = req_str(params, "params", "name")?;
+    if name.is_empty() {
+        return Err(crate::fields::invalid("params.name".into(), "is empty"));
+    }
+    let arguments = opt_object(params, "params", "arguments")?.cloned().unwrap_or_default();
+    string_values(&arguments, "params.arguments")?;
+    Ok(GetPromptParams { name: name.to_owned(), arguments })
+}
+
+/// Checks that every value of `map` is a string, as prompt and completion arguments are.
+fn string_values(map: &Object, at: &str) -> Result<(), ProtocolError> {
+    for (key, value) in map {
+        if !value.is_string() {
+            return Err(crate::fields::wrong_type(crate::fields::join(at, key), "string"));
+        }
+    }
+    Ok(())
+}
+
+/// What a `completion/complete` asks to complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompletionRef {
+    /// `{"type": "ref/prompt", "name"}`: an argument of a prompt.
+    Prompt(String),
+    /// `{"type": "ref/resource", "uri"}`: a variable of a resource template.
+    Resource(String),
+}
+
+/// The parameters of `completion/complete`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompleteParams {
+    /// The prompt or resource template.
+    pub reference: CompletionRef,
+    /// The argument being completed.
+    pub argument_name: String,
+    /// What the user has typed so far.
+    pub argument_value: String,
+    /// Arguments already resolved (`context.arguments`), every value a string.
+    pub context_arguments: Option<Object>,
+}
+
+/// Reads the parameters of `completion/complete`.
+///
+/// # Errors
+///
+/// [`MissingField`](ProtocolError::MissingField) without params, `ref`, `argument` or
+/// their fields; [`WrongType`](ProtocolError::WrongType) for fields of the wrong type;
+/// [`InvalidValue`](ProtocolError::InvalidValue) for a `ref.type` other than
+/// `ref/prompt` and `ref/resource`.
+pub fn parse_complete_params(params: Option<&Object>) -> Result<CompleteParams, ProtocolError> {
+    let params = params.ok_or_else(|| ProtocolError::MissingField { at: "params".into() })?;
+    let reference = req_object(params, "params", "ref")?;
+    let reference = match req_str(reference, "params.ref", "type")? {
+        "ref/prompt" => CompletionRef::Prompt(req_str(reference, "params.ref", "name")?.to_owned()),
+        "ref/resource" => CompletionRef::Resource(req_str(reference, "params.ref", "uri")?.to_owned()),
+        other => {
+            return Err(crate::fields::invalid(
+                "params.ref.type".into(),
+                format!("is {other:?}, not \"ref/prompt\" or \"ref/resource\""),
+            ));
+        }
+    };
+    let argument = req_object(params, "params", "argument")?;
+    let argument_name = req_str(argument, "params.argument", "name")?.to_owned();
+    let argument_value = req_str(argument, "params.argument", "value")?.to_owned();
+    let context_arguments = match opt_object(params, "params", "context")? {
+        Some(context) => opt_object(context, "params.context", "arguments")?.cloned(),
+        None => None,
+    };
+    if let Some(arguments) = &context_arguments {
+        string_values(arguments, "params.context.arguments")?;
+    }
+    Ok(CompleteParams { reference, argument_name, argument_value, context_arguments })
+}
+
 /// `notifications/cancelled`: which request, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cancelled {
@@ -222,5 +332,30 @@ mod tests {
         assert_eq!(cancelled, Cancelled { request_id: Id::Int(7), reason: Some("user".into()) });
         assert!(parse_cancelled(Some(&obj(json!({"requestId": 1.5})))).is_err());
         assert!(parse_cancelled(Some(&obj(json!({"requestId": 1, "reason": 2})))).is_err());
+    }
+
+    #[test]
+    fn resource_prompt_and_completion_params_are_read_strictly() {
+        assert_eq!(parse_resource_uri(Some(&obj(json!({"uri": "test://a"})))).unwrap(), "test://a");
+        assert!(parse_resource_uri(Some(&obj(json!({"uri": ""})))).is_err());
+        assert!(parse_resource_uri(Some(&obj(json!({"uri": 7})))).is_err());
+        assert!(parse_resource_uri(None).is_err());
+
+        let get = parse_get_prompt_params(Some(&obj(json!({"name": "p", "arguments": {"a": "x"}})))).unwrap();
+        assert_eq!((get.name.as_str(), get.arguments.len()), ("p", 1));
+        let bad = parse_get_prompt_params(Some(&obj(json!({"name": "p", "arguments": {"a": 1}})))).unwrap_err();
+        assert!(bad.to_string().contains("params.arguments.a"), "{bad}");
+        assert!(parse_get_prompt_params(Some(&obj(json!({"name": ""})))).is_err());
+
+        let params = json!({"ref": {"type": "ref/resource", "uri": "test://t/{id}"},
+                            "argument": {"name": "id", "value": "4"}, "context": {"arguments": {"k": "v"}}});
+        let complete = parse_complete_params(Some(&obj(params))).unwrap();
+        assert_eq!(complete.reference, CompletionRef::Resource("test://t/{id}".into()));
+        assert_eq!((complete.argument_name.as_str(), complete.argument_value.as_str()), ("id", "4"));
+        assert_eq!(complete.context_arguments.unwrap().len(), 1);
+        let params = json!({"ref": {"type": "ref/tool", "name": "x"}, "argument": {"name": "a", "value": ""}});
+        assert!(parse_complete_params(Some(&obj(params))).unwrap_err().to_string().contains("ref/prompt"));
+        let params = json!({"ref": {"type": "ref/prompt", "name": "x"}, "argument": {"name": "a"}});
+        assert!(parse_complete_params(Some(&obj(params))).is_err());
     }
 }

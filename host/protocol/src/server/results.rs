@@ -105,8 +105,21 @@ pub fn tools_list_result(
     next_cursor: Option<&str>,
     cache: CacheHints,
 ) -> Object {
+    list_result(version, "tools", tools, next_cursor, cache)
+}
+
+/// One page of any paginated list: `items` under `key` (`tools`, `resources`,
+/// `resourceTemplates`, `prompts`), the next cursor, and the cache hints.
+#[must_use]
+pub fn list_result(
+    version: ProtocolVersion,
+    key: &str,
+    items: Vec<Value>,
+    next_cursor: Option<&str>,
+    cache: CacheHints,
+) -> Object {
     let mut result = Map::new();
-    result.insert("tools".into(), Value::Array(tools));
+    result.insert(key.into(), Value::Array(items));
     if let Some(cursor) = next_cursor {
         result.insert("nextCursor".into(), Value::String(cursor.into()));
     }
@@ -123,6 +136,66 @@ pub fn call_tool_text_result(version: ProtocolVersion, text: &str, is_error: boo
     result.insert("content".into(), Value::Array(vec![Value::Object(block)]));
     result.insert("isError".into(), Value::Bool(is_error));
     complete(result, version)
+}
+
+/// A `resources/read` result (`ReadResourceResult`) holding `contents`, with the cache
+/// hints its 2026-07-28 schema requires.
+#[must_use]
+pub fn read_resource_result(version: ProtocolVersion, contents: Vec<Value>, cache: CacheHints) -> Object {
+    let mut result = Map::new();
+    result.insert("contents".into(), Value::Array(contents));
+    cacheable(result, version, cache)
+}
+
+/// A `prompts/get` result (`GetPromptResult`).
+#[must_use]
+pub fn get_prompt_result(version: ProtocolVersion, description: Option<&str>, messages: Vec<Value>) -> Object {
+    let mut result = Map::new();
+    if let Some(description) = description {
+        result.insert("description".into(), Value::String(description.into()));
+    }
+    result.insert("messages".into(), Value::Array(messages));
+    complete(result, version)
+}
+
+/// The most values a `completion/complete` result may hold, per the schema.
+pub const MAX_COMPLETION_VALUES: usize = 100;
+
+/// A `completion/complete` result (`CompleteResult`); values past
+/// [`MAX_COMPLETION_VALUES`] are dropped and `hasMore` set.
+#[must_use]
+pub fn complete_result(
+    version: ProtocolVersion,
+    mut values: Vec<String>,
+    total: Option<u64>,
+    has_more: Option<bool>,
+) -> Object {
+    let mut has_more = has_more;
+    if values.len() > MAX_COMPLETION_VALUES {
+        values.truncate(MAX_COMPLETION_VALUES);
+        has_more = Some(true);
+    }
+    let mut completion = Map::new();
+    completion.insert("values".into(), Value::Array(values.into_iter().map(Value::String).collect()));
+    if let Some(total) = total {
+        completion.insert("total".into(), Value::from(total));
+    }
+    if let Some(has_more) = has_more {
+        completion.insert("hasMore".into(), Value::Bool(has_more));
+    }
+    let mut result = Map::new();
+    result.insert("completion".into(), Value::Object(completion));
+    complete(result, version)
+}
+
+/// The error for a resource nobody serves: since 2026-07-28 `-32602` (invalid params),
+/// before it `-32002` (resource not found); both with `data: {uri}`.
+#[must_use]
+pub fn resource_not_found_error(id: &Id, version: ProtocolVersion, uri: &str) -> Value {
+    let code = if version.is_stateless() { codes::INVALID_PARAMS } else { codes::LEGACY_RESOURCE_NOT_FOUND };
+    let mut data = Map::new();
+    data.insert("uri".into(), Value::String(uri.into()));
+    error_response(Some(id), code, &format!("Resource not found: {uri}"), Some(Value::Object(data)))
 }
 
 /// The `UnsupportedProtocolVersionError` response: code -32022, `data: {supported, requested}`.

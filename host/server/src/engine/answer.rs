@@ -1,36 +1,73 @@
-//! The answers that take time: a `tools/list` page and a `tools/call`.
+//! The answers that take time: list pages, tool calls, resource reads, prompts and
+//! completions, each asked of the backend.
 
 use serde_json::Value;
 use wasmgate_agent::CancellationToken;
-use wasmgate_protocol::codes::INVALID_PARAMS;
-use wasmgate_protocol::server::{CallToolParams, call_tool_text_result, tool_definition, tools_list_result};
+use wasmgate_protocol::codes::{INTERNAL_ERROR, INVALID_PARAMS};
+use wasmgate_protocol::server::{
+    CallToolParams, call_tool_text_result, complete_result, get_prompt_result, list_result, read_resource_result,
+    resource_not_found_error, tool_definition,
+};
 use wasmgate_protocol::{CacheHints, Id, ProtocolVersion, error_response, result_response};
 
-use super::Engine;
-use crate::backend::CallFailure;
+use super::{Engine, Job};
+use crate::backend::{CallFailure, Refusal};
 
 impl Engine {
-    /// One page of `tools/list`. The cursor is the offset of the page's first tool, as
-    /// text: opaque to the client, and refused (-32602) when it is not one we could
-    /// have issued for the current list.
-    pub(crate) async fn list(&self, id: &Id, version: ProtocolVersion, cursor: Option<&str>) -> Value {
-        let tools = self.backend.tools().await;
+    /// Runs `job` and builds its response.
+    pub(crate) async fn run(&self, id: &Id, version: ProtocolVersion, job: Job, cancel: CancellationToken) -> Value {
+        let backend = &self.backend;
+        let listed = |key: &str, cursor: Option<String>, items: Result<Vec<Value>, Refusal>| match items {
+            Ok(items) => self.page(id, version, key, items, cursor.as_deref()),
+            Err(refusal) => refused(id, version, refusal),
+        };
+        match job {
+            Job::ListTools(cursor) => {
+                let tools = backend.tools().await;
+                let tools = tools
+                    .into_iter()
+                    .map(|spec| tool_definition(&spec.name, &spec.description, spec.input_schema))
+                    .collect();
+                listed("tools", cursor, Ok(tools))
+            }
+            Job::Call(params) => self.call(id, version, params, cancel).await,
+            Job::ListResources(cursor) => listed("resources", cursor, backend.resources().await),
+            Job::ListTemplates(cursor) => listed("resourceTemplates", cursor, backend.resource_templates().await),
+            Job::ListPrompts(cursor) => listed("prompts", cursor, backend.prompts().await),
+            Job::Read(uri) => match backend.read_resource(uri, cancel).await {
+                Ok(contents) => result_response(id, read_resource_result(version, contents, CacheHints::default())),
+                Err(refusal) => refused(id, version, refusal),
+            },
+            Job::GetPrompt(params) => match backend.get_prompt(params, cancel).await {
+                Ok(prompt) => {
+                    result_response(id, get_prompt_result(version, prompt.description.as_deref(), prompt.messages))
+                }
+                Err(refusal) => refused(id, version, refusal),
+            },
+            Job::Complete(params) => match backend.complete(params, cancel).await {
+                Ok(c) => result_response(id, complete_result(version, c.values, c.total, c.has_more)),
+                Err(refusal) => refused(id, version, refusal),
+            },
+        }
+    }
+
+    /// One page of a list. The cursor is the offset of the page's first entry, as text:
+    /// opaque to the client, and refused (-32602) when it is not one we could have
+    /// issued for the current list.
+    fn page(&self, id: &Id, version: ProtocolVersion, key: &str, items: Vec<Value>, cursor: Option<&str>) -> Value {
         let start = match cursor.map(str::parse::<usize>) {
             None => 0,
-            Some(Ok(start)) if start > 0 && start < tools.len() => start,
+            Some(Ok(start)) if start > 0 && start < items.len() => start,
             Some(_) => return error_response(Some(id), INVALID_PARAMS, "Invalid cursor", None),
         };
-        let end = start.saturating_add(self.config.page_size.max(1)).min(tools.len());
-        let next = (end < tools.len()).then(|| end.to_string());
-        let page = tools[start..end]
-            .iter()
-            .map(|spec| tool_definition(&spec.name, &spec.description, spec.input_schema.clone()))
-            .collect();
-        result_response(id, tools_list_result(version, page, next.as_deref(), CacheHints::default()))
+        let end = start.saturating_add(self.config.page_size.max(1)).min(items.len());
+        let next = (end < items.len()).then(|| end.to_string());
+        let page = items.into_iter().skip(start).take(end - start).collect();
+        result_response(id, list_result(version, key, page, next.as_deref(), CacheHints::default()))
     }
 
     /// Runs a `tools/call` and builds its response; see [`CallFailure`] for the mapping.
-    pub(crate) async fn call(
+    async fn call(
         &self,
         id: &Id,
         version: ProtocolVersion,
@@ -54,5 +91,14 @@ impl Engine {
                 result_response(id, call_tool_text_result(version, &error.to_string(), true))
             }
         }
+    }
+}
+
+/// The error response for a [`Refusal`].
+fn refused(id: &Id, version: ProtocolVersion, refusal: Refusal) -> Value {
+    match refusal {
+        Refusal::ResourceNotFound(uri) => resource_not_found_error(id, version, &uri),
+        Refusal::InvalidParams(message) => error_response(Some(id), INVALID_PARAMS, &message, None),
+        Refusal::Failed(message) => error_response(Some(id), INTERNAL_ERROR, &message, None),
     }
 }

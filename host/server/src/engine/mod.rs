@@ -14,8 +14,9 @@
 //!
 //! [`Engine::route`] makes that decision without waiting on anything; what takes time
 //! (listing, calling, subscribing) comes back as a [`Routed`] variant for the transport
-//! to run where it runs its tasks. The submodules: `calls` (requests in flight, for
-//! cancellation), `answer` (listing and calling), `watch` (change streams).
+//! to run where it runs its tasks ([`Routed::Run`] with a [`Job`]). The submodules:
+//! `calls` (requests in flight, for cancellation), `answer` (listing, calling, reading,
+//! prompts, completion), `watch` (change streams).
 
 mod answer;
 pub(crate) mod calls;
@@ -27,8 +28,9 @@ use serde_json::{Map, Value};
 use wasmgate_protocol::codes::{INVALID_PARAMS, METHOD_NOT_FOUND};
 use wasmgate_protocol::mcp::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
 use wasmgate_protocol::server::{
-    CallToolParams, answer_initialize_version, discover_result, has_stateless_meta, initialize_result,
-    parse_call_tool_params, parse_cursor, parse_initialize_params, parse_stateless_meta, unsupported_version_error,
+    CallToolParams, CompleteParams, GetPromptParams, answer_initialize_version, discover_result, has_stateless_meta,
+    initialize_result, parse_call_tool_params, parse_complete_params, parse_cursor, parse_get_prompt_params,
+    parse_initialize_params, parse_resource_uri, parse_stateless_meta, unsupported_version_error,
 };
 use wasmgate_protocol::subscriptions::LISTEN;
 use wasmgate_protocol::{
@@ -59,12 +61,32 @@ pub(crate) enum Routed {
     UnknownMethod(Value, Era),
     /// `initialize` succeeded: answer, and the connection or session now speaks `version`.
     Initialized(Value, ProtocolVersion),
-    /// `tools/list` from `cursor`.
-    List { id: Id, version: ProtocolVersion, cursor: Option<String> },
-    /// `tools/call`.
-    Call { id: Id, version: ProtocolVersion, params: CallToolParams },
+    /// Work that takes time (listing, calling, reading): run it under a cancellation
+    /// token and send its answer.
+    Run { id: Id, version: ProtocolVersion, job: Job },
     /// `subscriptions/listen`: the tool changes the client asked for, if any.
     Listen { id: Id, version: ProtocolVersion, tools: bool },
+}
+
+/// A request that the backend answers, with its checked parameters.
+#[derive(Debug)]
+pub(crate) enum Job {
+    /// `tools/list` from a cursor.
+    ListTools(Option<String>),
+    /// `tools/call`.
+    Call(CallToolParams),
+    /// `resources/list` from a cursor.
+    ListResources(Option<String>),
+    /// `resources/templates/list` from a cursor.
+    ListTemplates(Option<String>),
+    /// `resources/read` of a URI.
+    Read(String),
+    /// `prompts/list` from a cursor.
+    ListPrompts(Option<String>),
+    /// `prompts/get`.
+    GetPrompt(GetPromptParams),
+    /// `completion/complete`.
+    Complete(CompleteParams),
 }
 
 /// The server's core, shared by every connection.
@@ -78,11 +100,27 @@ impl Engine {
         Self { backend, config }
     }
 
-    fn capabilities() -> Map<String, Value> {
-        let mut tools = Map::new();
-        tools.insert("listChanged".into(), Value::Bool(true));
+    /// The capabilities announced: tools (with change notifications) and whatever else
+    /// the backend offers. Resource and prompt lists are read afresh on every request;
+    /// their changes are not announced.
+    fn capabilities(&self) -> Map<String, Value> {
+        let offers = self.backend.offers();
+        let flag = |key: &str, on: bool| {
+            let mut map = Map::new();
+            map.insert(key.into(), Value::Bool(on));
+            Value::Object(map)
+        };
         let mut caps = Map::new();
-        caps.insert("tools".into(), Value::Object(tools));
+        caps.insert("tools".into(), flag("listChanged", true));
+        if offers.resources {
+            caps.insert("resources".into(), flag("listChanged", false));
+        }
+        if offers.prompts {
+            caps.insert("prompts".into(), flag("listChanged", false));
+        }
+        if offers.completions {
+            caps.insert("completions".into(), Value::Object(Map::new()));
+        }
         caps
     }
 
@@ -104,28 +142,39 @@ impl Engine {
         };
         let invalid =
             |e: wasmgate_protocol::ProtocolError| error_response(Some(&id), INVALID_PARAMS, &e.to_string(), None);
+        let offers = self.backend.offers();
+        let job = |parsed: Result<Job, wasmgate_protocol::ProtocolError>, version| match parsed {
+            Ok(job) => Routed::Run { id: id.clone(), version, job },
+            Err(e) => Routed::Reply(invalid(e)),
+        };
+        if let Era::Handshake(Some(version)) | Era::Stateless(version) = era {
+            let parsed = match method.as_str() {
+                "tools/list" => Some(parse_cursor(params).map(Job::ListTools)),
+                "tools/call" => Some(parse_call_tool_params(params).map(Job::Call)),
+                "resources/list" if offers.resources => Some(parse_cursor(params).map(Job::ListResources)),
+                "resources/templates/list" if offers.resources => Some(parse_cursor(params).map(Job::ListTemplates)),
+                "resources/read" if offers.resources => Some(parse_resource_uri(params).map(Job::Read)),
+                "prompts/list" if offers.prompts => Some(parse_cursor(params).map(Job::ListPrompts)),
+                "prompts/get" if offers.prompts => Some(parse_get_prompt_params(params).map(Job::GetPrompt)),
+                "completion/complete" if offers.completions => Some(parse_complete_params(params).map(Job::Complete)),
+                _ => None,
+            };
+            if let Some(parsed) = parsed {
+                return job(parsed, version);
+            }
+        }
         match (era, method.as_str()) {
             (Era::Handshake(_), "ping") => Routed::Reply(result_response(&id, Map::new())),
             (Era::Stateless(version), "server/discover") => {
                 let result = discover_result(
                     version,
                     &self.config.versions,
-                    Self::capabilities(),
+                    self.capabilities(),
                     &self.config.info,
                     self.config.instructions.as_deref(),
                     CacheHints::default(),
                 );
                 Routed::Reply(result_response(&id, result))
-            }
-            (Era::Handshake(Some(version)) | Era::Stateless(version), "tools/list") => match parse_cursor(params) {
-                Ok(cursor) => Routed::List { id, version, cursor },
-                Err(e) => Routed::Reply(invalid(e)),
-            },
-            (Era::Handshake(Some(version)) | Era::Stateless(version), "tools/call") => {
-                match parse_call_tool_params(params) {
-                    Ok(params) => Routed::Call { id, version, params },
-                    Err(e) => Routed::Reply(invalid(e)),
-                }
             }
             (Era::Stateless(version), LISTEN) => {
                 let filter = params.and_then(|p| p.get("notifications"));
@@ -159,7 +208,7 @@ impl Engine {
         };
         tracing::debug!(offered = %offered.protocol_version, answered = %version, client = %offered.client_info, "initialize");
         let result =
-            initialize_result(version, Self::capabilities(), &self.config.info, self.config.instructions.as_deref());
+            initialize_result(version, self.capabilities(), &self.config.info, self.config.instructions.as_deref());
         Routed::Initialized(result_response(id, result), version)
     }
 

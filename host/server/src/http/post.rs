@@ -116,10 +116,7 @@ async fn dispatch(shared: &Arc<Shared>, session: Option<Arc<Session>>, routed: R
             Err(Refused::Full) => refuse(StatusCode::SERVICE_UNAVAILABLE, INTERNAL_ERROR, "Too many open sessions"),
             Err(Refused::NoRandomness) => refuse(StatusCode::INTERNAL_SERVER_ERROR, INTERNAL_ERROR, "No session id"),
         },
-        Routed::List { id, version, cursor } => {
-            json(StatusCode::OK, &engine.list(&id, version, cursor.as_deref()).await)
-        }
-        Routed::Call { id, version, params } => {
+        Routed::Run { id, version, job } => {
             let (ticket, token) = match &session {
                 Some(session) => match session.in_flight.start(&id, &session.abort) {
                     Some(ticket) => {
@@ -136,7 +133,7 @@ async fn dispatch(shared: &Arc<Shared>, session: Option<Arc<Session>>, routed: R
             let _cancel_when_dropped = token.clone().drop_guard();
             let owner = Arc::clone(shared);
             let call = shared.life.tasks.spawn(async move {
-                let answer = owner.engine.call(&id, version, params, token).await;
+                let answer = owner.engine.run(&id, version, job, token).await;
                 drop(ticket);
                 answer
             });

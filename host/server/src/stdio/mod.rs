@@ -165,21 +165,16 @@ impl Connection {
                     self.life.tasks.spawn(announce(changes, tx, self.life.stopping.clone()));
                 }
             }
-            Routed::List { id, version, cursor } => {
-                self.life.tasks.spawn(async move {
-                    let _ = tx.send(engine.list(&id, version, cursor.as_deref()).await).await;
-                });
-            }
-            Routed::Call { id, version, params } => {
+            Routed::Run { id, version, job } => {
                 if self.in_flight.len() >= engine.config.max_calls_in_flight {
-                    let message = "Too many calls in flight on this connection; retry when one has finished";
+                    let message = "Too many requests in flight on this connection; retry when one has finished";
                     return self.send(error_response(Some(&id), INTERNAL_ERROR, message, None)).await;
                 }
                 let Some(ticket) = self.in_flight.start(&id, &self.life.abort) else {
                     return self.send(duplicate(&id)).await;
                 };
                 self.life.tasks.spawn(async move {
-                    let answer = engine.call(&id, version, params, ticket.token()).await;
+                    let answer = engine.run(&id, version, job, ticket.token()).await;
                     if !ticket.cancelled_by_client() {
                         let _ = tx.send(answer).await;
                     }

@@ -109,7 +109,7 @@ pub struct Stdio {
 }
 
 impl Stdio {
-    pub fn start(backend: ToolsBackend, config: ServerConfig) -> Self {
+    pub fn start(backend: impl wasmgate_server::Backend, config: ServerConfig) -> Self {
         let (input, server_in) = tokio::io::duplex(1 << 16);
         let (server_out, output) = tokio::io::duplex(1 << 16);
         let (shutdown, signal) = oneshot::channel::<()>();

@@ -1,0 +1,178 @@
+//! Resources, resource templates, prompts and completion: announced only when the
+//! backend offers them, paged like tools, refused with each era's error codes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use serde_json::{Map, Value, json};
+use tokio::sync::watch;
+use wasmgate_agent::{BoxFuture, CancellationToken, ToolResult, ToolSpec};
+use wasmgate_protocol::server::{CompleteParams, CompletionRef, GetPromptParams};
+use wasmgate_server::{Backend, CallFailure, Completion, Offers, Prompt, Refusal, ServerConfig};
+
+use common::{Fixture, Stdio, config, initialize, plain, stamped};
+
+/// Three resources, one template, one prompt with an argument, and completion of it.
+struct Library {
+    changes: watch::Sender<u64>,
+}
+
+impl Library {
+    fn new() -> Self {
+        Self { changes: watch::Sender::new(0) }
+    }
+}
+
+fn ready<T: Send + 'static>(value: T) -> BoxFuture<'static, T> {
+    Box::pin(std::future::ready(value))
+}
+
+impl Backend for Library {
+    fn tools(&self) -> BoxFuture<'_, Vec<ToolSpec>> {
+        ready(Vec::new())
+    }
+
+    fn call(
+        &self,
+        name: String,
+        _: Map<String, Value>,
+        _: CancellationToken,
+    ) -> BoxFuture<'_, Result<ToolResult, CallFailure>> {
+        ready(Err(CallFailure::UnknownTool(name)))
+    }
+
+    fn tool_changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    fn offers(&self) -> Offers {
+        Offers { resources: true, prompts: true, completions: true }
+    }
+
+    fn resources(&self) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
+        ready(Ok((1..=3).map(|i| json!({"uri": format!("test://r/{i}"), "name": format!("r{i}")})).collect()))
+    }
+
+    fn resource_templates(&self) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
+        ready(Ok(vec![json!({"uriTemplate": "test://r/{id}", "name": "by id"})]))
+    }
+
+    fn read_resource(&self, uri: String, _: CancellationToken) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
+        ready(match uri.as_str() {
+            "test://r/1" => Ok(vec![json!({"uri": uri, "text": "one"})]),
+            "test://broken" => Err(Refusal::Failed("the provider could not be reached".into())),
+            _ => Err(Refusal::ResourceNotFound(uri)),
+        })
+    }
+
+    fn prompts(&self) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
+        ready(Ok(vec![json!({"name": "greet", "arguments": [{"name": "who", "required": true}]})]))
+    }
+
+    fn get_prompt(&self, params: GetPromptParams, _: CancellationToken) -> BoxFuture<'_, Result<Prompt, Refusal>> {
+        ready(match (params.name.as_str(), params.arguments.get("who").and_then(Value::as_str)) {
+            ("greet", Some(who)) => Ok(Prompt {
+                description: Some("A greeting".into()),
+                messages: vec![json!({"role": "user", "content": {"type": "text", "text": format!("Hello {who}")}})],
+            }),
+            ("greet", None) => Err(Refusal::InvalidParams("missing argument: who".into())),
+            (name, _) => Err(Refusal::InvalidParams(format!("Unknown prompt: {name}"))),
+        })
+    }
+
+    fn complete(&self, params: CompleteParams, _: CancellationToken) -> BoxFuture<'_, Result<Completion, Refusal>> {
+        assert_eq!(params.reference, CompletionRef::Prompt("greet".into()));
+        let values = (0..150).map(|i| format!("{}{i}", params.argument_value)).collect();
+        ready(Ok(Completion { values, total: Some(150), has_more: None }))
+    }
+}
+
+fn small_pages() -> ServerConfig {
+    ServerConfig { page_size: 2, ..config() }
+}
+
+#[tokio::test]
+async fn capabilities_name_what_the_backend_offers_and_nothing_else() {
+    let mut server = Stdio::start(Library::new(), config());
+    let discovered = server.ask(stamped(1, "server/discover", json!({}))).await;
+    let caps = &discovered["result"]["capabilities"];
+    assert_eq!(caps["resources"], json!({"listChanged": false}), "{discovered}");
+    assert_eq!(caps["prompts"], json!({"listChanged": false}));
+    assert_eq!(caps["completions"], json!({}));
+
+    let mut tools_only = Stdio::start(Fixture::new().backend, config());
+    let discovered = tools_only.ask(stamped(1, "server/discover", json!({}))).await;
+    let caps = discovered["result"]["capabilities"].as_object().unwrap();
+    assert_eq!(caps.keys().collect::<Vec<_>>(), ["tools"], "{discovered}");
+    let refused = tools_only.ask(stamped(2, "resources/list", json!({}))).await;
+    assert_eq!(refused["error"]["code"], -32601, "a capability not offered is a method not found: {refused}");
+}
+
+#[tokio::test]
+async fn resource_lists_are_paged_and_reads_answer_contents() {
+    let mut server = Stdio::start(Library::new(), small_pages());
+    let first = server.ask(stamped(1, "resources/list", json!({}))).await;
+    assert_eq!(first["result"]["resources"].as_array().unwrap().len(), 2, "{first}");
+    assert_eq!(first["result"]["resultType"], "complete");
+    let cursor = first["result"]["nextCursor"].as_str().unwrap();
+    let second = server.ask(stamped(2, "resources/list", json!({"cursor": cursor}))).await;
+    assert_eq!(second["result"]["resources"][0]["uri"], "test://r/3", "{second}");
+    assert!(second["result"].get("nextCursor").is_none());
+    let bad = server.ask(stamped(3, "resources/list", json!({"cursor": "99"}))).await;
+    assert_eq!(bad["error"]["code"], -32602);
+
+    let templates = server.ask(stamped(4, "resources/templates/list", json!({}))).await;
+    assert_eq!(templates["result"]["resourceTemplates"][0]["uriTemplate"], "test://r/{id}", "{templates}");
+
+    let read = server.ask(stamped(5, "resources/read", json!({"uri": "test://r/1"}))).await;
+    assert_eq!(read["result"]["contents"], json!([{"uri": "test://r/1", "text": "one"}]), "{read}");
+    let missing = server.ask(stamped(6, "resources/read", json!({}))).await;
+    assert_eq!(missing["error"]["code"], -32602, "a read without a uri: {missing}");
+    let failed = server.ask(stamped(7, "resources/read", json!({"uri": "test://broken"}))).await;
+    assert_eq!(failed["error"]["code"], -32603);
+    assert_eq!(failed["error"]["message"], "the provider could not be reached");
+}
+
+#[tokio::test]
+async fn an_unknown_resource_is_invalid_params_in_2026_and_resource_not_found_before() {
+    let mut server = Stdio::start(Library::new(), config());
+    let stateless = server.ask(stamped(1, "resources/read", json!({"uri": "test://nope"}))).await;
+    assert_eq!(stateless["error"]["code"], -32602, "{stateless}");
+    assert_eq!(stateless["error"]["data"]["uri"], "test://nope");
+
+    let mut server = Stdio::start(Library::new(), config());
+    server.ask(initialize(1, "2025-11-25")).await;
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    let legacy = server.ask(plain(2, "resources/read", json!({"uri": "test://nope"}))).await;
+    assert_eq!(legacy["error"]["code"], -32002, "{legacy}");
+    assert_eq!(legacy["error"]["data"]["uri"], "test://nope");
+    assert!(legacy["result"].get("resultType").is_none());
+}
+
+#[tokio::test]
+async fn prompts_are_listed_fetched_and_checked() {
+    let mut server = Stdio::start(Library::new(), config());
+    let list = server.ask(stamped(1, "prompts/list", json!({}))).await;
+    assert_eq!(list["result"]["prompts"][0]["name"], "greet", "{list}");
+    let got = server.ask(stamped(2, "prompts/get", json!({"name": "greet", "arguments": {"who": "Ada"}}))).await;
+    assert_eq!(got["result"]["description"], "A greeting", "{got}");
+    assert_eq!(got["result"]["messages"][0]["content"]["text"], "Hello Ada");
+    let missing = server.ask(stamped(3, "prompts/get", json!({"name": "greet"}))).await;
+    assert_eq!(missing["error"]["code"], -32602);
+    assert_eq!(missing["error"]["message"], "missing argument: who");
+    let wrong_type = server.ask(stamped(4, "prompts/get", json!({"name": "greet", "arguments": {"who": 3}}))).await;
+    assert_eq!(wrong_type["error"]["code"], -32602, "argument values must be strings: {wrong_type}");
+}
+
+#[tokio::test]
+async fn completions_are_capped_at_one_hundred_values() {
+    let mut server = Stdio::start(Library::new(), config());
+    let params = json!({"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "who", "value": "A"}});
+    let answer = server.ask(stamped(1, "completion/complete", params)).await;
+    let completion = &answer["result"]["completion"];
+    assert_eq!(completion["values"].as_array().unwrap().len(), 100, "{answer}");
+    assert_eq!(completion["values"][0], "A0");
+    assert_eq!((completion["total"].clone(), completion["hasMore"].clone()), (json!(150), json!(true)));
+    let bad = server.ask(stamped(2, "completion/complete", json!({"ref": {"type": "ref/tool"}}))).await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+}
