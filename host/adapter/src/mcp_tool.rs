@@ -14,8 +14,11 @@ use std::sync::Arc;
 
 use jsonschema::Validator;
 use serde_json::Value;
-use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult, ToolSpec};
-use wasmgate_gate::{ClientError, McpClient};
+use wasmgate_agent::{
+    BoxFuture, CancellationToken, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult, ToolSpec, context,
+};
+use wasmgate_gate::{CallOptions, ClientError, McpClient, ProgressFn};
+use wasmgate_policy::sanitize;
 use wasmgate_protocol::ToolDefinition;
 use wasmgate_sandbox::Formatter;
 
@@ -97,7 +100,8 @@ impl McpTool {
             Ok(arguments) => arguments,
             Err(invalid) => return Ok(invalid),
         };
-        match self.client.call_tool(&self.upstream, arguments, cancel).await {
+        let options = CallOptions { progress: progress_relay(), ..CallOptions::default() };
+        match self.client.call_tool_with(&self.upstream, arguments, cancel, options).await {
             Ok(result) => Ok(render(self.origin(), &self.formatter, self.output.as_ref(), &result).await),
             Err(error) => self.failed(error).await,
         }
@@ -118,6 +122,19 @@ impl McpTool {
             _ => Err(tool_error(&self.provider, error)),
         }
     }
+}
+
+/// The most characters of a progress message passed on.
+const MAX_PROGRESS_MESSAGE: usize = 256;
+
+/// When the caller wants progress ([`context::current`]), a callback that passes the
+/// upstream's updates on, their messages sanitized and capped (they are server text).
+fn progress_relay() -> Option<ProgressFn> {
+    let sink = context::current().progress?;
+    Some(Arc::new(move |update: wasmgate_gate::Progress| {
+        let message = update.message.map(|m| sanitize(&m).text.chars().take(MAX_PROGRESS_MESSAGE).collect());
+        sink(context::Progress { progress: update.progress, total: update.total, message });
+    }))
 }
 
 /// A client failure that produced no result, as the loop's [`ToolError`].

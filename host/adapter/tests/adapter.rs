@@ -93,6 +93,31 @@ async fn arguments_must_be_an_object() {
     assert_eq!(upstream.call_count(), 1);
 }
 
+#[tokio::test]
+async fn upstream_progress_reaches_the_callers_sink_cleaned_and_capped() {
+    use std::sync::{Arc, Mutex};
+    use wasmgate_agent::{CallContext, Progress, ProgressSink, context};
+
+    let messages = vec!["\u{1b}[31mred\u{202e} step".to_owned(), "x".repeat(1000)];
+    let upstream = Upstream::new(vec![tool("slow", json!({}))], move |_, _| {
+        Reply::Progress(messages.clone(), text("done", false))
+    });
+    let tools = provider(upstream, formatters(None)).await.tools().await.unwrap();
+    let plain = tools[0].execute(json!({}), CancellationToken::new()).await.unwrap();
+    assert!(plain.content.contains("done"), "without a sink the call just runs: {}", plain.content);
+
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let sink: ProgressSink = Arc::new(move |p: Progress| log.lock().unwrap().push(p));
+    let call = tools[0].execute(json!({}), CancellationToken::new());
+    let result = context::scope(CallContext { progress: Some(sink) }, call).await.unwrap();
+    assert!(result.content.contains("done"));
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(seen[0].message.as_deref(), Some("red step"), "escapes and bidi controls are removed");
+    assert_eq!(seen[1].message.as_ref().map(|m| m.chars().count()), Some(256), "messages are capped");
+}
+
 #[test]
 fn a_formatter_file_that_is_not_a_formatter_fails_start_up_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();

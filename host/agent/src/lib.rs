@@ -8,18 +8,22 @@
 //! # Layout
 //!
 //! * [`tool`]: [`Tool`], [`ToolSpec`], [`ToolResult`], the [`ToolExecute`] trait;
+//! * [`context`]: [`CallContext`], what a caller offers a call besides its arguments
+//!   (a progress sink), carried as a task-local;
 //! * [`error`]: [`ToolError`] and its [`ToolErrorKind`];
 //! * [`model`]: the conversation ([`Message`]) and the [`ModelClient`] trait;
 //! * [`run`]: [`run_agent`], its [`Hooks`] (`before_tool_call`) and the [`Toolset`] it
 //!   asks for the current tools before each turn;
 //! * [`script`]: [`ScriptedModel`], a model that plays back fixed turns (tests, examples).
 
+pub mod context;
 pub mod error;
 pub mod model;
 pub mod run;
 pub mod script;
 pub mod tool;
 
+pub use context::{CallContext, Progress, ProgressSink};
 pub use error::{ToolError, ToolErrorKind};
 pub use model::{CallStatus, Message, ModelClient, ModelError, ModelTurn, ToolCall};
 pub use run::{AgentConfig, AgentError, AllowAll, HookDecision, Hooks, SKIPPED, Toolset, run_agent};

@@ -10,7 +10,11 @@ use std::path::Path;
 
 use common::{python, stderr, wasmgate};
 use serde_json::{Map, Value, json};
-use wasmgate_gate::{CancellationToken, ClientConfig, ClientError, McpClient, StdioConfig, StdioTransport};
+use std::sync::{Arc, Mutex};
+
+use wasmgate_gate::{
+    CallOptions, CancellationToken, ClientConfig, ClientError, McpClient, ProgressFn, StdioConfig, StdioTransport,
+};
 use wasmgate_protocol::{CompleteRequest, ResourceContents};
 
 /// A gateway fronting the fixture with `policy_extra` added to its provider's policy.
@@ -26,7 +30,8 @@ fn gateway(policy_extra: &str) -> tempfile::TempDir {
     );
     std::fs::write(dir.path().join("wasmgate.toml"), config).unwrap();
     let policy = format!(
-        "[providers.up]\nread_paths = [{:?}]\n{policy_extra}\n[providers.up.tools]\ntest_simple_text = \"allow\"\n",
+        "[providers.up]\nread_paths = [{:?}]\n{policy_extra}\n[providers.up.tools]\ntest_simple_text = \"allow\"\n\
+         test_tool_with_progress = \"allow\"\n",
         fixtures.display().to_string()
     );
     std::fs::write(dir.path().join("policy.toml"), policy).unwrap();
@@ -161,5 +166,23 @@ async fn without_resource_or_prompt_globs_nothing_but_tools_is_served() {
     let caps = client.server_capabilities();
     assert!(caps.contains_key("tools") && !caps.contains_key("resources") && !caps.contains_key("prompts"), "{caps:?}");
     assert!(!caps.contains_key("completions"), "{caps:?}");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn upstream_progress_reaches_the_client_through_the_whole_pipeline() {
+    let dir = gateway("");
+    let client = serve(dir.path()).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let progress: ProgressFn =
+        Arc::new(move |p: wasmgate_gate::Progress| log.lock().unwrap().push((p.progress, p.total)));
+    let options = CallOptions { progress: Some(progress), ..CallOptions::default() };
+    let result = client
+        .call_tool_with("up__test_tool_with_progress", Map::new(), CancellationToken::new(), options)
+        .await
+        .unwrap();
+    assert!(!result.is_error, "{result:?}");
+    assert_eq!(*seen.lock().unwrap(), [(0.0, Some(100.0)), (50.0, Some(100.0)), (100.0, Some(100.0))]);
     client.close().await;
 }

@@ -27,6 +27,9 @@ pub enum Reply {
     Die,
     /// No answer (until cancelled).
     Hang,
+    /// One `notifications/progress` per message (when the call carries a progress
+    /// token), then this result.
+    Progress(Vec<String>, Value),
 }
 
 type OnCall = dyn Fn(&str, &Value) -> Reply + Send + Sync;
@@ -120,6 +123,20 @@ async fn serve(mut server: FakeServer, upstream: Arc<Upstream>) {
                         return;
                     }
                     Reply::Hang => {}
+                    Reply::Progress(messages, result) => {
+                        let token = message["params"]["_meta"]["progressToken"].clone();
+                        if !token.is_null() {
+                            for (step, text) in messages.iter().enumerate() {
+                                let params = json!({"progressToken": token, "progress": step, "message": text});
+                                server
+                                    .send(
+                                        json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}),
+                                    )
+                                    .await;
+                            }
+                        }
+                        server.respond(&id, result).await;
+                    }
                 }
             }
             other => server.respond_error(&id, -32601, &format!("no method {other}")).await,

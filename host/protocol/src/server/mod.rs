@@ -28,6 +28,7 @@ pub use requests::{
 };
 pub use results::{
     MAX_COMPLETION_VALUES, ServerIdentity, call_tool_text_result, complete, complete_result, discover_result,
-    get_prompt_result, initialize_result, list_result, listen_acknowledged, listen_closed_result, read_resource_result,
-    resource_not_found_error, subscription_notification, tool_definition, tools_list_result, unsupported_version_error,
+    get_prompt_result, initialize_result, list_result, listen_acknowledged, listen_closed_result,
+    progress_notification, read_resource_result, resource_not_found_error, subscription_notification, tool_definition,
+    tools_list_result, unsupported_version_error,
 };

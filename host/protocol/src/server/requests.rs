@@ -93,6 +93,8 @@ pub struct CallToolParams {
     pub name: String,
     /// The arguments (`{}` when absent).
     pub arguments: Object,
+    /// `_meta.progressToken`: the client wants `notifications/progress` under it.
+    pub progress_token: Option<Id>,
 }
 
 /// Reads the parameters of `tools/call`.
@@ -101,7 +103,8 @@ pub struct CallToolParams {
 ///
 /// [`MissingField`](ProtocolError::MissingField) without params or a name,
 /// [`WrongType`](ProtocolError::WrongType) for a name that is not a string or arguments
-/// that are not an object, [`InvalidValue`](ProtocolError::InvalidValue) for an empty name.
+/// that are not an object, [`InvalidValue`](ProtocolError::InvalidValue) for an empty name,
+/// [`BadId`](ProtocolError::BadId) for a progress token that is not a string or an integer.
 pub fn parse_call_tool_params(params: Option<&Object>) -> Result<CallToolParams, ProtocolError> {
     let params = params.ok_or_else(|| ProtocolError::MissingField { at: "params".into() })?;
     let name = req_str(params, "params", "name")?;
@@ -109,7 +112,11 @@ pub fn parse_call_tool_params(params: Option<&Object>) -> Result<CallToolParams,
         return Err(crate::fields::invalid("params.name".into(), "is empty"));
     }
     let arguments = opt_object(params, "params", "arguments")?.cloned().unwrap_or_default();
-    Ok(CallToolParams { name: name.to_owned(), arguments })
+    let progress_token = match opt_object(params, "params", "_meta")?.and_then(|meta| meta.get("progressToken")) {
+        Some(token) => Some(Id::from_value(token)?),
+        None => None,
+    };
+    Ok(CallToolParams { name: name.to_owned(), arguments, progress_token })
 }
 
 /// The `cursor` of a paginated request, if any.

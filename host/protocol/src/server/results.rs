@@ -198,6 +198,21 @@ pub fn resource_not_found_error(id: &Id, version: ProtocolVersion, uri: &str) ->
     error_response(Some(id), code, &format!("Resource not found: {uri}"), Some(Value::Object(data)))
 }
 
+/// A `notifications/progress` for the request that asked for progress under `token`.
+#[must_use]
+pub fn progress_notification(token: &Id, progress: f64, total: Option<f64>, message: Option<&str>) -> Value {
+    let mut params = Map::new();
+    params.insert("progressToken".into(), token.to_value());
+    params.insert("progress".into(), Value::from(progress));
+    if let Some(total) = total {
+        params.insert("total".into(), Value::from(total));
+    }
+    if let Some(message) = message {
+        params.insert("message".into(), Value::String(message.into()));
+    }
+    notification("notifications/progress", Some(params))
+}
+
 /// The `UnsupportedProtocolVersionError` response: code -32022, `data: {supported, requested}`.
 #[must_use]
 pub fn unsupported_version_error(id: Option<&Id>, supported: &[ProtocolVersion], requested: &str) -> Value {

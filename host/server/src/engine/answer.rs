@@ -1,12 +1,15 @@
 //! The answers that take time: list pages, tool calls, resource reads, prompts and
 //! completions, each asked of the backend.
 
+use std::sync::Arc;
+
 use serde_json::Value;
-use wasmgate_agent::CancellationToken;
+use tokio::sync::mpsc;
+use wasmgate_agent::{CallContext, CancellationToken, Progress, ProgressSink, context};
 use wasmgate_protocol::codes::{INTERNAL_ERROR, INVALID_PARAMS};
 use wasmgate_protocol::server::{
-    CallToolParams, call_tool_text_result, complete_result, get_prompt_result, list_result, read_resource_result,
-    resource_not_found_error, tool_definition,
+    CallToolParams, call_tool_text_result, complete_result, get_prompt_result, list_result, progress_notification,
+    read_resource_result, resource_not_found_error, tool_definition,
 };
 use wasmgate_protocol::{CacheHints, Id, ProtocolVersion, error_response, result_response};
 
@@ -14,8 +17,16 @@ use super::{Engine, Job};
 use crate::backend::{CallFailure, Refusal};
 
 impl Engine {
-    /// Runs `job` and builds its response.
-    pub(crate) async fn run(&self, id: &Id, version: ProtocolVersion, job: Job, cancel: CancellationToken) -> Value {
+    /// Runs `job` and builds its response. `notify` is where the request's own
+    /// notifications go (progress), when the transport has such a place.
+    pub(crate) async fn run(
+        &self,
+        id: &Id,
+        version: ProtocolVersion,
+        job: Job,
+        cancel: CancellationToken,
+        notify: Option<mpsc::Sender<Value>>,
+    ) -> Value {
         let backend = &self.backend;
         let listed = |key: &str, cursor: Option<String>, items: Result<Vec<Value>, Refusal>| match items {
             Ok(items) => self.page(id, version, key, items, cursor.as_deref()),
@@ -30,7 +41,10 @@ impl Engine {
                     .collect();
                 listed("tools", cursor, Ok(tools))
             }
-            Job::Call(params) => self.call(id, version, params, cancel).await,
+            Job::Call(params) => {
+                let progress = params.progress_token.clone().zip(notify).map(|(token, out)| progress_sink(token, out));
+                context::scope(CallContext { progress }, self.call(id, version, params, cancel)).await
+            }
             Job::ListResources(cursor) => listed("resources", cursor, backend.resources().await),
             Job::ListTemplates(cursor) => listed("resourceTemplates", cursor, backend.resource_templates().await),
             Job::ListPrompts(cursor) => listed("prompts", cursor, backend.prompts().await),
@@ -74,7 +88,7 @@ impl Engine {
         params: CallToolParams,
         cancel: CancellationToken,
     ) -> Value {
-        let CallToolParams { name, arguments } = params;
+        let CallToolParams { name, arguments, .. } = params;
         match self.backend.call(name.clone(), arguments, cancel).await {
             Ok(result) => result_response(id, call_tool_text_result(version, &result.content, result.is_error)),
             Err(CallFailure::UnknownTool(name)) => {
@@ -92,6 +106,18 @@ impl Engine {
             }
         }
     }
+}
+
+/// Sends each progress update as `notifications/progress` under the client's token.
+/// Updates that find the channel full are dropped, never waited for: progress is
+/// advisory, and a flood from upstream must not hold the call back.
+fn progress_sink(token: Id, out: mpsc::Sender<Value>) -> ProgressSink {
+    Arc::new(move |update: Progress| {
+        let message = progress_notification(&token, update.progress, update.total, update.message.as_deref());
+        if out.try_send(message).is_err() {
+            tracing::debug!(token = %token, "progress update dropped: the client is not reading");
+        }
+    })
 }
 
 /// The error response for a [`Refusal`].

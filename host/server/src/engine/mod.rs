@@ -89,6 +89,14 @@ pub(crate) enum Job {
     Complete(CompleteParams),
 }
 
+impl Job {
+    /// Whether the client asked for progress notifications (a `tools/call` with a
+    /// progress token).
+    pub(crate) fn wants_progress(&self) -> bool {
+        matches!(self, Job::Call(params) if params.progress_token.is_some())
+    }
+}
+
 /// The server's core, shared by every connection.
 pub(crate) struct Engine {
     pub(crate) backend: Arc<dyn Backend>,

@@ -128,12 +128,22 @@ async fn dispatch(shared: &Arc<Shared>, session: Option<Arc<Session>>, routed: R
                 None => (None, shared.life.abort.child_token()),
             };
             // The call runs in a task of its own, so that a client closing the connection
-            // (which drops this future, and with it the guard) cancels it cooperatively:
-            // the backend sees its token fire and ends the call its own way.
-            let _cancel_when_dropped = token.clone().drop_guard();
+            // (which drops this future or the stream, and with it the guard) cancels it
+            // cooperatively: the backend sees its token fire and ends the call its own way.
+            let cancel_when_dropped = token.clone().drop_guard();
             let owner = Arc::clone(shared);
+            if job.wants_progress() {
+                // Progress goes out on an SSE stream, the answer last; the stream ends with it.
+                let (tx, rx) = mpsc::channel::<Value>(PROGRESS_BACKLOG);
+                shared.life.tasks.spawn(async move {
+                    let answer = owner.engine.run(&id, version, job, token, Some(tx.clone())).await;
+                    drop(ticket);
+                    let _ = tx.send(answer).await;
+                });
+                return sse(rx, cancel_when_dropped);
+            }
             let call = shared.life.tasks.spawn(async move {
-                let answer = owner.engine.run(&id, version, job, token).await;
+                let answer = owner.engine.run(&id, version, job, token, None).await;
                 drop(ticket);
                 answer
             });
@@ -152,6 +162,9 @@ async fn dispatch(shared: &Arc<Shared>, session: Option<Arc<Session>>, routed: R
         }
     }
 }
+
+/// Progress notifications a slow client may leave unread before later ones are dropped.
+const PROGRESS_BACKLOG: usize = 64;
 
 fn duplicate(id: &Id) -> Response {
     let message = format!("Invalid request: id {id} is already in flight in this session");

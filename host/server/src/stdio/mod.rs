@@ -14,6 +14,12 @@
 
 mod lines;
 
+/// The line framing, for the `stdio_framing` target in `fuzz/`; not a stable API.
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use super::lines::{Line, next_line};
+}
+
 use std::future::Future;
 use std::sync::Arc;
 
@@ -174,7 +180,7 @@ impl Connection {
                     return self.send(duplicate(&id)).await;
                 };
                 self.life.tasks.spawn(async move {
-                    let answer = engine.run(&id, version, job, ticket.token()).await;
+                    let answer = engine.run(&id, version, job, ticket.token(), Some(tx.clone())).await;
                     if !ticket.cancelled_by_client() {
                         let _ = tx.send(answer).await;
                     }
