@@ -1,5 +1,5 @@
-//! [`CallContext`]: what the caller of a tool offers besides the arguments, such as a
-//! place for progress updates.
+//! [`CallContext`]: what the caller of a tool offers besides the arguments: a place
+//! for progress updates, and a way to ask the person behind the caller ([`Ask`]).
 //!
 //! It travels with the call as a task-local ([`scope`]), so a [`Tool`](crate::Tool)
 //! stays a spec and an `execute`: a tool that can report progress looks for a sink with
@@ -25,16 +25,42 @@ pub struct Progress {
 /// quick and never block.
 pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 
+/// How the person behind the caller answered a question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// They confirmed.
+    Yes,
+    /// They declined, dismissed the question, or could not be asked.
+    No,
+    /// The question went to the caller, who will answer it by calling again (the
+    /// 2026-07-28 `input_required` round trip): treat it as not confirmed for now.
+    Deferred,
+}
+
+/// A way to ask the person behind the caller to confirm something (an MCP client's
+/// elicitation, for one).
+pub trait Ask: Send + Sync {
+    /// Asks `question`. `deferrable`: whether the answer may come with a later call
+    /// ([`Answer::Deferred`]); a question about something already done (showing a
+    /// result) is not, and is then answered [`Answer::No`] when it cannot be asked now.
+    fn confirm(&self, question: String, deferrable: bool) -> crate::BoxFuture<'static, Answer>;
+}
+
 /// What the caller offers a call.
 #[derive(Clone, Default)]
 pub struct CallContext {
     /// Where progress updates go, if the caller wants them.
     pub progress: Option<ProgressSink>,
+    /// Whom to ask when the call needs a person's confirmation, if anyone.
+    pub ask: Option<Arc<dyn Ask>>,
 }
 
 impl fmt::Debug for CallContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CallContext").field("progress", &self.progress.as_ref().map(|_| "Fn(Progress)")).finish()
+        f.debug_struct("CallContext")
+            .field("progress", &self.progress.as_ref().map(|_| "Fn(Progress)"))
+            .field("ask", &self.ask.as_ref().map(|_| "dyn Ask"))
+            .finish()
     }
 }
 
@@ -66,7 +92,7 @@ mod tests {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&seen);
         let sink: ProgressSink = Arc::new(move |p: Progress| log.lock().unwrap().push(p.progress));
-        scope(CallContext { progress: Some(sink) }, async {
+        scope(CallContext { progress: Some(sink), ask: None }, async {
             let sink = current().progress.unwrap();
             sink(Progress { progress: 1.0, total: None, message: None });
         })

@@ -9,7 +9,7 @@
 //!
 //! * [`tool`]: [`Tool`], [`ToolSpec`], [`ToolResult`], the [`ToolExecute`] trait;
 //! * [`context`]: [`CallContext`], what a caller offers a call besides its arguments
-//!   (a progress sink), carried as a task-local;
+//!   (a progress sink, a person to [`Ask`]), carried as a task-local;
 //! * [`error`]: [`ToolError`] and its [`ToolErrorKind`];
 //! * [`model`]: the conversation ([`Message`]) and the [`ModelClient`] trait;
 //! * [`run`]: [`run_agent`], its [`Hooks`] (`before_tool_call`) and the [`Toolset`] it
@@ -23,7 +23,7 @@ pub mod run;
 pub mod script;
 pub mod tool;
 
-pub use context::{CallContext, Progress, ProgressSink};
+pub use context::{Answer, Ask, CallContext, Progress, ProgressSink};
 pub use error::{ToolError, ToolErrorKind};
 pub use model::{CallStatus, Message, ModelClient, ModelError, ModelTurn, ToolCall};
 pub use run::{AgentConfig, AgentError, AllowAll, HookDecision, Hooks, SKIPPED, Toolset, run_agent};

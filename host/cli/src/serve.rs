@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
-use wasmgate_guard::Unattended;
+use wasmgate_guard::{CallerApprover, Unattended};
 use wasmgate_server::{HttpConfig, ServerConfig, ServerIdentity, serve_http, serve_stdio};
 
 use crate::open::ConfigArgs;
@@ -41,9 +41,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             "--http {addr} is not a loopback address: anyone who can reach it could call tools; pass --token-env VAR"
         );
     }
-    // Nobody can answer `ask` at a terminal while stdin and stdout carry the protocol,
-    // and asking the downstream client is not supported yet: `ask` is denied.
-    let gateway = args.config.start(Arc::new(Unattended)).await?;
+    // Nobody can answer `ask` at a terminal while stdin and stdout carry the protocol:
+    // the client's user is asked when the client can elicit (input_required on
+    // 2026-07-28, elicitation/create on a handshake-era stdio connection), and
+    // otherwise `ask` is denied.
+    let gateway = args.config.start(Arc::new(CallerApprover::new(Arc::new(Unattended)))).await?;
     let backend = gateway.backend();
     let config = ServerConfig::new(ServerIdentity::new("wasmgate", env!("CARGO_PKG_VERSION")));
     let shutdown = async {

@@ -9,9 +9,13 @@ use std::process::Stdio;
 
 use common::{command, setup, stderr, wasmgate};
 use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
 use wasmgate_gate::{
-    CancellationToken, ClientConfig, HttpConfig, HttpTransport, McpClient, StdioConfig, StdioTransport,
+    CancellationToken, ClientConfig, HttpConfig, HttpTransport, InputDeclined, InputHandler, InputRequest, McpClient,
+    StdioConfig, StdioTransport,
 };
+use wasmgate_protocol::ProtocolVersion;
 
 fn reviewed() -> tempfile::TempDir {
     let dir = setup();
@@ -128,4 +132,74 @@ impl Drop for KillOnDrop {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// Answers every elicitation with `approve` (accept with `{approve}`), and records
+/// the questions.
+#[derive(Debug)]
+struct Person {
+    approve: bool,
+    asked: std::sync::Mutex<Vec<String>>,
+}
+
+impl InputHandler for Person {
+    fn answer(&self, request: InputRequest) -> wasmgate_gate::BoxFuture<'_, Result<Value, InputDeclined>> {
+        let message = request.params.as_ref().and_then(|p| p["message"].as_str()).unwrap_or_default().to_owned();
+        self.asked.lock().unwrap().push(message);
+        let answer = json!({"action": "accept", "content": {"approve": self.approve}});
+        Box::pin(std::future::ready(if request.method == "elicitation/create" {
+            Ok(answer)
+        } else {
+            Err(InputDeclined::Unsupported)
+        }))
+    }
+}
+
+async fn with_person(dir: &std::path::Path, version: ProtocolVersion, person: Arc<Person>) -> McpClient {
+    let server = StdioConfig::new("wasmgate", env!("CARGO_BIN_EXE_wasmgate"), dir)
+        .arg("serve")
+        .env("WASMGATE_CONFIG", dir.join("wasmgate.toml"))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .confinement(None);
+    let mut capabilities = Map::new();
+    capabilities.insert("elicitation".into(), json!({}));
+    let config = ClientConfig {
+        versions: vec![version],
+        capabilities,
+        input_handler: Some(person as Arc<dyn InputHandler>),
+        ..ClientConfig::default()
+    };
+    McpClient::connect("wasmgate", StdioTransport::spawn(&server).unwrap(), config).await.unwrap()
+}
+
+#[tokio::test]
+async fn an_ask_verdict_is_put_to_the_clients_user_in_both_eras() {
+    let dir = reviewed();
+    let create = json!({"user": "alice", "title": "x", "start": "2026-12-03T12:00", "end": "2026-12-03T13:00"});
+    for version in [ProtocolVersion::V2026_07_28, ProtocolVersion::V2025_11_25] {
+        for approve in [true, false] {
+            let person = Arc::new(Person { approve, asked: std::sync::Mutex::default() });
+            let client = with_person(dir.path(), version, Arc::clone(&person)).await;
+            let result = client
+                .call_tool("calendar__calendar_create", args(create.clone()), CancellationToken::new())
+                .await
+                .unwrap();
+            let asked = person.asked.lock().unwrap().clone();
+            assert_eq!(asked.len(), 1, "{version}: one question: {asked:?}");
+            assert!(asked[0].contains("calendar_create") && asked[0].contains("Allow this call?"), "{}", asked[0]);
+            if approve {
+                assert!(!result.is_error, "{version}: approved, the call runs: {}", text(&result));
+            } else {
+                assert!(result.is_error, "{version}");
+                assert!(text(&result).contains("denied: the user declined"), "{version}: {}", text(&result));
+            }
+            client.close().await;
+        }
+    }
+    let log = std::fs::read_to_string(dir.path().join("state/audit.jsonl")).unwrap();
+    let approvals: Vec<Value> =
+        log.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|l| l["event"] == "approval").collect();
+    assert!(approvals.iter().all(|a| a["approver"] == "caller"), "{approvals:?}");
+    let approved = approvals.iter().filter(|a| a["approved"] == true).count();
+    assert_eq!(approved, 2, "one approved call per era: {approvals:?}");
 }

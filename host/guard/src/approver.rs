@@ -1,5 +1,6 @@
 //! Who answers `ask`: the [`Approver`] trait, [`Unattended`] (the default: nobody can
-//! answer, so the answer is no) and [`TerminalApprover`] (a person at a terminal).
+//! answer, so the answer is no), [`TerminalApprover`] (a person at a terminal) and
+//! [`CallerApprover`] (the person behind the caller, through its client).
 
 use std::fmt;
 use std::io::{BufRead, Read, Write};
@@ -7,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use wasmgate_agent::BoxFuture;
+use wasmgate_agent::context::{self, Answer};
 use wasmgate_policy::sanitize::escape_for_display;
 
 /// What needs approving.
@@ -74,6 +76,69 @@ impl Approver for Unattended {
 
     fn approve<'a>(&'a self, _: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
         Box::pin(async { Approval::Denied { reason: NOBODY.into() } })
+    }
+}
+
+/// The reason given while the client is asked to answer on a retry.
+pub const DEFERRED: &str = "approval was requested from the user; the client answers it by calling again";
+
+/// The most characters of the arguments shown in a question to the caller.
+const MAX_QUESTION_ARGUMENTS: usize = 512;
+
+/// Asks the person behind the caller of the call, when the caller offers a way
+/// ([`wasmgate_agent::context::current`]'s `ask`: an MCP client's elicitation), and
+/// `fallback` otherwise. The approver of `wasmgate serve`.
+#[derive(Debug)]
+pub struct CallerApprover {
+    fallback: Arc<dyn Approver>,
+}
+
+impl CallerApprover {
+    /// Asks the caller when it can answer, else `fallback`.
+    #[must_use]
+    pub fn new(fallback: Arc<dyn Approver>) -> Self {
+        Self { fallback }
+    }
+
+    /// The question put to the caller: what runs, with which arguments, and why.
+    fn question(request: &ApprovalRequest) -> String {
+        let mut arguments = escape_for_display(&request.arguments.to_string());
+        if let Some((cut, _)) = arguments.char_indices().nth(MAX_QUESTION_ARGUMENTS) {
+            arguments.truncate(cut);
+            arguments.push_str("...");
+        }
+        let what = format!(
+            "wasmgate: the agent wants to run `{}` of the provider `{}` with the arguments {arguments}. The policy \
+             says: {}.",
+            escape_for_display(&request.tool),
+            escape_for_display(&request.provider),
+            request.reason,
+        );
+        match &request.subject {
+            Subject::Call => format!("{what} Allow this call?"),
+            Subject::Release { flags } => format!(
+                "{what} Its result looks like it carries instructions ({}). Show it to the model?",
+                flags.join("; ")
+            ),
+        }
+    }
+}
+
+impl Approver for CallerApprover {
+    fn name(&self) -> &str {
+        "caller"
+    }
+
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        Box::pin(async move {
+            let Some(ask) = context::current().ask else { return self.fallback.approve(request).await };
+            let deferrable = request.subject == Subject::Call;
+            match ask.confirm(Self::question(request), deferrable).await {
+                Answer::Yes => Approval::Approved,
+                Answer::No => Approval::Denied { reason: "the user declined".into() },
+                Answer::Deferred => Approval::Denied { reason: DEFERRED.into() },
+            }
+        })
     }
 }
 

@@ -9,14 +9,15 @@
 //!   ([`Access`]);
 //! * [`toolset`]: [`GuardedToolset`], the reviewed tools of every source for the loop;
 //! * [`screen`]: detection, the policy's injection action, framing;
-//! * [`approver`]: the [`Approver`] trait, [`Unattended`] and [`TerminalApprover`].
+//! * [`approver`]: the [`Approver`] trait, [`Unattended`], [`TerminalApprover`] and
+//!   [`CallerApprover`].
 
 pub mod approver;
 pub mod guard;
 pub mod screen;
 pub mod toolset;
 
-pub use approver::{Approval, ApprovalRequest, Approver, Subject, TerminalApprover, Unattended};
+pub use approver::{Approval, ApprovalRequest, Approver, CallerApprover, Subject, TerminalApprover, Unattended};
 pub use guard::{Access, Admission, Guard};
 pub use screen::{INJECTION_WITHHELD, UNFRAMED};
 pub use toolset::{GuardedToolset, WithheldTool};

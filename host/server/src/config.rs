@@ -30,6 +30,9 @@ pub struct ServerConfig {
     /// their tokens are cancelled; the same time again is then allowed for them to
     /// return. Default 10 s.
     pub shutdown_grace: Duration,
+    /// How long a call waits for the client's answer to an approval question put to it
+    /// by elicitation (handshake era); no answer in time is no. Default 120 s.
+    pub ask_timeout: Duration,
 }
 
 impl ServerConfig {
@@ -49,6 +52,7 @@ impl ServerConfig {
             page_size: 100,
             max_calls_in_flight: 64,
             shutdown_grace: Duration::from_secs(10),
+            ask_timeout: Duration::from_secs(120),
         }
     }
 }

@@ -95,6 +95,11 @@ pub struct CallToolParams {
     pub arguments: Object,
     /// `_meta.progressToken`: the client wants `notifications/progress` under it.
     pub progress_token: Option<Id>,
+    /// `inputResponses` of a 2026-07-28 retry: the client's answers, by the keys of the
+    /// `inputRequests` it was sent.
+    pub input_responses: Option<Object>,
+    /// `requestState` of a 2026-07-28 retry, echoed from the `input_required` result.
+    pub request_state: Option<String>,
 }
 
 /// Reads the parameters of `tools/call`.
@@ -104,7 +109,9 @@ pub struct CallToolParams {
 /// [`MissingField`](ProtocolError::MissingField) without params or a name,
 /// [`WrongType`](ProtocolError::WrongType) for a name that is not a string or arguments
 /// that are not an object, [`InvalidValue`](ProtocolError::InvalidValue) for an empty name,
-/// [`BadId`](ProtocolError::BadId) for a progress token that is not a string or an integer.
+/// [`BadId`](ProtocolError::BadId) for a progress token that is not a string or an integer;
+/// `inputResponses` that is not an object or `requestState` that is not a string are
+/// [`WrongType`](ProtocolError::WrongType).
 pub fn parse_call_tool_params(params: Option<&Object>) -> Result<CallToolParams, ProtocolError> {
     let params = params.ok_or_else(|| ProtocolError::MissingField { at: "params".into() })?;
     let name = req_str(params, "params", "name")?;
@@ -116,7 +123,9 @@ pub fn parse_call_tool_params(params: Option<&Object>) -> Result<CallToolParams,
         Some(token) => Some(Id::from_value(token)?),
         None => None,
     };
-    Ok(CallToolParams { name: name.to_owned(), arguments, progress_token })
+    let input_responses = opt_object(params, "params", "inputResponses")?.cloned();
+    let request_state = opt_str(params, "params", "requestState")?.map(str::to_owned);
+    Ok(CallToolParams { name: name.to_owned(), arguments, progress_token, input_responses, request_state })
 }
 
 /// The `cursor` of a paginated request, if any.

@@ -213,6 +213,41 @@ pub fn progress_notification(token: &Id, progress: f64, total: Option<f64>, mess
     notification("notifications/progress", Some(params))
 }
 
+/// An `input_required` result (2026-07-28): the client answers `input_requests` (key to
+/// `{method, params}`) and calls again with `inputResponses` and `request_state` echoed.
+#[must_use]
+pub fn input_required_result(input_requests: Object, request_state: &str) -> Object {
+    let mut result = Map::new();
+    result.insert("resultType".into(), Value::String(crate::result::RESULT_TYPE_INPUT_REQUIRED.into()));
+    result.insert("inputRequests".into(), Value::Object(input_requests));
+    result.insert("requestState".into(), Value::String(request_state.into()));
+    result
+}
+
+/// The `params` of an `elicitation/create` (form mode) asking a yes-or-no question:
+/// `message`, and a schema of one required boolean, `approve`.
+#[must_use]
+pub fn confirm_elicitation_params(message: &str) -> Object {
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": { "approve": { "type": "boolean", "title": "Allow", "description": "Allow this" } },
+        "required": ["approve"],
+    });
+    let mut params = Map::new();
+    params.insert("message".into(), Value::String(message.into()));
+    params.insert("requestedSchema".into(), schema);
+    params
+}
+
+/// Whether an `ElicitResult` answering [`confirm_elicitation_params`] says yes: the
+/// action is `accept` and `content.approve` is `true`. Anything else (decline, cancel,
+/// a malformed answer) is no.
+#[must_use]
+pub fn confirmed(elicit_result: &Value) -> bool {
+    elicit_result.get("action").and_then(Value::as_str) == Some("accept")
+        && elicit_result.get("content").and_then(|c| c.get("approve")) == Some(&Value::Bool(true))
+}
+
 /// The `UnsupportedProtocolVersionError` response: code -32022, `data: {supported, requested}`.
 #[must_use]
 pub fn unsupported_version_error(id: Option<&Id>, supported: &[ProtocolVersion], requested: &str) -> Value {

@@ -5,20 +5,22 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tokio::sync::mpsc;
-use wasmgate_agent::{CallContext, CancellationToken, Progress, ProgressSink, context};
+use wasmgate_agent::{Ask, CallContext, CancellationToken, Progress, ProgressSink, context};
 use wasmgate_protocol::codes::{INTERNAL_ERROR, INVALID_PARAMS};
 use wasmgate_protocol::server::{
-    CallToolParams, call_tool_text_result, complete_result, get_prompt_result, list_result, progress_notification,
-    read_resource_result, resource_not_found_error, tool_definition,
+    CallToolParams, call_tool_text_result, complete_result, get_prompt_result, input_required_result, list_result,
+    progress_notification, read_resource_result, resource_not_found_error, tool_definition,
 };
 use wasmgate_protocol::{CacheHints, Id, ProtocolVersion, error_response, result_response};
 
+use super::ask::{self, Deferred};
 use super::{Engine, Job};
 use crate::backend::{CallFailure, Refusal};
 
 impl Engine {
     /// Runs `job` and builds its response. `notify` is where the request's own
-    /// notifications go (progress), when the transport has such a place.
+    /// notifications go (progress), when the transport has such a place; `live` asks
+    /// the client while the call waits (handshake-era elicitation), when it can.
     pub(crate) async fn run(
         &self,
         id: &Id,
@@ -26,6 +28,7 @@ impl Engine {
         job: Job,
         cancel: CancellationToken,
         notify: Option<mpsc::Sender<Value>>,
+        live: Option<Arc<dyn Ask>>,
     ) -> Value {
         let backend = &self.backend;
         let listed = |key: &str, cursor: Option<String>, items: Result<Vec<Value>, Refusal>| match items {
@@ -41,9 +44,9 @@ impl Engine {
                     .collect();
                 listed("tools", cursor, Ok(tools))
             }
-            Job::Call(params) => {
+            Job::Call { params, elicits } => {
                 let progress = params.progress_token.clone().zip(notify).map(|(token, out)| progress_sink(token, out));
-                context::scope(CallContext { progress }, self.call(id, version, params, cancel)).await
+                self.call(id, version, params, elicits, cancel, CallContext { progress, ask: live }).await
             }
             Job::ListResources(cursor) => listed("resources", cursor, backend.resources().await),
             Job::ListTemplates(cursor) => listed("resourceTemplates", cursor, backend.resource_templates().await),
@@ -81,15 +84,47 @@ impl Engine {
     }
 
     /// Runs a `tools/call` and builds its response; see [`CallFailure`] for the mapping.
+    /// A stateless call from a client that elicits asks by `input_required` (see the
+    /// `ask` module): a retry's `requestState` is checked before anything runs, and a
+    /// call that deferred its question answers `input_required` instead of its result.
     async fn call(
         &self,
         id: &Id,
         version: ProtocolVersion,
         params: CallToolParams,
+        elicits: bool,
         cancel: CancellationToken,
+        mut context: CallContext,
     ) -> Value {
-        let CallToolParams { name, arguments, .. } = params;
-        match self.backend.call(name.clone(), arguments, cancel).await {
+        let CallToolParams { name, arguments, input_responses, request_state, .. } = params;
+        let deferred = match &self.approvals {
+            Some(approvals) if version.is_stateless() && elicits => {
+                let answer = match request_state {
+                    Some(state) => match approvals.redeem(&state, &name, &arguments) {
+                        Ok(()) => Some(input_responses.as_ref().is_some_and(ask::approved)),
+                        Err(why) => {
+                            let message =
+                                format!("Invalid requestState: {why}; call again without it to be asked afresh");
+                            return error_response(Some(id), INVALID_PARAMS, &message, None);
+                        }
+                    },
+                    None => None,
+                };
+                Some(Arc::new(Deferred::new(answer)))
+            }
+            _ => None,
+        };
+        if let Some(deferred) = &deferred {
+            context.ask = Some(Arc::clone(deferred) as Arc<dyn Ask>);
+        }
+        let outcome = context::scope(context, self.backend.call(name.clone(), arguments.clone(), cancel)).await;
+        let question = deferred.and_then(|d| d.pending());
+        if let (Some(question), Some(approvals)) = (question, &self.approvals)
+            && let Some(state) = approvals.issue(&name, &arguments)
+        {
+            return result_response(id, input_required_result(ask::input_requests(&question), &state));
+        }
+        match outcome {
             Ok(result) => result_response(id, call_tool_text_result(version, &result.content, result.is_error)),
             Err(CallFailure::UnknownTool(name)) => {
                 error_response(Some(id), INVALID_PARAMS, &format!("Unknown tool: {name}"), None)

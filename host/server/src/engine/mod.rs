@@ -19,6 +19,7 @@
 //! prompts, completion), `watch` (change streams).
 
 mod answer;
+pub(crate) mod ask;
 pub(crate) mod calls;
 pub(crate) mod watch;
 
@@ -59,8 +60,9 @@ pub(crate) enum Routed {
     Refuse(Value),
     /// No such method in this era: -32601 (HTTP 404 for stateless requests).
     UnknownMethod(Value, Era),
-    /// `initialize` succeeded: answer, and the connection or session now speaks `version`.
-    Initialized(Value, ProtocolVersion),
+    /// `initialize` succeeded: answer, and the connection or session now speaks
+    /// `version`; `elicits`: whether the client declared the `elicitation` capability.
+    Initialized { answer: Value, version: ProtocolVersion, elicits: bool },
     /// Work that takes time (listing, calling, reading): run it under a cancellation
     /// token and send its answer.
     Run { id: Id, version: ProtocolVersion, job: Job },
@@ -73,8 +75,9 @@ pub(crate) enum Routed {
 pub(crate) enum Job {
     /// `tools/list` from a cursor.
     ListTools(Option<String>),
-    /// `tools/call`.
-    Call(CallToolParams),
+    /// `tools/call`; `elicits`: whether a stateless request's stamp declares the
+    /// client's `elicitation` capability.
+    Call { params: CallToolParams, elicits: bool },
     /// `resources/list` from a cursor.
     ListResources(Option<String>),
     /// `resources/templates/list` from a cursor.
@@ -93,19 +96,27 @@ impl Job {
     /// Whether the client asked for progress notifications (a `tools/call` with a
     /// progress token).
     pub(crate) fn wants_progress(&self) -> bool {
-        matches!(self, Job::Call(params) if params.progress_token.is_some())
+        matches!(self, Job::Call { params, .. } if params.progress_token.is_some())
     }
+}
+
+/// Whether a stateless stamp declares the client's `elicitation` capability.
+fn elicits(meta: Option<wasmgate_protocol::server::StatelessMeta>) -> bool {
+    meta.is_some_and(|m| m.client_capabilities.get("elicitation").is_some_and(Value::is_object))
 }
 
 /// The server's core, shared by every connection.
 pub(crate) struct Engine {
     pub(crate) backend: Arc<dyn Backend>,
     pub(crate) config: ServerConfig,
+    /// Signs the state of approvals asked through `input_required` (`None` without a
+    /// random source: then no question is deferred).
+    approvals: Option<ask::Approvals>,
 }
 
 impl Engine {
     pub(crate) fn new(backend: Arc<dyn Backend>, config: ServerConfig) -> Self {
-        Self { backend, config }
+        Self { backend, config, approvals: ask::Approvals::new() }
     }
 
     /// The capabilities announced: tools (with change notifications) and whatever else
@@ -151,6 +162,7 @@ impl Engine {
         let invalid =
             |e: wasmgate_protocol::ProtocolError| error_response(Some(&id), INVALID_PARAMS, &e.to_string(), None);
         let offers = self.backend.offers();
+        let params_of = params;
         let job = |parsed: Result<Job, wasmgate_protocol::ProtocolError>, version| match parsed {
             Ok(job) => Routed::Run { id: id.clone(), version, job },
             Err(e) => Routed::Reply(invalid(e)),
@@ -158,7 +170,10 @@ impl Engine {
         if let Era::Handshake(Some(version)) | Era::Stateless(version) = era {
             let parsed = match method.as_str() {
                 "tools/list" => Some(parse_cursor(params).map(Job::ListTools)),
-                "tools/call" => Some(parse_call_tool_params(params).map(Job::Call)),
+                "tools/call" => Some(parse_call_tool_params(params).map(|params| Job::Call {
+                    params,
+                    elicits: matches!(era, Era::Stateless(_)) && elicits(parse_stateless_meta(params_of).ok()),
+                })),
                 "resources/list" if offers.resources => Some(parse_cursor(params).map(Job::ListResources)),
                 "resources/templates/list" if offers.resources => Some(parse_cursor(params).map(Job::ListTemplates)),
                 "resources/read" if offers.resources => Some(parse_resource_uri(params).map(Job::Read)),
@@ -217,7 +232,8 @@ impl Engine {
         tracing::debug!(offered = %offered.protocol_version, answered = %version, client = %offered.client_info, "initialize");
         let result =
             initialize_result(version, self.capabilities(), &self.config.info, self.config.instructions.as_deref());
-        Routed::Initialized(result_response(id, result), version)
+        let elicits = offered.capabilities.get("elicitation").is_some_and(Value::is_object);
+        Routed::Initialized { answer: result_response(id, result), version, elicits }
     }
 
     /// The version of a stateless request, or the error response refusing it.

@@ -105,7 +105,7 @@ async fn dispatch(shared: &Arc<Shared>, session: Option<Arc<Session>>, routed: R
         Routed::Refuse(answer) => json(StatusCode::BAD_REQUEST, &answer),
         Routed::UnknownMethod(answer, Era::Stateless(_)) => json(StatusCode::NOT_FOUND, &answer),
         Routed::UnknownMethod(answer, Era::Handshake(_)) => json(StatusCode::OK, &answer),
-        Routed::Initialized(answer, version) => match shared.sessions.create(version, &shared.life) {
+        Routed::Initialized { answer, version, .. } => match shared.sessions.create(version, &shared.life) {
             Ok(id) => {
                 let mut response = json(StatusCode::OK, &answer);
                 if let Ok(value) = HeaderValue::from_str(&id) {
@@ -136,14 +136,14 @@ async fn dispatch(shared: &Arc<Shared>, session: Option<Arc<Session>>, routed: R
                 // Progress goes out on an SSE stream, the answer last; the stream ends with it.
                 let (tx, rx) = mpsc::channel::<Value>(PROGRESS_BACKLOG);
                 shared.life.tasks.spawn(async move {
-                    let answer = owner.engine.run(&id, version, job, token, Some(tx.clone())).await;
+                    let answer = owner.engine.run(&id, version, job, token, Some(tx.clone()), None).await;
                     drop(ticket);
                     let _ = tx.send(answer).await;
                 });
                 return sse(rx, cancel_when_dropped);
             }
             let call = shared.life.tasks.spawn(async move {
-                let answer = owner.engine.run(&id, version, job, token, None).await;
+                let answer = owner.engine.run(&id, version, job, token, None, None).await;
                 drop(ticket);
                 answer
             });

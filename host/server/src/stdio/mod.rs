@@ -26,13 +26,14 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
-use wasmgate_agent::CancellationToken;
+use wasmgate_agent::{Ask, CancellationToken};
 use wasmgate_protocol::codes::{INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR};
 use wasmgate_protocol::server::parse_cancelled;
 use wasmgate_protocol::{Id, Message, ProtocolVersion, Request, classify, error_response, parse_message};
 
 use crate::backend::Backend;
 use crate::config::ServerConfig;
+use crate::engine::ask::{Live, Outgoing};
 use crate::engine::calls::InFlight;
 use crate::engine::watch::{Listen, announce, listen};
 use crate::engine::{Engine, Routed};
@@ -68,9 +69,11 @@ where
     let mut conn = Connection {
         engine: Arc::new(Engine::new(backend, config)),
         life: Lifecycle::default(),
+        outgoing: Arc::new(Outgoing::new(tx.clone())),
         tx,
         in_flight: Arc::new(InFlight::default()),
         handshake: None,
+        elicits: false,
     };
     tokio::pin!(shutdown);
     let read = loop {
@@ -121,6 +124,11 @@ struct Connection {
     in_flight: Arc<InFlight>,
     /// The version `initialize` negotiated, if the client opened the handshake way.
     handshake: Option<ProtocolVersion>,
+    /// Whether the client's `initialize` declared `elicitation`: then an `ask` verdict
+    /// is put to it while the call waits.
+    elicits: bool,
+    /// Requests we send the client (elicitation), and their answers.
+    outgoing: Arc<Outgoing>,
 }
 
 impl Connection {
@@ -148,9 +156,13 @@ impl Connection {
                 }
             }
             Ok(Message::Notification(n)) => tracing::debug!(method = %n.method, "notification"),
-            Ok(Message::Response(_) | Message::ErrorResponse(_)) => {
-                tracing::debug!("a response from the client, to a request never sent: ignored");
+            Ok(Message::Response(response)) => {
+                self.outgoing.resolve(&response.id, Some(Value::Object(response.result)))
             }
+            Ok(Message::ErrorResponse(response)) => match response.id {
+                Some(id) => self.outgoing.resolve(&id, None),
+                None => tracing::debug!("an error response from the client without an id: ignored"),
+            },
             Err(e) => {
                 let message = format!("Invalid request: {e}");
                 self.send(error_response(id.as_ref(), e.jsonrpc_code(), &message, None)).await;
@@ -164,7 +176,8 @@ impl Connection {
             Routed::Reply(answer) | Routed::Refuse(answer) | Routed::UnknownMethod(answer, _) => {
                 self.send(answer).await
             }
-            Routed::Initialized(answer, version) => {
+            Routed::Initialized { answer, version, elicits } => {
+                self.elicits = elicits;
                 self.send(answer).await;
                 if self.handshake.replace(version).is_none() {
                     let changes = engine.backend.tool_changes();
@@ -179,8 +192,13 @@ impl Connection {
                 let Some(ticket) = self.in_flight.start(&id, &self.life.abort) else {
                     return self.send(duplicate(&id)).await;
                 };
+                let live = (self.handshake.is_some() && self.elicits).then(|| {
+                    let (out, timeout, cancel) =
+                        (Arc::clone(&self.outgoing), engine.config.ask_timeout, ticket.token());
+                    Arc::new(Live { out, timeout, cancel }) as Arc<dyn Ask>
+                });
                 self.life.tasks.spawn(async move {
-                    let answer = engine.run(&id, version, job, ticket.token(), Some(tx.clone())).await;
+                    let answer = engine.run(&id, version, job, ticket.token(), Some(tx.clone()), live).await;
                     if !ticket.cancelled_by_client() {
                         let _ = tx.send(answer).await;
                     }

@@ -1,0 +1,306 @@
+//! Asking the person behind a client to confirm a call (an `ask` verdict), two ways:
+//!
+//! * **Deferred** (2026-07-28, a client that declared `elicitation`): the call ends
+//!   with an `input_required` result whose one input request, `approval`, is an
+//!   `elicitation/create`, and whose `requestState` is signed ([`Approvals`]). The
+//!   client asks its user and calls again with `inputResponses.approval` and the
+//!   state; the state is checked (the same tool, the same arguments, not expired,
+//!   never redeemed before) and the answer given to the approver.
+//! * **Live** (the handshake era on stdio, a client that declared `elicitation`): an
+//!   `elicitation/create` request goes to the client in the middle of the call and
+//!   its response answers ([`Outgoing`]).
+//!
+//! A client that declared neither gets no question: the gateway's fallback approver
+//! answers (by default nobody, so the call is denied).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Map, Value};
+use tokio::sync::{mpsc, oneshot};
+use wasmgate_agent::{Answer, Ask, BoxFuture, CancellationToken};
+use wasmgate_protocol::server::{confirm_elicitation_params, confirmed};
+use wasmgate_protocol::{Id, request};
+
+/// The key of the one input request a deferred question sends.
+pub(crate) const APPROVAL_KEY: &str = "approval";
+
+/// How long a signed request state stays redeemable.
+const STATE_LIFETIME: Duration = Duration::from_secs(600);
+
+/// Most redeemed states remembered (each until it expires); past it, new states are
+/// refused until old ones expire, rather than forgetting one that could be replayed.
+const MAX_REDEEMED: usize = 65_536;
+
+/// A question put off to the client's retry: answers from the retry's input
+/// responses, or records the question for the `input_required` result.
+#[derive(Debug, Default)]
+pub(crate) struct Deferred {
+    /// The answer the retry carried, if this is a verified retry.
+    answer: Option<bool>,
+    /// The question asked, when the call is to end with `input_required`.
+    pending: Mutex<Option<String>>,
+}
+
+impl Deferred {
+    pub(crate) fn new(answer: Option<bool>) -> Self {
+        Self { answer, pending: Mutex::new(None) }
+    }
+
+    /// The question the call deferred, if any.
+    pub(crate) fn pending(&self) -> Option<String> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+impl Ask for Deferred {
+    fn confirm(&self, question: String, deferrable: bool) -> BoxFuture<'static, Answer> {
+        let answer = match self.answer {
+            Some(true) => Answer::Yes,
+            Some(false) => Answer::No,
+            None if deferrable => {
+                *self.pending.lock().unwrap_or_else(PoisonError::into_inner) = Some(question);
+                Answer::Deferred
+            }
+            None => Answer::No,
+        };
+        Box::pin(std::future::ready(answer))
+    }
+}
+
+/// The `inputRequests` of a deferred question.
+pub(crate) fn input_requests(question: &str) -> Map<String, Value> {
+    let mut elicit = Map::new();
+    elicit.insert("method".into(), Value::String("elicitation/create".into()));
+    elicit.insert("params".into(), Value::Object(confirm_elicitation_params(question)));
+    let mut requests = Map::new();
+    requests.insert(APPROVAL_KEY.into(), Value::Object(elicit));
+    requests
+}
+
+/// Whether a retry's `inputResponses` confirm the approval.
+pub(crate) fn approved(input_responses: &Map<String, Value>) -> bool {
+    input_responses.get(APPROVAL_KEY).is_some_and(confirmed)
+}
+
+/// Signs and redeems request states: `hex(expiry ‖ nonce) . hex(MAC)`, the MAC a keyed
+/// BLAKE3 over the tool name, the arguments, the expiry and the nonce, under a key
+/// drawn at start-up. A state is bound to one call and redeemable once.
+#[derive(Debug)]
+pub(crate) struct Approvals {
+    key: [u8; 32],
+    redeemed: Mutex<HashMap<[u8; 16], u64>>,
+}
+
+impl Approvals {
+    /// A fresh key, or `None` when the OS random source fails (then nothing is deferred).
+    pub(crate) fn new() -> Option<Self> {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).ok()?;
+        Some(Self { key, redeemed: Mutex::default() })
+    }
+
+    fn mac(&self, name: &str, arguments: &Map<String, Value>, expiry: u64, nonce: &[u8; 16]) -> blake3::Hash {
+        let mut hasher = blake3::Hasher::new_keyed(&self.key);
+        hasher.update(&(name.len() as u64).to_le_bytes());
+        hasher.update(name.as_bytes());
+        hasher.update(Value::Object(arguments.clone()).to_string().as_bytes());
+        hasher.update(&expiry.to_le_bytes());
+        hasher.update(nonce);
+        hasher.finalize()
+    }
+
+    /// A state for a call of `name` with `arguments`.
+    pub(crate) fn issue(&self, name: &str, arguments: &Map<String, Value>) -> Option<String> {
+        let mut nonce = [0u8; 16];
+        getrandom::fill(&mut nonce).ok()?;
+        let expiry = now().saturating_add(STATE_LIFETIME.as_secs());
+        let mac = self.mac(name, arguments, expiry, &nonce);
+        Some(format!("{}{}.{}", hex::encode(expiry.to_be_bytes()), hex::encode(nonce), mac.to_hex()))
+    }
+
+    /// Checks `state` for a call of `name` with `arguments`, and spends it.
+    pub(crate) fn redeem(&self, state: &str, name: &str, arguments: &Map<String, Value>) -> Result<(), &'static str> {
+        let (head, mac) = state.split_once('.').ok_or("malformed")?;
+        let head = hex::decode(head).map_err(|_| "malformed")?;
+        if head.len() != 24 {
+            return Err("malformed");
+        }
+        let (expiry, nonce) = head.split_at(8);
+        let expiry = u64::from_be_bytes(expiry.try_into().map_err(|_| "malformed")?);
+        let nonce: [u8; 16] = nonce.try_into().map_err(|_| "malformed")?;
+        let mac = blake3::Hash::from_hex(mac).map_err(|_| "malformed")?;
+        // Hash's equality is constant-time.
+        if self.mac(name, arguments, expiry, &nonce) != mac {
+            return Err("it was not issued for this call");
+        }
+        let now = now();
+        if expiry < now {
+            return Err("it has expired");
+        }
+        let mut redeemed = self.redeemed.lock().unwrap_or_else(PoisonError::into_inner);
+        redeemed.retain(|_, until| *until >= now);
+        if redeemed.contains_key(&nonce) {
+            return Err("it has been used already");
+        }
+        if redeemed.len() >= MAX_REDEEMED {
+            return Err("too many approvals are outstanding; try again later");
+        }
+        redeemed.insert(nonce, expiry);
+        Ok(())
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// Requests the server sends its client on one connection, and their answers.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    tx: mpsc::Sender<Value>,
+    next: AtomicU64,
+    pending: Mutex<HashMap<Id, oneshot::Sender<Option<Value>>>>,
+}
+
+impl Outgoing {
+    pub(crate) fn new(tx: mpsc::Sender<Value>) -> Self {
+        Self { tx, next: AtomicU64::new(1), pending: Mutex::default() }
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<Id, oneshot::Sender<Option<Value>>>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Hands a response from the client to the request waiting for it (`None` for an
+    /// error response). A response to no request of ours is ignored.
+    pub(crate) fn resolve(&self, id: &Id, result: Option<Value>) {
+        match self.pending().remove(id) {
+            Some(waiting) => {
+                let _ = waiting.send(result);
+            }
+            None => tracing::debug!(%id, "a response from the client to no request of ours: ignored"),
+        }
+    }
+
+    /// Sends `method` and waits for the answer: `None` for an error response, no
+    /// answer within `timeout`, a closed connection or `cancel`.
+    async fn ask(
+        &self,
+        method: &str,
+        params: Map<String, Value>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Option<Value> {
+        let id = Id::String(format!("wasmgate-{}", self.next.fetch_add(1, Ordering::Relaxed)));
+        let (answer, waiting) = oneshot::channel();
+        self.pending().insert(id.clone(), answer);
+        let outcome = async {
+            self.tx.send(request(&id, method, Some(params))).await.ok()?;
+            tokio::select! {
+                answer = waiting => answer.ok().flatten(),
+                () = cancel.cancelled() => None,
+                () = tokio::time::sleep(timeout) => None,
+            }
+        }
+        .await;
+        self.pending().remove(&id);
+        outcome
+    }
+}
+
+/// Asks through `elicitation/create` while the call waits.
+#[derive(Debug)]
+pub(crate) struct Live {
+    pub(crate) out: Arc<Outgoing>,
+    pub(crate) timeout: Duration,
+    pub(crate) cancel: CancellationToken,
+}
+
+impl Ask for Live {
+    fn confirm(&self, question: String, _deferrable: bool) -> BoxFuture<'static, Answer> {
+        let (out, timeout, cancel) = (Arc::clone(&self.out), self.timeout, self.cancel.clone());
+        Box::pin(async move {
+            let params = confirm_elicitation_params(&question);
+            match out.ask("elicitation/create", params, timeout, &cancel).await {
+                Some(answer) if confirmed(&answer) => Answer::Yes,
+                _ => Answer::No,
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use serde_json::json;
+
+    use super::*;
+
+    fn args(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn a_state_is_bound_to_its_call_and_redeemable_once() {
+        let approvals = Approvals::new().unwrap();
+        let state = approvals.issue("p__create", &args(json!({"a": 1}))).unwrap();
+        assert_eq!(
+            approvals.redeem(&state, "p__delete", &args(json!({"a": 1}))),
+            Err("it was not issued for this call")
+        );
+        assert_eq!(
+            approvals.redeem(&state, "p__create", &args(json!({"a": 2}))),
+            Err("it was not issued for this call")
+        );
+        assert_eq!(approvals.redeem(&state, "p__create", &args(json!({"a": 1}))), Ok(()));
+        assert_eq!(approvals.redeem(&state, "p__create", &args(json!({"a": 1}))), Err("it has been used already"));
+        let other = Approvals::new().unwrap();
+        let foreign = other.issue("p__create", &args(json!({}))).unwrap();
+        assert_eq!(approvals.redeem(&foreign, "p__create", &args(json!({}))), Err("it was not issued for this call"));
+    }
+
+    #[test]
+    fn tampered_malformed_and_expired_states_are_refused() {
+        let approvals = Approvals::new().unwrap();
+        let state = approvals.issue("t", &Map::new()).unwrap();
+        let mut tampered = state.clone().into_bytes();
+        tampered[3] = if tampered[3] == b'0' { b'1' } else { b'0' };
+        assert!(approvals.redeem(&String::from_utf8(tampered).unwrap(), "t", &Map::new()).is_err());
+        for bad in ["", ".", "zz.zz", "00.00", &state.replace('.', "")] {
+            assert_eq!(approvals.redeem(bad, "t", &Map::new()), Err("malformed"), "{bad:?}");
+        }
+        let nonce = [7u8; 16];
+        let expired = 1u64;
+        let mac = approvals.mac("t", &Map::new(), expired, &nonce);
+        let old = format!("{}{}.{}", hex::encode(expired.to_be_bytes()), hex::encode(nonce), mac.to_hex());
+        assert_eq!(approvals.redeem(&old, "t", &Map::new()), Err("it has expired"));
+    }
+
+    #[test]
+    fn only_an_accept_with_approve_true_is_a_yes() {
+        let yes = json!({"approval": {"action": "accept", "content": {"approve": true}}});
+        assert!(approved(yes.as_object().unwrap()));
+        for no in [
+            json!({"approval": {"action": "accept", "content": {"approve": false}}}),
+            json!({"approval": {"action": "decline"}}),
+            json!({"approval": {"action": "accept", "content": {"approve": "true"}}}),
+            json!({"other": {"action": "accept", "content": {"approve": true}}}),
+        ] {
+            assert!(!approved(no.as_object().unwrap()), "{no}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_deferred_question_is_recorded_unless_it_cannot_wait() {
+        let deferred = Deferred::new(None);
+        assert_eq!(deferred.confirm("show it?".into(), false).await, Answer::No);
+        assert!(deferred.pending().is_none());
+        assert_eq!(deferred.confirm("run it?".into(), true).await, Answer::Deferred);
+        assert_eq!(deferred.pending().as_deref(), Some("run it?"));
+        assert_eq!(Deferred::new(Some(true)).confirm("run it?".into(), true).await, Answer::Yes);
+        assert_eq!(Deferred::new(Some(false)).confirm("run it?".into(), true).await, Answer::No);
+    }
+}
