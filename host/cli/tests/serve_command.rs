@@ -71,10 +71,9 @@ async fn a_stock_client_uses_the_gateway_over_stdio() {
     client.close().await;
 }
 
-#[tokio::test]
-async fn a_stock_client_uses_the_gateway_over_http() {
-    let dir = reviewed();
-    let mut child = command(dir.path())
+/// `wasmgate serve --http` on loopback, and its URL.
+fn serve_http(dir: &std::path::Path) -> (KillOnDrop, String) {
+    let mut child = command(dir)
         .args(["serve", "--http", "127.0.0.1:0"])
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
@@ -85,12 +84,17 @@ async fn a_stock_client_uses_the_gateway_over_http() {
         .map_while(Result::ok)
         .find_map(|line| line.strip_prefix("wasmgate: serving MCP on ").map(str::to_owned))
         .expect("the server says where it listens");
+    (child, url)
+}
+
+#[tokio::test]
+async fn a_stock_client_uses_the_gateway_over_http() {
+    let dir = reviewed();
+    let (_served, url) = serve_http(dir.path());
     let transport = HttpTransport::new(&HttpConfig::new("wasmgate", url)).unwrap();
     let client = McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap();
     exercise(&client).await;
     client.close().await;
-    child.kill().unwrap();
-    child.wait().unwrap();
 }
 
 #[test]
@@ -155,12 +159,13 @@ impl InputHandler for Person {
     }
 }
 
-async fn with_person(dir: &std::path::Path, version: ProtocolVersion, person: Arc<Person>) -> McpClient {
-    let server = StdioConfig::new("wasmgate", env!("CARGO_BIN_EXE_wasmgate"), dir)
-        .arg("serve")
-        .env("WASMGATE_CONFIG", dir.join("wasmgate.toml"))
-        .env("XDG_CACHE_HOME", dir.join("cache"))
-        .confinement(None);
+/// Our client, able to elicit, over stdio (`url` `None`) or HTTP.
+async fn with_person(
+    dir: &std::path::Path,
+    url: Option<&str>,
+    version: ProtocolVersion,
+    person: Arc<Person>,
+) -> McpClient {
     let mut capabilities = Map::new();
     capabilities.insert("elicitation".into(), json!({}));
     let config = ClientConfig {
@@ -169,23 +174,43 @@ async fn with_person(dir: &std::path::Path, version: ProtocolVersion, person: Ar
         input_handler: Some(person as Arc<dyn InputHandler>),
         ..ClientConfig::default()
     };
-    McpClient::connect("wasmgate", StdioTransport::spawn(&server).unwrap(), config).await.unwrap()
+    match url {
+        Some(url) => {
+            let transport = HttpTransport::new(&HttpConfig::new("wasmgate", url)).unwrap();
+            McpClient::connect("wasmgate", transport, config).await.unwrap()
+        }
+        None => {
+            let server = StdioConfig::new("wasmgate", env!("CARGO_BIN_EXE_wasmgate"), dir)
+                .arg("serve")
+                .env("WASMGATE_CONFIG", dir.join("wasmgate.toml"))
+                .env("XDG_CACHE_HOME", dir.join("cache"))
+                .confinement(None);
+            McpClient::connect("wasmgate", StdioTransport::spawn(&server).unwrap(), config).await.unwrap()
+        }
+    }
 }
 
 #[tokio::test]
-async fn an_ask_verdict_is_put_to_the_clients_user_in_both_eras() {
-    let dir = reviewed();
+async fn an_ask_verdict_is_put_to_the_clients_user_in_both_eras_over_stdio_and_http() {
+    // Two gateways: one holds its state directory (audit log) while it serves.
+    let (dir, http_dir) = (reviewed(), reviewed());
+    let (_served, url) = serve_http(http_dir.path());
     let create = json!({"user": "alice", "title": "x", "start": "2026-12-03T12:00", "end": "2026-12-03T13:00"});
-    for version in [ProtocolVersion::V2026_07_28, ProtocolVersion::V2025_11_25] {
+    for (version, url) in [
+        (ProtocolVersion::V2026_07_28, None),
+        (ProtocolVersion::V2025_11_25, None),
+        (ProtocolVersion::V2026_07_28, Some(url.as_str())),
+        (ProtocolVersion::V2025_11_25, Some(url.as_str())),
+    ] {
         for approve in [true, false] {
             let person = Arc::new(Person { approve, asked: std::sync::Mutex::default() });
-            let client = with_person(dir.path(), version, Arc::clone(&person)).await;
+            let client = with_person(dir.path(), url, version, Arc::clone(&person)).await;
             let result = client
                 .call_tool("calendar__calendar_create", args(create.clone()), CancellationToken::new())
                 .await
                 .unwrap();
             let asked = person.asked.lock().unwrap().clone();
-            assert_eq!(asked.len(), 1, "{version}: one question: {asked:?}");
+            assert_eq!(asked.len(), 1, "{version} {url:?}: one question: {asked:?}");
             assert!(asked[0].contains("calendar_create") && asked[0].contains("Allow this call?"), "{}", asked[0]);
             if approve {
                 assert!(!result.is_error, "{version}: approved, the call runs: {}", text(&result));
@@ -196,10 +221,11 @@ async fn an_ask_verdict_is_put_to_the_clients_user_in_both_eras() {
             client.close().await;
         }
     }
-    let log = std::fs::read_to_string(dir.path().join("state/audit.jsonl")).unwrap();
+    let mut log = std::fs::read_to_string(dir.path().join("state/audit.jsonl")).unwrap();
+    log.push_str(&std::fs::read_to_string(http_dir.path().join("state/audit.jsonl")).unwrap());
     let approvals: Vec<Value> =
         log.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|l| l["event"] == "approval").collect();
     assert!(approvals.iter().all(|a| a["approver"] == "caller"), "{approvals:?}");
     let approved = approvals.iter().filter(|a| a["approved"] == true).count();
-    assert_eq!(approved, 2, "one approved call per era: {approvals:?}");
+    assert_eq!(approved, 4, "one approved call per era and transport: {approvals:?}");
 }

@@ -6,9 +6,10 @@
 //!   client asks its user and calls again with `inputResponses.approval` and the
 //!   state; the state is checked (the same tool, the same arguments, not expired,
 //!   never redeemed before) and the answer given to the approver.
-//! * **Live** (the handshake era on stdio, a client that declared `elicitation`): an
-//!   `elicitation/create` request goes to the client in the middle of the call and
-//!   its response answers ([`Outgoing`]).
+//! * **Live** (the handshake era, a client that declared `elicitation`): an
+//!   `elicitation/create` request goes to the client in the middle of the call (on
+//!   stdio, or on the call's SSE stream) and its response (on stdio, or POSTed in the
+//!   session) answers ([`Live`], [`Replies`]).
 //!
 //! A client that declared neither gets no question: the gateway's fallback approver
 //! answers (by default nobody, so the call is denied).
@@ -157,27 +158,23 @@ fn now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-/// Requests the server sends its client on one connection, and their answers.
-#[derive(Debug)]
-pub(crate) struct Outgoing {
-    tx: mpsc::Sender<Value>,
+/// Requests the server sent a client (on a stdio connection, or in an HTTP session),
+/// waiting for their answers by id.
+#[derive(Debug, Default)]
+pub(crate) struct Replies {
     next: AtomicU64,
-    pending: Mutex<HashMap<Id, oneshot::Sender<Option<Value>>>>,
+    waiting: Mutex<HashMap<Id, oneshot::Sender<Option<Value>>>>,
 }
 
-impl Outgoing {
-    pub(crate) fn new(tx: mpsc::Sender<Value>) -> Self {
-        Self { tx, next: AtomicU64::new(1), pending: Mutex::default() }
-    }
-
-    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<Id, oneshot::Sender<Option<Value>>>> {
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+impl Replies {
+    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<Id, oneshot::Sender<Option<Value>>>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Hands a response from the client to the request waiting for it (`None` for an
     /// error response). A response to no request of ours is ignored.
     pub(crate) fn resolve(&self, id: &Id, result: Option<Value>) {
-        match self.pending().remove(id) {
+        match self.waiting().remove(id) {
             Some(waiting) => {
                 let _ = waiting.send(result);
             }
@@ -185,10 +182,11 @@ impl Outgoing {
         }
     }
 
-    /// Sends `method` and waits for the answer: `None` for an error response, no
-    /// answer within `timeout`, a closed connection or `cancel`.
+    /// Sends `method` on `out` and waits for the answer: `None` for an error response,
+    /// no answer within `timeout`, a closed stream or `cancel`.
     async fn ask(
         &self,
+        out: &mpsc::Sender<Value>,
         method: &str,
         params: Map<String, Value>,
         timeout: Duration,
@@ -196,9 +194,9 @@ impl Outgoing {
     ) -> Option<Value> {
         let id = Id::String(format!("wasmgate-{}", self.next.fetch_add(1, Ordering::Relaxed)));
         let (answer, waiting) = oneshot::channel();
-        self.pending().insert(id.clone(), answer);
+        self.waiting().insert(id.clone(), answer);
         let outcome = async {
-            self.tx.send(request(&id, method, Some(params))).await.ok()?;
+            out.send(request(&id, method, Some(params))).await.ok()?;
             tokio::select! {
                 answer = waiting => answer.ok().flatten(),
                 () = cancel.cancelled() => None,
@@ -206,25 +204,28 @@ impl Outgoing {
             }
         }
         .await;
-        self.pending().remove(&id);
+        self.waiting().remove(&id);
         outcome
     }
 }
 
-/// Asks through `elicitation/create` while the call waits.
+/// Asks through `elicitation/create` on `out` while the call waits; the answer comes
+/// back through `replies`.
 #[derive(Debug)]
 pub(crate) struct Live {
-    pub(crate) out: Arc<Outgoing>,
+    pub(crate) out: mpsc::Sender<Value>,
+    pub(crate) replies: Arc<Replies>,
     pub(crate) timeout: Duration,
     pub(crate) cancel: CancellationToken,
 }
 
 impl Ask for Live {
     fn confirm(&self, question: String, _deferrable: bool) -> BoxFuture<'static, Answer> {
-        let (out, timeout, cancel) = (Arc::clone(&self.out), self.timeout, self.cancel.clone());
+        let (out, replies, timeout, cancel) =
+            (self.out.clone(), Arc::clone(&self.replies), self.timeout, self.cancel.clone());
         Box::pin(async move {
             let params = confirm_elicitation_params(&question);
-            match out.ask("elicitation/create", params, timeout, &cancel).await {
+            match replies.ask(&out, "elicitation/create", params, timeout, &cancel).await {
                 Some(answer) if confirmed(&answer) => Answer::Yes,
                 _ => Answer::No,
             }

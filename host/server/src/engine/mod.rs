@@ -98,6 +98,11 @@ impl Job {
     pub(crate) fn wants_progress(&self) -> bool {
         matches!(self, Job::Call { params, .. } if params.progress_token.is_some())
     }
+
+    /// Whether this is a `tools/call`.
+    pub(crate) fn is_call(&self) -> bool {
+        matches!(self, Job::Call { .. })
+    }
 }
 
 /// Whether a stateless stamp declares the client's `elicitation` capability.

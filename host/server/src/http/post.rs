@@ -24,7 +24,7 @@ use axum::response::Response;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::Value;
 use tokio::sync::mpsc;
-use wasmgate_agent::CancellationToken;
+use wasmgate_agent::{Ask, CancellationToken};
 use wasmgate_protocol::codes::{HEADER_MISMATCH, INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR};
 use wasmgate_protocol::server::{has_stateless_meta, parse_cancelled};
 use wasmgate_protocol::{Id, Message, Request, classify, error_response, parse_message};
@@ -32,6 +32,7 @@ use wasmgate_protocol::{Id, Message, Request, classify, error_response, parse_me
 use super::Shared;
 use super::reply::{json, refuse, sse, status};
 use super::sessions::{Refused, SESSION_ID, Session};
+use crate::engine::ask::Live;
 use crate::engine::watch::{Listen, listen};
 use crate::engine::{Era, Routed};
 
@@ -66,7 +67,18 @@ pub(crate) async fn post(State(shared): State<Arc<Shared>>, headers: HeaderMap, 
             }
             status(StatusCode::ACCEPTED)
         }
-        Ok(Message::Response(_) | Message::ErrorResponse(_)) => status(StatusCode::ACCEPTED),
+        Ok(Message::Response(response)) => {
+            if let Some(session) = session.and_then(|s| shared.sessions.get(&s)) {
+                session.replies.resolve(&response.id, Some(Value::Object(response.result)));
+            }
+            status(StatusCode::ACCEPTED)
+        }
+        Ok(Message::ErrorResponse(response)) => {
+            if let (Some(id), Some(session)) = (response.id, session.and_then(|s| shared.sessions.get(&s))) {
+                session.replies.resolve(&id, None);
+            }
+            status(StatusCode::ACCEPTED)
+        }
         Err(e) => json(
             StatusCode::BAD_REQUEST,
             &error_response(id.as_ref(), e.jsonrpc_code(), &format!("Invalid request: {e}"), None),
@@ -105,17 +117,21 @@ async fn dispatch(shared: &Arc<Shared>, session: Option<Arc<Session>>, routed: R
         Routed::Refuse(answer) => json(StatusCode::BAD_REQUEST, &answer),
         Routed::UnknownMethod(answer, Era::Stateless(_)) => json(StatusCode::NOT_FOUND, &answer),
         Routed::UnknownMethod(answer, Era::Handshake(_)) => json(StatusCode::OK, &answer),
-        Routed::Initialized { answer, version, .. } => match shared.sessions.create(version, &shared.life) {
-            Ok(id) => {
-                let mut response = json(StatusCode::OK, &answer);
-                if let Ok(value) = HeaderValue::from_str(&id) {
-                    response.headers_mut().insert(SESSION_ID, value);
+        Routed::Initialized { answer, version, elicits } => {
+            match shared.sessions.create(version, elicits, &shared.life) {
+                Ok(id) => {
+                    let mut response = json(StatusCode::OK, &answer);
+                    if let Ok(value) = HeaderValue::from_str(&id) {
+                        response.headers_mut().insert(SESSION_ID, value);
+                    }
+                    response
                 }
-                response
+                Err(Refused::Full) => refuse(StatusCode::SERVICE_UNAVAILABLE, INTERNAL_ERROR, "Too many open sessions"),
+                Err(Refused::NoRandomness) => {
+                    refuse(StatusCode::INTERNAL_SERVER_ERROR, INTERNAL_ERROR, "No session id")
+                }
             }
-            Err(Refused::Full) => refuse(StatusCode::SERVICE_UNAVAILABLE, INTERNAL_ERROR, "Too many open sessions"),
-            Err(Refused::NoRandomness) => refuse(StatusCode::INTERNAL_SERVER_ERROR, INTERNAL_ERROR, "No session id"),
-        },
+        }
         Routed::Run { id, version, job } => {
             let (ticket, token) = match &session {
                 Some(session) => match session.in_flight.start(&id, &session.abort) {
@@ -132,11 +148,18 @@ async fn dispatch(shared: &Arc<Shared>, session: Option<Arc<Session>>, routed: R
             // cooperatively: the backend sees its token fire and ends the call its own way.
             let cancel_when_dropped = token.clone().drop_guard();
             let owner = Arc::clone(shared);
-            if job.wants_progress() {
-                // Progress goes out on an SSE stream, the answer last; the stream ends with it.
+            let elicits = session.as_ref().filter(|s| s.elicits && job.is_call());
+            if job.wants_progress() || elicits.is_some() {
+                // Progress and questions go out on an SSE stream, the answer last; the
+                // stream ends with it.
                 let (tx, rx) = mpsc::channel::<Value>(PROGRESS_BACKLOG);
+                let live = elicits.map(|session| {
+                    let (out, replies) = (tx.clone(), Arc::clone(&session.replies));
+                    let (timeout, cancel) = (owner.engine.config.ask_timeout, token.clone());
+                    Arc::new(Live { out, replies, timeout, cancel }) as Arc<dyn Ask>
+                });
                 shared.life.tasks.spawn(async move {
-                    let answer = owner.engine.run(&id, version, job, token, Some(tx.clone()), None).await;
+                    let answer = owner.engine.run(&id, version, job, token, Some(tx.clone()), live).await;
                     drop(ticket);
                     let _ = tx.send(answer).await;
                 });

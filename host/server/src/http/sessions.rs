@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use wasmgate_agent::CancellationToken;
 use wasmgate_protocol::ProtocolVersion;
 
+use crate::engine::ask::Replies;
 use crate::engine::calls::InFlight;
 use crate::shutdown::Lifecycle;
 
@@ -30,6 +31,11 @@ pub(crate) struct Session {
     pub(crate) stop: CancellationToken,
     /// Cancels its calls: fired by DELETE or when the shutdown grace period is over.
     pub(crate) abort: CancellationToken,
+    /// Whether the client's `initialize` declared `elicitation`.
+    pub(crate) elicits: bool,
+    /// Requests sent to the client on its calls' streams, waiting for the responses it
+    /// POSTs.
+    pub(crate) replies: Arc<Replies>,
 }
 
 /// Why no session was created.
@@ -57,8 +63,8 @@ impl Sessions {
         self.open.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A new session speaking `version`, and its id.
-    pub(crate) fn create(&self, version: ProtocolVersion, life: &Lifecycle) -> Result<String, Refused> {
+    /// A new session speaking `version` (with a client that `elicits` or not), and its id.
+    pub(crate) fn create(&self, version: ProtocolVersion, elicits: bool, life: &Lifecycle) -> Result<String, Refused> {
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes).map_err(|_| Refused::NoRandomness)?;
         let id = hex::encode(bytes);
@@ -67,6 +73,8 @@ impl Sessions {
             in_flight: Arc::new(InFlight::default()),
             stop: life.stopping.child_token(),
             abort: life.abort.child_token(),
+            elicits,
+            replies: Arc::default(),
         };
         let mut open = self.open();
         if open.len() >= self.max {
@@ -97,15 +105,15 @@ mod tests {
     #[test]
     fn sessions_are_unguessable_capped_and_ended_by_id() {
         let (sessions, life) = (Sessions::new(2), Lifecycle::default());
-        let a = sessions.create(ProtocolVersion::V2025_11_25, &life).unwrap();
-        let b = sessions.create(ProtocolVersion::V2025_06_18, &life).unwrap();
+        let a = sessions.create(ProtocolVersion::V2025_11_25, false, &life).unwrap();
+        let b = sessions.create(ProtocolVersion::V2025_06_18, false, &life).unwrap();
         assert_ne!(a, b);
         assert_eq!(a.len(), 32);
-        assert!(matches!(sessions.create(ProtocolVersion::V2025_11_25, &life), Err(Refused::Full)));
+        assert!(matches!(sessions.create(ProtocolVersion::V2025_11_25, false, &life), Err(Refused::Full)));
         let session = sessions.get(&a).unwrap();
         assert!(sessions.end(&a));
         assert!(session.stop.is_cancelled() && session.abort.is_cancelled());
         assert!(sessions.get(&a).is_none() && !sessions.end(&a));
-        assert!(sessions.create(ProtocolVersion::V2025_11_25, &life).is_ok());
+        assert!(sessions.create(ProtocolVersion::V2025_11_25, false, &life).is_ok());
     }
 }

@@ -5,7 +5,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 /// One frame read from the stream.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Line {
+pub enum Line {
     /// A complete line, without its `\n` (or `\r\n`).
     Message(Vec<u8>),
     /// A line longer than the limit, discarded; `len` is its length.
@@ -14,7 +14,7 @@ pub(crate) enum Line {
 
 /// Reads the next line that is not blank; `None` at end of stream. A last line
 /// without a newline still counts.
-pub(crate) async fn next_line<R: AsyncBufRead + Unpin>(reader: &mut R, max: usize) -> std::io::Result<Option<Line>> {
+pub async fn next_line<R: AsyncBufRead + Unpin>(reader: &mut R, max: usize) -> std::io::Result<Option<Line>> {
     let mut line = Vec::new();
     let mut len = 0usize;
     loop {

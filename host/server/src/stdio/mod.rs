@@ -33,7 +33,7 @@ use wasmgate_protocol::{Id, Message, ProtocolVersion, Request, classify, error_r
 
 use crate::backend::Backend;
 use crate::config::ServerConfig;
-use crate::engine::ask::{Live, Outgoing};
+use crate::engine::ask::{Live, Replies};
 use crate::engine::calls::InFlight;
 use crate::engine::watch::{Listen, announce, listen};
 use crate::engine::{Engine, Routed};
@@ -69,7 +69,7 @@ where
     let mut conn = Connection {
         engine: Arc::new(Engine::new(backend, config)),
         life: Lifecycle::default(),
-        outgoing: Arc::new(Outgoing::new(tx.clone())),
+        replies: Arc::default(),
         tx,
         in_flight: Arc::new(InFlight::default()),
         handshake: None,
@@ -127,8 +127,8 @@ struct Connection {
     /// Whether the client's `initialize` declared `elicitation`: then an `ask` verdict
     /// is put to it while the call waits.
     elicits: bool,
-    /// Requests we send the client (elicitation), and their answers.
-    outgoing: Arc<Outgoing>,
+    /// Requests we sent the client (elicitation), waiting for their answers.
+    replies: Arc<Replies>,
 }
 
 impl Connection {
@@ -156,11 +156,9 @@ impl Connection {
                 }
             }
             Ok(Message::Notification(n)) => tracing::debug!(method = %n.method, "notification"),
-            Ok(Message::Response(response)) => {
-                self.outgoing.resolve(&response.id, Some(Value::Object(response.result)))
-            }
+            Ok(Message::Response(response)) => self.replies.resolve(&response.id, Some(Value::Object(response.result))),
             Ok(Message::ErrorResponse(response)) => match response.id {
-                Some(id) => self.outgoing.resolve(&id, None),
+                Some(id) => self.replies.resolve(&id, None),
                 None => tracing::debug!("an error response from the client without an id: ignored"),
             },
             Err(e) => {
@@ -193,9 +191,9 @@ impl Connection {
                     return self.send(duplicate(&id)).await;
                 };
                 let live = (self.handshake.is_some() && self.elicits).then(|| {
-                    let (out, timeout, cancel) =
-                        (Arc::clone(&self.outgoing), engine.config.ask_timeout, ticket.token());
-                    Arc::new(Live { out, timeout, cancel }) as Arc<dyn Ask>
+                    let (out, replies) = (self.tx.clone(), Arc::clone(&self.replies));
+                    let (timeout, cancel) = (engine.config.ask_timeout, ticket.token());
+                    Arc::new(Live { out, replies, timeout, cancel }) as Arc<dyn Ask>
                 });
                 self.life.tasks.spawn(async move {
                     let answer = engine.run(&id, version, job, ticket.token(), Some(tx.clone()), live).await;
