@@ -23,6 +23,8 @@
 //! * [`handshake`]: the `server/discover` and `initialize` result parsers.
 //! * [`tools`]: `tools/list` definitions and `tools/call` results (list pages share the
 //!   private `page` module's shape: capped, no repeated key, cursor and cache hints).
+//! * [`param_headers`]: `x-mcp-header` parameters of a tool and their values, which a
+//!   client mirrors into `Mcp-Param-*` headers and a server checks.
 //! * [`resources`]: `resources/list` entries and `resources/read` contents.
 //!   `resources/templates/list` entries are there too.
 //! * [`prompts`]: `prompts/list` entries and `prompts/get` messages.
@@ -48,6 +50,7 @@ pub mod jsonrpc;
 pub mod limits;
 pub mod mcp;
 mod page;
+pub mod param_headers;
 pub mod prompts;
 pub mod resources;
 pub mod result;

@@ -43,6 +43,46 @@ async fn a_stamped_call_with_matching_headers_is_answered_in_json() {
     );
 }
 
+/// A backend whose one tool, `region`, mirrors its `region` argument in `Mcp-Param-Region`.
+fn regional() -> wasmgate_server::ToolsBackend {
+    let schema = json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}});
+    let spec = wasmgate_agent::ToolSpec { name: "region".into(), description: "Echoes".into(), input_schema: schema };
+    wasmgate_server::ToolsBackend::new(vec![wasmgate_agent::Tool::from_fn(spec, |input: Value, _| async move {
+        Ok(wasmgate_agent::ToolResult::text(input["region"].as_str().unwrap_or("none")))
+    })])
+}
+
+#[tokio::test]
+async fn annotated_parameters_must_be_mirrored_in_param_headers() {
+    let server = Http::start(regional(), config(), HttpConfig::default()).await;
+    let with = stamped(1, "tools/call", json!({"name": "region", "arguments": {"region": "eu-west 1"}})).to_string();
+    let without = stamped(2, "tools/call", json!({"name": "region", "arguments": {}})).to_string();
+    let base = [MODERN[0], MODERN[1], ("mcp-name", "region")];
+    type Header<'a> = Option<(&'a str, &'a str)>;
+    let cases: [(&str, Header, StatusCode); 6] = [
+        (&with, Some(("mcp-param-region", "eu-west 1")), StatusCode::OK),
+        (&with, Some(("mcp-param-region", "=?base64?ZXUtd2VzdCAx?=")), StatusCode::OK),
+        (&with, None, StatusCode::BAD_REQUEST),
+        (&with, Some(("mcp-param-region", "us-east-1")), StatusCode::BAD_REQUEST),
+        (&without, Some(("mcp-param-region", "eu-west 1")), StatusCode::BAD_REQUEST),
+        (&without, None, StatusCode::OK),
+    ];
+    for (body, param, expected) in cases {
+        let mut headers = base.to_vec();
+        headers.extend(param);
+        let (status, answer) = answer(post(&server.url, body, &headers).await).await;
+        assert_eq!(status, expected, "{param:?}: {answer}");
+        if expected == StatusCode::BAD_REQUEST {
+            assert_eq!(answer["error"]["code"], -32020, "{answer}");
+        }
+    }
+    // A stock client mirrors the parameter itself.
+    let client = common::http_client(&server.url, &[wasmgate_protocol::ProtocolVersion::V2026_07_28]).await;
+    let arguments = json!({"region": "ap-south"}).as_object().cloned().unwrap();
+    let result = client.call_tool("region", arguments, wasmgate_agent::CancellationToken::new()).await.unwrap();
+    assert_eq!(result.content[0].text(), Some("ap-south"));
+}
+
 #[tokio::test]
 async fn headers_that_disagree_with_the_body_are_a_header_mismatch() {
     let server = server().await;

@@ -1,106 +1,19 @@
-//! `x-mcp-header` (2026-07-28, Streamable HTTP): tool parameters mirrored into headers.
-//!
-//! A server may mark parameters in a tool's `inputSchema` with `"x-mcp-header": "Name"`;
-//! an HTTP client must then send `Mcp-Param-Name: <value>` with every call of that tool,
-//! and must drop from `tools/list` any tool whose annotations break the rules: the name
-//! must be a non-empty HTTP token, unique case-insensitively, on a `string`, `integer`
-//! or `boolean` property that is reachable from the root through `properties` keys
-//! only (not through `items`, `oneOf`, `$ref`, ...). Values are the argument at that
-//! path: strings as-is, integers in JavaScript's safe range in decimal, booleans as
-//! `true`/`false`, each through the same Base64 wrapping as `Mcp-Name`; an absent or
-//! `null` argument sends no header.
-
-use std::collections::HashSet;
+//! `x-mcp-header` (2026-07-28, Streamable HTTP): the `Mcp-Param-*` headers of one call,
+//! from the annotated parameters `wasmgate_protocol::param_headers` finds, each value
+//! through the same Base64 wrapping as `Mcp-Name`; an absent or `null` argument sends
+//! no header.
 
 use serde_json::{Map, Value};
+pub(crate) use wasmgate_protocol::param_headers::{HeaderParam, annotated};
 
 use crate::transport::encode_header_value;
 
-/// One annotated parameter: where it is in the arguments and which header it feeds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct HeaderParam {
-    path: Vec<String>,
-    header: String,
-}
-
-/// The annotated parameters of a tool's `inputSchema`, or why the tool must be dropped.
-pub(crate) fn annotated(schema: &Value) -> Result<Vec<HeaderParam>, String> {
-    let mut found = Vec::new();
-    reachable(schema, &mut Vec::new(), &mut found)?;
-    if count(schema, false) != found.len() {
-        return Err("x-mcp-header on a property that is not reachable through `properties` alone".into());
-    }
-    let mut seen = HashSet::new();
-    if let Some(dup) = found.iter().find(|p| !seen.insert(p.header.to_ascii_lowercase())) {
-        return Err(format!("x-mcp-header {:?} is used twice", dup.header));
-    }
-    Ok(found)
-}
-
-fn reachable(schema: &Value, path: &mut Vec<String>, found: &mut Vec<HeaderParam>) -> Result<(), String> {
-    let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return Ok(()) };
-    for (key, property) in properties {
-        path.push(key.clone());
-        if let Some(header) = property.get("x-mcp-header") {
-            let header = header.as_str().ok_or_else(|| format!("x-mcp-header of {key:?} is not a string"))?;
-            if header.is_empty() || !header.bytes().all(is_tchar) {
-                return Err(format!("x-mcp-header {header:?} is not an HTTP header token"));
-            }
-            match property.get("type").and_then(Value::as_str) {
-                Some("string" | "integer" | "boolean") => {}
-                other => return Err(format!("x-mcp-header {header:?} is on a property of type {other:?}")),
-            }
-            found.push(HeaderParam { path: path.clone(), header: header.to_owned() });
-        }
-        reachable(property, path, found)?;
-        path.pop();
-    }
-    Ok(())
-}
-
-/// Every `x-mcp-header` keyword anywhere in the schema (property *names* excluded).
-fn count(value: &Value, is_properties_map: bool) -> usize {
-    match value {
-        Value::Object(map) => map
-            .iter()
-            .map(|(key, child)| {
-                usize::from(!is_properties_map && key == "x-mcp-header") + count(child, key == "properties")
-            })
-            .sum(),
-        Value::Array(items) => items.iter().map(|item| count(item, false)).sum(),
-        _ => 0,
-    }
-}
-
-/// RFC 9110 `tchar`.
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-}
-
 /// The `Mcp-Param-*` headers for one call.
 pub(crate) fn headers(params: &[HeaderParam], arguments: &Map<String, Value>) -> Vec<(String, String)> {
-    const SAFE: i64 = (1 << 53) - 1;
-    let mut out = Vec::new();
-    for param in params {
-        let mut value = None;
-        let mut scope = Some(arguments);
-        for (i, key) in param.path.iter().enumerate() {
-            let next = scope.and_then(|s| s.get(key));
-            if i + 1 == param.path.len() {
-                value = next;
-            } else {
-                scope = next.and_then(Value::as_object);
-            }
-        }
-        let text = match value {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Bool(b)) => b.to_string(),
-            Some(Value::Number(n)) if n.as_i64().is_some_and(|i| (-SAFE..=SAFE).contains(&i)) => n.to_string(),
-            _ => continue,
-        };
-        out.push((format!("Mcp-Param-{}", param.header), encode_header_value(&text)));
-    }
-    out
+    wasmgate_protocol::param_headers::values(params, arguments)
+        .into_iter()
+        .filter_map(|(param, value)| Some((param.header_name(), encode_header_value(&value?))))
+        .collect()
 }
 
 #[cfg(test)]
@@ -127,21 +40,5 @@ mod tests {
                 ("Mcp-Param-Region".to_owned(), "=?base64?SGVsbG8sIOS4lueVjA==?=".to_owned())
             ]
         );
-    }
-
-    #[test]
-    fn invalid_annotations_reject_the_tool() {
-        let bad = [
-            json!({"properties": {"a": {"type": "number", "x-mcp-header": "A"}}}),
-            json!({"properties": {"a": {"type": "string", "x-mcp-header": "Bad Name"}}}),
-            json!({"properties": {"a": {"type": "string", "x-mcp-header": "A"}, "b": {"type": "string", "x-mcp-header": "a"}}}),
-            json!({"properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "A"}}}}),
-            json!({"oneOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "A"}}}]}),
-        ];
-        for schema in bad {
-            assert!(annotated(&schema).is_err(), "{schema}");
-        }
-        let named_like_the_keyword = json!({"properties": {"x-mcp-header": {"type": "string"}}});
-        assert_eq!(annotated(&named_like_the_keyword), Ok(vec![]));
     }
 }

@@ -25,8 +25,11 @@ pub struct HttpConfig {
     /// streams included (default 16); beyond: 429.
     pub per_client_concurrency: usize,
     /// Handshake-era sessions open at once (default 1024); an `initialize` beyond it is
-    /// refused with 503 until a client ends its session (DELETE).
+    /// refused with 503 until a client ends its session (DELETE) or one expires.
     pub max_sessions: usize,
+    /// A session with no request, no call in flight and no open stream for this long
+    /// ends (default 30 minutes); its client gets 404 and initializes again.
+    pub session_idle_timeout: std::time::Duration,
 }
 
 impl HttpConfig {
@@ -41,6 +44,7 @@ impl HttpConfig {
             max_header_bytes: 16 * 1024,
             per_client_concurrency: 16,
             max_sessions: 1024,
+            session_idle_timeout: std::time::Duration::from_secs(30 * 60),
         }
     }
 }
@@ -61,6 +65,7 @@ impl fmt::Debug for HttpConfig {
             .field("max_header_bytes", &self.max_header_bytes)
             .field("per_client_concurrency", &self.per_client_concurrency)
             .field("max_sessions", &self.max_sessions)
+            .field("session_idle_timeout", &self.session_idle_timeout)
             .finish()
     }
 }

@@ -5,12 +5,18 @@
 //! (400, -32020 `HeaderMismatch`): otherwise a proxy could allow one tool while the
 //! server ran another. A missing header is a mismatch too. `Mcp-Name` may carry the
 //! Base64 wrapper `=?base64?...?=`, decoded before comparing.
+//!
+//! A `tools/call` of a tool whose `inputSchema` marks parameters with `x-mcp-header`
+//! must also mirror each such argument in `Mcp-Param-<Name>` ([`check_params`]): a
+//! present argument needs its header with the same value, and an absent one must not
+//! have one.
 
 use axum::http::HeaderMap;
 use base64::Engine as _;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use wasmgate_protocol::Request;
 use wasmgate_protocol::mcp::META_PROTOCOL_VERSION;
+use wasmgate_protocol::param_headers::{annotated, values};
 
 /// Checks the headers of a stamped request; the error says what disagreed.
 pub(crate) fn check_stateless(headers: &HeaderMap, request: &Request) -> Result<(), String> {
@@ -31,6 +37,22 @@ pub(crate) fn check_stateless(headers: &HeaderMap, request: &Request) -> Result<
         Some(name) => expect(headers, "Mcp-Name", name, true),
         None => Ok(()),
     }
+}
+
+/// Checks the `Mcp-Param-*` headers of a call with `arguments` of a tool whose input
+/// schema is `schema`. A schema whose annotations break the rules has nothing a client
+/// could mirror (clients drop such tools), so it is not checked.
+pub(crate) fn check_params(headers: &HeaderMap, schema: &Value, arguments: &Map<String, Value>) -> Result<(), String> {
+    let Ok(params) = annotated(schema) else { return Ok(()) };
+    for (param, value) in values(&params, arguments) {
+        let name = param.header_name();
+        match (headers.contains_key(name.as_str()), value) {
+            (_, Some(body)) => expect(headers, &name, &body, true)?,
+            (true, None) => return Err(format!("the {name} header is sent, but its parameter is absent")),
+            (false, None) => {}
+        }
+    }
+    Ok(())
 }
 
 /// Header `name` must be present, valid and equal to `body` (after Base64 decoding when

@@ -83,7 +83,7 @@ where
     let buffer = http.max_header_bytes.max(MIN_HEADER_BUFFER);
     let shared = Arc::new(Shared {
         engine: Engine::new(backend, config),
-        sessions: Sessions::new(http.max_sessions),
+        sessions: Sessions::new(http.max_sessions, http.session_idle_timeout),
         http,
         clients: Arc::new(ClientLimits::default()),
         life: Lifecycle::default(),

@@ -93,6 +93,10 @@ async fn request(shared: &Arc<Shared>, headers: &HeaderMap, session_id: Option<S
             let message = format!("Header mismatch: {mismatch}");
             return json(StatusCode::BAD_REQUEST, &error_response(Some(&request.id), HEADER_MISMATCH, &message, None));
         }
+        if let Err(mismatch) = param_headers(shared, headers, &request).await {
+            let message = format!("Header mismatch: {mismatch}");
+            return json(StatusCode::BAD_REQUEST, &error_response(Some(&request.id), HEADER_MISMATCH, &message, None));
+        }
     } else if request.method != "initialize"
         && let Some(session_id) = session_id
     {
@@ -183,6 +187,24 @@ async fn dispatch(shared: &Arc<Shared>, session: Option<Arc<Session>>, routed: R
             shared.life.tasks.spawn(listen(Listen { id, version, tools }, changes, tx, stopping, cancelled.clone()));
             sse(rx, cancelled.drop_guard())
         }
+    }
+}
+
+/// The `Mcp-Param-*` check of a stateless `tools/call`, against the served tool's
+/// schema. Other requests, and calls of tools not served (answered "unknown tool"
+/// later), have nothing to check.
+async fn param_headers(shared: &Shared, headers: &HeaderMap, request: &Request) -> Result<(), String> {
+    if request.method != "tools/call" {
+        return Ok(());
+    }
+    let params = request.params.as_ref();
+    let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else { return Ok(()) };
+    let empty = serde_json::Map::new();
+    let arguments = params.and_then(|p| p.get("arguments")).and_then(Value::as_object).unwrap_or(&empty);
+    let tools = shared.engine.backend.tools().await;
+    match tools.iter().find(|t| t.name == name) {
+        Some(tool) => super::headers::check_params(headers, &tool.input_schema, arguments),
+        None => Ok(()),
     }
 }
 

@@ -4,11 +4,16 @@
 //! A session id is 128 bits from the operating system's CSPRNG, hex-encoded: it is all
 //! that ties a request to a negotiated version and to the calls `notifications/cancelled`
 //! may reach, so it must not be guessable. Sessions are capped in number
-//! ([`HttpConfig::max_sessions`](crate::HttpConfig::max_sessions)); ending one stops its
-//! GET streams and cancels its calls.
+//! ([`HttpConfig::max_sessions`](crate::HttpConfig::max_sessions)) and end when idle
+//! ([`HttpConfig::session_idle_timeout`](crate::HttpConfig::session_idle_timeout): no
+//! request, no call in flight, no open stream), checked whenever a session is looked up
+//! or created, so abandoned sessions cannot fill the table; ending one stops its GET
+//! streams and cancels its calls.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use wasmgate_agent::CancellationToken;
 use wasmgate_protocol::ProtocolVersion;
@@ -36,6 +41,39 @@ pub(crate) struct Session {
     /// Requests sent to the client on its calls' streams, waiting for the responses it
     /// POSTs.
     pub(crate) replies: Arc<Replies>,
+    /// When a request last named it.
+    last_used: Mutex<Instant>,
+    /// Its open GET streams.
+    streams: AtomicUsize,
+}
+
+impl Session {
+    fn touch(&self) {
+        *self.last_used.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+    }
+
+    fn idle(&self, timeout: Duration) -> bool {
+        self.in_flight.len() == 0
+            && self.streams.load(Ordering::Acquire) == 0
+            && self.last_used.lock().unwrap_or_else(PoisonError::into_inner).elapsed() > timeout
+    }
+
+    /// Counts an open GET stream until the returned guard drops.
+    pub(crate) fn stream(self: &Arc<Self>) -> StreamGuard {
+        self.streams.fetch_add(1, Ordering::AcqRel);
+        StreamGuard(Arc::clone(self))
+    }
+}
+
+/// An open GET stream of a session (see [`Session::stream`]).
+#[derive(Debug)]
+pub(crate) struct StreamGuard(Arc<Session>);
+
+impl Drop for StreamGuard {
+    fn drop(&mut self) {
+        self.0.streams.fetch_sub(1, Ordering::AcqRel);
+        self.0.touch();
+    }
 }
 
 /// Why no session was created.
@@ -52,11 +90,25 @@ pub(crate) enum Refused {
 pub(crate) struct Sessions {
     open: Mutex<HashMap<String, Arc<Session>>>,
     max: usize,
+    idle_timeout: Duration,
 }
 
 impl Sessions {
-    pub(crate) fn new(max: usize) -> Self {
-        Self { open: Mutex::new(HashMap::new()), max }
+    pub(crate) fn new(max: usize, idle_timeout: Duration) -> Self {
+        Self { open: Mutex::new(HashMap::new()), max, idle_timeout }
+    }
+
+    /// Ends every idle session in `open`.
+    fn expire(&self, open: &mut HashMap<String, Arc<Session>>) {
+        open.retain(|_, session| {
+            let idle = session.idle(self.idle_timeout);
+            if idle {
+                tracing::debug!("an idle session expired");
+                session.stop.cancel();
+                session.abort.cancel();
+            }
+            !idle
+        });
     }
 
     fn open(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>> {
@@ -75,8 +127,11 @@ impl Sessions {
             abort: life.abort.child_token(),
             elicits,
             replies: Arc::default(),
+            last_used: Mutex::new(Instant::now()),
+            streams: AtomicUsize::new(0),
         };
         let mut open = self.open();
+        self.expire(&mut open);
         if open.len() >= self.max {
             return Err(Refused::Full);
         }
@@ -84,8 +139,13 @@ impl Sessions {
         Ok(id)
     }
 
+    /// The session `id`, marked as used now; `None` when there is none or it expired.
     pub(crate) fn get(&self, id: &str) -> Option<Arc<Session>> {
-        self.open().get(id).cloned()
+        let mut open = self.open();
+        self.expire(&mut open);
+        let session = open.get(id).cloned()?;
+        session.touch();
+        Some(session)
     }
 
     /// Ends the session `id`; `false` if there was none.
@@ -104,7 +164,7 @@ mod tests {
 
     #[test]
     fn sessions_are_unguessable_capped_and_ended_by_id() {
-        let (sessions, life) = (Sessions::new(2), Lifecycle::default());
+        let (sessions, life) = (Sessions::new(2, Duration::from_secs(3600)), Lifecycle::default());
         let a = sessions.create(ProtocolVersion::V2025_11_25, false, &life).unwrap();
         let b = sessions.create(ProtocolVersion::V2025_06_18, false, &life).unwrap();
         assert_ne!(a, b);
@@ -115,5 +175,29 @@ mod tests {
         assert!(session.stop.is_cancelled() && session.abort.is_cancelled());
         assert!(sessions.get(&a).is_none() && !sessions.end(&a));
         assert!(sessions.create(ProtocolVersion::V2025_11_25, false, &life).is_ok());
+    }
+
+    #[test]
+    fn idle_sessions_expire_but_not_while_a_call_or_a_stream_is_open() {
+        let (sessions, life) = (Sessions::new(3, Duration::from_millis(1)), Lifecycle::default());
+        let idle = sessions.create(ProtocolVersion::V2025_11_25, false, &life).unwrap();
+        let calling = sessions.create(ProtocolVersion::V2025_11_25, false, &life).unwrap();
+        let streaming = sessions.create(ProtocolVersion::V2025_11_25, false, &life).unwrap();
+        let parent = CancellationToken::new();
+        let call = sessions.get(&calling).unwrap().in_flight.start(&wasmgate_protocol::Id::Int(1), &parent).unwrap();
+        let stream = sessions.get(&streaming).unwrap().stream();
+        let idle_session = sessions.get(&idle).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        // The table was full; creating expires the idle one and makes room.
+        let fresh = sessions.create(ProtocolVersion::V2025_11_25, false, &life).unwrap();
+        assert!(idle_session.stop.is_cancelled() && idle_session.abort.is_cancelled());
+        assert!(sessions.get(&idle).is_none(), "expired");
+        assert!(sessions.get(&calling).is_some(), "a call in flight keeps its session");
+        assert!(sessions.get(&streaming).is_some(), "an open stream keeps its session");
+        drop((call, stream));
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(
+            sessions.get(&calling).is_none() && sessions.get(&streaming).is_none() && sessions.get(&fresh).is_none()
+        );
     }
 }

@@ -31,7 +31,11 @@ pub(crate) async fn get(State(shared): State<Arc<Shared>>, headers: HeaderMap) -
     let stop = session.stop.child_token();
     let guard = stop.clone().drop_guard();
     let changes = shared.engine.backend.tool_changes();
-    shared.life.tasks.spawn(announce(changes, tx, stop));
+    let open = session.stream();
+    shared.life.tasks.spawn(async move {
+        announce(changes, tx, stop).await;
+        drop(open);
+    });
     sse(rx, guard)
 }
 
