@@ -15,7 +15,7 @@ use super::OVERSIZED_PREFIX_BYTES;
 
 /// One line read from the stream.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Line {
+pub enum Line {
     /// A complete line of at most `max` bytes, without its line ending.
     Frame(Vec<u8>),
     /// A line longer than `max`: its first bytes and its full length.
@@ -27,7 +27,7 @@ pub(crate) enum Line {
 
 /// Reads newline-delimited frames of at most `max` bytes from `inner`.
 #[derive(Debug)]
-pub(crate) struct LineReader<R> {
+pub struct LineReader<R> {
     inner: R,
     max: usize,
     buf: Vec<u8>,
@@ -38,12 +38,12 @@ pub(crate) struct LineReader<R> {
 }
 
 impl<R: AsyncBufRead + Unpin> LineReader<R> {
-    pub(crate) fn new(inner: R, max: usize) -> Self {
+    pub fn new(inner: R, max: usize) -> Self {
         Self { inner, max, buf: Vec::new(), len: 0, discarding: false }
     }
 
     /// The next line. Cancel-safe between lines only; callers read it in one task.
-    pub(crate) async fn next_line(&mut self) -> std::io::Result<Line> {
+    pub async fn next_line(&mut self) -> std::io::Result<Line> {
         loop {
             let available = self.inner.fill_buf().await?;
             if available.is_empty() {
@@ -62,8 +62,9 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                 let keep = OVERSIZED_PREFIX_BYTES.saturating_sub(self.buf.len()).min(chunk.len());
                 self.buf.extend_from_slice(&chunk[..keep]);
             } else {
-                // One byte of slack for a `\r` that the line ending will strip.
-                let room = (self.max + 1).saturating_sub(self.buf.len());
+                // One byte of slack for a `\r` that the line ending will strip; saturating, so
+                // a cap of `usize::MAX` does not wrap to a room of 0.
+                let room = self.max.saturating_add(1).saturating_sub(self.buf.len());
                 if chunk.len() <= room {
                     self.buf.extend_from_slice(chunk);
                 } else {
@@ -155,6 +156,19 @@ mod tests {
     async fn a_line_of_exactly_the_cap_is_a_frame() {
         assert_eq!(lines(b"12345678\r\n", 8).await[0], Line::Frame(b"12345678".to_vec()));
         assert!(matches!(lines(b"123456789\n", 8).await[0], Line::Oversized { len: 9, .. }));
+    }
+
+    /// Found by the `stdio_framing` fuzz target (input `0e 00 00 0a`: cap `usize::MAX`,
+    /// one empty line): `max + 1` overflowed, a panic with overflow checks and, without
+    /// them, a room of 0 that made every line oversized.
+    #[tokio::test]
+    async fn a_reader_without_a_cap_returns_every_line() {
+        assert_eq!(lines(b"\n", usize::MAX).await, vec![Line::Eof { partial: None }]);
+        let got = lines(b"{\"a\":1}\r\n{}\nta", usize::MAX).await;
+        assert_eq!(
+            got,
+            vec![Line::Frame(b"{\"a\":1}".to_vec()), Line::Frame(b"{}".to_vec()), Line::Eof { partial: Some(2) }]
+        );
     }
 
     #[tokio::test]

@@ -40,6 +40,12 @@ pub(crate) mod sse;
 pub(crate) mod stderr;
 pub mod stdio;
 
+/// The bounded line framing, for the `stdio_framing` target in `fuzz/`; not a stable API.
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use super::lines::{Line, LineReader};
+}
+
 /// A boxed, sendable future, so [`Transport`] stays object-safe.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
