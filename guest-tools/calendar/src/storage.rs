@@ -1,9 +1,13 @@
 //! Where the calendar lives: one JSON file, read whole and replaced whole.
 //!
 //! [`DirStorage`] keeps it at `events.json` in a directory (the granted
-//! `/data` in the component). A write goes to `events.json.tmp` first, is
-//! synced, then renamed over the file, so a reader never sees half a
-//! calendar. The [`Storage`] trait lets the tool logic run natively in tests.
+//! `/data` in the component). A write goes to a temporary file of its own
+//! first (`events.json.<n>.tmp`, created exclusively, so two calls running at
+//! once in separate instances never write into the same file), is synced, then
+//! renamed over the file, so a reader never sees half a calendar. Two calls that
+//! write at once still race: the later rename wins and the other's change is
+//! lost (WASI has no file locks), but the file is always one whole calendar.
+//! The [`Storage`] trait lets the tool logic run natively in tests.
 
 use std::fs::{self, File};
 use std::io::{self, ErrorKind, Read as _, Write as _};
@@ -12,7 +16,8 @@ use std::path::PathBuf;
 /// Largest events file read, so a planted huge file cannot exhaust memory.
 pub const MAX_FILE_BYTES: u64 = 4 << 20;
 const FILE_NAME: &str = "events.json";
-const TEMP_NAME: &str = "events.json.tmp";
+/// Temporary names tried before a write gives up.
+const TEMP_ATTEMPTS: u64 = 16;
 
 /// Why the calendar file could not be read or written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,17 +79,39 @@ impl Storage for DirStorage {
 
     fn write(&mut self, text: &str) -> Result<(), StorageError> {
         self.check_dir()?;
-        let temp = self.dir.join(TEMP_NAME);
-        let written = File::create(&temp).and_then(|mut file| {
+        let (temp, file) = self.temp_file().map_err(|e| {
+            if is_read_only(&e) { StorageError::ReadOnly } else { io_error("create a temporary copy of", &e) }
+        })?;
+        let written = (|| {
+            let mut file = file;
             file.write_all(text.as_bytes())?;
             file.sync_all()
-        });
+        })();
         let renamed = written.and_then(|()| fs::rename(&temp, self.dir.join(FILE_NAME)));
         renamed.map_err(|e| {
             // Best effort: a failed write must not leave the temporary file behind.
             let _ = fs::remove_file(&temp);
             if is_read_only(&e) { StorageError::ReadOnly } else { io_error("write", &e) }
         })
+    }
+}
+
+impl DirStorage {
+    /// A temporary file no other instance is writing: created exclusively under a
+    /// name from the clock's nanoseconds, trying the next names when one exists.
+    fn temp_file(&self) -> io::Result<(PathBuf, File)> {
+        let seed =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        let mut last = io::Error::from(ErrorKind::AlreadyExists);
+        for attempt in 0..TEMP_ATTEMPTS {
+            let path = self.dir.join(format!("{FILE_NAME}.{:x}.tmp", seed.wrapping_add(attempt)));
+            match File::create_new(&path) {
+                Ok(file) => return Ok((path, file)),
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => last = e,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last)
     }
 }
 
@@ -119,6 +146,32 @@ mod tests {
         assert_eq!(storage.read(), Ok(Some("{\"next_id\":2}".into())));
         let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, ["events.json"], "the temporary file was left behind");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn concurrent_writers_never_share_a_temporary_file() {
+        let dir = temp_dir("concurrent");
+        let writers: Vec<_> = (0..8)
+            .map(|i| {
+                let dir = dir.clone();
+                std::thread::spawn(move || {
+                    let mut storage = DirStorage::new(&dir);
+                    let text = format!("{{\"writer\":{i},\"pad\":\"{}\"}}", "x".repeat(64 * 1024));
+                    for _ in 0..10 {
+                        storage.write(&text).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        let text = DirStorage::new(&dir).read().unwrap().unwrap();
+        let parsed: serde_json::Value = serde_json::from_str(&text).expect("always one whole calendar");
+        assert!(parsed["writer"].is_u64());
+        let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["events.json"], "no temporary file was left behind");
         std::fs::remove_dir_all(dir).unwrap();
     }
 
