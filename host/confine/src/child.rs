@@ -21,6 +21,7 @@ use std::os::fd::OwnedFd;
 use std::process::Command;
 
 use landlock::{LandlockStatus, RulesetCreated, RulesetStatus};
+use rustix::process::{Signal, getppid, set_parent_process_death_signal};
 use rustix::process::{getuid, setrlimit};
 use rustix::thread::{UnshareFlags, set_no_new_privs, unshare_unsafe};
 
@@ -41,6 +42,8 @@ pub(crate) struct ChildPlan {
     pub(crate) cgroup_procs: Option<OwnedFd>,
     /// The status pipe's write end (close-on-exec).
     pub(crate) status: OwnedFd,
+    /// The gateway's pid, to notice that it died before the child asked to die with it.
+    pub(crate) parent: rustix::process::Pid,
 }
 
 /// Byte offsets of the status record.
@@ -136,6 +139,15 @@ impl ChildPlan {
                 Ok(_) => self.stop(record, slot::LANDLOCK_ABI, rustix::io::Errno::OPNOTSUPP.into())?,
                 Err(_) => self.stop(record, slot::LANDLOCK_ABI, io::Error::last_os_error())?,
             }
+        }
+        // Dies with the gateway: a gateway killed with SIGKILL runs no cleanup, and its
+        // servers must not outlive it. Last, because a change of credentials (entering a
+        // user namespace) clears the setting; the signal follows the forking thread, a
+        // runtime worker that lives as long as the gateway. A gateway already gone
+        // before the request took effect means no server.
+        set_parent_process_death_signal(Some(Signal::KILL))?;
+        if getppid() != Some(self.parent) {
+            return Err(rustix::io::Errno::SRCH.into());
         }
         Ok(())
     }

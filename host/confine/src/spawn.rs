@@ -77,6 +77,7 @@ pub fn prepare(confinement: &Confinement, program: &Path, workdir: &Path) -> Res
         required: confinement.enforcement == Enforcement::Required,
         cgroup_procs,
         status,
+        parent: rustix::process::getpid(),
     };
     Ok(Prepared {
         plan: Some(plan),
