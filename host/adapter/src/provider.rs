@@ -146,12 +146,23 @@ impl ToolSource for McpProvider {
         self.name()
     }
 
+    /// Waits at most [`OFFER_WAIT`] for the provider's list: one that does not answer
+    /// in time keeps offering what it offered last, so it cannot hold up a listing of
+    /// every provider's tools (its own request goes on being bounded by the client's
+    /// request timeout, and the next look asks again).
     fn offers(&self) -> BoxFuture<'_, (Vec<Offer>, Option<String>)> {
         Box::pin(async move {
-            match self.fetch_offers().await {
-                Ok(offers) => (offers, None),
-                Err(why) => (self.last_offers(), Some(format!("cannot refresh the tool list: {why}"))),
+            match tokio::time::timeout(OFFER_WAIT, self.fetch_offers()).await {
+                Ok(Ok(offers)) => (offers, None),
+                Ok(Err(why)) => (self.last_offers(), Some(format!("cannot refresh the tool list: {why}"))),
+                Err(_) => {
+                    let why = format!("the tool list did not arrive within {} s", OFFER_WAIT.as_secs());
+                    (self.last_offers(), Some(why))
+                }
             }
         })
     }
 }
+
+/// How long a look at the tools waits for one provider's list.
+pub const OFFER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);

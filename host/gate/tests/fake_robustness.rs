@@ -5,9 +5,16 @@
 
 mod common;
 
-use common::{connected, expect_request, text_args, text_result};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::{GUARD, connected, expect_request, text_args, text_result};
 use serde_json::json;
-use wasmgate_gate::{CancellationToken, ClientConfig, ClientError, CloseReason, Inbound, McpClient};
+use tokio::sync::{Semaphore, mpsc};
+use wasmgate_gate::{
+    BoxFuture, CancellationToken, ClientConfig, ClientError, CloseReason, FakeTransport, Inbound, McpClient, Transport,
+    TransportError, fake,
+};
 use wasmgate_protocol::codes::METHOD_NOT_FOUND;
 use wasmgate_protocol::{ContentBlock, Id};
 
@@ -119,4 +126,65 @@ async fn server_ping_is_answered_and_unknown_server_requests_get_method_not_foun
         assert_eq!(answer["id"], method);
         assert_eq!(answer["error"]["code"], METHOD_NOT_FOUND, "{answer}");
     }
+}
+
+/// A transport whose answers to server requests wait until the test opens it, like a
+/// stdio server that floods requests without reading its stdin.
+#[derive(Debug)]
+struct Clogged {
+    inner: FakeTransport,
+    open: Arc<Semaphore>,
+    waiting: Arc<AtomicUsize>,
+}
+
+impl Transport for Clogged {
+    fn take_inbound(&mut self) -> Option<mpsc::Receiver<Inbound>> {
+        self.inner.take_inbound()
+    }
+
+    fn send(&self, message: serde_json::Value) -> BoxFuture<'_, Result<(), TransportError>> {
+        Box::pin(async move {
+            if message.get("method").is_none() {
+                self.waiting.fetch_add(1, Ordering::SeqCst);
+                self.open.acquire().await.unwrap().forget();
+                self.waiting.fetch_sub(1, Ordering::SeqCst);
+            }
+            self.inner.send(message).await
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, CloseReason> {
+        self.inner.close()
+    }
+}
+
+#[tokio::test]
+async fn a_flood_of_server_requests_whose_answers_cannot_be_sent_is_dropped_not_queued() {
+    let (inner, mut server) = fake::fake();
+    let (open, waiting) = (Arc::new(Semaphore::new(0)), Arc::new(AtomicUsize::new(0)));
+    let transport = Clogged { inner, open: Arc::clone(&open), waiting: Arc::clone(&waiting) };
+    let connecting = tokio::spawn(McpClient::connect("fake", transport, ClientConfig::default()));
+    let (id, _) = expect_request(&mut server, "server/discover").await;
+    server.respond(&id, json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}})).await;
+    let client = connecting.await.unwrap().unwrap();
+
+    for n in 0..1000 {
+        server.send(json!({"jsonrpc": "2.0", "id": format!("p{n}"), "method": "ping"})).await;
+    }
+    // A call answered after the flood: once it returns, every ping has been routed.
+    let call = echo_call(&client, "after the flood");
+    let (id, _) = expect_request(&mut server, "tools/call").await;
+    server.respond(&id, text_result("after the flood", false)).await;
+    assert_eq!(call.await.unwrap().unwrap(), "after the flood");
+    assert_eq!(waiting.load(Ordering::SeqCst), 64, "answers waiting on the transport are capped");
+
+    open.add_permits(100_000);
+    for _ in 0..64 {
+        let answer = tokio::time::timeout(GUARD, server.recv()).await.unwrap().unwrap();
+        assert!(answer["id"].as_str().unwrap().starts_with('p'), "{answer}");
+    }
+    server.send(json!({"jsonrpc": "2.0", "id": "again", "method": "ping"})).await;
+    let answer = tokio::time::timeout(GUARD, server.recv()).await.unwrap().unwrap();
+    assert_eq!(answer, json!({"jsonrpc": "2.0", "id": "again", "result": {}}), "later requests are answered again");
+    assert!(server.try_recv().is_none(), "the dropped requests are never answered");
 }

@@ -44,12 +44,13 @@ impl GuardedToolset {
         self.withheld.lock().map(|w| w.clone()).unwrap_or_default()
     }
 
-    /// Asks every source again and admits what it offers.
+    /// Asks every source again, all at once (so one slow provider delays the look by
+    /// its own wait only), and admits what they offer.
     pub async fn refresh(&self) -> Vec<Tool> {
         let mut offered = Vec::new();
         let mut withheld = Vec::new();
-        for source in &self.sources {
-            let (offers, trouble) = source.offers().await;
+        let answers = futures_util::future::join_all(self.sources.iter().map(|source| source.offers())).await;
+        for (source, (offers, trouble)) in self.sources.iter().zip(answers) {
             if let Some(why) = trouble {
                 tracing::warn!(provider = source.provider(), %why, "offering the last known tools");
             }

@@ -102,6 +102,11 @@ pub(crate) struct Shared {
     /// Serialises re-initializations after an expired HTTP session.
     pub(crate) reinit: tokio::sync::Mutex<()>,
     pub(crate) reader: Mutex<Option<AbortHandle>>,
+    /// Permits for answers to server requests still being produced or sent (see
+    /// [`router::MAX_SERVER_REQUESTS_IN_FLIGHT`]).
+    pub(crate) server_requests: Arc<tokio::sync::Semaphore>,
+    /// Server requests dropped for want of a permit, so far.
+    pub(crate) server_requests_dropped: std::sync::atomic::AtomicU64,
 }
 
 impl Drop for Shared {
@@ -151,6 +156,8 @@ impl McpClient {
             refresh: tokio::sync::Mutex::new(()),
             reinit: tokio::sync::Mutex::new(()),
             reader: Mutex::new(None),
+            server_requests: Arc::new(tokio::sync::Semaphore::new(router::MAX_SERVER_REQUESTS_IN_FLIGHT)),
+            server_requests_dropped: std::sync::atomic::AtomicU64::new(0),
         });
         let reader = tokio::spawn(router::run(Arc::downgrade(&shared), inbound));
         if let Ok(mut slot) = shared.reader.lock() {

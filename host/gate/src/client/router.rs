@@ -14,7 +14,10 @@
 //! * notifications go to the `notify` module (tool cache, subscriptions, progress);
 //!   server requests get an answer (`ping`: empty result; input requests: the handler;
 //!   anything else: method not found), sent from their own task so a slow answer never
-//!   stalls routing;
+//!   stalls routing; at most [`MAX_SERVER_REQUESTS_IN_FLIGHT`] such tasks at a time, and
+//!   a request beyond that is dropped unanswered (a server that floods requests without
+//!   reading the answers would otherwise make the tasks pile up without bound), with a
+//!   warning at the 1st, 2nd, 4th, 8th... drop;
 //! * when the transport closes, every waiting request fails at once with the reason.
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -40,6 +43,11 @@ use crate::transport::{Inbound, OVERSIZED_PREFIX_BYTES};
 
 /// How many finished ids are remembered to tell late and duplicate responses apart.
 const RECENT_IDS: usize = 1024;
+
+/// Most server requests being answered at once. An answer waits on the transport, and a
+/// server that sends requests without reading what we write blocks it; past this many,
+/// further requests are dropped (with a warning), never queued.
+pub(crate) const MAX_SERVER_REQUESTS_IN_FLIGHT: usize = 64;
 
 /// A successful answer: the result object and the size of the frame it came in.
 #[derive(Debug)]
@@ -349,8 +357,22 @@ impl Shared {
     }
 
     fn on_server_request(self: &Arc<Self>, request: Request) {
+        let Ok(permit) = Arc::clone(&self.server_requests).try_acquire_owned() else {
+            // Warned at the 1st, 2nd, 4th, 8th... drop, so a flood cannot flood the log.
+            let dropped = self.server_requests_dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            if dropped.is_power_of_two() {
+                tracing::warn!(
+                    server = %self.server,
+                    method = %request.method,
+                    dropped,
+                    "server request dropped: {MAX_SERVER_REQUESTS_IN_FLIGHT} earlier ones are still being answered"
+                );
+            }
+            return;
+        };
         let shared = Arc::clone(self);
         tokio::spawn(async move {
+            let _permit = permit;
             let Request { id, method, params } = request;
             let handler = shared.config.input_handler.clone().filter(|_| INPUT_REQUEST_METHODS.contains(&&*method));
             let reply = match (method.as_str(), handler) {
