@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/setup.sh
-scripts/install-peers.sh # interop peers (Python mcp SDK, server-everything) into target/peers
+scripts/install-peers.sh # interop peers (Python mcp SDK, server-everything, Inspector, conformance) into target/peers
 
 echo "== cargo fmt --check" >&2
 cargo fmt --all -- --check
