@@ -26,6 +26,11 @@ pub struct ServeArgs {
     /// An extra allowed `Origin` for browser clients (loopback origins are always allowed).
     #[arg(long, value_name = "ORIGIN")]
     allow_origin: Vec<String>,
+    /// Requests one client address may have open at once over HTTP, long-lived streams
+    /// included (default 16); beyond it, 429. Every local client shares the address
+    /// 127.0.0.1, so raise it when many local clients (or a load test) use one gateway.
+    #[arg(long, value_name = "N")]
+    per_client_requests: Option<usize>,
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -33,6 +38,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         Some(var) => Some(std::env::var(var).with_context(|| format!("--token-env {var}: the variable is not set"))?),
         None => None,
     };
+    if args.per_client_requests == Some(0) {
+        bail!("--per-client-requests 0 would refuse every request: pass at least 1");
+    }
     if let Some(addr) = args.http
         && !addr.ip().is_loopback()
         && token.is_none()
@@ -55,7 +63,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         Some(addr) => {
             let listener =
                 tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
-            let http = HttpConfig { bearer_token: token, allowed_origins: args.allow_origin, ..HttpConfig::new() };
+            let defaults = HttpConfig::new();
+            let http = HttpConfig {
+                bearer_token: token,
+                allowed_origins: args.allow_origin,
+                per_client_concurrency: args.per_client_requests.unwrap_or(defaults.per_client_concurrency),
+                ..defaults
+            };
             eprintln!("wasmgate: serving MCP on http://{}{}", listener.local_addr()?, http.path);
             serve_http(backend, listener, config, http, shutdown).await
         }
