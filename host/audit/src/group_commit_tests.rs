@@ -54,3 +54,29 @@ fn under_contention_every_batch_is_written_and_synced_once() {
     drop(log);
     assert_eq!(verify(&path).unwrap().records, 64 * 20);
 }
+
+#[test]
+fn outcome_records_cost_no_fsync_of_their_own_and_ride_with_the_next_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lazy.jsonl");
+    let log = AuditLog::open(&path, Options::default()).unwrap();
+    log.hold_writer(true);
+    log.record_later([Entry::call("c1", "p", "t", Event::Finished { is_error: false, flags: vec![] })]).unwrap();
+    let start = log.submit([Entry::call("c2", "p", "t", Event::Started)]).unwrap();
+    log.wait_queued(2);
+    log.hold_writer(false);
+    start.wait().unwrap();
+    assert_eq!(log.fsyncs(), 1, "the outcome went out with the start's fsync");
+
+    // Alone, an outcome is written at once and synced within the lazy bound.
+    log.record_later([Entry::call("c2", "p", "t", Event::Finished { is_error: false, flags: vec![] })]).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while log.fsyncs() < 2 {
+        assert!(std::time::Instant::now() < deadline, "a lone outcome record was never synced");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(log.fsyncs(), 2);
+    log.record_later([Entry::log(Event::Warning { message: "last".into() })]).unwrap();
+    log.close().unwrap();
+    assert_eq!(verify(&path).unwrap().records, 4, "close syncs what is left");
+}

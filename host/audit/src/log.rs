@@ -102,6 +102,24 @@ impl AuditLog {
     /// running the call. Records submitted together always share one write and one fsync, so a
     /// call's `requested` and `started` records cost one fsync on its critical path.
     pub fn submit(&self, entries: impl IntoIterator<Item = Entry>) -> Result<Pending, AuditError> {
+        self.queue(entries, false)
+    }
+
+    /// Queues `entries` for a caller that will not wait (a call's outcome): under
+    /// `every-call` durability they are written at once but cost no fsync of their own;
+    /// they become durable with the next record someone waits for, or within 200 ms.
+    /// A crash can lose them, never a start record. Under the other settings this is
+    /// [`submit`](Self::submit) without the [`Pending`].
+    ///
+    /// # Errors
+    ///
+    /// As [`submit`](Self::submit): a poisoned or closed log, or an entry that cannot be
+    /// serialized.
+    pub fn record_later(&self, entries: impl IntoIterator<Item = Entry>) -> Result<(), AuditError> {
+        self.queue(entries, true).map(drop)
+    }
+
+    fn queue(&self, entries: impl IntoIterator<Item = Entry>, lazy: bool) -> Result<Pending, AuditError> {
         let bodies: Vec<String> = entries
             .into_iter()
             .map(|e| {
@@ -132,7 +150,7 @@ impl AuditLog {
                 st.prev = crate::chain::line_hash(&line[..line.len() - 1]);
                 st.next_seq += 1;
                 let done = (i + 1 == count).then(|| Arc::clone(&completion));
-                st.queue.push(Job { line, seq, done });
+                st.queue.push(Job { line, seq, done, lazy });
             }
             st.next_seq - 1
         };

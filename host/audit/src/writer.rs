@@ -28,7 +28,14 @@ pub(crate) struct Job {
     pub seq: u64,
     /// Set on the last record of a submission; completing it completes the submission.
     pub done: Option<Arc<Completion>>,
+    /// A record nobody waits for (a call's outcome): written at once, but synced with the
+    /// next record someone waits for, or [`LAZY_SYNC`] after it was written, whichever
+    /// comes first, so it costs no fsync of its own.
+    pub lazy: bool,
 }
+
+/// The longest a lazy record stays written but unsynced under `every-call` durability.
+pub(crate) const LAZY_SYNC: Duration = Duration::from_millis(200);
 
 #[derive(Debug)]
 pub(crate) struct State {
@@ -82,9 +89,11 @@ impl Shared {
 pub(crate) fn run(shared: Arc<Shared>, mut file: File) {
     let max_delay = match shared.durability {
         Durability::Batched { max_delay_ms } => Duration::from_millis(max_delay_ms),
-        _ => Duration::ZERO,
+        Durability::EveryCall => LAZY_SYNC,
+        Durability::Off => Duration::ZERO,
     };
-    // Batched mode: when the oldest written-but-unsynced record was written.
+    // When the oldest written-but-unsynced record was written (batched mode, or lazy
+    // records under every-call).
     let mut unsynced_since: Option<Instant> = None;
     loop {
         let batch = {
@@ -122,9 +131,9 @@ pub(crate) fn run(shared: Arc<Shared>, mut file: File) {
             }
         }
         let sync_now = match shared.durability {
-            Durability::EveryCall => !batch.is_empty(),
             Durability::Off => false,
-            Durability::Batched { .. } => {
+            Durability::EveryCall if batch.iter().any(|j| !j.lazy) => true,
+            Durability::EveryCall | Durability::Batched { .. } => {
                 if !batch.is_empty() {
                     unsynced_since.get_or_insert_with(Instant::now);
                 }

@@ -9,7 +9,8 @@
 //!    with concurrent calls by the audit log's group commit. If they cannot be written,
 //!    the call is refused ([`ToolErrorKind::Refused`]): fail closed;
 //! 4. the result is screened as untrusted data ([`screen`](crate::screen)) and the
-//!    outcome recorded (`finished`, `withheld`, `failed`, `cancelled`) without waiting.
+//!    outcome recorded (`finished`, `withheld`, `failed`, `cancelled`) without waiting,
+//!    and without an fsync of its own: it is synced with the next call's start records.
 //!
 //! The agent loop's `before_tool_call` hook stays the host's own: the policy runs inside
 //! every guarded tool, so the loop, the gateway and `wasmgate call` cannot bypass it.
@@ -160,9 +161,10 @@ impl Guard {
         Ok(Access { guard: Arc::clone(self), call, provider: provider.to_owned(), what: what.to_owned(), ended: false })
     }
 
-    /// Queues an outcome record without waiting for it.
+    /// Queues an outcome record without waiting for it: it costs no fsync of its own,
+    /// and becomes durable with the next start record (or within 200 ms).
     fn note(&self, entry: Entry) {
-        if let Err(e) = self.audit.submit([entry]) {
+        if let Err(e) = self.audit.record_later([entry]) {
             tracing::error!(error = %e, "audit log cannot be written; later calls will be refused");
         }
     }

@@ -85,7 +85,7 @@ impl GuardedToolset {
         let mut entry = Entry::log(Event::Warning { message });
         entry.provider = Some(offer.provider.clone());
         entry.tool = Some(offer.name.clone());
-        if let Err(e) = self.guard.audit().submit([entry]) {
+        if let Err(e) = self.guard.audit().record_later([entry]) {
             tracing::error!(error = %e, "audit log cannot be written");
         }
     }
