@@ -1,0 +1,285 @@
+//! Gateway overhead (issue 8, point 5), side by side in one run:
+//!
+//! * one small `echo` call from our `McpClient` to a trivial upstream (the gate crate's
+//!   stdlib Python server over stdio) called directly, and the same call through
+//!   `wasmgate serve` over stdio and over HTTP (policy, audit, sandboxed formatting,
+//!   screening included), with the audit log `off` and with the default `every-call`;
+//! * the trivial WASM tool component (`echo-tools`, a fresh instance per call) through
+//!   `wasmgate serve` over stdio, against the Python server called directly;
+//! * fsyncs per call of the default durable audit log, one caller at a time and with 64
+//!   concurrent callers (the gateway run in-process here, to read its counter).
+//!
+//! Besides criterion's own figures, each comparison prints interleaved rounds (a batch
+//! of calls one way, then the other) and the median ratio, because this VM's speed
+//! drifts. Run: `cargo bench -p wasmgate-cli --bench overhead`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::{Map, Value, json};
+use tokio::runtime::Runtime;
+use wasmgate_gate::{
+    CancellationToken, ClientConfig, HttpConfig, HttpTransport, McpClient, StdioConfig, StdioTransport,
+};
+
+/// Calls per interleaved batch, and batches per comparison.
+const BATCH: usize = 100;
+const ROUNDS: usize = 7;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../gate/tests/fixtures").canonicalize().unwrap()
+}
+
+/// The interpreter and the directories it needs (as in the tests' common module).
+fn python() -> (PathBuf, Vec<PathBuf>) {
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable); print(sys.prefix); print(sys.base_prefix)"])
+        .output()
+        .expect("python3");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines().map(PathBuf::from);
+    let exe = lines.next().unwrap();
+    (exe, lines.map(|p| p.canonicalize().unwrap()).collect())
+}
+
+/// A reviewed gateway configuration: `echo` (the Python server, confined) and `tools`
+/// (the echo-tools component), both tools allowed, the audit log at `durability`.
+fn gateway_dir(durability: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let (python, dirs) = python();
+    let config = format!(
+        "state_dir = \"state\"\n\n[audit]\ndurability = {durability:?}\n\n[sandbox]\ncache_dir = \"cache\"\n\n\
+         [providers.echo]\ncommand = {python:?}\nargs = [{server:?}]\nread_exec = {dirs:?}\n\n\
+         [providers.tools]\ncomponent = {component:?}\n",
+        python = python.display().to_string(),
+        server = fixtures().join("stdio_server.py").display().to_string(),
+        dirs = dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>(),
+        component = wasmgate_guests::ECHO_TOOLS_PATH,
+    );
+    std::fs::write(dir.path().join("wasmgate.toml"), config).unwrap();
+    let policy = format!(
+        "[providers.echo]\nread_paths = [{:?}]\n\n[providers.echo.tools]\necho = \"allow\"\n\n\
+         [providers.tools.tools]\necho = \"allow\"\n",
+        fixtures().display().to_string()
+    );
+    std::fs::write(dir.path().join("policy.toml"), policy).unwrap();
+    let review = wasmgate(dir.path()).args(["review", "--yes"]).output().unwrap();
+    assert!(review.status.success(), "{}", String::from_utf8_lossy(&review.stderr));
+    dir
+}
+
+fn wasmgate(dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_wasmgate"));
+    command.env("WASMGATE_CONFIG", dir.join("wasmgate.toml")).env("RUST_LOG", "error");
+    command
+}
+
+/// Our client straight to the Python server.
+async fn direct() -> McpClient {
+    let (python, _) = python();
+    let server = StdioConfig::new("echo", python, fixtures())
+        .arg(fixtures().join("stdio_server.py").display().to_string())
+        .confinement(None);
+    McpClient::connect("echo", StdioTransport::spawn(&server).unwrap(), ClientConfig::default()).await.unwrap()
+}
+
+/// Our client to `wasmgate serve` over stdio.
+async fn through_stdio(dir: &Path) -> McpClient {
+    let server = StdioConfig::new("wasmgate", env!("CARGO_BIN_EXE_wasmgate"), dir)
+        .arg("serve")
+        .env("WASMGATE_CONFIG", dir.join("wasmgate.toml"))
+        .env("RUST_LOG", "error")
+        .confinement(None);
+    McpClient::connect("wasmgate", StdioTransport::spawn(&server).unwrap(), ClientConfig::default()).await.unwrap()
+}
+
+/// `wasmgate serve --http` (killed on drop) and our client to it.
+struct Served(Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn through_http(dir: &Path) -> (Served, McpClient) {
+    let mut child = wasmgate(dir)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|line| line.strip_prefix("wasmgate: serving MCP on ").map(str::to_owned))
+        .expect("the server says where it listens");
+    std::thread::spawn(move || lines.for_each(drop));
+    let transport = HttpTransport::new(&HttpConfig::new("wasmgate", url)).unwrap();
+    let client = McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap();
+    (Served(child), client)
+}
+
+fn echo_args() -> Map<String, Value> {
+    json!({"text": "hello"}).as_object().cloned().unwrap()
+}
+
+async fn call(client: &McpClient, tool: &str) {
+    let result = client.call_tool(tool, echo_args(), CancellationToken::new()).await.unwrap();
+    assert!(!result.is_error, "{result:?}");
+}
+
+/// Interleaved batches of `a` and `b`; prints each round and the median of `b`'s
+/// calls per second over `a`'s.
+fn interleaved(rt: &Runtime, what: &str, a: (&McpClient, &str), b: (&McpClient, &str)) {
+    let batch = |client: &McpClient, tool: &str| {
+        let started = Instant::now();
+        rt.block_on(async {
+            for _ in 0..BATCH {
+                call(client, tool).await;
+            }
+        });
+        started.elapsed()
+    };
+    let mut ratios = Vec::new();
+    for round in 0..ROUNDS {
+        let (ta, tb) = (batch(a.0, a.1), batch(b.0, b.1));
+        let per_call = |t: Duration| t.as_secs_f64() * 1e6 / BATCH as f64;
+        let ratio = ta.as_secs_f64() / tb.as_secs_f64();
+        eprintln!(
+            "{what}: round {round}: {:.1} µs vs {:.1} µs per call; throughput ratio {ratio:.2}",
+            per_call(ta),
+            per_call(tb)
+        );
+        ratios.push(ratio);
+    }
+    ratios.sort_by(f64::total_cmp);
+    eprintln!("{what}: median throughput ratio (second / first) {:.2}", ratios[ROUNDS / 2]);
+}
+
+fn overhead(c: &mut Criterion) {
+    let rt = Runtime::new().unwrap();
+    // One directory per running gateway: a gateway holds its state directory.
+    let (off, off_http, durable) = (gateway_dir("off"), gateway_dir("off"), gateway_dir("every-call"));
+    let direct = rt.block_on(direct());
+    let stdio_off = rt.block_on(through_stdio(off.path()));
+    let stdio_durable = rt.block_on(through_stdio(durable.path()));
+    let (_http_served, http_off) = rt.block_on(through_http(off_http.path()));
+
+    let mut group = c.benchmark_group("small_echo_call");
+    group.bench_function("direct_python_stdio", |b| b.iter(|| rt.block_on(call(&direct, "echo"))));
+    group.bench_function("gateway_stdio_audit_off", |b| b.iter(|| rt.block_on(call(&stdio_off, "echo__echo"))));
+    group.bench_function("gateway_stdio_audit_every_call", |b| {
+        b.iter(|| rt.block_on(call(&stdio_durable, "echo__echo")));
+    });
+    group.bench_function("gateway_http_audit_off", |b| b.iter(|| rt.block_on(call(&http_off, "echo__echo"))));
+    group.bench_function("wasm_component_via_gateway_stdio_audit_off", |b| {
+        b.iter(|| rt.block_on(call(&stdio_off, "tools__echo")));
+    });
+    group.finish();
+
+    interleaved(&rt, "gateway stdio (audit off) vs direct", (&direct, "echo"), (&stdio_off, "echo__echo"));
+    interleaved(&rt, "gateway http (audit off) vs direct", (&direct, "echo"), (&http_off, "echo__echo"));
+    interleaved(&rt, "gateway stdio (every-call) vs direct", (&direct, "echo"), (&stdio_durable, "echo__echo"));
+    interleaved(
+        &rt,
+        "wasm component via gateway (audit off) vs python direct",
+        (&direct, "echo"),
+        (&stdio_off, "tools__echo"),
+    );
+    interleaved(
+        &rt,
+        "wasm component via gateway (every-call) vs python direct",
+        (&direct, "echo"),
+        (&stdio_durable, "tools__echo"),
+    );
+    for client in [direct, stdio_off, stdio_durable, http_off] {
+        rt.block_on(client.close());
+    }
+    fsyncs(&rt);
+}
+
+/// Fsyncs per call of the default durable log: the gateway in-process (the same
+/// `Gateway::start` and `serve_http` as `wasmgate serve`), one caller, then 64.
+fn fsyncs(rt: &Runtime) {
+    let dir = gateway_dir("every-call");
+    rt.block_on(async {
+        let config = wasmgate_gateway::Config::load(&dir.path().join("wasmgate.toml")).unwrap();
+        let gateway = wasmgate_gateway::Gateway::start(&config, Arc::new(wasmgate_guard::Unattended)).await.unwrap();
+        let backend = gateway.backend();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let http = wasmgate_server::HttpConfig { per_client_concurrency: 256, ..wasmgate_server::HttpConfig::new() };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = tokio::spawn(wasmgate_server::serve_http(
+            backend,
+            listener,
+            wasmgate_server::ServerConfig::default(),
+            http,
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        let connect = || async {
+            let transport = HttpTransport::new(&HttpConfig::new("wasmgate", url.clone())).unwrap();
+            McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap()
+        };
+        let one = connect().await;
+        call(&one, "echo__echo").await;
+        let audit = gateway.guard.audit();
+        let before = audit.fsyncs();
+        for _ in 0..200 {
+            call(&one, "echo__echo").await;
+        }
+        let sequential = (audit.fsyncs() - before) as f64 / 200.0;
+        eprintln!("fsyncs per call, one caller at a time: {sequential:.3}");
+
+        let mut clients = Vec::new();
+        for _ in 0..64 {
+            clients.push(connect().await);
+        }
+        let before = audit.fsyncs();
+        let calls = 20;
+        let started = Instant::now();
+        let tasks: Vec<_> = clients
+            .iter()
+            .cloned()
+            .map(|client| {
+                tokio::spawn(async move {
+                    for _ in 0..calls {
+                        call(&client, "echo__echo").await;
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        let total = 64 * calls;
+        let concurrent = (audit.fsyncs() - before) as f64 / f64::from(total);
+        eprintln!(
+            "fsyncs per call, 64 concurrent callers ({total} calls in {:.2} s): {concurrent:.3}",
+            started.elapsed().as_secs_f64()
+        );
+        for client in clients.into_iter().chain([one]) {
+            client.close().await;
+        }
+        let _ = stop.send(());
+        let _ = served.await;
+        gateway.close().await;
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3)).sample_size(30);
+    targets = overhead
+}
+criterion_main!(benches);
