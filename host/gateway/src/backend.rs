@@ -68,6 +68,16 @@ impl GatewayBackend {
             .is_none_or(|rules| rules.tool(tool).map_or(rules.unlisted, |rule| rule.verdict) == Verdict::Deny)
     }
 
+    /// The served tool `name`: from the last look, or from a fresh one when it is not
+    /// there (a tool added since).
+    async fn find(&self, name: &str) -> Option<Tool> {
+        let known = self.served.lock().ok().and_then(|s| s.iter().find(|t| t.spec.name == name).cloned());
+        match known {
+            Some(tool) => Some(tool),
+            None => self.look().await.into_iter().find(|t| t.spec.name == name),
+        }
+    }
+
     /// Asks the toolset again; moves the change counter when the served list differs.
     async fn look(&self) -> Vec<Tool> {
         let tools: Vec<Tool> =
@@ -100,20 +110,18 @@ impl Backend for GatewayBackend {
         cancel: CancellationToken,
     ) -> BoxFuture<'_, Result<ToolResult, CallFailure>> {
         Box::pin(async move {
-            let known = self.served.lock().ok().and_then(|s| s.iter().find(|t| t.spec.name == name).cloned());
-            let tool = match known {
-                Some(tool) => tool,
-                None => {
-                    let fresh = self.look().await;
-                    fresh.into_iter().find(|t| t.spec.name == name).ok_or(CallFailure::UnknownTool(name))?
-                }
-            };
+            let tool = self.find(&name).await.ok_or(CallFailure::UnknownTool(name))?;
             Ok(tool.execute(Value::Object(arguments), cancel).await?)
         })
     }
 
     fn tool_changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
+    }
+
+    fn tool(&self, name: &str) -> BoxFuture<'_, Option<ToolSpec>> {
+        let name = name.to_owned();
+        Box::pin(async move { self.find(&name).await.map(|t| t.spec) })
     }
 
     fn offers(&self) -> Offers {

@@ -32,6 +32,14 @@ pub trait Backend: Send + Sync + 'static {
         cancel: CancellationToken,
     ) -> BoxFuture<'_, Result<ToolResult, CallFailure>>;
 
+    /// The tool named `name`, if served. Asked on the hot path of a call (the
+    /// `Mcp-Param` header check), so a backend with a costly [`tools`](Self::tools)
+    /// should answer from what it served last.
+    fn tool(&self, name: &str) -> BoxFuture<'_, Option<ToolSpec>> {
+        let name = name.to_owned();
+        Box::pin(async move { self.tools().await.into_iter().find(|t| t.name == name) })
+    }
+
     /// A counter that moves whenever the tool list changes. The server announces each
     /// move to its clients (`notifications/tools/list_changed`).
     fn tool_changes(&self) -> watch::Receiver<u64>;

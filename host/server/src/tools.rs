@@ -55,6 +55,10 @@ impl Backend for ToolsBackend {
         })
     }
 
+    fn tool(&self, name: &str) -> BoxFuture<'_, Option<ToolSpec>> {
+        Box::pin(std::future::ready(self.find(name).map(|t| t.spec)))
+    }
+
     fn tool_changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
     }

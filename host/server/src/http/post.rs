@@ -201,8 +201,7 @@ async fn param_headers(shared: &Shared, headers: &HeaderMap, request: &Request) 
     let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else { return Ok(()) };
     let empty = serde_json::Map::new();
     let arguments = params.and_then(|p| p.get("arguments")).and_then(Value::as_object).unwrap_or(&empty);
-    let tools = shared.engine.backend.tools().await;
-    match tools.iter().find(|t| t.name == name) {
+    match shared.engine.backend.tool(name).await {
         Some(tool) => super::headers::check_params(headers, &tool.input_schema, arguments),
         None => Ok(()),
     }
