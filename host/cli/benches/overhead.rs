@@ -14,13 +14,15 @@
 //! drifts. Run: `cargo bench -p wasmgate-cli --bench overhead`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
-use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::python;
 use serde_json::{Map, Value, json};
 use tokio::runtime::Runtime;
 use wasmgate_gate::{
@@ -33,18 +35,6 @@ const ROUNDS: usize = 7;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../gate/tests/fixtures").canonicalize().unwrap()
-}
-
-/// The interpreter and the directories it needs (as in the tests' common module).
-fn python() -> (PathBuf, Vec<PathBuf>) {
-    let out = Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable); print(sys.prefix); print(sys.base_prefix)"])
-        .output()
-        .expect("python3");
-    let text = String::from_utf8(out.stdout).unwrap();
-    let mut lines = text.lines().map(PathBuf::from);
-    let exe = lines.next().unwrap();
-    (exe, lines.map(|p| p.canonicalize().unwrap()).collect())
 }
 
 /// A reviewed gateway configuration: `echo` (the Python server, confined) and `tools`
@@ -68,15 +58,9 @@ fn gateway_dir(durability: &str) -> tempfile::TempDir {
         fixtures().display().to_string()
     );
     std::fs::write(dir.path().join("policy.toml"), policy).unwrap();
-    let review = wasmgate(dir.path()).args(["review", "--yes"]).output().unwrap();
-    assert!(review.status.success(), "{}", String::from_utf8_lossy(&review.stderr));
+    let review = common::wasmgate(dir.path(), &["review", "--yes"]);
+    assert!(review.status.success(), "{}", common::stderr(&review));
     dir
-}
-
-fn wasmgate(dir: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_wasmgate"));
-    command.env("WASMGATE_CONFIG", dir.join("wasmgate.toml")).env("RUST_LOG", "error");
-    command
 }
 
 /// Our client straight to the Python server.
@@ -99,32 +83,11 @@ async fn through_stdio(dir: &Path) -> McpClient {
 }
 
 /// `wasmgate serve --http` (killed on drop) and our client to it.
-struct Served(Child);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-async fn through_http(dir: &Path) -> (Served, McpClient) {
-    let mut child = wasmgate(dir)
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|line| line.strip_prefix("wasmgate: serving MCP on ").map(str::to_owned))
-        .expect("the server says where it listens");
-    std::thread::spawn(move || lines.for_each(drop));
+async fn through_http(dir: &Path) -> (common::Killed, McpClient) {
+    let (served, url) = common::serve_http(dir, &[]);
     let transport = HttpTransport::new(&HttpConfig::new("wasmgate", url)).unwrap();
     let client = McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap();
-    (Served(child), client)
+    (served, client)
 }
 
 fn echo_args() -> Map<String, Value> {

@@ -6,14 +6,12 @@
 mod common;
 
 use std::collections::HashSet;
-use std::io::{BufRead as _, BufReader};
 use std::path::Path;
-use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{command, setup, stderr, wasmgate};
+use common::{serve_http, setup, stderr, wasmgate};
 use serde_json::{Value, json};
 use wasmgate_gate::{CancellationToken, ClientConfig, HttpConfig, HttpTransport, McpClient};
 
@@ -21,23 +19,6 @@ use wasmgate_gate::{CancellationToken, ClientConfig, HttpConfig, HttpTransport, 
 const CALLERS: usize = 8;
 /// Calls answered before the gateway is killed.
 const BEFORE_KILL: usize = 40;
-
-/// A child killed (SIGKILL) and reaped when dropped, so a failed assertion leaves
-/// no gateway behind.
-struct Killed(Child);
-
-impl Killed {
-    fn kill(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
 
 /// The pids whose parent is `parent`, from /proc.
 fn children(parent: u32) -> Vec<u32> {
@@ -51,26 +32,6 @@ fn children(parent: u32) -> Vec<u32> {
             rest.split_whitespace().nth(1).and_then(|ppid| ppid.parse::<u32>().ok()) == Some(parent)
         })
         .collect()
-}
-
-/// `wasmgate serve --http` on loopback, and its URL.
-fn serve(dir: &std::path::Path) -> (Killed, String) {
-    let mut child = command(dir)
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines();
-    let url = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|line| line.strip_prefix("wasmgate: serving MCP on ").map(str::to_owned))
-        .expect("the server says where it listens");
-    // Keep draining its log so it never blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    (Killed(child), url)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -94,7 +55,7 @@ async fn a_gateway_killed_under_load_restarts_and_its_audit_log_accounts_for_eve
     let review = wasmgate(dir.path(), &["review", "--yes"]);
     assert!(review.status.success(), "{}", stderr(&review));
 
-    let (mut child, url) = serve(dir.path());
+    let (mut child, url) = serve_http(dir.path(), &[]);
     let transport = HttpTransport::new(&HttpConfig::new("wasmgate", url)).unwrap();
     let client = McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap();
     let answered = Arc::new(AtomicUsize::new(0));
@@ -140,7 +101,7 @@ async fn a_gateway_killed_under_load_restarts_and_its_audit_log_accounts_for_eve
     }
 
     // Nothing left behind blocks a restart, and the restarted gateway serves.
-    let (mut again, url) = serve(dir.path());
+    let (mut again, url) = serve_http(dir.path(), &[]);
     let transport = HttpTransport::new(&HttpConfig::new("wasmgate", url)).unwrap();
     let client = McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap();
     let args = json!({"user": "alice", "title": "after", "start": "2026-12-03T14:00", "end": "2026-12-03T15:00"});

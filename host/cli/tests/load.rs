@@ -6,11 +6,9 @@
 
 mod common;
 
-use std::io::{BufRead as _, BufReader};
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{command, setup, stderr, wasmgate};
+use common::{serve_http, setup, stderr, wasmgate};
 use serde_json::{Map, json};
 use wasmgate_gate::{
     CancellationToken, ClientConfig, HttpConfig, HttpTransport, McpClient, StdioConfig, StdioTransport,
@@ -28,15 +26,6 @@ const STDIO_CALLS: usize = 10_000;
 const STDIO_WARM: usize = 1_000;
 
 /// A child killed and reaped when dropped, so a failed assertion leaves no gateway behind.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn reviewed() -> tempfile::TempDir {
     let dir = setup();
     let review = wasmgate(dir.path(), &["review", "--yes"]);
@@ -90,26 +79,6 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// `wasmgate serve --http` on loopback with a raised per-client limit, and its URL.
-fn serve_http(dir: &std::path::Path) -> (Killed, String) {
-    let mut child = command(dir)
-        .args(["serve", "--http", "127.0.0.1:0", "--per-client-requests", PER_CLIENT_REQUESTS])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines();
-    let url = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|line| line.strip_prefix("wasmgate: serving MCP on ").map(str::to_owned))
-        .expect("the server says where it listens");
-    // Keep draining its log so it never blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    (Killed(child), url)
-}
-
 async fn http_client(url: &str, version: ProtocolVersion) -> McpClient {
     let transport = HttpTransport::new(&HttpConfig::new("wasmgate", url)).unwrap();
     let config = ClientConfig { versions: vec![version], ..ClientConfig::default() };
@@ -120,7 +89,7 @@ async fn http_client(url: &str, version: ProtocolVersion) -> McpClient {
 #[ignore = "long: run by scripts/load.sh"]
 async fn http_64_clients() {
     let dir = reviewed();
-    let (child, url) = serve_http(dir.path());
+    let (child, url) = serve_http(dir.path(), &["--per-client-requests", PER_CLIENT_REQUESTS]);
     let pid = child.0.id();
 
     // Warm-up: the provider started, the first calls' allocations made.

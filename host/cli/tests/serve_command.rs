@@ -4,10 +4,7 @@
 
 mod common;
 
-use std::io::{BufRead as _, BufReader};
-use std::process::Stdio;
-
-use common::{command, setup, stderr, wasmgate};
+use common::{serve_http, setup, stderr, wasmgate};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
@@ -71,26 +68,10 @@ async fn a_stock_client_uses_the_gateway_over_stdio() {
     client.close().await;
 }
 
-/// `wasmgate serve --http` on loopback, and its URL.
-fn serve_http(dir: &std::path::Path) -> (KillOnDrop, String) {
-    let mut child = command(dir)
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .kill_on_drop_compat();
-    let stderr = child.stderr.take().unwrap();
-    let url = BufReader::new(stderr)
-        .lines()
-        .map_while(Result::ok)
-        .find_map(|line| line.strip_prefix("wasmgate: serving MCP on ").map(str::to_owned))
-        .expect("the server says where it listens");
-    (child, url)
-}
-
 #[tokio::test]
 async fn a_stock_client_uses_the_gateway_over_http() {
     let dir = reviewed();
-    let (_served, url) = serve_http(dir.path());
+    let (_served, url) = serve_http(dir.path(), &[]);
     let transport = HttpTransport::new(&HttpConfig::new("wasmgate", url)).unwrap();
     let client = McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap();
     exercise(&client).await;
@@ -103,39 +84,6 @@ fn http_on_a_public_address_without_a_token_is_refused() {
     let out = wasmgate(dir.path(), &["serve", "--http", "0.0.0.0:0"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("pass --token-env"), "{}", stderr(&out));
-}
-
-/// Spawns, so a failed assertion does not leave the server running.
-trait SpawnKilled {
-    fn kill_on_drop_compat(&mut self) -> KillOnDrop;
-}
-
-impl SpawnKilled for std::process::Command {
-    fn kill_on_drop_compat(&mut self) -> KillOnDrop {
-        KillOnDrop(self.spawn().unwrap())
-    }
-}
-
-struct KillOnDrop(std::process::Child);
-
-impl std::ops::Deref for KillOnDrop {
-    type Target = std::process::Child;
-    fn deref(&self) -> &Self::Target {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for KillOnDrop {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.0
-    }
-}
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// Answers every elicitation with `approve` (accept with `{approve}`), and records
@@ -194,7 +142,7 @@ async fn with_person(
 async fn an_ask_verdict_is_put_to_the_clients_user_in_both_eras_over_stdio_and_http() {
     // Two gateways: one holds its state directory (audit log) while it serves.
     let (dir, http_dir) = (reviewed(), reviewed());
-    let (_served, url) = serve_http(http_dir.path());
+    let (_served, url) = serve_http(http_dir.path(), &[]);
     let create = json!({"user": "alice", "title": "x", "start": "2026-12-03T12:00", "end": "2026-12-03T13:00"});
     for (version, url) in [
         (ProtocolVersion::V2026_07_28, None),

@@ -3,8 +3,47 @@
 //! the `wasmgate` binary on it.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+
+/// A child killed (SIGKILL) and reaped when dropped, so a failed assertion leaves no
+/// gateway behind.
+pub struct Killed(pub Child);
+
+impl Killed {
+    /// Kills and reaps it now.
+    pub fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// `wasmgate serve --http 127.0.0.1:0 EXTRA...` on the configuration in `dir`, and the
+/// URL it says it serves on. Its log is drained so it never blocks on a full pipe.
+pub fn serve_http(dir: &Path, extra: &[&str]) -> (Killed, String) {
+    let mut child = command(dir)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|line| line.strip_prefix("wasmgate: serving MCP on ").map(str::to_owned))
+        .expect("the server says where it listens");
+    std::thread::spawn(move || lines.for_each(drop));
+    (Killed(child), url)
+}
 
 /// `wasmgate ARGS` on the configuration in `dir`.
 pub fn wasmgate(dir: &Path, args: &[&str]) -> Output {
