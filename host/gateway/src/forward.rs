@@ -188,11 +188,7 @@ impl Forwarder {
                     let exposed = prefixed_name(name, &p.name).ok()?;
                     let mut entry = Map::new();
                     entry.insert("name".into(), Value::String(exposed));
-                    for (key, text) in [("title", &p.title), ("description", &p.description)] {
-                        if let Some(text) = text.as_deref().and_then(describe) {
-                            entry.insert(key.into(), Value::String(text));
-                        }
-                    }
+                    titled(&mut entry, p.title.as_deref(), p.description.as_deref());
                     let arguments = p
                         .arguments
                         .iter()
@@ -327,6 +323,11 @@ fn described(
     description: Option<&str>,
 ) {
     entry.insert("name".into(), Value::String(format!("{provider}__{}", clean(name))));
+    titled(entry, title, description);
+}
+
+/// Sets the `title` and `description` of an entry that pass [`describe`].
+fn titled(entry: &mut Map<String, Value>, title: Option<&str>, description: Option<&str>) {
     for (key, text) in [("title", title), ("description", description)] {
         if let Some(text) = text.and_then(describe) {
             entry.insert(key.into(), Value::String(text));
