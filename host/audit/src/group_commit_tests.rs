@@ -80,3 +80,34 @@ fn outcome_records_cost_no_fsync_of_their_own_and_ride_with_the_next_start() {
     log.close().unwrap();
     assert_eq!(verify(&path).unwrap().records, 4, "close syncs what is left");
 }
+
+#[test]
+fn the_writer_gathers_only_after_a_batch_of_several_appenders_and_only_when_every_call() {
+    use crate::Durability;
+    use crate::writer::{COMMIT_DELAY, gather_for};
+    assert_eq!(gather_for(Durability::EveryCall, 0), None, "an idle log writes at once");
+    assert_eq!(gather_for(Durability::EveryCall, 1), None, "a lone caller never waits");
+    assert_eq!(gather_for(Durability::EveryCall, 2), Some(COMMIT_DELAY));
+    assert_eq!(gather_for(Durability::EveryCall, 64), Some(COMMIT_DELAY));
+    assert_eq!(gather_for(Durability::Off, 64), None);
+    assert_eq!(gather_for(Durability::Batched { max_delay_ms: 5 }, 64), None);
+}
+
+#[test]
+fn after_a_concurrent_batch_a_lone_append_still_completes_and_chains() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gather.jsonl");
+    let log = Arc::new(AuditLog::open(&path, Options::default()).unwrap());
+    log.hold_writer(true);
+    let first = log.submit([Entry::log(Event::Started)]).unwrap();
+    let second = log.submit([Entry::log(Event::Started)]).unwrap();
+    log.wait_queued(2);
+    log.hold_writer(false);
+    assert_eq!((first.wait().unwrap(), second.wait().unwrap()), (1, 2));
+    // The writer now gathers before its next write; one append alone ends the wait
+    // when the delay runs out, not never.
+    assert_eq!(log.append(Entry::log(Event::Started)).unwrap(), 3);
+    assert_eq!(log.fsyncs(), 2);
+    drop(log);
+    assert_eq!(verify(&path).unwrap().records, 3);
+}

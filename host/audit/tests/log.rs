@@ -220,16 +220,20 @@ fn an_unwritable_directory_refuses() {
 
 #[test]
 fn a_full_disk_refuses_the_append_and_every_later_one() {
-    let log = AuditLog::open(Path::new("/dev/full"), Options::default()).unwrap();
-    let err = log.append(Entry::log(Event::Started)).unwrap_err();
-    assert!(matches!(err, AuditError::Write { .. }), "{err}");
-    let shown = err.to_string();
-    assert!(shown.contains("No space left on device") && shown.contains("free disk space"), "{shown}");
-    assert!(log.is_poisoned());
-    let again = log.append(Entry::log(Event::Started)).unwrap_err();
-    assert!(matches!(again, AuditError::Poisoned { .. }), "{again}");
-    assert!(again.to_string().contains("No space left on device"));
-    assert!(matches!(log.close(), Err(AuditError::Poisoned { .. })));
+    // `off` writes on the appender's thread, the others on the writer's: both refuse.
+    for durability in [Durability::EveryCall, Durability::Off] {
+        let log = AuditLog::open(Path::new("/dev/full"), Options { durability, ..Options::default() }).unwrap();
+        let err = log.append(Entry::log(Event::Started)).unwrap_err();
+        assert!(matches!(err, AuditError::Write { .. }), "{durability:?}: {err}");
+        let shown = err.to_string();
+        assert!(shown.contains("No space left on device") && shown.contains("free disk space"), "{shown}");
+        assert!(log.is_poisoned());
+        let again = log.append(Entry::log(Event::Started)).unwrap_err();
+        assert!(matches!(again, AuditError::Poisoned { .. }), "{durability:?}: {again}");
+        assert!(again.to_string().contains("No space left on device"));
+        assert!(log.record_later([Entry::log(Event::Started)]).is_err(), "{durability:?}");
+        assert!(matches!(log.close(), Err(AuditError::Poisoned { .. })));
+    }
 }
 
 #[test]
