@@ -33,6 +33,17 @@ fn request(tool: &str) -> FormatRequest {
     }
 }
 
+/// Formats `request` both ways, blocking ([`Formatter::format`]) and on an async task
+/// ([`Formatter::format_async`], on a single-threaded runtime as `wasmgate serve`
+/// uses over stdio), which must end the same; returns the blocking result.
+fn format(formatter: &Formatter, request: FormatRequest) -> Result<String, SandboxError> {
+    let blocking = formatter.format(request.clone());
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let on_task = runtime.block_on(formatter.format_async(request));
+    assert_eq!(format!("{blocking:?}"), format!("{on_task:?}"), "the two ways ended differently");
+    blocking
+}
+
 /// After a hostile call, the same sandbox still renders a normal result.
 fn assert_sandbox_still_formats(sandbox: &Sandbox) {
     let json_text = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
@@ -60,7 +71,7 @@ fn denial(result: Result<String, SandboxError>) -> String {
 #[test]
 fn reading_etc_passwd_is_denied() {
     let sandbox = sandbox();
-    let why = denial(load(&sandbox, hostile::READ_PASSWD, quick_limits()).format(request("x")));
+    let why = denial(format(&load(&sandbox, hostile::READ_PASSWD, quick_limits()), request("x")));
     assert!(why.starts_with("read /etc/passwd: "), "{why}");
     assert!(!why.contains("root:"), "{why}");
     assert_sandbox_still_formats(&sandbox);
@@ -69,7 +80,7 @@ fn reading_etc_passwd_is_denied() {
 #[test]
 fn listing_the_root_directory_is_denied() {
     let sandbox = sandbox();
-    let why = denial(load(&sandbox, hostile::LIST_ROOT, quick_limits()).format(request("x")));
+    let why = denial(format(&load(&sandbox, hostile::LIST_ROOT, quick_limits()), request("x")));
     assert!(why.starts_with("list /: "), "{why}");
     assert_sandbox_still_formats(&sandbox);
 }
@@ -79,7 +90,7 @@ fn writing_a_file_is_denied_and_nothing_is_written() {
     let sandbox = sandbox();
     let escaped = Path::new("/tmp/wasmgate-escaped.txt");
     let _ = std::fs::remove_file(escaped);
-    let why = denial(load(&sandbox, hostile::WRITE_FILE, quick_limits()).format(request("x")));
+    let why = denial(format(&load(&sandbox, hostile::WRITE_FILE, quick_limits()), request("x")));
     assert!(why.starts_with("write file: /tmp/wasmgate-escaped.txt: "), "{why}");
     assert!(!escaped.exists());
     assert!(!Path::new("wasmgate-escaped.txt").exists());
@@ -89,7 +100,7 @@ fn writing_a_file_is_denied_and_nothing_is_written() {
 #[test]
 fn the_environment_arguments_and_working_directory_are_empty() {
     let sandbox = sandbox();
-    let why = denial(load(&sandbox, hostile::READ_ENV, quick_limits()).format(request("x")));
+    let why = denial(format(&load(&sandbox, hostile::READ_ENV, quick_limits()), request("x")));
     // "/" is wasi-libc's answer when the host grants no working directory.
     assert_eq!(why, "environment: 0 variables, 0 arguments, working directory /");
     assert_sandbox_still_formats(&sandbox);
@@ -101,7 +112,7 @@ fn opening_a_tcp_connection_is_denied() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let address = listener.local_addr().unwrap().to_string();
-    let why = denial(load(&sandbox, hostile::TCP_CONNECT, quick_limits()).format(request(&address)));
+    let why = denial(format(&load(&sandbox, hostile::TCP_CONNECT, quick_limits()), request(&address)));
     assert!(why.starts_with("tcp connect: "), "{why}");
     // Nothing reached the listener.
     assert_eq!(listener.accept().map(|_| ()).unwrap_err().kind(), std::io::ErrorKind::WouldBlock);
@@ -111,7 +122,7 @@ fn opening_a_tcp_connection_is_denied() {
 #[test]
 fn an_endless_loop_hits_the_deadline() {
     let sandbox = sandbox();
-    let result = load(&sandbox, hostile::SPIN_FOREVER, quick_limits()).format(request("x"));
+    let result = format(&load(&sandbox, hostile::SPIN_FOREVER, quick_limits()), request("x"));
     assert!(
         matches!(result, Err(SandboxError::DeadlineExceeded { limit }) if limit == Duration::from_millis(200)),
         "{result:?}"
@@ -124,7 +135,7 @@ fn an_endless_loop_runs_out_of_fuel_when_fuel_is_metered() {
     let sandbox =
         Sandbox::new(SandboxConfig { fuel: true, max_concurrent_calls: 4, ..SandboxConfig::default() }).unwrap();
     let limits = Limits { fuel: Some(5_000_000), deadline: Duration::from_secs(30), ..Limits::default() };
-    let result = load(&sandbox, hostile::SPIN_FOREVER, limits).format(request("x"));
+    let result = format(&load(&sandbox, hostile::SPIN_FOREVER, limits), request("x"));
     assert!(matches!(result, Err(SandboxError::FuelExhausted { limit: 5_000_000 })), "{result:?}");
     assert_sandbox_still_formats(&sandbox);
 }
@@ -132,7 +143,7 @@ fn an_endless_loop_runs_out_of_fuel_when_fuel_is_metered() {
 #[test]
 fn allocating_a_gibibyte_hits_the_memory_limit() {
     let sandbox = sandbox();
-    let result = load(&sandbox, hostile::ALLOC_1GIB, quick_limits()).format(request("x"));
+    let result = format(&load(&sandbox, hostile::ALLOC_1GIB, quick_limits()), request("x"));
     assert!(matches!(result, Err(SandboxError::MemoryLimit { limit }) if limit == 64 << 20), "{result:?}");
     assert_sandbox_still_formats(&sandbox);
 }
@@ -140,7 +151,7 @@ fn allocating_a_gibibyte_hits_the_memory_limit() {
 #[test]
 fn unbounded_recursion_overflows_the_stack() {
     let sandbox = sandbox();
-    let result = load(&sandbox, hostile::STACK_OVERFLOW, quick_limits()).format(request("x"));
+    let result = format(&load(&sandbox, hostile::STACK_OVERFLOW, quick_limits()), request("x"));
     assert!(matches!(result, Err(SandboxError::StackOverflow)), "{result:?}");
     assert_sandbox_still_formats(&sandbox);
 }
@@ -148,7 +159,7 @@ fn unbounded_recursion_overflows_the_stack() {
 #[test]
 fn a_hundred_megabytes_of_text_cannot_even_be_built_under_the_default_memory_cap() {
     let sandbox = sandbox();
-    let result = load(&sandbox, hostile::HUGE_OUTPUT, quick_limits()).format(request("x"));
+    let result = format(&load(&sandbox, hostile::HUGE_OUTPUT, quick_limits()), request("x"));
     assert!(matches!(result, Err(SandboxError::MemoryLimit { .. })), "{result:?}");
     assert_sandbox_still_formats(&sandbox);
 }
@@ -157,7 +168,7 @@ fn a_hundred_megabytes_of_text_cannot_even_be_built_under_the_default_memory_cap
 fn a_hundred_megabytes_of_text_is_refused_by_the_host_output_cap() {
     let sandbox = sandbox();
     let limits = Limits { memory_bytes: 256 << 20, deadline: Duration::from_secs(10), ..Limits::default() };
-    let result = load(&sandbox, hostile::HUGE_OUTPUT, limits).format(request("x"));
+    let result = format(&load(&sandbox, hostile::HUGE_OUTPUT, limits), request("x"));
     assert!(
         matches!(result, Err(SandboxError::OutputTooLarge { size, limit }) if size == 100 << 20 && limit == 1 << 20),
         "{result:?}"
@@ -168,7 +179,7 @@ fn a_hundred_megabytes_of_text_is_refused_by_the_host_output_cap() {
 #[test]
 fn a_panic_is_a_trap_with_the_panic_message_captured() {
     let sandbox = sandbox();
-    let result = load(&sandbox, hostile::PANIC, quick_limits()).format(request("x"));
+    let result = format(&load(&sandbox, hostile::PANIC, quick_limits()), request("x"));
     match result {
         Err(SandboxError::Trapped { trap, stderr }) => {
             assert!(trap.contains("unreachable"), "{trap}");
@@ -184,13 +195,48 @@ fn no_state_survives_from_one_call_to_the_next() {
     let sandbox = sandbox();
     let formatter = load(&sandbox, hostile::REMEMBER_CALLS, quick_limits());
     for tool in ["first", "second", "third"] {
-        assert_eq!(formatter.format(request(tool)).unwrap(), format!("call 1 saw {tool}"));
+        assert_eq!(format(&formatter, request(tool)).unwrap(), format!("call 1 saw {tool}"));
     }
 }
 
 #[test]
 fn the_clocks_are_frozen() {
     let sandbox = sandbox();
-    let text = load(&sandbox, hostile::READ_CLOCK, quick_limits()).format(request("x")).unwrap();
+    let text = format(&load(&sandbox, hostile::READ_CLOCK, quick_limits()), request("x")).unwrap();
     assert_eq!(text, "wall=0 elapsed=0");
+}
+
+#[test]
+fn a_spinning_formatter_on_an_async_task_lets_the_other_tasks_of_its_thread_run() {
+    // One thread, as `wasmgate serve` over stdio: the guest yields at every epoch tick,
+    // so a task that is ready runs long before the spinning call reaches its deadline.
+    let sandbox = sandbox();
+    let formatter = load(&sandbox, hostile::SPIN_FOREVER, quick_limits());
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let (ran, ran_at) = tokio::sync::oneshot::channel();
+        let other = tokio::spawn(async move { ran.send(std::time::Instant::now()).unwrap() });
+        let result = formatter.format_async(request("x")).await;
+        let spin_ended = std::time::Instant::now();
+        assert!(matches!(result, Err(SandboxError::DeadlineExceeded { .. })), "{result:?}");
+        other.await.unwrap();
+        assert!(ran_at.await.unwrap() < spin_ended, "the other task waited for the whole spin");
+    });
+    assert_sandbox_still_formats(&sandbox);
+}
+
+#[test]
+fn the_blocking_api_called_from_async_code_still_reports_the_panic() {
+    // WASI's blocking stderr waits on tokio with `Handle::block_on`, which panics on
+    // a thread driving async tasks; the blocking API moves such a call off it.
+    let sandbox = sandbox();
+    let formatter = load(&sandbox, hostile::PANIC, quick_limits());
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let result = runtime.block_on(async { formatter.format(request("x")) });
+    assert!(
+        matches!(&result, Err(SandboxError::Trapped { stderr, .. }) if stderr.contains("panicked on purpose")),
+        "{result:?}"
+    );
+    let loaded = runtime.block_on(async { sandbox.load_formatter_file(Path::new(hostile::PANIC), quick_limits()) });
+    assert!(loaded.is_ok(), "{loaded:?}");
 }

@@ -64,6 +64,8 @@ impl Default for SandboxConfig {
 pub struct Sandbox {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<StoreState>,
+    /// The same imports with async WASI, for calls run on an async task.
+    pub(crate) linker_async: Linker<StoreState>,
     pub(crate) config: SandboxConfig,
     pub(crate) cache: Option<Cache>,
     /// Whether the pooling allocator is in use (it may have been refused).
@@ -83,6 +85,8 @@ impl Sandbox {
         let (engine, pooled) = build_engine(&config)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+        let mut linker_async = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker_async).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         let cache = config.cache_dir.as_deref().and_then(|dir| match Cache::open(dir) {
             Ok(cache) => Some(cache),
             Err(e) => {
@@ -91,7 +95,7 @@ impl Sandbox {
             }
         });
         let ticker = Ticker::start(engine.clone(), config.epoch_tick)?;
-        Ok(Sandbox { engine, linker, config, cache, pooled, ticker })
+        Ok(Sandbox { engine, linker, linker_async, config, cache, pooled, ticker })
     }
 
     /// Whether the pooling allocator is in use.
@@ -144,6 +148,8 @@ fn build_engine(config: &SandboxConfig) -> Result<(Engine, bool), LoadError> {
             .total_tables(slots.saturating_mul(8))
             .max_tables_per_component(8)
             .max_memory_size(config.max_memory_bytes)
+            // One fiber stack per async call in flight.
+            .total_stacks(slots)
             // Keeping a little memory resident between calls and resetting it
             // with pagemap_scan (where the kernel has it) is what makes reuse
             // fast and lets calls scale across threads; without pagemap_scan,

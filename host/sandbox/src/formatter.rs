@@ -3,12 +3,12 @@
 
 use std::path::Path;
 
-use crate::bindings::{FormatError, FormatterPre, ToolResult};
+use crate::bindings::{FormatError, FormatterPre, FormatterPreAsync, ToolResult};
 use crate::engine::Sandbox;
 use crate::error::{LoadError, SandboxError, bounded};
 use crate::limits::Limits;
-use crate::runner::{Runner, guest_stderr, read_component};
-use crate::state::StoreState;
+use crate::runner::{Runner, guest_stderr, off_async_thread, read_component};
+use crate::state::{Mode, StoreState};
 
 /// Longest guest-supplied error text kept.
 pub(crate) const MAX_ERROR_TEXT: usize = 2048;
@@ -45,6 +45,8 @@ pub struct Formatter {
     name: String,
     runner: Runner,
     pre: FormatterPre<StoreState>,
+    /// The same component linked to async WASI, for [`Formatter::format_async`].
+    pre_async: FormatterPreAsync<StoreState>,
     limits: Limits,
 }
 
@@ -76,9 +78,11 @@ impl Sandbox {
             world: "formatter",
             reason: format!("{e:#}"),
         };
-        let pre = self.linker.instantiate_pre(&component).map_err(wrong_world)?;
-        let pre = FormatterPre::new(pre).map_err(wrong_world)?;
-        Formatter { name: name.to_owned(), runner, pre, limits }.trial()
+        let pre =
+            FormatterPre::new(self.linker.instantiate_pre(&component).map_err(wrong_world)?).map_err(wrong_world)?;
+        let pre_async = FormatterPreAsync::new(self.linker_async.instantiate_pre(&component).map_err(wrong_world)?)
+            .map_err(wrong_world)?;
+        Formatter { name: name.to_owned(), runner, pre, pre_async, limits }.trial()
     }
 }
 
@@ -99,11 +103,17 @@ impl Formatter {
     fn trial(self) -> Result<Formatter, LoadError> {
         let limits_error = |reason: String| LoadError::Limits { name: self.name.clone(), reason };
         let limits = &self.limits;
-        let mut store = self.runner.store(StoreState::new(limits), limits).map_err(|e| limits_error(e.to_string()))?;
-        if let Err(e) = self.pre.instantiate(&mut store) {
-            return Err(limits_error(self.runner.instantiate_error(e, &store, limits).to_string()));
-        }
-        drop(store);
+        let tried = off_async_thread(|| {
+            let state = StoreState::new(limits, Mode::Blocking);
+            let mut store = self.runner.store(state, limits).map_err(|e| e.to_string())?;
+            match self.pre.instantiate(&mut store) {
+                Ok(_) => Ok(()),
+                Err(e) => Err(self.runner.instantiate_error(e, &store, limits).to_string()),
+            }
+        });
+        tried
+            .map_err(|e| LoadError::Engine(format!("no thread to try {} on: {e}", self.name)))?
+            .map_err(limits_error)?;
         Ok(self)
     }
     /// The name it was loaded under.
@@ -127,26 +137,62 @@ impl Formatter {
         self.run(request, limits)
     }
 
+    /// Renders one result under the formatter's default limits, on the calling async
+    /// task rather than a thread of its own: the guest runs on a fiber that yields at
+    /// every epoch tick, so it never holds the task's thread for longer than a tick,
+    /// and the deadline, memory, output and every other limit hold as in
+    /// [`Formatter::format`]. Needs a tokio runtime (WASI's streams are async here).
+    pub async fn format_async(&self, request: FormatRequest) -> Result<String, SandboxError> {
+        let limits = &self.limits;
+        let input = self.input(request, limits)?;
+        let mut store = self.runner.store_async(StoreState::new(limits, Mode::Async), limits)?;
+        let instance = match self.pre_async.instantiate_async(&mut store).await {
+            Ok(instance) => instance,
+            Err(e) => return Err(self.runner.instantiate_error(e, &store, limits)),
+        };
+        let input = input.into();
+        let outcome = instance.wasmgate_sandbox_format().call_format(&mut store, &input).await;
+        self.outcome(outcome.map(|r| r.map_err(FormatError::from)), &store, limits)
+    }
+
     fn run(&self, request: FormatRequest, limits: &Limits) -> Result<String, SandboxError> {
+        let input = self.input(request, limits)?;
+        let run = || {
+            let mut store = self.runner.store(StoreState::new(limits, Mode::Blocking), limits)?;
+            let instance = match self.pre.instantiate(&mut store) {
+                Ok(instance) => instance,
+                Err(e) => return Err(self.runner.instantiate_error(e, &store, limits)),
+            };
+            let outcome = instance.wasmgate_sandbox_format().call_format(&mut store, &input);
+            self.outcome(outcome, &store, limits)
+        };
+        off_async_thread(run).map_err(|e| SandboxError::Instantiate(format!("no thread to run the call on: {e}")))?
+    }
+
+    /// The guest's input, once the request is known to fit `limits`.
+    fn input(&self, request: FormatRequest, limits: &Limits) -> Result<ToolResult, SandboxError> {
         let size = request.input_len();
         if size > limits.input_bytes {
             return Err(SandboxError::InputTooLarge { size, limit: limits.input_bytes });
         }
-        let mut store = self.runner.store(StoreState::new(limits), limits)?;
-        let instance = match self.pre.instantiate(&mut store) {
-            Ok(instance) => instance,
-            Err(e) => return Err(self.runner.instantiate_error(e, &store, limits)),
-        };
-        let input = ToolResult {
+        Ok(ToolResult {
             tool_name: request.tool_name,
             provider: request.provider,
             content: request.content,
             structured_content: request.structured_content,
             is_error: request.is_error,
             max_output_bytes: u32::try_from(limits.output_bytes).unwrap_or(u32::MAX),
-        };
-        let outcome = instance.wasmgate_sandbox_format().call_format(&mut store, &input);
-        let stderr = guest_stderr(&store, &self.name);
+        })
+    }
+
+    /// What the call came to: the text within the output cap, or why not.
+    fn outcome(
+        &self,
+        outcome: wasmtime::Result<Result<String, FormatError>>,
+        store: &wasmtime::Store<StoreState>,
+        limits: &Limits,
+    ) -> Result<String, SandboxError> {
+        let stderr = guest_stderr(store, &self.name);
         match outcome {
             Ok(Ok(text)) if text.len() > limits.output_bytes => {
                 Err(SandboxError::OutputTooLarge { size: text.len(), limit: limits.output_bytes })

@@ -3,10 +3,10 @@
 //! and sorting the ways an instantiation can fail.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wasmtime::component::Component;
-use wasmtime::{Engine, PoolConcurrencyLimitError, Store};
+use wasmtime::{Engine, PoolConcurrencyLimitError, Store, UpdateDeadline};
 
 use crate::cache::Cache;
 use crate::engine::{Sandbox, deadline_ticks};
@@ -69,6 +69,24 @@ impl Runner {
         Ok(store)
     }
 
+    /// A fresh store for one call run on an async task, every limit armed as in
+    /// [`Runner::store`] except the deadline: the guest yields to the executor at
+    /// every epoch tick, so a long call never holds a thread other tasks need, and
+    /// is interrupted (`Trap::Interrupt`, as in a blocking call) once
+    /// `limits.deadline` of wall-clock time has passed since the store was made.
+    pub fn store_async(&self, state: StoreState, limits: &Limits) -> Result<Store<StoreState>, SandboxError> {
+        let mut store = self.store(state, limits)?;
+        let end = Instant::now().checked_add(limits.deadline);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            Ok(match end {
+                Some(end) if Instant::now() >= end => UpdateDeadline::Interrupt,
+                _ => UpdateDeadline::Yield(1),
+            })
+        });
+        Ok(store)
+    }
+
     /// Why an instantiation failed: the pool is full, a limit tripped in
     /// start-up code, or something else.
     pub fn instantiate_error(&self, err: wasmtime::Error, store: &Store<StoreState>, limits: &Limits) -> SandboxError {
@@ -81,6 +99,24 @@ impl Runner {
         }
         SandboxError::Instantiate(format!("{err:#}"))
     }
+}
+
+/// Runs `work` (a blocking call into a guest) where WASI's blocking host functions
+/// may block: they wait on tokio with `Handle::block_on`, which panics on a thread
+/// that is driving async tasks. Inside a runtime the work goes to a thread of its own
+/// for its duration (start-up listing, trial instantiation: rare); elsewhere it runs
+/// here. Calls made from async code belong on the `*_async` methods instead.
+pub(crate) fn off_async_thread<R: Send>(work: impl FnOnce() -> R + Send) -> std::io::Result<R> {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return Ok(work());
+    }
+    std::thread::scope(|scope| {
+        let thread = std::thread::Builder::new().name("wasmgate-sandbox".into()).spawn_scoped(scope, work)?;
+        match thread.join() {
+            Ok(result) => Ok(result),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
 }
 
 /// The guest's stderr of one call, logged at `debug` under `wasmgate::guest`

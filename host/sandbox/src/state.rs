@@ -31,20 +31,21 @@ pub(crate) struct StoreState {
 }
 
 impl StoreState {
-    /// The empty context, for formatters (and for loading tool providers).
-    pub fn new(limits: &Limits) -> Self {
+    /// The empty context, for formatters (and for loading tool providers). `mode`
+    /// says whether the call runs on a thread of its own or on an async task.
+    pub fn new(limits: &Limits, mode: Mode) -> Self {
         let stderr = BoundedPipe::new(limits.stderr_bytes);
-        let mut builder = base_context(&stderr);
+        let mut builder = base_context(&stderr, mode);
         builder.wall_clock(FrozenClock).monotonic_clock(FrozenClock);
         StoreState::from_builder(builder, limits, stderr)
     }
 
     /// The empty context plus `grants`, for one tool call. Fails, naming the
     /// grant, if a grant is malformed or a host directory cannot be opened.
-    pub fn with_grants(limits: &Limits, grants: &Grants) -> Result<Self, SandboxError> {
+    pub fn with_grants(limits: &Limits, grants: &Grants, mode: Mode) -> Result<Self, SandboxError> {
         grants.check().map_err(SandboxError::Grant)?;
         let stderr = BoundedPipe::new(limits.stderr_bytes);
-        let mut builder = base_context(&stderr);
+        let mut builder = base_context(&stderr, mode);
         if !grants.clock {
             builder.wall_clock(FrozenClock).monotonic_clock(FrozenClock);
         }
@@ -66,17 +67,26 @@ impl StoreState {
     }
 }
 
+/// How a call runs, which decides where its file operations may block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Synchronously, on a thread the call owns: file operations block that thread
+    /// rather than bounce through an async runtime.
+    Blocking,
+    /// On an async task, whose thread others share: file operations go to the
+    /// runtime's blocking pool, and the guest waits for them without holding it.
+    Async,
+}
+
 /// Stderr captured, sockets off; nothing else granted yet.
-fn base_context(stderr: &BoundedPipe) -> WasiCtxBuilder {
+fn base_context(stderr: &BoundedPipe, mode: Mode) -> WasiCtxBuilder {
     let mut builder = WasiCtx::builder();
     builder
         .stderr(stderr.clone())
         .allow_tcp(false)
         .allow_udp(false)
         .allow_ip_name_lookup(false)
-        // Calls are synchronous: file operations may block this thread
-        // rather than bounce through an async runtime.
-        .allow_blocking_current_thread(true);
+        .allow_blocking_current_thread(mode == Mode::Blocking);
     builder
 }
 

@@ -5,14 +5,14 @@ use std::path::Path;
 
 use wasmtime::Store;
 
-use crate::bindings::{CallError, ToolProviderPre};
+use crate::bindings::{CallError, ToolProviderPre, ToolProviderPreAsync};
 use crate::engine::Sandbox;
 use crate::error::{LoadError, SandboxError, ToolCallError, bounded};
 use crate::formatter::MAX_ERROR_TEXT;
 use crate::grants::Grants;
 use crate::limits::Limits;
-use crate::runner::{Runner, guest_stderr, read_component};
-use crate::state::StoreState;
+use crate::runner::{Runner, guest_stderr, off_async_thread, read_component};
+use crate::state::{Mode, StoreState};
 use crate::tool_output::{CallOutcome, ToolDefinition, check_definitions, check_outcome};
 
 /// A loaded tool-provider component. Cheap to share across threads: every
@@ -23,6 +23,8 @@ pub struct ToolProvider {
     name: String,
     runner: Runner,
     pre: ToolProviderPre<StoreState>,
+    /// The same component linked to async WASI, for [`ToolProvider::call_async`].
+    pre_async: ToolProviderPreAsync<StoreState>,
     limits: Limits,
 }
 
@@ -61,18 +63,23 @@ impl Sandbox {
             world: "tool-provider",
             reason: format!("{e:#}"),
         };
-        let pre = self.linker.instantiate_pre(&component).map_err(wrong_world)?;
-        let pre = ToolProviderPre::new(pre).map_err(wrong_world)?;
-        let provider = ToolProvider { name: name.to_owned(), runner, pre, limits };
+        let pre =
+            ToolProviderPre::new(self.linker.instantiate_pre(&component).map_err(wrong_world)?).map_err(wrong_world)?;
+        let pre_async = ToolProviderPreAsync::new(self.linker_async.instantiate_pre(&component).map_err(wrong_world)?)
+            .map_err(wrong_world)?;
+        let provider = ToolProvider { name: name.to_owned(), runner, pre, pre_async, limits };
         // Instantiate once now, under an empty grant, so a component that can
         // never run within the limits fails at start-up.
         let limits = &provider.limits;
-        let mut store =
-            provider.runner.store(StoreState::new(limits), limits).map_err(|e| limits_error(e.to_string()))?;
-        provider
-            .pre
-            .instantiate(&mut store)
-            .map_err(|e| limits_error(provider.runner.instantiate_error(e, &store, limits).to_string()))?;
+        let tried = off_async_thread(|| {
+            let state = StoreState::new(limits, Mode::Blocking);
+            let mut store = provider.runner.store(state, limits).map_err(|e| e.to_string())?;
+            match provider.pre.instantiate(&mut store) {
+                Ok(_) => Ok(()),
+                Err(e) => Err(provider.runner.instantiate_error(e, &store, limits).to_string()),
+            }
+        });
+        tried.map_err(|e| LoadError::Engine(format!("no thread to try {label} on: {e}")))?.map_err(limits_error)?;
         Ok(provider)
     }
 }
@@ -94,13 +101,16 @@ impl ToolProvider {
     /// granted: listing needs no data.
     pub fn list_tools(&self) -> Result<Vec<ToolDefinition>, SandboxError> {
         let limits = &self.limits;
-        let (mut store, instance) = self.instantiate(StoreState::new(limits), limits)?;
-        let listed = instance.wasmgate_sandbox_tools().call_list_tools(&mut store);
-        let stderr = guest_stderr(&store, &self.name);
-        match listed {
-            Ok(list) => check_definitions(list, limits.output_bytes),
-            Err(e) => Err(SandboxError::from_call(e, store.data().limiter.hits, limits, stderr)),
-        }
+        let list = || {
+            let (mut store, instance) = self.instantiate(StoreState::new(limits, Mode::Blocking), limits)?;
+            let listed = instance.wasmgate_sandbox_tools().call_list_tools(&mut store);
+            let stderr = guest_stderr(&store, &self.name);
+            match listed {
+                Ok(list) => check_definitions(list, limits.output_bytes),
+                Err(e) => Err(SandboxError::from_call(e, store.data().limiter.hits, limits, stderr)),
+            }
+        };
+        off_async_thread(list).map_err(|e| SandboxError::Instantiate(format!("no thread to list the tools on: {e}")))?
     }
 
     /// Calls the tool `name` with `arguments_json` (a JSON object) in a fresh
@@ -117,17 +127,60 @@ impl ToolProvider {
         grants: &Grants,
         limits: &Limits,
     ) -> Result<CallOutcome, ToolCallError> {
+        self.check_call(arguments_json.len() + name.len(), arguments_json, limits)?;
+        let call = || {
+            let state = StoreState::with_grants(limits, grants, Mode::Blocking)?;
+            let (mut store, instance) = self.instantiate(state, limits)?;
+            let called = instance.wasmgate_sandbox_tools().call_call_tool(&mut store, name, arguments_json);
+            self.called(called, &store, limits)
+        };
+        off_async_thread(call).map_err(|e| SandboxError::Instantiate(format!("no thread to run the call on: {e}")))?
+    }
+
+    /// [`ToolProvider::call`] on the calling async task rather than a thread of its
+    /// own: the guest runs on a fiber that yields at every epoch tick, so a tool that
+    /// spins holds the task's thread for at most a tick at a time until its deadline
+    /// interrupts it, and its file operations run on the runtime's blocking pool.
+    /// Every limit holds as in the blocking call. Needs a tokio runtime. Dropping
+    /// the future stops the call.
+    pub async fn call_async(
+        &self,
+        name: &str,
+        arguments_json: &str,
+        grants: &Grants,
+        limits: &Limits,
+    ) -> Result<CallOutcome, ToolCallError> {
+        self.check_call(arguments_json.len() + name.len(), arguments_json, limits)?;
+        let state = StoreState::with_grants(limits, grants, Mode::Async)?;
+        let mut store = self.runner.store_async(state, limits)?;
+        let instance = match self.pre_async.instantiate_async(&mut store).await {
+            Ok(instance) => instance,
+            Err(e) => return Err(self.runner.instantiate_error(e, &store, limits).into()),
+        };
+        let called = instance.wasmgate_sandbox_tools().call_call_tool(&mut store, name, arguments_json).await;
+        let called = called.map(|r| r.map(crate::bindings::CallOutcome::from).map_err(CallError::from));
+        self.called(called, &store, limits)
+    }
+
+    /// What is checked before any guest code runs: the limits, the input size, and
+    /// that the arguments are a JSON object.
+    fn check_call(&self, size: usize, arguments_json: &str, limits: &Limits) -> Result<(), ToolCallError> {
         self.runner.check(limits).map_err(SandboxError::InvalidLimits)?;
-        let size = name.len() + arguments_json.len();
         if size > limits.input_bytes {
             return Err(SandboxError::InputTooLarge { size, limit: limits.input_bytes }.into());
         }
-        if let Err(why) = check_arguments(arguments_json) {
-            return Err(ToolCallError::Call(CallError::InvalidArguments(why)));
-        }
-        let (mut store, instance) = self.instantiate(StoreState::with_grants(limits, grants)?, limits)?;
-        let called = instance.wasmgate_sandbox_tools().call_call_tool(&mut store, name, arguments_json);
-        let stderr = guest_stderr(&store, &self.name);
+        check_arguments(arguments_json).map_err(|why| ToolCallError::Call(CallError::InvalidArguments(why)))
+    }
+
+    /// What a call came to: its checked outcome, the component's own refusal, or
+    /// why the sandbox stopped it.
+    fn called(
+        &self,
+        called: wasmtime::Result<Result<crate::bindings::CallOutcome, CallError>>,
+        store: &Store<StoreState>,
+        limits: &Limits,
+    ) -> Result<CallOutcome, ToolCallError> {
+        let stderr = guest_stderr(store, &self.name);
         match called {
             Ok(Ok(outcome)) => Ok(check_outcome(outcome, limits.output_bytes)?),
             Ok(Err(declined)) => Err(ToolCallError::Call(bounded_call_error(declined))),

@@ -9,7 +9,7 @@ mod common;
 use serde_json::json;
 use wasmgate_sandbox::{CallError, Grants, Limits, SandboxError, ToolCallError, ToolProvider};
 
-use common::{call, hostile, ro_grant, rw_grant, sandbox, text};
+use common::{call, call_both, hostile, ro_grant, rw_grant, sandbox, text};
 
 /// After a hostile call, the provider still answers normally: every call is a new instance.
 fn assert_still_answers(tools: &ToolProvider) {
@@ -17,7 +17,7 @@ fn assert_still_answers(tools: &ToolProvider) {
 }
 
 fn sandbox_error(tools: &ToolProvider, tool: &str, args: &str, grants: &Grants) -> SandboxError {
-    match tools.call(tool, args, grants, tools.limits()) {
+    match call_both(tools, tool, args, grants) {
         Err(ToolCallError::Sandbox(err)) => err,
         other => panic!("{tool}: expected a sandbox error, got {other:?}"),
     }
@@ -26,7 +26,7 @@ fn sandbox_error(tools: &ToolProvider, tool: &str, args: &str, grants: &Grants) 
 /// The guest's own report that the operation was refused.
 fn denial(tools: &ToolProvider, tool: &str, path: &str, grants: &Grants) -> String {
     let args = format!(r#"{{"path":"{path}"}}"#);
-    match tools.call(tool, &args, grants, tools.limits()) {
+    match call_both(tools, tool, &args, grants) {
         Err(ToolCallError::Call(CallError::Internal(why))) => {
             eprintln!("guest reported: {why}");
             why
@@ -170,4 +170,39 @@ fn a_loud_guest_error_is_cut_short_and_made_log_safe() {
         }
         other => panic!("expected the guest's internal error, got {other:?}"),
     }
+}
+
+#[test]
+fn a_spinning_tool_on_an_async_task_lets_the_other_tasks_of_its_thread_run() {
+    // One thread, as `wasmgate serve` over stdio: the guest yields at every epoch tick,
+    // so a task that is ready runs long before the spinning call reaches its deadline.
+    let sandbox = sandbox();
+    let tools = hostile(&sandbox);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let (ran, ran_at) = tokio::sync::oneshot::channel();
+        let other = tokio::spawn(async move { ran.send(std::time::Instant::now()).unwrap() });
+        let err = tools.call_async("spin", "{}", &Grants::none(), tools.limits()).await.unwrap_err();
+        let spin_ended = std::time::Instant::now();
+        assert!(matches!(err, ToolCallError::Sandbox(SandboxError::DeadlineExceeded { .. })), "{err}");
+        other.await.unwrap();
+        assert!(ran_at.await.unwrap() < spin_ended, "the other task waited for the whole spin");
+    });
+    assert_still_answers(&tools);
+}
+
+#[test]
+fn the_blocking_api_called_from_async_code_still_reports_the_panic() {
+    // WASI's blocking stderr waits on tokio with `Handle::block_on`, which panics on
+    // a thread driving async tasks; the blocking API moves such a call off it.
+    let sandbox = sandbox();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let tools = runtime.block_on(async { hostile(&sandbox) });
+    let err = runtime.block_on(async { tools.call("panic", "{}", &Grants::none(), tools.limits()).unwrap_err() });
+    assert!(
+        matches!(&err, ToolCallError::Sandbox(SandboxError::Trapped { stderr, .. }) if stderr.contains("panicked on purpose")),
+        "{err}"
+    );
+    let listed = runtime.block_on(async { common::calendar(&sandbox).list_tools() });
+    assert!(listed.is_ok_and(|tools| !tools.is_empty()));
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use wasmgate_guests::{CALENDAR_PATH, hostile as hostile_paths};
-use wasmgate_sandbox::{CallOutcome, DirGrant, Grants, Limits, Sandbox, SandboxConfig, ToolProvider};
+use wasmgate_sandbox::{CallOutcome, DirGrant, Grants, Limits, Sandbox, SandboxConfig, ToolCallError, ToolProvider};
 
 pub fn sandbox() -> Sandbox {
     Sandbox::new(SandboxConfig { max_concurrent_calls: 4, ..SandboxConfig::default() }).unwrap()
@@ -36,9 +36,28 @@ pub fn ro_grant(dir: &Path) -> Grants {
     Grants::none().with_dir(DirGrant::read_only(dir, "/data"))
 }
 
-/// A call that must produce an outcome, under the provider's limits.
+/// A call that must produce an outcome, under the provider's limits, made as the
+/// gateway makes it: on an async task ([`ToolProvider::call_async`]). Made once:
+/// a tool may change its data (the calendar does).
 pub fn call(provider: &ToolProvider, tool: &str, args: Value, grants: &Grants) -> CallOutcome {
-    provider.call(tool, &args.to_string(), grants, provider.limits()).unwrap()
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(provider.call_async(tool, &args.to_string(), grants, provider.limits())).unwrap()
+}
+
+/// A call of a tool without side effects, made both ways, blocking ([`ToolProvider::call`]) and on an async task
+/// ([`ToolProvider::call_async`], on a single-threaded runtime as `wasmgate serve`
+/// uses over stdio), which must end the same; the blocking outcome is returned.
+pub fn call_both(
+    provider: &ToolProvider,
+    tool: &str,
+    args: &str,
+    grants: &Grants,
+) -> Result<CallOutcome, ToolCallError> {
+    let blocking = provider.call(tool, args, grants, provider.limits());
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let on_task = runtime.block_on(provider.call_async(tool, args, grants, provider.limits()));
+    assert_eq!(format!("{blocking:?}"), format!("{on_task:?}"), "{tool}: the two ways ended differently");
+    blocking
 }
 
 /// The text of the outcome's first content block.
