@@ -109,18 +109,14 @@ impl ComponentTool {
         if cancel.is_cancelled() {
             return Err(ToolError::cancelled().with_provider(&self.component.provider));
         }
-        // CPU work bounded by the deadline: off the async threads. On cancellation the
-        // call is left to finish (within its deadline) and its outcome dropped.
-        let component = Arc::clone(&self.component);
-        let name = self.upstream.clone();
+        // On this task: the guest yields at every epoch tick until its deadline, so a
+        // spinning tool never holds the thread for long. Cancellation drops the call.
+        let component = &self.component;
         let arguments = Value::Object(arguments).to_string();
-        let task = tokio::task::spawn_blocking(move || {
-            component.component.call(&name, &arguments, &component.grants, &component.limits)
-        });
-        let Some(joined) = cancel.run_until_cancelled(task).await else {
+        let call = component.component.call_async(&self.upstream, &arguments, &component.grants, &component.limits);
+        let Some(called) = cancel.run_until_cancelled(call).await else {
             return Err(ToolError::cancelled().with_provider(&self.component.provider));
         };
-        let called = joined.map_err(|join| self.failed(format!("the call's task failed: {join}")))?;
         match called {
             Ok(outcome) => match result_of(outcome) {
                 Ok(result) => Ok(render(self.origin(), &self.formatter, None, &result).await),

@@ -73,11 +73,10 @@ pub async fn render(
     }
 }
 
-/// Runs the formatter off the async threads: a call is CPU work bounded by its deadline.
+/// Runs the formatter on the calling task ([`Formatter::format_async`]): the guest
+/// runs on a fiber that yields at every epoch tick, so formatting never holds the
+/// thread for long, and no handoff to another thread (two wake-ups, which on a small
+/// machine cost more than formatting a small result) is paid.
 async fn format(formatter: &Arc<Formatter>, request: FormatRequest) -> Result<String, String> {
-    let formatter = Arc::clone(formatter);
-    match tokio::task::spawn_blocking(move || formatter.format(request)).await {
-        Ok(outcome) => outcome.map_err(|e| e.to_string()),
-        Err(join) => Err(format!("the formatting task failed: {join}")),
-    }
+    formatter.format_async(request).await.map_err(|e| e.to_string())
 }
