@@ -21,6 +21,7 @@ mod format;
 mod open;
 mod review;
 mod serve;
+mod stdio;
 mod tools;
 
 #[derive(Debug, Parser)]
@@ -61,7 +62,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Format(args) => format::run(args).map(|()| true),
         Command::Audit(command) => audit::run(command).map(|()| true),
-        Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::run(args))).map(|()| true),
+        Command::Serve(args) => args.runtime().and_then(|rt| rt.block_on(serve::run(args))).map(|()| true),
         Command::Tools(args) => runtime().and_then(|rt| rt.block_on(tools::run(args))).map(|()| true),
         Command::Review(args) => runtime().and_then(|rt| rt.block_on(review::run(args))).map(|()| true),
         Command::Call(args) => runtime().and_then(|rt| rt.block_on(call::run(args))),

@@ -33,6 +33,23 @@ pub struct ServeArgs {
     per_client_requests: Option<usize>,
 }
 
+impl ServeArgs {
+    /// The runtime `serve` runs on. Over stdio it serves one client, whose messages
+    /// arrive one at a time: a single-threaded runtime reads a request, runs its call
+    /// and writes the answer on one thread, where a multi-threaded one hands each step
+    /// to another worker (a thread wake-up each, most of a call's latency on a small
+    /// machine). Long CPU work (a tool component's call, formatting a large result)
+    /// still runs on the blocking pool either way. HTTP serves many clients: one
+    /// worker per core.
+    pub fn runtime(&self) -> anyhow::Result<tokio::runtime::Runtime> {
+        let mut builder = match self.http {
+            Some(_) => tokio::runtime::Builder::new_multi_thread(),
+            None => tokio::runtime::Builder::new_current_thread(),
+        };
+        builder.enable_all().build().context("cannot start the async runtime")
+    }
+}
+
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let token = match &args.token_env {
         Some(var) => Some(std::env::var(var).with_context(|| format!("--token-env {var}: the variable is not set"))?),
@@ -74,8 +91,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             serve_http(backend, listener, config, http, shutdown).await
         }
         None => {
-            let stdin = tokio::io::BufReader::new(tokio::io::stdin());
-            serve_stdio(backend, stdin, tokio::io::stdout(), config, shutdown).await
+            let stdin = tokio::io::BufReader::new(crate::stdio::input());
+            serve_stdio(backend, stdin, crate::stdio::output(), config, shutdown).await
         }
     };
     gateway.close().await;

@@ -139,6 +139,11 @@ async fn connection(
         request.extensions_mut().insert(ConnectInfo(peer));
         router.clone().oneshot(request)
     });
+    // Answers are small and written whole: send them at once rather than let Nagle's
+    // algorithm hold one back for the client's acknowledgement of the last.
+    if let Err(error) = stream.set_nodelay(true) {
+        tracing::debug!(%error, "cannot set TCP_NODELAY");
+    }
     let connection = builder.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(connection);
     let served = tokio::select! {
