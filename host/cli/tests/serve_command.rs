@@ -177,3 +177,63 @@ async fn an_ask_verdict_is_put_to_the_clients_user_in_both_eras_over_stdio_and_h
     let approved = approvals.iter().filter(|a| a["approved"] == true).count();
     assert_eq!(approved, 4, "one approved call per era and transport: {approvals:?}");
 }
+
+/// What a client sends first, one message per line: the handshake and one call.
+fn opening_lines() -> String {
+    [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "echo__echo", "arguments": {"text": "over any stdio"}}}),
+    ]
+    .iter()
+    .map(|m| format!("{m}\n"))
+    .collect()
+}
+
+fn answered_the_call(output: &str) {
+    let answer = output
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|m| m["id"] == 2)
+        .unwrap_or_else(|| panic!("no answer to the call in {output:?}"));
+    assert!(answer["result"]["content"][0]["text"].as_str().unwrap().contains("over any stdio"), "{answer}");
+}
+
+#[test]
+fn stdio_serve_works_with_files_as_well_as_pipes() {
+    // A pipe is polled by the reactor; a regular file cannot be, and keeps tokio's
+    // blocking streams. Reading to the end, the gateway answers, then exits.
+    let dir = reviewed();
+    std::fs::write(dir.path().join("in.jsonl"), opening_lines()).unwrap();
+    let input = std::fs::File::open(dir.path().join("in.jsonl")).unwrap();
+    let output = std::fs::File::create(dir.path().join("out.jsonl")).unwrap();
+    let status = common::command(dir.path()).arg("serve").stdin(input).stdout(output).status().unwrap();
+    assert!(status.success());
+    answered_the_call(&std::fs::read_to_string(dir.path().join("out.jsonl")).unwrap());
+}
+
+#[test]
+fn stdio_serve_works_over_a_socket_pair_as_node_clients_start_servers() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = reviewed();
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let theirs_out = theirs.try_clone().unwrap();
+    let mut served = common::command(dir.path())
+        .arg("serve")
+        .stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+        .stdout(std::process::Stdio::from(std::os::fd::OwnedFd::from(theirs_out)))
+        .spawn()
+        .unwrap();
+    ours.set_read_timeout(Some(std::time::Duration::from_secs(60))).unwrap();
+    (&ours).write_all(opening_lines().as_bytes()).unwrap();
+    let mut output = String::new();
+    let mut lines = BufReader::new(&ours);
+    while !output.lines().any(|l| l.contains(r#""id":2"#)) {
+        assert!(lines.read_line(&mut output).unwrap() > 0, "the gateway closed the socket: {output}");
+    }
+    answered_the_call(&output);
+    ours.shutdown(std::net::Shutdown::Write).unwrap();
+    assert!(served.wait().unwrap().success());
+}
