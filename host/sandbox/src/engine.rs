@@ -65,7 +65,7 @@ pub struct Sandbox {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<StoreState>,
     /// The same imports with async WASI, for calls run on an async task.
-    pub(crate) linker_async: Linker<StoreState>,
+    pub(crate) linker_async: Arc<Linker<StoreState>>,
     pub(crate) config: SandboxConfig,
     pub(crate) cache: Option<Cache>,
     /// Whether the pooling allocator is in use (it may have been refused).
@@ -95,6 +95,7 @@ impl Sandbox {
             }
         });
         let ticker = Ticker::start(engine.clone(), config.epoch_tick)?;
+        let linker_async = Arc::new(linker_async);
         Ok(Sandbox { engine, linker, linker_async, config, cache, pooled, ticker })
     }
 

@@ -2,12 +2,13 @@
 //! tool result.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::bindings::{FormatError, FormatterPre, FormatterPreAsync, ToolResult};
 use crate::engine::Sandbox;
 use crate::error::{LoadError, SandboxError, bounded};
 use crate::limits::Limits;
-use crate::runner::{Runner, guest_stderr, off_async_thread, read_component};
+use crate::runner::{LazyPre, Runner, guest_stderr, off_async_thread, read_component};
 use crate::state::{Mode, StoreState};
 
 /// Longest guest-supplied error text kept.
@@ -46,7 +47,7 @@ pub struct Formatter {
     runner: Runner,
     pre: FormatterPre<StoreState>,
     /// The same component linked to async WASI, for [`Formatter::format_async`].
-    pre_async: FormatterPreAsync<StoreState>,
+    pre_async: Arc<LazyPre<FormatterPreAsync<StoreState>>>,
     limits: Limits,
 }
 
@@ -80,8 +81,7 @@ impl Sandbox {
         };
         let pre =
             FormatterPre::new(self.linker.instantiate_pre(&component).map_err(wrong_world)?).map_err(wrong_world)?;
-        let pre_async = FormatterPreAsync::new(self.linker_async.instantiate_pre(&component).map_err(wrong_world)?)
-            .map_err(wrong_world)?;
+        let pre_async = LazyPre::new(component, Arc::clone(&self.linker_async));
         Formatter { name: name.to_owned(), runner, pre, pre_async, limits }.trial()
     }
 }
@@ -146,7 +146,8 @@ impl Formatter {
         let limits = &self.limits;
         let input = self.input(request, limits)?;
         let mut store = self.runner.store_async(StoreState::new(limits, Mode::Async), limits)?;
-        let instance = match self.pre_async.instantiate_async(&mut store).await {
+        let pre = self.pre_async.get(FormatterPreAsync::new)?;
+        let instance = match pre.instantiate_async(&mut store).await {
             Ok(instance) => instance,
             Err(e) => return Err(self.runner.instantiate_error(e, &store, limits)),
         };

@@ -5,7 +5,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use wasmtime::component::Component;
+use std::sync::{Arc, OnceLock};
+
+use wasmtime::component::{Component, InstancePre, Linker};
 use wasmtime::{Engine, PoolConcurrencyLimitError, Store, UpdateDeadline};
 
 use crate::cache::Cache;
@@ -98,6 +100,29 @@ impl Runner {
             return SandboxError::from_call(err, hits, limits, store.data().stderr.contents());
         }
         SandboxError::Instantiate(format!("{err:#}"))
+    }
+}
+
+/// A component's link to the async linker, made on its first async call rather than
+/// at load: loading stays as fast as it was for callers that never call it async.
+pub(crate) struct LazyPre<P> {
+    component: Component,
+    linker: Arc<Linker<StoreState>>,
+    pre: OnceLock<Result<P, String>>,
+}
+
+impl<P> LazyPre<P> {
+    pub fn new(component: Component, linker: Arc<Linker<StoreState>>) -> Arc<Self> {
+        Arc::new(LazyPre { component, linker, pre: OnceLock::new() })
+    }
+
+    /// The linked component, made with `make` the first time.
+    pub fn get(&self, make: impl FnOnce(InstancePre<StoreState>) -> wasmtime::Result<P>) -> Result<&P, SandboxError> {
+        let pre = self.pre.get_or_init(|| {
+            let linked = self.linker.instantiate_pre(&self.component).and_then(make);
+            linked.map_err(|e| format!("cannot link the component to async WASI: {e:#}"))
+        });
+        pre.as_ref().map_err(|e| SandboxError::Instantiate(e.clone()))
     }
 }
 

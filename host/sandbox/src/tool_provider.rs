@@ -2,6 +2,7 @@
 //! instance per call, with only the grants the caller passes.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use wasmtime::Store;
 
@@ -11,7 +12,7 @@ use crate::error::{LoadError, SandboxError, ToolCallError, bounded};
 use crate::formatter::MAX_ERROR_TEXT;
 use crate::grants::Grants;
 use crate::limits::Limits;
-use crate::runner::{Runner, guest_stderr, off_async_thread, read_component};
+use crate::runner::{LazyPre, Runner, guest_stderr, off_async_thread, read_component};
 use crate::state::{Mode, StoreState};
 use crate::tool_output::{CallOutcome, ToolDefinition, check_definitions, check_outcome};
 
@@ -24,7 +25,7 @@ pub struct ToolProvider {
     runner: Runner,
     pre: ToolProviderPre<StoreState>,
     /// The same component linked to async WASI, for [`ToolProvider::call_async`].
-    pre_async: ToolProviderPreAsync<StoreState>,
+    pre_async: Arc<LazyPre<ToolProviderPreAsync<StoreState>>>,
     limits: Limits,
 }
 
@@ -65,8 +66,7 @@ impl Sandbox {
         };
         let pre =
             ToolProviderPre::new(self.linker.instantiate_pre(&component).map_err(wrong_world)?).map_err(wrong_world)?;
-        let pre_async = ToolProviderPreAsync::new(self.linker_async.instantiate_pre(&component).map_err(wrong_world)?)
-            .map_err(wrong_world)?;
+        let pre_async = LazyPre::new(component, Arc::clone(&self.linker_async));
         let provider = ToolProvider { name: name.to_owned(), runner, pre, pre_async, limits };
         // Instantiate once now, under an empty grant, so a component that can
         // never run within the limits fails at start-up.
@@ -153,7 +153,8 @@ impl ToolProvider {
         self.check_call(arguments_json.len() + name.len(), arguments_json, limits)?;
         let state = StoreState::with_grants(limits, grants, Mode::Async)?;
         let mut store = self.runner.store_async(state, limits)?;
-        let instance = match self.pre_async.instantiate_async(&mut store).await {
+        let pre = self.pre_async.get(ToolProviderPreAsync::new)?;
+        let instance = match pre.instantiate_async(&mut store).await {
             Ok(instance) => instance,
             Err(e) => return Err(self.runner.instantiate_error(e, &store, limits).into()),
         };
