@@ -84,11 +84,14 @@ fn outcome_records_cost_no_fsync_of_their_own_and_ride_with_the_next_start() {
 #[test]
 fn the_writer_gathers_only_after_a_batch_of_several_appenders_and_only_when_every_call() {
     use crate::Durability;
-    use crate::writer::{COMMIT_DELAY, gather_for};
+    use crate::writer::{COMMIT_DELAY, Gather, gather_for};
+    let gather = |enough| Some(Gather { delay: COMMIT_DELAY, enough });
     assert_eq!(gather_for(Durability::EveryCall, 0), None, "an idle log writes at once");
     assert_eq!(gather_for(Durability::EveryCall, 1), None, "a lone caller never waits");
-    assert_eq!(gather_for(Durability::EveryCall, 2), Some(COMMIT_DELAY));
-    assert_eq!(gather_for(Durability::EveryCall, 64), Some(COMMIT_DELAY));
+    assert_eq!(gather_for(Durability::EveryCall, 2), gather(2), "two callers in step wait for each other only");
+    assert_eq!(gather_for(Durability::EveryCall, 3), gather(3));
+    assert_eq!(gather_for(Durability::EveryCall, 8), gather(10), "batches grow under load");
+    assert_eq!(gather_for(Durability::EveryCall, 64), gather(32), "and are bounded");
     assert_eq!(gather_for(Durability::Off, 64), None);
     assert_eq!(gather_for(Durability::Batched { max_delay_ms: 5 }, 64), None);
 }

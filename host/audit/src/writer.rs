@@ -38,20 +38,31 @@ pub(crate) struct Job {
 pub(crate) const LAZY_SYNC: Duration = Duration::from_millis(200);
 
 /// Under `every-call` durability, when the last batch carried submissions of several
-/// appenders (calls are arriving concurrently), the writer waits up to this long for
-/// more before its next write and fsync, like PostgreSQL's `commit_delay` with
-/// `commit_siblings`. Without it, arrivals paced by a slow upstream reach the log a
-/// few per fsync; with it, one fsync covers most of the calls that arrive while it
-/// would have run. A lone caller (one submission per batch) never waits.
-pub(crate) const COMMIT_DELAY: Duration = Duration::from_micros(300);
+/// appenders (calls are arriving concurrently), the writer gathers before its next
+/// write and fsync, like PostgreSQL's `commit_delay` with `commit_siblings`: until as
+/// many appenders as last time are queued, a quarter more once there are four or more,
+/// or for at most this long. Without it, arrivals paced by a slow upstream reach the
+/// log a few per fsync; with it, the batches grow until the bound holds them, so one
+/// fsync covers the calls of two milliseconds. Two callers in step wait for each
+/// other only, and a lone caller (one submission per batch) never waits.
+pub(crate) const COMMIT_DELAY: Duration = Duration::from_millis(2);
 
-/// Waited-for submissions that end the gathering at once.
-const GATHER_ENOUGH: usize = 16;
+/// The most waited-for submissions a gathering waits for.
+const GATHER_MOST: usize = 32;
 
-/// How long to gather before writing, given how many waited-for submissions the
-/// previous batch carried.
-pub(crate) fn gather_for(durability: Durability, previous_waiters: usize) -> Option<Duration> {
-    (durability == Durability::EveryCall && previous_waiters >= 2).then_some(COMMIT_DELAY)
+/// How the writer gathers before a write: for at most `delay`, until `enough`
+/// waited-for submissions are queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Gather {
+    pub delay: Duration,
+    pub enough: usize,
+}
+
+/// How to gather before writing, given how many waited-for submissions the previous
+/// batch carried; `None`: write at once.
+pub(crate) fn gather_for(durability: Durability, previous_waiters: usize) -> Option<Gather> {
+    (durability == Durability::EveryCall && previous_waiters >= 2)
+        .then(|| Gather { delay: COMMIT_DELAY, enough: (previous_waiters + previous_waiters / 4).min(GATHER_MOST) })
 }
 
 /// Submissions in `queue` someone waits for (not lazy).
@@ -140,9 +151,9 @@ pub(crate) fn run(shared: Arc<Shared>, mut file: File) {
                     None => shared.changed.wait(st).unwrap_or_else(|e| e.into_inner()),
                 };
             }
-            if let Some(delay) = gather_for(shared.durability, previous_waiters).filter(|_| waiters(&st.queue) > 0) {
-                let until = Instant::now() + delay;
-                while !st.held && !st.closing && waiters(&st.queue) < GATHER_ENOUGH {
+            if let Some(gather) = gather_for(shared.durability, previous_waiters).filter(|_| waiters(&st.queue) > 0) {
+                let until = Instant::now() + gather.delay;
+                while !st.held && !st.closing && waiters(&st.queue) < gather.enough {
                     let Some(left) = until.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) else {
                         break;
                     };

@@ -127,6 +127,43 @@ fn interleaved(rt: &Runtime, what: &str, a: (&McpClient, &str), b: (&McpClient, 
     eprintln!("{what}: median throughput ratio (second / first) {:.2}", ratios[ROUNDS / 2]);
 }
 
+/// Calls in flight at once in the throughput comparison, and calls per caller per batch.
+const IN_FLIGHT: usize = 8;
+const PER_CALLER: usize = 50;
+
+/// Calls per second with [`IN_FLIGHT`] calls in flight on one connection, interleaved
+/// like [`interleaved`]: a pipelined client keeps the upstream (and the gateway) busy
+/// instead of waiting out a round trip per call.
+fn concurrent(rt: &Runtime, what: &str, a: (&McpClient, &str), b: (&McpClient, &str)) {
+    let batch = |client: &McpClient, tool: &str| {
+        let started = Instant::now();
+        rt.block_on(async {
+            let callers: Vec<_> = (0..IN_FLIGHT)
+                .map(|_| {
+                    let (client, tool) = (client.clone(), tool.to_owned());
+                    tokio::spawn(async move {
+                        for _ in 0..PER_CALLER {
+                            call(&client, &tool).await;
+                        }
+                    })
+                })
+                .collect();
+            for caller in callers {
+                caller.await.unwrap();
+            }
+        });
+        (IN_FLIGHT * PER_CALLER) as f64 / started.elapsed().as_secs_f64()
+    };
+    let mut ratios = Vec::new();
+    for round in 0..ROUNDS {
+        let (ra, rb) = (batch(a.0, a.1), batch(b.0, b.1));
+        eprintln!("{what}, {IN_FLIGHT} in flight: round {round}: {ra:.0} vs {rb:.0} calls/s; ratio {:.2}", rb / ra);
+        ratios.push(rb / ra);
+    }
+    ratios.sort_by(f64::total_cmp);
+    eprintln!("{what}, {IN_FLIGHT} in flight: median throughput ratio (second / first) {:.2}", ratios[ROUNDS / 2]);
+}
+
 fn overhead(c: &mut Criterion) {
     let rt = Runtime::new().unwrap();
     // One directory per running gateway: a gateway holds its state directory.
@@ -162,6 +199,15 @@ fn overhead(c: &mut Criterion) {
         "wasm component via gateway (every-call) vs python direct",
         (&direct, "echo"),
         (&stdio_durable, "tools__echo"),
+    );
+    concurrent(&rt, "gateway stdio (audit off) vs direct", (&direct, "echo"), (&stdio_off, "echo__echo"));
+    concurrent(&rt, "gateway http (audit off) vs direct", (&direct, "echo"), (&http_off, "echo__echo"));
+    concurrent(&rt, "gateway stdio (every-call) vs direct", (&direct, "echo"), (&stdio_durable, "echo__echo"));
+    concurrent(
+        &rt,
+        "wasm component via gateway (audit off) vs python direct",
+        (&direct, "echo"),
+        (&stdio_off, "tools__echo"),
     );
     for client in [direct, stdio_off, stdio_durable, http_off] {
         rt.block_on(client.close());
