@@ -38,9 +38,9 @@ impl ServeArgs {
     /// arrive one at a time: a single-threaded runtime reads a request, runs its call
     /// and writes the answer on one thread, where a multi-threaded one hands each step
     /// to another worker (a thread wake-up each, most of a call's latency on a small
-    /// machine). Long CPU work (a tool component's call, formatting a large result)
-    /// still runs on the blocking pool either way. HTTP serves many clients: one
-    /// worker per core.
+    /// machine). Guest code (a tool component's call, formatting) yields at every
+    /// epoch tick, and file operations go to the blocking pool, so one slow call does
+    /// not hold up the others. HTTP serves many clients: one worker per core.
     pub fn runtime(&self) -> anyhow::Result<tokio::runtime::Runtime> {
         let mut builder = match self.http {
             Some(_) => tokio::runtime::Builder::new_multi_thread(),
