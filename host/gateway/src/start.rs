@@ -102,7 +102,7 @@ impl Gateway {
                         }
                         McpProvider::connect(name, transport, client, formatters).await
                     };
-                    let connected = connected.map_err(|e| unreachable(e.to_string()))?;
+                    let connected = connected?;
                     mcp.push(connected.clone());
                     sources.push(Arc::new(connected));
                 }
