@@ -43,6 +43,11 @@ fn cli_fixtures() -> PathBuf {
 /// A gateway configuration with `bad` running the hostile fixture as `args` say, and `echo`.
 /// Compiled components are cached across the tests of this file.
 fn configure(args: &[&str]) -> tempfile::TempDir {
+    configure_with(args, "")
+}
+
+/// As [`configure`], with `extra` lines in the hostile provider's table.
+fn configure_with(args: &[&str], extra: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let gate_fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gate/tests/fixtures").canonicalize().unwrap();
     let hostile = cli_fixtures().join("hostile_upstream.py").display().to_string();
@@ -53,7 +58,7 @@ fn configure(args: &[&str]) -> tempfile::TempDir {
     let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hostile-upstream-cache");
     let config = format!(
         "state_dir = \"state\"\n\n[sandbox]\ncache_dir = {cache:?}\n\n\
-         [providers.bad]\ncommand = {python:?}\nargs = {bad_args:?}\nread_exec = {dirs:?}\n\n\
+         [providers.bad]\ncommand = {python:?}\nargs = {bad_args:?}\nread_exec = {dirs:?}\n{extra}\n\
          [providers.echo]\ncommand = {python:?}\nargs = [{echo:?}]\nread_exec = {dirs:?}\n",
         cache = cache.display().to_string(),
         python = python.display().to_string(),
@@ -120,8 +125,13 @@ struct Served {
 /// Reviews and serves a gateway with `bad` in `mode`; checks both providers' tools are
 /// listed and `echo__echo` answers, and notes the memory before the attack.
 async fn gateway(mode: &str) -> Served {
+    gateway_with(mode, "").await
+}
+
+/// As [`gateway`], with `extra` lines in the hostile provider's configuration.
+async fn gateway_with(mode: &str, extra: &str) -> Served {
     let started = Instant::now();
-    let dir = configure(&[mode]);
+    let dir = configure_with(&[mode], extra);
     let review = wasmgate(dir.path(), &["review", "--yes"]);
     assert!(review.status.success(), "{mode}: review: {}{}", stdout(&review), stderr(&review));
     assert!(stdout(&review).contains("approved: bad__trap"), "{mode}: {}", stdout(&review));
@@ -319,6 +329,19 @@ async fn a_call_that_never_answers_is_cancelled_upstream_when_the_client_gives_u
     served
         .eventually("the cancellation in the audit log", |s| s.audit("trap").iter().any(|r| r["event"] == "cancelled"))
         .await;
+    served.assert_answers("bad__ok", "ok").await;
+    served.finish().await;
+}
+
+#[tokio::test]
+async fn a_configured_call_timeout_ends_a_call_that_never_answers() {
+    // `call_timeout_ms` in wasmgate.toml bounds the upstream call (default 120 s).
+    let served = gateway_with("hang", "call_timeout_ms = 500").await;
+    let started = Instant::now();
+    served.assert_failed("bad__trap").await;
+    assert!(started.elapsed() < Duration::from_secs(30), "the configured timeout ended the call");
+    let why = served.trap_failure().await;
+    assert!(why.contains("timed out after 500ms"), "{why}");
     served.assert_answers("bad__ok", "ok").await;
     served.finish().await;
 }

@@ -24,6 +24,7 @@
 //! [providers.search]              # a Streamable HTTP MCP server
 //! url = "https://search.example/mcp"
 //! token_env = "SEARCH_TOKEN"
+//! call_timeout_ms = 30000         # one tools/call may take this long (default 120 s)
 //!
 //! [providers.diary]               # a WASM tool component
 //! component = "diary.wasm"
@@ -116,6 +117,10 @@ pub struct ProviderConfig {
     /// The component's directory grants.
     #[serde(default)]
     pub dirs: Vec<DirConfig>,
+    /// How long one `tools/call` to a stdio or HTTP server may take, in milliseconds
+    /// (default: the client's, 120 s). A component's calls are bounded by the
+    /// limits' `deadline_ms` instead.
+    pub call_timeout_ms: Option<u64>,
 }
 
 /// A directory granted to a WASM tool component.
@@ -254,6 +259,18 @@ impl Config {
                     "a provider needs exactly one of `command`, `url` or `component`",
                     "give a stdio server's `command`, an HTTP server's `url`, or a WASM tool `component`",
                 ));
+            }
+            if let Some((problem, fix)) = match provider.call_timeout_ms {
+                Some(0) => {
+                    Some(("`call_timeout_ms = 0` would fail every call", "give a time in milliseconds, e.g. 30000"))
+                }
+                Some(_) if provider.component.is_some() => Some((
+                    "`call_timeout_ms` is for stdio and HTTP servers; a component's calls end at its `deadline_ms`",
+                    "remove it, and set `deadline_ms` under [limits] or in the policy",
+                )),
+                _ => None,
+            } {
+                return Err(src.error(span, &key, problem, fix));
             }
             provider.component = provider.component.map(at);
             provider.read_exec = provider.read_exec.into_iter().map(at).collect();

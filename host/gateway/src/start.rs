@@ -86,7 +86,10 @@ impl Gateway {
                 }
                 ProviderKind::Stdio | ProviderKind::Http => {
                     let unreachable = |e: String| StartError::Provider { provider: name.clone(), reason: e };
-                    let client = ClientConfig::default();
+                    let mut client = ClientConfig::default();
+                    if let Some(ms) = provider.call_timeout_ms {
+                        client.call_timeout = std::time::Duration::from_millis(ms);
+                    }
                     let connected = if kind == ProviderKind::Http {
                         let transport =
                             HttpTransport::new(&http(name, provider)).map_err(|e| unreachable(e.to_string()))?;

@@ -39,6 +39,17 @@ dirs = [{ host = "data", guest = "/data", read_only = false }]
 }
 
 #[test]
+fn a_call_timeout_is_for_servers_and_must_be_positive() {
+    let config = parse("[providers.slow]\ncommand = \"x\"\ncall_timeout_ms = 30000\n").unwrap();
+    assert_eq!(config.providers["slow"].call_timeout_ms, Some(30_000));
+    assert_eq!(parse("[providers.a]\ncommand = \"x\"\n").unwrap().providers["a"].call_timeout_ms, None);
+    let e = error("[providers.slow]\ncommand = \"x\"\ncall_timeout_ms = 0\n");
+    assert!(e.contains("would fail every call") && e.contains("fix: give a time"), "{e}");
+    let e = error("[providers.diary]\ncomponent = \"d.wasm\"\ncall_timeout_ms = 10\n");
+    assert!(e.contains("`providers.diary`") && e.contains("deadline_ms"), "{e}");
+}
+
+#[test]
 fn errors_name_the_line_the_key_and_the_fix() {
     let e = error("[providers.calendar]\ncommand = \"x\"\nurl = \"http://y\"\n");
     assert!(e.starts_with("wasmgate.toml:1:"), "{e}");
