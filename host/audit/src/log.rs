@@ -8,7 +8,7 @@ use crate::event::{Entry, Event};
 use crate::pending::{Completion, Pending};
 use crate::redact::Redaction;
 use crate::tail::recover;
-use crate::writer::{Job, Shared, State, run};
+use crate::writer::{Job, Shared, State, joined, run};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -162,9 +162,8 @@ impl AuditLog {
                 // `off`: nothing waits for a disk, so the appender writes the records
                 // itself, under the lock that orders them, rather than wake the writer
                 // thread and wait to be woken back (two thread switches per record).
-                let bytes: Vec<u8> = lines.iter().flat_map(|j| j.line.iter().copied()).collect();
                 self.shared.batches.fetch_add(1, Ordering::Relaxed);
-                if let Err(e) = (&*file).write_all(&bytes) {
+                if let Err(e) = (&*file).write_all(&joined(&lines)) {
                     let message = e.to_string();
                     st.failed.get_or_insert_with(|| message.clone());
                     return Err(AuditError::Write { path: self.shared.path.clone(), message });

@@ -65,6 +65,13 @@ pub(crate) fn gather_for(durability: Durability, previous_waiters: usize) -> Opt
         .then(|| Gather { delay: COMMIT_DELAY, enough: (previous_waiters + previous_waiters / 4).min(GATHER_MOST) })
 }
 
+/// The records of `jobs`, in order, as one write.
+pub(crate) fn joined(jobs: &[Job]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(jobs.iter().map(|j| j.line.len()).sum());
+    jobs.iter().for_each(|j| bytes.extend_from_slice(&j.line));
+    bytes
+}
+
 /// Submissions in `queue` someone waits for (not lazy).
 fn waiters(queue: &[Job]) -> usize {
     queue.iter().filter(|j| j.done.is_some() && !j.lazy).count()
@@ -170,7 +177,7 @@ pub(crate) fn run(shared: Arc<Shared>, mut file: File) {
             continue;
         }
         if !batch.is_empty() {
-            let bytes: Vec<u8> = batch.iter().flat_map(|j| j.line.iter().copied()).collect();
+            let bytes = joined(&batch);
             shared.batches.fetch_add(1, Ordering::Relaxed);
             if let Err(e) = file.write_all(&bytes) {
                 shared.poison(&e.to_string(), batch);
