@@ -8,7 +8,7 @@ use crate::bindings::{FormatError, FormatterPre, FormatterPreAsync, ToolResult};
 use crate::engine::Sandbox;
 use crate::error::{LoadError, SandboxError, bounded};
 use crate::limits::Limits;
-use crate::runner::{LazyPre, Runner, guest_stderr, off_async_thread, read_component};
+use crate::runner::{LazyPre, Runner, guest_stderr, read_component, run_blocking};
 use crate::state::{Mode, StoreState};
 
 /// Longest guest-supplied error text kept.
@@ -101,19 +101,7 @@ impl Formatter {
     /// Instantiates once, so a component that can never run within its limits fails
     /// at start-up rather than on every call.
     fn trial(self) -> Result<Formatter, LoadError> {
-        let limits_error = |reason: String| LoadError::Limits { name: self.name.clone(), reason };
-        let limits = &self.limits;
-        let tried = off_async_thread(|| {
-            let state = StoreState::new(limits, Mode::Blocking);
-            let mut store = self.runner.store(state, limits).map_err(|e| e.to_string())?;
-            match self.pre.instantiate(&mut store) {
-                Ok(_) => Ok(()),
-                Err(e) => Err(self.runner.instantiate_error(e, &store, limits).to_string()),
-            }
-        });
-        tried
-            .map_err(|e| LoadError::Engine(format!("no thread to try {} on: {e}", self.name)))?
-            .map_err(limits_error)?;
+        self.runner.trial(&self.name, &self.limits, |store| self.pre.instantiate(store))?;
         Ok(self)
     }
     /// The name it was loaded under.
@@ -167,7 +155,7 @@ impl Formatter {
             let outcome = instance.wasmgate_sandbox_format().call_format(&mut store, &input);
             self.outcome(outcome, &store, limits)
         };
-        off_async_thread(run).map_err(|e| SandboxError::Instantiate(format!("no thread to run the call on: {e}")))?
+        run_blocking("run the call", run)
     }
 
     /// The guest's input, once the request is known to fit `limits`.

@@ -14,7 +14,7 @@ use crate::cache::Cache;
 use crate::engine::{Sandbox, deadline_ticks};
 use crate::error::{LoadError, SandboxError, bounded};
 use crate::limits::Limits;
-use crate::state::StoreState;
+use crate::state::{Mode, StoreState};
 
 /// Largest component file accepted, so a misconfigured path to a huge file
 /// fails fast instead of being read into memory.
@@ -89,6 +89,25 @@ impl Runner {
         Ok(store)
     }
 
+    /// Instantiates once under `limits`, with nothing granted, so a component that can
+    /// never run within them fails at load rather than on every call. `label` names it.
+    pub fn trial<I>(
+        &self,
+        label: &str,
+        limits: &Limits,
+        instantiate: impl FnOnce(&mut Store<StoreState>) -> wasmtime::Result<I> + Send,
+    ) -> Result<(), LoadError> {
+        let tried = off_async_thread(|| {
+            let mut store = self.store(StoreState::new(limits, Mode::Blocking), limits).map_err(|e| e.to_string())?;
+            match instantiate(&mut store) {
+                Ok(_) => Ok(()),
+                Err(e) => Err(self.instantiate_error(e, &store, limits).to_string()),
+            }
+        });
+        let tried = tried.map_err(|e| LoadError::Engine(format!("no thread to try {label} on: {e}")))?;
+        tried.map_err(|reason| LoadError::Limits { name: label.to_owned(), reason })
+    }
+
     /// Why an instantiation failed: the pool is full, a limit tripped in
     /// start-up code, or something else.
     pub fn instantiate_error(&self, err: wasmtime::Error, store: &Store<StoreState>, limits: &Limits) -> SandboxError {
@@ -101,6 +120,15 @@ impl Runner {
         }
         SandboxError::Instantiate(format!("{err:#}"))
     }
+}
+
+/// [`off_async_thread`] for a blocking call into a guest; no thread to run it on is
+/// [`SandboxError::Instantiate`], naming `what`.
+pub(crate) fn run_blocking<T: Send, E: From<SandboxError> + Send>(
+    what: &str,
+    work: impl FnOnce() -> Result<T, E> + Send,
+) -> Result<T, E> {
+    off_async_thread(work).map_err(|e| E::from(SandboxError::Instantiate(format!("no thread to {what} on: {e}"))))?
 }
 
 /// A component's link to the async linker, made on its first async call rather than

@@ -12,7 +12,7 @@ use crate::error::{LoadError, SandboxError, ToolCallError, bounded};
 use crate::formatter::MAX_ERROR_TEXT;
 use crate::grants::Grants;
 use crate::limits::Limits;
-use crate::runner::{LazyPre, Runner, guest_stderr, off_async_thread, read_component};
+use crate::runner::{LazyPre, Runner, guest_stderr, read_component, run_blocking};
 use crate::state::{Mode, StoreState};
 use crate::tool_output::{CallOutcome, ToolDefinition, check_definitions, check_outcome};
 
@@ -70,16 +70,7 @@ impl Sandbox {
         let provider = ToolProvider { name: name.to_owned(), runner, pre, pre_async, limits };
         // Instantiate once now, under an empty grant, so a component that can
         // never run within the limits fails at start-up.
-        let limits = &provider.limits;
-        let tried = off_async_thread(|| {
-            let state = StoreState::new(limits, Mode::Blocking);
-            let mut store = provider.runner.store(state, limits).map_err(|e| e.to_string())?;
-            match provider.pre.instantiate(&mut store) {
-                Ok(_) => Ok(()),
-                Err(e) => Err(provider.runner.instantiate_error(e, &store, limits).to_string()),
-            }
-        });
-        tried.map_err(|e| LoadError::Engine(format!("no thread to try {label} on: {e}")))?.map_err(limits_error)?;
+        provider.runner.trial(label, &provider.limits, |store| provider.pre.instantiate(store))?;
         Ok(provider)
     }
 }
@@ -110,7 +101,7 @@ impl ToolProvider {
                 Err(e) => Err(SandboxError::from_call(e, store.data().limiter.hits, limits, stderr)),
             }
         };
-        off_async_thread(list).map_err(|e| SandboxError::Instantiate(format!("no thread to list the tools on: {e}")))?
+        run_blocking("list the tools", list)
     }
 
     /// Calls the tool `name` with `arguments_json` (a JSON object) in a fresh
@@ -134,7 +125,7 @@ impl ToolProvider {
             let called = instance.wasmgate_sandbox_tools().call_call_tool(&mut store, name, arguments_json);
             self.called(called, &store, limits)
         };
-        off_async_thread(call).map_err(|e| SandboxError::Instantiate(format!("no thread to run the call on: {e}")))?
+        run_blocking("run the call", call)
     }
 
     /// [`ToolProvider::call`] on the calling async task rather than a thread of its
