@@ -13,7 +13,7 @@
 //! read and write ends of a pipe are separate files, so the client's end is untouched.
 
 use std::fs::File;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::FileTypeExt;
 
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -21,28 +21,32 @@ use tokio::net::unix::pipe;
 
 /// Standard input, polled by the reactor when it is a pipe or a socket.
 pub fn input() -> Box<dyn AsyncRead + Unpin + Send> {
-    match polled(std::io::stdin().as_fd().try_clone_to_owned()) {
+    match polled(std::io::stdin().as_fd()) {
         Some(Polled::Pipe(file)) => match pipe::Receiver::from_file(file) {
-            Ok(pipe) => return Box::new(pipe),
-            Err(e) => tracing::debug!(error = %e, "stdin: pipe not pollable; using a blocking reader"),
+            Ok(pipe) => Box::new(pipe),
+            Err(e) => blocking("stdin", &e, tokio::io::stdin()),
         },
-        Some(Polled::Socket(stream)) => return Box::new(stream),
-        None => {}
+        Some(Polled::Socket(stream)) => Box::new(stream),
+        None => Box::new(tokio::io::stdin()),
     }
-    Box::new(tokio::io::stdin())
 }
 
 /// Standard output, polled by the reactor when it is a pipe or a socket.
 pub fn output() -> Box<dyn AsyncWrite + Unpin + Send> {
-    match polled(std::io::stdout().as_fd().try_clone_to_owned()) {
+    match polled(std::io::stdout().as_fd()) {
         Some(Polled::Pipe(file)) => match pipe::Sender::from_file(file) {
-            Ok(pipe) => return Box::new(pipe),
-            Err(e) => tracing::debug!(error = %e, "stdout: pipe not pollable; using a blocking writer"),
+            Ok(pipe) => Box::new(pipe),
+            Err(e) => blocking("stdout", &e, tokio::io::stdout()),
         },
-        Some(Polled::Socket(stream)) => return Box::new(stream),
-        None => {}
+        Some(Polled::Socket(stream)) => Box::new(stream),
+        None => Box::new(tokio::io::stdout()),
     }
-    Box::new(tokio::io::stdout())
+}
+
+/// tokio's blocking stream, when a pipe could not be registered.
+fn blocking<S>(which: &str, error: &std::io::Error, stream: S) -> Box<S> {
+    tracing::debug!(%error, "{which}: pipe not pollable; using tokio's blocking stream");
+    Box::new(stream)
 }
 
 enum Polled {
@@ -50,9 +54,9 @@ enum Polled {
     Socket(tokio::net::UnixStream),
 }
 
-/// What a duplicated standard stream is, if the reactor can poll it.
-fn polled(fd: std::io::Result<OwnedFd>) -> Option<Polled> {
-    let file = File::from(fd.ok()?);
+/// A duplicate of the standard stream `fd`, if the reactor can poll what it is.
+fn polled(fd: BorrowedFd<'_>) -> Option<Polled> {
+    let file = File::from(fd.try_clone_to_owned().ok()?);
     let kind = file.metadata().ok()?.file_type();
     if kind.is_fifo() {
         return Some(Polled::Pipe(file));
