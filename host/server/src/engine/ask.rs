@@ -107,7 +107,10 @@ impl Approvals {
         let mut hasher = blake3::Hasher::new_keyed(&self.key);
         hasher.update(&(name.len() as u64).to_le_bytes());
         hasher.update(name.as_bytes());
-        hasher.update(Value::Object(arguments.clone()).to_string().as_bytes());
+        // Straight into the hash: no copy of the arguments, no intermediate text.
+        if serde_json::to_writer(&mut hasher, arguments).is_err() {
+            hasher.update(b"\0unserializable");
+        }
         hasher.update(&expiry.to_le_bytes());
         hasher.update(nonce);
         hasher.finalize()
