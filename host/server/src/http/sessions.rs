@@ -6,9 +6,9 @@
 //! may reach, so it must not be guessable. Sessions are capped in number
 //! ([`HttpConfig::max_sessions`](crate::HttpConfig::max_sessions)) and end when idle
 //! ([`HttpConfig::session_idle_timeout`](crate::HttpConfig::session_idle_timeout): no
-//! request, no call in flight, no open stream), checked whenever a session is looked up
-//! or created, so abandoned sessions cannot fill the table; ending one stops its GET
-//! streams and cancels its calls.
+//! request, no call in flight, no open stream): a request's own session is checked when
+//! it is looked up, and the whole table whenever a session is created, so abandoned
+//! sessions cannot fill it; ending one stops its GET streams and cancels its calls.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -104,8 +104,7 @@ impl Sessions {
             let idle = session.idle(self.idle_timeout);
             if idle {
                 tracing::debug!("an idle session expired");
-                session.stop.cancel();
-                session.abort.cancel();
+                stop(session);
             }
             !idle
         });
@@ -140,10 +139,17 @@ impl Sessions {
     }
 
     /// The session `id`, marked as used now; `None` when there is none or it expired.
+    /// Only this session is checked, not the whole table: that is swept when a session
+    /// is created, which is when abandoned ones could fill it.
     pub(crate) fn get(&self, id: &str) -> Option<Arc<Session>> {
         let mut open = self.open();
-        self.expire(&mut open);
         let session = open.get(id).cloned()?;
+        if session.idle(self.idle_timeout) {
+            tracing::debug!("an idle session expired");
+            open.remove(id);
+            stop(&session);
+            return None;
+        }
         session.touch();
         Some(session)
     }
@@ -151,10 +157,15 @@ impl Sessions {
     /// Ends the session `id`; `false` if there was none.
     pub(crate) fn end(&self, id: &str) -> bool {
         let Some(session) = self.open().remove(id) else { return false };
-        session.stop.cancel();
-        session.abort.cancel();
+        stop(&session);
         true
     }
+}
+
+/// Stops a session's GET streams and cancels its calls.
+fn stop(session: &Session) {
+    session.stop.cancel();
+    session.abort.cancel();
 }
 
 #[cfg(test)]
