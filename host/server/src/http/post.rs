@@ -89,11 +89,11 @@ pub(crate) async fn post(State(shared): State<Arc<Shared>>, headers: HeaderMap, 
 async fn request(shared: &Arc<Shared>, headers: &HeaderMap, session_id: Option<String>, request: Request) -> Response {
     let mut session = None;
     if has_stateless_meta(request.params.as_ref()) {
-        if let Err(mismatch) = super::headers::check_stateless(headers, &request) {
-            let message = format!("Header mismatch: {mismatch}");
-            return json(StatusCode::BAD_REQUEST, &error_response(Some(&request.id), HEADER_MISMATCH, &message, None));
-        }
-        if let Err(mismatch) = param_headers(shared, headers, &request).await {
+        let checked = match super::headers::check_stateless(headers, &request) {
+            Ok(()) => param_headers(shared, headers, &request).await,
+            mismatch => mismatch,
+        };
+        if let Err(mismatch) = checked {
             let message = format!("Header mismatch: {mismatch}");
             return json(StatusCode::BAD_REQUEST, &error_response(Some(&request.id), HEADER_MISMATCH, &message, None));
         }
