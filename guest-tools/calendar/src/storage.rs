@@ -98,10 +98,12 @@ impl Storage for DirStorage {
 
 impl DirStorage {
     /// A temporary file no other instance is writing: created exclusively under a
-    /// name from the clock's nanoseconds, trying the next names when one exists.
+    /// random name, trying the next names when one exists. Random, not the clock: a
+    /// component without the clock grant reads a clock frozen at zero, so every
+    /// instance would start from the same name.
     fn temp_file(&self) -> io::Result<(PathBuf, File)> {
-        let seed =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        use std::hash::{BuildHasher, RandomState};
+        let seed = RandomState::new().hash_one(FILE_NAME);
         let mut last = io::Error::from(ErrorKind::AlreadyExists);
         for attempt in 0..TEMP_ATTEMPTS {
             let path = self.dir.join(format!("{FILE_NAME}.{:x}.tmp", seed.wrapping_add(attempt)));
