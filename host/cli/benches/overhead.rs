@@ -99,32 +99,19 @@ async fn call(client: &McpClient, tool: &str) {
     assert!(!result.is_error, "{result:?}");
 }
 
-/// Interleaved batches of `a` and `b`; prints each round and the median of `b`'s
-/// calls per second over `a`'s.
+/// Interleaved batches of `a` and `b`, one call at a time; prints each round and the
+/// median of `b`'s calls per second over `a`'s.
 fn interleaved(rt: &Runtime, what: &str, a: (&McpClient, &str), b: (&McpClient, &str)) {
-    let batch = |client: &McpClient, tool: &str| {
+    let batch = |(client, tool): (&McpClient, &str)| {
         let started = Instant::now();
         rt.block_on(async {
             for _ in 0..BATCH {
                 call(client, tool).await;
             }
         });
-        started.elapsed()
+        BATCH as f64 / started.elapsed().as_secs_f64()
     };
-    let mut ratios = Vec::new();
-    for round in 0..ROUNDS {
-        let (ta, tb) = (batch(a.0, a.1), batch(b.0, b.1));
-        let per_call = |t: Duration| t.as_secs_f64() * 1e6 / BATCH as f64;
-        let ratio = ta.as_secs_f64() / tb.as_secs_f64();
-        eprintln!(
-            "{what}: round {round}: {:.1} µs vs {:.1} µs per call; throughput ratio {ratio:.2}",
-            per_call(ta),
-            per_call(tb)
-        );
-        ratios.push(ratio);
-    }
-    ratios.sort_by(f64::total_cmp);
-    eprintln!("{what}: median throughput ratio (second / first) {:.2}", ratios[ROUNDS / 2]);
+    rounds(what, || (batch(a), batch(b)));
 }
 
 /// Calls in flight at once in the throughput comparison, and calls per caller per batch.
@@ -135,7 +122,7 @@ const PER_CALLER: usize = 50;
 /// like [`interleaved`]: a pipelined client keeps the upstream (and the gateway) busy
 /// instead of waiting out a round trip per call.
 fn concurrent(rt: &Runtime, what: &str, a: (&McpClient, &str), b: (&McpClient, &str)) {
-    let batch = |client: &McpClient, tool: &str| {
+    let batch = |(client, tool): (&McpClient, &str)| {
         let started = Instant::now();
         rt.block_on(async {
             let callers: Vec<_> = (0..IN_FLIGHT)
@@ -154,14 +141,26 @@ fn concurrent(rt: &Runtime, what: &str, a: (&McpClient, &str), b: (&McpClient, &
         });
         (IN_FLIGHT * PER_CALLER) as f64 / started.elapsed().as_secs_f64()
     };
+    rounds(&format!("{what}, {IN_FLIGHT} in flight"), || (batch(a), batch(b)));
+}
+
+/// [`ROUNDS`] rounds of `round` (calls per second of the first way, then the second);
+/// prints each and the median ratio, second over first.
+fn rounds(what: &str, mut round: impl FnMut() -> (f64, f64)) {
     let mut ratios = Vec::new();
-    for round in 0..ROUNDS {
-        let (ra, rb) = (batch(a.0, a.1), batch(b.0, b.1));
-        eprintln!("{what}, {IN_FLIGHT} in flight: round {round}: {ra:.0} vs {rb:.0} calls/s; ratio {:.2}", rb / ra);
+    for n in 0..ROUNDS {
+        let (ra, rb) = round();
+        let per_call = |rate: f64| 1e6 / rate;
+        eprintln!(
+            "{what}: round {n}: {ra:.0} vs {rb:.0} calls/s ({:.1} µs vs {:.1} µs per call); ratio {:.2}",
+            per_call(ra),
+            per_call(rb),
+            rb / ra
+        );
         ratios.push(rb / ra);
     }
     ratios.sort_by(f64::total_cmp);
-    eprintln!("{what}, {IN_FLIGHT} in flight: median throughput ratio (second / first) {:.2}", ratios[ROUNDS / 2]);
+    eprintln!("{what}: median throughput ratio (second / first) {:.2}", ratios[ROUNDS / 2]);
 }
 
 fn overhead(c: &mut Criterion) {
