@@ -2,7 +2,8 @@
 //! library Python): what only a real child shows, namely its environment and working
 //! directory, a line over the cap, an exit mid-call, and a shutdown that has to kill a
 //! server (and its helper) that ignore both stdin closing and `SIGTERM`. The server runs
-//! confined (the default), in a private working directory of its own.
+//! confined (the default), in a private working directory of its own. Two tests use a
+//! shell instead: pipelined writes, and a server that closed its stdin.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod confined;
@@ -70,6 +71,64 @@ async fn a_line_longer_than_the_cap_fails_its_call_and_the_connection_survives()
     }
     assert_eq!(call(&client, "echo", json!({"text": "still here"})).await.unwrap(), "still here");
     client.close().await;
+}
+
+/// A bare transport to `sh -c script` (unconfined: the shell is the test's own).
+fn shell(script: &str) -> (StdioTransport, tempfile::TempDir) {
+    let workdir = tempfile::tempdir().unwrap();
+    let config = StdioConfig::new("sh", "/bin/sh", workdir.path()).arg("-c").arg(script).confinement(None);
+    (StdioTransport::spawn(&config).expect("spawn"), workdir)
+}
+
+#[tokio::test]
+async fn pipelined_lines_reach_the_server_whole_and_none_is_lost() {
+    use wasmgate_gate::{Inbound, Transport};
+    // `cat` sends every line straight back; 500 sends at once share writes.
+    let (mut transport, _workdir) = shell("exec cat");
+    let mut inbound = transport.take_inbound().unwrap();
+    let transport = std::sync::Arc::new(transport);
+    let pad = "x".repeat(300);
+    let message = move |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "ping", "pad": pad});
+    let sends: Vec<_> = (0..500)
+        .map(|id| {
+            let (transport, line) = (std::sync::Arc::clone(&transport), message(id));
+            tokio::spawn(async move { transport.send(line).await })
+        })
+        .collect();
+    for sent in sends {
+        sent.await.unwrap().unwrap();
+    }
+    let mut ids = Vec::new();
+    for _ in 0..500 {
+        let Some(Inbound::Frame(line)) = inbound.recv().await else { panic!("a line is missing") };
+        let echoed: Value = serde_json::from_slice(&line).unwrap();
+        let id = echoed["id"].as_u64().unwrap();
+        assert_eq!(echoed, message(id));
+        ids.push(id);
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, (0..500).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn a_server_that_closed_its_stdin_fails_every_send_with_the_write_error() {
+    use wasmgate_gate::Transport;
+    // The shell closes its stdin and stays: the first write meets a broken pipe.
+    // Sends succeed until the shell has closed it, however long that takes it.
+    let (transport, _workdir) = shell("exec 0<&-; sleep 30");
+    let send = || transport.send(json!({"jsonrpc": "2.0", "method": "notifications/x"}));
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let first = loop {
+        match send().await {
+            Err(error) => break error,
+            Ok(()) => assert!(std::time::Instant::now() < deadline, "the writes never failed"),
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    for error in [first, send().await.unwrap_err()] {
+        let TransportError::Closed(CloseReason::Io(message)) = &error else { panic!("{error:?}") };
+        assert!(message.starts_with("writing to the server:") && message.contains("Broken pipe"), "{message}");
+    }
 }
 
 #[tokio::test]

@@ -1,7 +1,8 @@
 //! The stdio transport: a child process speaking newline-delimited JSON.
 //!
-//! Three tasks serve one server: a reader frames stdout into [`Inbound`] events (with
-//! the bounded `LineReader`), a drain logs stderr within budgets, and a supervisor
+//! Four tasks serve one server: a writer owns stdin and writes the lines senders queue
+//! (those queued together in one write), a reader frames stdout into [`Inbound`] events
+//! (with the bounded `LineReader`), a drain logs stderr within budgets, and a supervisor
 //! owns the process and reports how it ended. The supervisor sends the single
 //! [`Inbound::Closed`] only after the reader has delivered everything the server wrote,
 //! so a response written just before exiting still reaches its caller, and every call
@@ -17,7 +18,7 @@ use rustix::process::Signal;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWriteExt};
 use tokio::process::ChildStdin;
-use tokio::sync::{Mutex, mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use wasmgate_confine::{Confinement, ConfinementReport};
 
 use super::lines::{Line, LineReader};
@@ -124,13 +125,12 @@ impl Default for StdioLimits {
 pub struct StdioTransport {
     name: String,
     pid: Option<u32>,
-    /// `None` once closed; a mutex so concurrent sends never interleave lines.
-    stdin: Mutex<Option<ChildStdin>>,
+    /// Lines for the writer task, which owns the server's stdin; `None` once closed.
+    outbox: std::sync::Mutex<Option<mpsc::Sender<Outgoing>>>,
     inbound: Option<mpsc::Receiver<Inbound>>,
     shutdown: std::sync::Mutex<Option<oneshot::Sender<()>>>,
     /// Set by the supervisor when the process is gone.
     finished: watch::Receiver<Option<CloseReason>>,
-    shutdown_grace: Duration,
     /// What the kernel applied to the process (`None`: unconfined by config).
     confinement: Option<ConfinementReport>,
 }
@@ -161,6 +161,8 @@ impl StdioTransport {
         let (finished_tx, finished) = watch::channel(None);
 
         runtime.spawn(read_stdout(stdout, limits.max_line_bytes, tx.clone(), reader_end_tx));
+        let (outbox, lines) = mpsc::channel(OUTBOX);
+        runtime.spawn(write_stdin(stdin, lines));
         let budget = StderrBudget {
             line_bytes: limits.stderr_line_bytes,
             lines_per_second: limits.stderr_lines_per_second,
@@ -179,11 +181,10 @@ impl StdioTransport {
         Ok(Self {
             name: config.name.clone(),
             pid,
-            stdin: Mutex::new(Some(stdin)),
+            outbox: std::sync::Mutex::new(Some(outbox)),
             inbound: Some(inbound),
             shutdown: std::sync::Mutex::new(Some(shutdown_tx)),
             finished,
-            shutdown_grace: limits.shutdown_grace,
             confinement,
         })
     }
@@ -199,6 +200,56 @@ impl StdioTransport {
     #[must_use]
     pub fn pid(&self) -> Option<u32> {
         self.pid
+    }
+}
+
+/// A line for the server and the sender waiting to hear it was written.
+type Outgoing = (Vec<u8>, oneshot::Sender<Result<(), CloseReason>>);
+
+/// Lines queued for the writer before senders wait.
+const OUTBOX: usize = 64;
+
+/// Above this many bytes, no further queued line joins a write.
+const COALESCE_BYTES: usize = 64 * 1024;
+
+/// Owns the server's stdin: writes each queued line, and every line already queued
+/// when a write starts in the same write (up to [`COALESCE_BYTES`]), since each write
+/// to a pipe wakes the server and a wake-up costs more than the bytes. A line is
+/// written whole or not at all, even when its sender gives up waiting. After a failed
+/// write, every later line is refused with the same reason. Ends, closing stdin, when
+/// the transport closes.
+async fn write_stdin(pipe: ChildStdin, mut lines: mpsc::Receiver<Outgoing>) {
+    let mut pipe = Some(pipe);
+    let mut out = Vec::new();
+    let mut waiting = Vec::new();
+    let mut failed: Option<CloseReason> = None;
+    while let Some((line, done)) = lines.recv().await {
+        let Some(writer) = pipe.as_mut() else {
+            let _ = done.send(Err(failed.clone().unwrap_or(CloseReason::ClosedByClient)));
+            continue;
+        };
+        out.clear();
+        out.extend_from_slice(&line);
+        waiting.push(done);
+        while out.len() < COALESCE_BYTES {
+            let Ok((line, done)) = lines.try_recv() else { break };
+            out.extend_from_slice(&line);
+            waiting.push(done);
+        }
+        let written = async {
+            writer.write_all(&out).await?;
+            writer.flush().await
+        };
+        failed = written.await.err().map(|e| CloseReason::Io(format!("writing to the server: {e}")));
+        for done in waiting.drain(..) {
+            let _ = done.send(failed.clone().map_or(Ok(()), Err));
+        }
+        if failed.is_some() {
+            pipe = None;
+        }
+        if out.capacity() > 4 * COALESCE_BYTES {
+            out = Vec::new();
+        }
     }
 }
 
@@ -238,23 +289,28 @@ impl Transport for StdioTransport {
             }
             let mut line = message.to_string().into_bytes();
             line.push(b'\n');
-            let mut stdin = self.stdin.lock().await;
-            let Some(pipe) = stdin.as_mut() else {
-                return Err(TransportError::Closed(CloseReason::ClosedByClient));
+            let outbox = self.outbox.lock().ok().and_then(|outbox| outbox.clone());
+            let closed = || match self.finished.borrow().clone() {
+                Some(reason) => TransportError::Closed(reason),
+                None => TransportError::Closed(CloseReason::ClosedByClient),
             };
-            let written = async {
-                pipe.write_all(&line).await?;
-                pipe.flush().await
-            };
-            written.await.map_err(|e| TransportError::Closed(CloseReason::Io(format!("writing to the server: {e}"))))
+            let Some(outbox) = outbox else { return Err(closed()) };
+            let (done, written) = oneshot::channel();
+            outbox.send((line, done)).await.map_err(|_| closed())?;
+            match written.await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(reason)) => Err(TransportError::Closed(reason)),
+                Err(_) => Err(closed()),
+            }
         })
     }
 
     fn close(&self) -> BoxFuture<'_, CloseReason> {
         Box::pin(async move {
-            // A send blocked on a full pipe holds the lock; the signals below unblock it.
-            if let Ok(mut stdin) = tokio::time::timeout(self.shutdown_grace, self.stdin.lock()).await {
-                stdin.take();
+            // The writer closes the server's stdin once the lines already queued are
+            // written; one blocked on a full pipe is unblocked by the signals below.
+            if let Ok(mut outbox) = self.outbox.lock() {
+                outbox.take();
             }
             if let Some(shutdown) = self.shutdown.lock().ok().and_then(|mut s| s.take()) {
                 let _ = shutdown.send(());

@@ -105,14 +105,34 @@ where
     read.and(written)
 }
 
-/// Writes each message as one line, flushing after each, until the channel closes.
+/// Writes each message as one line until the channel closes. Messages already waiting
+/// when a write starts go out in the same write (up to [`COALESCE_BYTES`]): each write
+/// to a pipe wakes the client, and a wake-up costs more than the bytes, so answers to
+/// pipelined requests share one.
 async fn write_lines<W: AsyncWrite + Unpin>(mut writer: W, mut rx: mpsc::Receiver<Value>) -> std::io::Result<()> {
+    let mut out = Vec::new();
     while let Some(message) = rx.recv().await {
-        let mut line = message.to_string().into_bytes();
-        line.push(b'\n');
-        writer.write_all(&line).await?;
+        out.clear();
+        push_line(&mut out, &message)?;
+        while out.len() < COALESCE_BYTES {
+            let Ok(message) = rx.try_recv() else { break };
+            push_line(&mut out, &message)?;
+        }
+        writer.write_all(&out).await?;
         writer.flush().await?;
+        if out.capacity() > 4 * COALESCE_BYTES {
+            out = Vec::new();
+        }
     }
+    Ok(())
+}
+
+/// Above this many bytes, no further waiting message joins a write.
+const COALESCE_BYTES: usize = 64 * 1024;
+
+fn push_line(out: &mut Vec<u8>, message: &Value) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, message)?;
+    out.push(b'\n');
     Ok(())
 }
 
