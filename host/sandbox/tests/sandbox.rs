@@ -200,7 +200,13 @@ fn compiled_components_are_cached_and_reused() {
     assert_eq!(files.len(), 1, "{files:?}");
     assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
     let before = std::fs::metadata(&files[0]).unwrap();
-    assert_formats(&cached_sandbox(&dir, false));
+    let warm = cached_sandbox(&dir, false);
+    assert_formats(&warm);
+    // A hit maps the verified file rather than copying it.
+    let kept = warm.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    assert!(maps.contains(&*files[0].to_string_lossy()), "the cached artifact is not mapped");
+    drop(kept);
     let after = std::fs::metadata(&files[0]).unwrap();
     assert_eq!((before.ino(), before.mtime_nsec()), (after.ino(), after.mtime_nsec()), "a cache hit rewrote the file");
     // An engine with other settings gets its own artifact, never the first one.
