@@ -237,3 +237,50 @@ fn stdio_serve_works_over_a_socket_pair_as_node_clients_start_servers() {
     ours.shutdown(std::net::Shutdown::Write).unwrap();
     assert!(served.wait().unwrap().success());
 }
+
+#[test]
+fn listing_and_calling_announce_no_tool_list_change() {
+    // A handshake-era client over stdio hears list changes unasked: one that nothing
+    // caused would send it to list again. Each request waits for its answer, so anything
+    // the earlier ones set off has been written before the last answer.
+    use std::io::{BufRead, BufReader, Write};
+    let dir = reviewed();
+    let mut served = common::command(dir.path())
+        .arg("serve")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = served.stdin.take().unwrap();
+    let mut output = BufReader::new(served.stdout.take().unwrap());
+    let mut heard = Vec::new();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "echo__echo", "arguments": {"text": "hi"}}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
+    ];
+    for request in requests {
+        writeln!(input, "{request}").unwrap();
+        if request["id"] == 1 {
+            writeln!(input, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+        }
+        loop {
+            let mut line = String::new();
+            assert!(output.read_line(&mut line).unwrap() > 0, "the gateway ended; heard {heard:?}");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            let answered = message["id"] == request["id"];
+            heard.push(message);
+            if answered {
+                break;
+            }
+        }
+    }
+    drop(input);
+    assert!(served.wait().unwrap().success());
+    let unasked: Vec<&Value> = heard.iter().filter_map(|m| m.get("method")).collect();
+    assert!(unasked.is_empty(), "unasked messages: {unasked:?}");
+    assert_eq!(heard[3]["result"]["tools"], heard[1]["result"]["tools"]);
+}

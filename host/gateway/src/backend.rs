@@ -28,8 +28,8 @@ use crate::start::Gateway;
 pub struct GatewayBackend {
     toolset: Arc<GuardedToolset>,
     policy: Policy,
-    /// The tools served at the last look.
-    served: Mutex<Vec<Tool>>,
+    /// The tools served at the last look; `None` before the first.
+    served: Mutex<Option<Vec<Tool>>>,
     changes: watch::Sender<u64>,
     forwarder: Forwarder,
 }
@@ -71,22 +71,24 @@ impl GatewayBackend {
     /// The served tool `name`: from the last look, or from a fresh one when it is not
     /// there (a tool added since).
     async fn find(&self, name: &str) -> Option<Tool> {
-        let known = self.served.lock().ok().and_then(|s| s.iter().find(|t| t.spec.name == name).cloned());
+        let known =
+            self.served.lock().ok().and_then(|served| served.as_ref()?.iter().find(|t| t.spec.name == name).cloned());
         match known {
             Some(tool) => Some(tool),
             None => self.look().await.into_iter().find(|t| t.spec.name == name),
         }
     }
 
-    /// Asks the toolset again; moves the change counter when the served list differs.
+    /// Asks the toolset again; moves the change counter when the served list differs
+    /// from the last look's. The first look changes nothing a client could have seen.
     async fn look(&self) -> Vec<Tool> {
         let tools: Vec<Tool> =
             self.toolset.current().await.into_iter().filter(|tool| !self.always_denied(&tool.spec.name)).collect();
         let specs = |tools: &[Tool]| tools.iter().map(|t| t.spec.clone()).collect::<Vec<_>>();
         let changed = match self.served.lock() {
             Ok(mut served) => {
-                let changed = specs(&served) != specs(&tools);
-                *served = tools.clone();
+                let changed = served.as_deref().is_some_and(|before| specs(before) != specs(&tools));
+                *served = Some(tools.clone());
                 changed
             }
             Err(_) => false,
