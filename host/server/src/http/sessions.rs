@@ -100,14 +100,18 @@ impl Sessions {
 
     /// Ends every idle session in `open`.
     fn expire(&self, open: &mut HashMap<String, Arc<Session>>) {
-        open.retain(|_, session| {
-            let idle = session.idle(self.idle_timeout);
-            if idle {
-                tracing::debug!("an idle session expired");
-                stop(session);
-            }
-            !idle
-        });
+        open.retain(|_, session| !self.ended_if_idle(session));
+    }
+
+    /// Whether `session` has been idle too long, in which case it is stopped and the
+    /// caller drops it from the table.
+    fn ended_if_idle(&self, session: &Session) -> bool {
+        let idle = session.idle(self.idle_timeout);
+        if idle {
+            tracing::debug!("an idle session expired");
+            stop(session);
+        }
+        idle
     }
 
     fn open(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>> {
@@ -144,10 +148,8 @@ impl Sessions {
     pub(crate) fn get(&self, id: &str) -> Option<Arc<Session>> {
         let mut open = self.open();
         let session = open.get(id).cloned()?;
-        if session.idle(self.idle_timeout) {
-            tracing::debug!("an idle session expired");
+        if self.ended_if_idle(&session) {
             open.remove(id);
-            stop(&session);
             return None;
         }
         session.touch();
