@@ -98,7 +98,7 @@ impl Cache {
             let _ = self.dir.remove_file(key);
             return None;
         };
-        // SAFETY: both calls trust their input to be an artifact that this wasmtime
+        // SAFETY: both deserializations trust their input to be an artifact that this wasmtime
         // produced. It was written by `store` below into a directory only this user can
         // write, and its BLAKE3 hash matches the one recorded with it, so it is exactly
         // what an engine with the same compatibility hash (part of the key) serialized.
@@ -107,14 +107,17 @@ impl Cache {
         // after the artifact. Files are replaced by rename, never rewritten in place,
         // so the mapping stays valid while the component lives.
         #[allow(unsafe_code)]
-        let loaded = unsafe {
-            Component::deserialize_file(engine, format!("/proc/self/fd/{}", file.as_raw_fd())).or_else(|mapping| {
-                // Without /proc, the verified bytes themselves (read again, copied).
-                let mut payload = vec![0; usize::try_from(payload_len).map_err(|_| mapping)?];
-                file.seek(io::SeekFrom::Start(0)).and_then(|_| file.read_exact(&mut payload))?;
+        let mapped = unsafe { Component::deserialize_file(engine, format!("/proc/self/fd/{}", file.as_raw_fd())) };
+        let loaded = mapped.or_else(|mapping| {
+            // Without /proc, the verified bytes themselves (read again, copied).
+            let mut payload = vec![0; usize::try_from(payload_len).map_err(|_| mapping)?];
+            file.seek(io::SeekFrom::Start(0)).and_then(|_| file.read_exact(&mut payload))?;
+            // SAFETY: as above; these are the bytes just verified.
+            #[allow(unsafe_code)]
+            unsafe {
                 Component::deserialize(engine, payload)
-            })
-        };
+            }
+        });
         match loaded {
             Ok(component) => Some(component),
             Err(e) => {
