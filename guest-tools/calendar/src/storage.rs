@@ -5,8 +5,10 @@
 //! first (`events.json.<n>.tmp`, created exclusively, so two calls running at
 //! once in separate instances never write into the same file), is synced, then
 //! renamed over the file, so a reader never sees half a calendar. Two calls that
-//! write at once still race: the later rename wins and the other's change is
-//! lost (WASI has no file locks), but the file is always one whole calendar.
+//! wrote at once would still race (the later rename wins and the other's change
+//! is lost: WASI has no file locks), so the host runs the calls of a component
+//! granted a writable directory one at a time; the file is always one whole
+//! calendar either way.
 //! The [`Storage`] trait lets the tool logic run natively in tests.
 
 use std::fs::{self, File};

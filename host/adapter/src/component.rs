@@ -54,7 +54,7 @@ impl ComponentProvider {
         validate_provider(name)?;
         let definitions =
             provider.list_tools().map_err(|source| AdapterError::Component { provider: name.to_owned(), source })?;
-        let component = Arc::new(Component { provider: name.to_owned(), component: provider, grants, limits });
+        let component = Arc::new(Component::new(name.to_owned(), provider, grants, limits));
         let offers = definitions.iter().filter_map(|definition| adapted(&component, definition, &formatters)).collect();
         Ok(Self { inner: Arc::new(Inner { component, offers }) })
     }

@@ -30,7 +30,8 @@ use crate::offer::Withheld;
 use crate::render::{Origin, render};
 use crate::schema;
 
-/// A loaded tool component and what every call of its tools gets.
+/// A loaded tool component and what every call of its tools gets. Clones share the
+/// turn their calls take (see [`Component::new`]).
 #[derive(Debug, Clone)]
 pub struct Component {
     /// The provider's configured name.
@@ -41,6 +42,30 @@ pub struct Component {
     pub grants: Grants,
     /// The limits of each call.
     pub limits: Limits,
+    /// Held for the whole of each call when a directory is granted writable: see
+    /// [`Component::new`].
+    one_at_a_time: Option<Arc<tokio::sync::Mutex<()>>>,
+}
+
+impl Component {
+    /// `component` as provider `provider`, its calls getting `grants` under `limits`.
+    ///
+    /// When `grants` include a writable directory, the component's calls run one at a
+    /// time. Each call is a fresh instance that shares no memory with the others, so a
+    /// tool that changes a file reads it, changes it and writes it back; WASI has no
+    /// file locks, and two such calls at once would lose one's change. Only the host
+    /// can order them. Calls with read-only or no directories still run side by side.
+    #[must_use]
+    pub fn new(provider: String, component: ToolProvider, grants: Grants, limits: Limits) -> Self {
+        let one_at_a_time = grants.dirs.iter().any(|dir| !dir.read_only).then(|| Arc::new(tokio::sync::Mutex::new(())));
+        Component { provider, component, grants, limits, one_at_a_time }
+    }
+
+    /// Whether calls wait for each other (a directory is granted writable).
+    #[must_use]
+    pub fn one_call_at_a_time(&self) -> bool {
+        self.one_at_a_time.is_some()
+    }
 }
 
 /// Makes `definition` of `component` a [`Tool`] named `exposed`.
@@ -113,7 +138,14 @@ impl ComponentTool {
         // spinning tool never holds the thread for long. Cancellation drops the call.
         let component = &self.component;
         let arguments = Value::Object(arguments).to_string();
-        let call = component.component.call_async(&self.upstream, &arguments, &component.grants, &component.limits);
+        let call = async {
+            // Waiting for the turn counts as part of the call: cancellation ends it too.
+            let _turn = match &component.one_at_a_time {
+                Some(turn) => Some(turn.lock().await),
+                None => None,
+            };
+            component.component.call_async(&self.upstream, &arguments, &component.grants, &component.limits).await
+        };
         let Some(called) = cancel.run_until_cancelled(call).await else {
             return Err(ToolError::cancelled().with_provider(&self.component.provider));
         };

@@ -53,6 +53,28 @@ async fn create_then_query_round_trips_through_execute_as_readable_text() {
     assert!(other.content.contains("No events for bob."), "{}", other.content);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_creates_in_a_writable_directory_all_land() {
+    // Each call is a fresh instance that reads the calendar file, changes it and renames
+    // a new copy over it; WASI has no file locks, so only the host can keep two such
+    // calls from interleaving and one losing the other's change.
+    let dir = tempfile::tempdir().unwrap();
+    let tools = calendar(data(dir.path(), false)).tools();
+    let create_tool = named(&tools, "cal__calendar_create");
+    let calls: Vec<_> = (0..24)
+        .map(|n| {
+            let tool = create_tool.clone();
+            tokio::spawn(async move { run(&tool, create(&format!("Meeting {n}"))).await.unwrap() })
+        })
+        .collect();
+    for call in calls {
+        let created = call.await.unwrap();
+        assert!(!created.is_error, "{}", created.content);
+    }
+    let queried = run(&named(&tools, "cal__calendar_query"), json!({"user": "alice"})).await.unwrap();
+    assert!(queried.content.contains("24 events for alice:"), "{}", queried.content);
+}
+
 #[tokio::test]
 async fn a_read_only_grant_makes_create_an_error_result() {
     let dir = tempfile::tempdir().unwrap();

@@ -112,6 +112,38 @@ async fn cancelling_a_running_call_returns_cancelled_not_the_deadline_it_would_r
     assert_eq!(error.kind(), ToolErrorKind::Cancelled);
 }
 
+#[tokio::test]
+async fn a_call_waiting_for_its_turn_at_a_writable_directory_can_be_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(!component("evil", hostile_component(), data(dir.path(), true)).one_call_at_a_time(), "read-only");
+    assert!(!component("evil", hostile_component(), Grants::none()).one_call_at_a_time());
+    let mut slow = component("evil", hostile_component(), data(dir.path(), false));
+    assert!(slow.one_call_at_a_time(), "a writable directory orders the calls");
+    std::sync::Arc::make_mut(&mut slow).limits = Limits { deadline: Duration::from_secs(3), ..slow.limits.clone() };
+    let spin = single(&slow, "spin", json!({"type": "object"}));
+    let (first_cancel, second_cancel) = (CancellationToken::new(), CancellationToken::new());
+    let first = {
+        let (spin, cancel) = (spin.clone(), first_cancel.clone());
+        tokio::spawn(async move { spin.execute(json!({}), cancel).await })
+    };
+    // On this single-threaded runtime the first call now takes the turn and runs until
+    // its guest yields at an epoch tick.
+    tokio::task::yield_now().await;
+    let second = {
+        let cancel = second_cancel.clone();
+        tokio::spawn(async move { spin.execute(json!({}), cancel).await })
+    };
+    tokio::task::yield_now().await;
+    second_cancel.cancel();
+    // Waiting out the first call would end the second at its own deadline after the
+    // first's, an ExecutionFailed error: Cancelled shows the wait itself was cancelled.
+    let error = second.await.unwrap().unwrap_err();
+    assert_eq!(error.kind(), ToolErrorKind::Cancelled);
+    assert!(!first.is_finished(), "the first call still holds the turn");
+    first_cancel.cancel();
+    assert_eq!(first.await.unwrap().unwrap_err().kind(), ToolErrorKind::Cancelled);
+}
+
 #[test]
 fn a_tool_whose_input_schema_cannot_be_compiled_is_withheld() {
     let calendar = component("cal", calendar_component(), Grants::none());

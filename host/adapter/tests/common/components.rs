@@ -58,7 +58,7 @@ pub fn named(tools: &[Tool], name: &str) -> Tool {
 /// `component` as provider `provider`, its calls getting `grants` under its own limits.
 pub fn component(provider: &str, component: ToolProvider, grants: Grants) -> Arc<Component> {
     let limits = component.limits().clone();
-    Arc::new(Component { provider: provider.into(), component, grants, limits })
+    Arc::new(Component::new(provider.into(), component, grants, limits))
 }
 
 /// The tool `name` of `component`, as its provider would offer it, whether or not the
