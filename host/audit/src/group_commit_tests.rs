@@ -114,3 +114,54 @@ fn after_a_concurrent_batch_a_lone_append_still_completes_and_chains() {
     drop(log);
     assert_eq!(verify(&path).unwrap().records, 3);
 }
+
+#[test]
+fn a_gathering_ends_when_enough_are_queued_when_arrivals_stop_or_at_the_delay() {
+    use crate::writer::{COMMIT_DELAY, Gather, Gathering};
+    use std::time::{Duration, Instant};
+    let ms = Duration::from_millis;
+    let t0 = Instant::now();
+    let gather = Gather { delay: COMMIT_DELAY, enough: 10 };
+
+    // Arrivals every millisecond (callers paced by an upstream): the gathering goes on
+    // until the delay is over, then writes.
+    let mut paced = Gathering::new(gather, 2, None, t0);
+    for n in 1..=7u32 {
+        paced.saw(2 + n as usize, t0 + ms(n.into()));
+        assert!(paced.wait(t0 + ms(n.into())).is_some(), "still arriving after {n} ms");
+    }
+    assert_eq!(paced.pace(), Some(ms(1)));
+    assert_eq!(paced.wait(t0 + ms(7)), Some(ms(1)), "the delay, not the quiet spell, ends it");
+    assert_eq!(paced.wait(t0 + COMMIT_DELAY), None);
+
+    // Enough queued: write at once.
+    let mut full = Gathering::new(gather, 2, None, t0);
+    full.saw(10, t0 + ms(1));
+    assert_eq!(full.wait(t0 + ms(1)), None);
+
+    // Every caller in step is queued and no more come: after eight mean gaps of quiet
+    // (at least a millisecond), write, long before the delay.
+    let mut burst = Gathering::new(gather, 1, None, t0);
+    burst.saw(8, t0 + ms(1));
+    assert_eq!(burst.pace(), Some(Duration::from_micros(1000) / 7));
+    assert!(burst.wait(t0 + ms(2)).is_some(), "1.14 ms of quiet after arrivals 143 µs apart is not yet enough");
+    assert_eq!(burst.wait(t0 + ms(3)), None);
+
+    // A wake-up with nothing new is not an arrival.
+    let mut spurious = Gathering::new(gather, 3, Some(Duration::from_micros(100)), t0);
+    spurious.saw(3, t0 + Duration::from_micros(500));
+    assert_eq!(
+        spurious.wait(t0 + Duration::from_micros(500)),
+        Some(Duration::from_micros(500)),
+        "quiet is judged from the last real arrival"
+    );
+
+    // Nothing arrived yet in this gathering: the earlier pace judges quiet...
+    let lockstep = Gathering::new(gather, 8, Some(Duration::from_micros(50)), t0);
+    assert_eq!(lockstep.wait(t0), Some(ms(1)), "eight gaps, but at least 1 ms");
+    assert_eq!(lockstep.wait(t0 + ms(1)), None);
+    // ...and with no earlier pace, only the delay does.
+    let first = Gathering::new(gather, 2, None, t0);
+    assert_eq!(first.wait(t0), Some(COMMIT_DELAY));
+    assert_eq!(first.wait(t0 + COMMIT_DELAY), None);
+}

@@ -41,14 +41,26 @@ pub(crate) const LAZY_SYNC: Duration = Duration::from_millis(200);
 /// appenders (calls are arriving concurrently), the writer gathers before its next
 /// write and fsync, like PostgreSQL's `commit_delay` with `commit_siblings`: until as
 /// many appenders as last time are queued, a quarter more once there are four or more,
-/// or for at most this long. Without it, arrivals paced by a slow upstream reach the
-/// log a few per fsync; with it, the batches grow until the bound holds them, so one
-/// fsync covers the calls of two milliseconds. Two callers in step wait for each
-/// other only, and a lone caller (one submission per batch) never waits.
-pub(crate) const COMMIT_DELAY: Duration = Duration::from_millis(2);
+/// until arrivals stop (see [`Gathering`]), or for at most this long. Without it,
+/// arrivals paced by a slow upstream reach the log a few per fsync; with it, the
+/// batches grow until the bound holds them. Two callers in step wait for each other
+/// only, and a lone caller (one submission per batch) never waits.
+pub(crate) const COMMIT_DELAY: Duration = Duration::from_millis(8);
 
 /// The most waited-for submissions a gathering waits for.
 const GATHER_MOST: usize = 32;
+
+/// A gathering ends once no waited-for submission has come for this many times the
+/// mean gap between the arrivals seen so far: the callers still to come are busy
+/// elsewhere (every caller in step is already queued, say), so waiting longer would
+/// only add latency. Generous, because arrivals paced by an upstream come in bursts
+/// and stalls on a busy machine.
+const QUIET_GAPS: u32 = 8;
+
+/// The shortest quiet spell that ends a gathering, so a burst of arrivals a few
+/// microseconds apart is not cut off by one late thread, nor steady arrivals by one
+/// stall of the upstream or of the machine.
+const MIN_QUIET: Duration = Duration::from_millis(1);
 
 /// How the writer gathers before a write: for at most `delay`, until `enough`
 /// waited-for submissions are queued.
@@ -63,6 +75,54 @@ pub(crate) struct Gather {
 pub(crate) fn gather_for(durability: Durability, previous_waiters: usize) -> Option<Gather> {
     (durability == Durability::EveryCall && previous_waiters >= 2)
         .then(|| Gather { delay: COMMIT_DELAY, enough: (previous_waiters + previous_waiters / 4).min(GATHER_MOST) })
+}
+
+/// One gathering under way: when it began, how many waited-for submissions were
+/// queued then and are queued now, and when the last one came.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Gathering {
+    pub gather: Gather,
+    pub started: Instant,
+    /// Waited-for submissions queued when the gathering began.
+    pub initial: usize,
+    /// Waited-for submissions queued now.
+    pub waiters: usize,
+    pub last_arrival: Instant,
+    /// The mean gap between arrivals in an earlier gathering, for judging quiet before
+    /// this one has seen an arrival of its own.
+    pub earlier_pace: Option<Duration>,
+}
+
+impl Gathering {
+    pub fn new(gather: Gather, waiters: usize, earlier_pace: Option<Duration>, now: Instant) -> Self {
+        Gathering { gather, started: now, initial: waiters, waiters, last_arrival: now, earlier_pace }
+    }
+
+    /// Notes that `waiters` are queued at `now`.
+    pub fn saw(&mut self, waiters: usize, now: Instant) {
+        if waiters > self.waiters {
+            self.last_arrival = now;
+        }
+        self.waiters = waiters;
+    }
+
+    /// The mean gap between the arrivals of this gathering, if it has seen any.
+    pub fn pace(&self) -> Option<Duration> {
+        let arrivals = u32::try_from(self.waiters.saturating_sub(self.initial)).ok().filter(|n| *n > 0)?;
+        Some(self.last_arrival.saturating_duration_since(self.started) / arrivals)
+    }
+
+    /// How much longer to wait at `now`; `None`: write now, because enough are queued,
+    /// arrivals have stopped, or the delay is over.
+    pub fn wait(&self, now: Instant) -> Option<Duration> {
+        if self.waiters >= self.gather.enough {
+            return None;
+        }
+        let quiet =
+            self.pace().or(self.earlier_pace).map_or(self.gather.delay, |gap| (gap * QUIET_GAPS).max(MIN_QUIET));
+        let until = (self.started + self.gather.delay).min(self.last_arrival + quiet);
+        until.checked_duration_since(now).filter(|d| !d.is_zero())
+    }
 }
 
 /// The records of `jobs`, in order, as one write.
@@ -139,6 +199,8 @@ pub(crate) fn run(shared: Arc<Shared>, mut file: File) {
     // records under every-call).
     let mut unsynced_since: Option<Instant> = None;
     let mut previous_waiters = 0;
+    // The mean gap between waited-for arrivals in the last gathering that saw any.
+    let mut pace = None;
     loop {
         let batch = {
             let mut st = shared.lock();
@@ -159,13 +221,13 @@ pub(crate) fn run(shared: Arc<Shared>, mut file: File) {
                 };
             }
             if let Some(gather) = gather_for(shared.durability, previous_waiters).filter(|_| waiters(&st.queue) > 0) {
-                let until = Instant::now() + gather.delay;
-                while !st.held && !st.closing && waiters(&st.queue) < gather.enough {
-                    let Some(left) = until.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) else {
-                        break;
-                    };
+                let mut gathering = Gathering::new(gather, waiters(&st.queue), pace, Instant::now());
+                while !st.held && !st.closing {
+                    let Some(left) = gathering.wait(Instant::now()) else { break };
                     st = shared.changed.wait_timeout(st, left).map(|r| r.0).unwrap_or_else(|e| e.into_inner().0);
+                    gathering.saw(waiters(&st.queue), Instant::now());
                 }
+                pace = gathering.pace().or(pace);
             }
             if st.held { Vec::new() } else { std::mem::take(&mut st.queue) }
         };
