@@ -21,6 +21,7 @@ echo "== the guest logic, natively" >&2
 cargo test --manifest-path guest-tools/Cargo.toml -p json-text --locked --target-dir target/guests-native
 cargo test --manifest-path guest-tools/Cargo.toml -p calendar --locked --target-dir target/guests-native
 cargo test --manifest-path guest-tools/Cargo.toml -p calendar-text --locked --target-dir target/guests-native
+cargo test --manifest-path guest-tools/Cargo.toml -p invisible-chars --locked --target-dir target/guests-native
 
 echo "== the workspace" >&2
 cargo test --workspace --locked

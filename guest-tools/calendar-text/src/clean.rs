@@ -57,24 +57,11 @@ fn visible_chars(text: &str) -> impl Iterator<Item = char> + '_ {
                 '\u{9b}' => skip_csi(&mut chars),
                 '\n' | '\t' => return Some(c),
                 '\u{85}' | '\u{2028}' | '\u{2029}' => return Some('\n'),
-                c if c.is_control() || invisible(c) => {}
+                c if c.is_control() || invisible_chars::is_invisible(c) => {}
                 c => return Some(c),
             }
         }
     })
-}
-
-/// Invisible, bidi and tag characters: format characters a reader cannot see.
-fn invisible(c: char) -> bool {
-    matches!(c,
-        '\u{ad}' | '\u{61c}' | '\u{180e}'
-        | '\u{200b}'..='\u{200f}'
-        | '\u{202a}'..='\u{202e}'
-        | '\u{2060}'..='\u{206f}'
-        | '\u{feff}'
-        | '\u{fff9}'..='\u{fffb}'
-        | '\u{e0000}'..='\u{e007f}'
-        | '\u{e0100}'..='\u{e01ef}')
 }
 
 type Chars<'a> = std::iter::Peekable<std::str::Chars<'a>>;
@@ -139,6 +126,11 @@ mod tests {
     fn a_line_folds_whitespace_and_line_breaks_into_single_spaces() {
         assert_eq!(line("  Room 4\n\n\tbring\r\nnotes  ", 100), "Room 4 bring notes");
         assert_eq!(line("a\u{2028}b", 100), "a b");
+    }
+
+    #[test]
+    fn fillers_that_render_as_nothing_are_invisible_too() {
+        assert_eq!(line("a\u{3164}b\u{115f}c\u{34f}d\u{1d173}e", 100), "abcde");
     }
 
     #[test]

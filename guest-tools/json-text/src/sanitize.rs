@@ -103,23 +103,9 @@ fn classify(c: char) -> Keep {
     match c {
         '\u{2028}' | '\u{2029}' | '\u{85}' => Keep::LineBreak,
         // C1 controls.
-        '\u{80}'..='\u{9f}'
-        // Soft hyphen, Arabic letter mark, Mongolian vowel separator.
-        | '\u{ad}' | '\u{61c}' | '\u{180e}'
-        // Zero-width space, joiners, left-to-right and right-to-left marks.
-        | '\u{200b}'..='\u{200f}'
-        // Bidi embeddings and overrides (LRE, RLE, PDF, LRO, RLO).
-        | '\u{202a}'..='\u{202e}'
-        // Word joiner, invisible operators, bidi isolates, deprecated format controls.
-        | '\u{2060}'..='\u{206f}'
-        // Byte order mark / zero-width no-break space.
-        | '\u{feff}'
-        // Interlinear annotation controls.
-        | '\u{fff9}'..='\u{fffb}'
-        // Tag characters: invisible ASCII look-alikes used to smuggle instructions.
-        | '\u{e0000}'..='\u{e007f}'
-        // Variation selectors supplement, another covert channel.
-        | '\u{e0100}'..='\u{e01ef}' => Keep::No,
+        '\u{80}'..='\u{9f}' => Keep::No,
+        // Zero-width, bidi, tag and filler characters: wasmgate's one list.
+        c if invisible_chars::is_invisible(c) => Keep::No,
         _ => Keep::Yes,
     }
 }
@@ -201,6 +187,8 @@ mod tests {
         // "hi" spelled in Unicode tag characters is invisible; it must vanish.
         assert_eq!(clean("ok\u{e0068}\u{e0069}"), "ok");
         assert_eq!(clean("x\u{e0101}y"), "xy");
+        // Fillers and joiners that render as nothing (the host's list, shared).
+        assert_eq!(clean("a\u{3164}b\u{ffa0}c\u{34f}d\u{17b4}e\u{1bca0}f"), "abcdef");
     }
 
     #[test]

@@ -21,13 +21,9 @@ pub struct Sanitized {
 }
 
 /// Whether `c` is invisible or reorders text: zero-width characters, format characters, tag
-/// characters, bidi controls, fillers that render as nothing.
-pub fn is_invisible(c: char) -> bool {
-    matches!(c as u32,
-        0x00AD | 0x034F | 0x061C | 0x115F | 0x1160 | 0x17B4 | 0x17B5 | 0x180B..=0x180F
-        | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x206F | 0x3164 | 0xFEFF | 0xFFA0
-        | 0xFFF9..=0xFFFB | 0x1BCA0..=0x1BCA3 | 0x1D173..=0x1D17A | 0xE0000..=0xE007F | 0xE0100..=0xE01EF)
-}
+/// characters, bidi controls, fillers that render as nothing. The one list, shared with the
+/// sandbox's log filter and the formatter components.
+pub use invisible_chars::is_invisible;
 
 fn is_control(c: char) -> bool {
     c.is_control() && c != '\n' && c != '\t'

@@ -136,11 +136,10 @@ pub enum LoadError {
 }
 
 /// A guest-supplied character as it may appear in a log line or a terminal:
-/// control, escape and bidi characters become spaces, so a hostile guest can
-/// neither rewrite a screen nor disguise a line.
+/// control, escape, bidi and other invisible characters become spaces, so a
+/// hostile guest can neither rewrite a screen nor disguise a line.
 pub(crate) fn log_safe(c: char) -> char {
-    let invisible = matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-    if c.is_control() || invisible { ' ' } else { c }
+    if c.is_control() || invisible_chars::is_invisible(c) { ' ' } else { c }
 }
 
 /// A short, single-line form of a guest-supplied message, so a hostile guest

@@ -122,4 +122,13 @@ mod tests {
         pipe.append("panicked\n\x1b[2J\u{202e}evil\x07".as_bytes());
         assert_eq!(pipe.contents(), "panicked  [2J evil ");
     }
+
+    #[test]
+    fn every_invisible_character_becomes_a_space() {
+        // The byte order mark, a Hangul filler, a tag character: the whole shared set,
+        // not only the bidi controls.
+        let pipe = BoundedPipe::new(100);
+        pipe.append("a\u{feff}b\u{3164}c\u{e0041}d".as_bytes());
+        assert_eq!(pipe.contents(), "a b c d");
+    }
 }
