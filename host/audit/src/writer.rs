@@ -60,7 +60,7 @@ const QUIET_GAPS: u32 = 8;
 /// The shortest quiet spell that ends a gathering, so a burst of arrivals a few
 /// microseconds apart is not cut off by one late thread, nor steady arrivals by one
 /// stall of the upstream or of the machine.
-const MIN_QUIET: Duration = Duration::from_millis(1);
+const MIN_QUIET: Duration = Duration::from_millis(2);
 
 /// How the writer gathers before a write: for at most `delay`, until `enough`
 /// waited-for submissions are queued.

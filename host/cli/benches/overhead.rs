@@ -165,6 +165,11 @@ fn rounds(what: &str, mut round: impl FnMut() -> (f64, f64)) {
 
 fn overhead(c: &mut Criterion) {
     let rt = Runtime::new().unwrap();
+    // `WASMGATE_BENCH_FSYNCS_ONLY=1`: only the fsync counts, to repeat them quickly.
+    if std::env::var_os("WASMGATE_BENCH_FSYNCS_ONLY").is_some() {
+        fsyncs(&rt);
+        return;
+    }
     // One directory per running gateway: a gateway holds its state directory.
     let (off, off_http, durable) = (gateway_dir("off"), gateway_dir("off"), gateway_dir("every-call"));
     let direct = rt.block_on(direct());
