@@ -35,11 +35,13 @@
 //! * [`server`]: the server side, for serving tools to downstream clients: reading the
 //!   client's requests (the stateless `_meta` stamp, `initialize`, `tools/call`, ...) and
 //!   building each era's results.
+//! * [`batch`]: outgoing newline-delimited JSON, the lines queued together in one write.
 //! * [`error`]: [`ProtocolError`], the one error type.
 //!
 //! [`parse_message`] and [`classify`] (or [`decode`], which chains them) are the entry
 //! points for fuzzing: they take arbitrary input and must only ever return.
 
+pub mod batch;
 pub mod codes;
 pub mod completion;
 pub mod error;

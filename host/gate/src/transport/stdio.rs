@@ -20,6 +20,7 @@ use tokio::io::{AsyncRead, AsyncWriteExt};
 use tokio::process::ChildStdin;
 use tokio::sync::{mpsc, oneshot, watch};
 use wasmgate_confine::{Confinement, ConfinementReport};
+use wasmgate_protocol::batch::LineBatch;
 
 use super::lines::{Line, LineReader};
 use super::process::{self, Graces, ReaderEnd};
@@ -209,47 +210,39 @@ type Outgoing = (Vec<u8>, oneshot::Sender<Result<(), CloseReason>>);
 /// Lines queued for the writer before senders wait.
 const OUTBOX: usize = 64;
 
-/// Above this many bytes, no further queued line joins a write.
-const COALESCE_BYTES: usize = 64 * 1024;
-
 /// Owns the server's stdin: writes each queued line, and every line already queued
-/// when a write starts in the same write (up to [`COALESCE_BYTES`]), since each write
-/// to a pipe wakes the server and a wake-up costs more than the bytes. A line is
-/// written whole or not at all, even when its sender gives up waiting. After a failed
-/// write, every later line is refused with the same reason. Ends, closing stdin, when
-/// the transport closes.
-async fn write_stdin(pipe: ChildStdin, mut lines: mpsc::Receiver<Outgoing>) {
-    let mut pipe = Some(pipe);
-    let mut out = Vec::new();
+/// when a write starts in the same write ([`LineBatch`]), so requests pipelined to the
+/// server share one wake-up of it. A line is written whole or not at all, even when its
+/// sender gives up waiting. After a failed write, every later line is refused with the
+/// same reason. Ends, closing stdin, when the transport closes.
+async fn write_stdin(mut pipe: ChildStdin, mut lines: mpsc::Receiver<Outgoing>) {
+    let mut batch = LineBatch::new();
     let mut waiting = Vec::new();
-    let mut failed: Option<CloseReason> = None;
-    while let Some((line, done)) = lines.recv().await {
-        let Some(writer) = pipe.as_mut() else {
-            let _ = done.send(Err(failed.clone().unwrap_or(CloseReason::ClosedByClient)));
-            continue;
-        };
-        out.clear();
-        out.extend_from_slice(&line);
+    let reason = loop {
+        let Some((line, done)) = lines.recv().await else { return };
+        batch.clear();
+        batch.push_line(&line);
         waiting.push(done);
-        while out.len() < COALESCE_BYTES {
+        while batch.has_room() {
             let Ok((line, done)) = lines.try_recv() else { break };
-            out.extend_from_slice(&line);
+            batch.push_line(&line);
             waiting.push(done);
         }
         let written = async {
-            writer.write_all(&out).await?;
-            writer.flush().await
+            pipe.write_all(batch.as_bytes()).await?;
+            pipe.flush().await
         };
-        failed = written.await.err().map(|e| CloseReason::Io(format!("writing to the server: {e}")));
+        let failed = written.await.err().map(|e| CloseReason::Io(format!("writing to the server: {e}")));
         for done in waiting.drain(..) {
             let _ = done.send(failed.clone().map_or(Ok(()), Err));
         }
-        if failed.is_some() {
-            pipe = None;
+        if let Some(reason) = failed {
+            break reason;
         }
-        if out.capacity() > 4 * COALESCE_BYTES {
-            out = Vec::new();
-        }
+    };
+    drop(pipe);
+    while let Some((_, done)) = lines.recv().await {
+        let _ = done.send(Err(reason.clone()));
     }
 }
 

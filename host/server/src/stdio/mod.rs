@@ -27,6 +27,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use wasmgate_agent::{Ask, CancellationToken};
+use wasmgate_protocol::batch::LineBatch;
 use wasmgate_protocol::codes::{INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR};
 use wasmgate_protocol::server::parse_cancelled;
 use wasmgate_protocol::{Id, Message, ProtocolVersion, Request, classify, error_response, parse_message};
@@ -106,33 +107,20 @@ where
 }
 
 /// Writes each message as one line until the channel closes. Messages already waiting
-/// when a write starts go out in the same write (up to [`COALESCE_BYTES`]): each write
-/// to a pipe wakes the client, and a wake-up costs more than the bytes, so answers to
-/// pipelined requests share one.
+/// when a write starts go out in the same write ([`LineBatch`]), so answers to
+/// pipelined requests share one wake-up of the client.
 async fn write_lines<W: AsyncWrite + Unpin>(mut writer: W, mut rx: mpsc::Receiver<Value>) -> std::io::Result<()> {
-    let mut out = Vec::new();
+    let mut batch = LineBatch::new();
     while let Some(message) = rx.recv().await {
-        out.clear();
-        push_line(&mut out, &message)?;
-        while out.len() < COALESCE_BYTES {
+        batch.clear();
+        batch.push_message(&message)?;
+        while batch.has_room() {
             let Ok(message) = rx.try_recv() else { break };
-            push_line(&mut out, &message)?;
+            batch.push_message(&message)?;
         }
-        writer.write_all(&out).await?;
+        writer.write_all(batch.as_bytes()).await?;
         writer.flush().await?;
-        if out.capacity() > 4 * COALESCE_BYTES {
-            out = Vec::new();
-        }
     }
-    Ok(())
-}
-
-/// Above this many bytes, no further waiting message joins a write.
-const COALESCE_BYTES: usize = 64 * 1024;
-
-fn push_line(out: &mut Vec<u8>, message: &Value) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *out, message)?;
-    out.push(b'\n');
     Ok(())
 }
 
