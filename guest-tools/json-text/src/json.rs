@@ -13,7 +13,8 @@
 //!   shares the bullet's line and its other keys align under it;
 //! - empty objects and arrays read `(empty)` and `(none)`.
 
-use std::fmt;
+use alloc::string::{String, ToString};
+use core::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 

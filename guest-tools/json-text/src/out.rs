@@ -5,7 +5,8 @@
 //! [`Out::push`]. Once the budget is reached the buffer is cut on a character
 //! boundary, marked truncated, and ignores everything after.
 
-use std::fmt::{Display, Write as _};
+use alloc::string::String;
+use core::fmt::{Display, Write as _};
 
 use crate::sanitize::{push_clean, push_clean_indented};
 
@@ -130,7 +131,7 @@ impl Out {
             }
         }
         // Only ASCII digits were written.
-        self.push(std::str::from_utf8(&digits[start..]).unwrap_or("?"));
+        self.push(core::str::from_utf8(&digits[start..]).unwrap_or("?"));
     }
 
     /// Appends another buffer's rendering as the next line(s).

@@ -12,6 +12,10 @@
 //! - Output never exceeds the caller's byte budget: it is cut on a character
 //!   boundary and ends with a marker saying so.
 
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
 use serde_json::Value;
 
 use crate::json::{JsonError, render_json};

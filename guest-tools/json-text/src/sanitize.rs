@@ -7,6 +7,8 @@
 //! characters can smuggle a whole ASCII sentence). All of them are removed;
 //! line breaks and tabs are kept, `\r\n` and Unicode line separators become `\n`.
 
+use alloc::string::String;
+
 /// Appends the cleaned form of `text` to `out`.
 pub fn push_clean(out: &mut String, text: &str) {
     push_clean_indented(out, text, "");

@@ -110,10 +110,47 @@ fn a_memory_cap_below_the_initial_memory_is_a_memory_limit() {
 }
 
 #[test]
+fn a_result_larger_than_the_formatters_first_memory_grows_it_and_comes_back_whole() {
+    // json-text starts with 2 MiB of memory (guest-tools/json-text/build.rs)
+    // and grows it only when a call needs more: here the input alone does.
+    let sandbox = small_sandbox();
+    let limits = Limits { output_bytes: 16 << 20, ..Limits::default() };
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, limits.clone()).unwrap();
+    let text: String = (0..250_000).map(|i| format!("line {i}\n")).collect();
+    assert!(text.len() > 2 << 20);
+    let request = text_result(&text);
+    let native = json_text::render::render(json_text::render::Input {
+        content: &request.content,
+        structured: None,
+        is_error: false,
+        max_output_bytes: limits.output_bytes,
+    })
+    .unwrap();
+    assert!(
+        native.starts_with("line 0\nline 1\n") && native.trim_end().ends_with("line 249999"),
+        "{}",
+        &native[native.len() - 80..]
+    );
+    assert_eq!(formatter.format(request).unwrap(), native);
+}
+
+#[test]
+fn a_result_that_outgrows_the_memory_cap_is_a_memory_limit_and_the_next_call_is_clean() {
+    let sandbox = small_sandbox();
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+    let tight = Limits { memory_bytes: 4 << 20, ..Limits::default() };
+    // Copying the 3 MiB input in needs 5 MiB of memory; the host refuses the
+    // growth and the formatter's allocator ends the call.
+    let result = formatter.format_with(text_result(&"x".repeat(3 << 20)), &tight);
+    assert!(matches!(result, Err(SandboxError::MemoryLimit { limit }) if limit == 4 << 20), "{result:?}");
+    assert_eq!(formatter.format_with(text_result("after"), &tight).unwrap(), "after");
+}
+
+#[test]
 fn count_caps_too_low_for_the_component_fail_at_load() {
     let sandbox = small_sandbox();
     for limits in [
-        Limits { instances: 2, ..Limits::default() },
+        Limits { instances: 0, ..Limits::default() },
         Limits { tables: 0, ..Limits::default() },
         Limits { memories: 0, ..Limits::default() },
     ] {
@@ -301,6 +338,6 @@ fn a_loaded_formatter_takes_other_limits_with_the_same_checks_as_a_load() {
     assert_eq!(formatter.limits().output_bytes, Limits::default().output_bytes, "the original is unchanged");
     let err = formatter.with_limits(Limits { memory_bytes: 1 << 40, ..Limits::default() }).unwrap_err();
     assert!(err.to_string().contains("raise SandboxConfig::max_memory_bytes"), "{err}");
-    let err = formatter.with_limits(Limits { instances: 2, ..Limits::default() }).unwrap_err();
+    let err = formatter.with_limits(Limits { instances: 0, ..Limits::default() }).unwrap_err();
     assert!(matches!(err, LoadError::Limits { .. }), "{err}");
 }
