@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use serde_json::json;
-use wasmgate_guests::JSON_TEXT;
-use wasmgate_sandbox::{FormatRequest, Formatter, Limits, Sandbox, SandboxConfig};
+use wasmgate_guests::{ECHO_TOOLS_PATH, JSON_TEXT};
+use wasmgate_sandbox::{FormatRequest, Formatter, Grants, Limits, Sandbox, SandboxConfig, ToolProvider};
 
 const SIZES: [(&str, usize); 3] = [("200B", 200), ("10KB", 10_000), ("1MB", 1_000_000)];
 
@@ -225,4 +225,77 @@ fn main() {
     c.final_summary();
     print_summary();
     interleaved(&formatter);
+    resident();
+}
+
+/// Small calls before and after one large call in the same pool slot, for
+/// several `SandboxConfig::keep_resident_bytes`: the pages a slot keeps
+/// resident are reset after every later call, so a large result can slow down
+/// every small call after it. The sandboxes are timed round by round, so
+/// drift hits them alike. Covers json-text (no WASI) and echo-tools (a wasip2
+/// component with the WASI adapter, two memories).
+fn resident() {
+    println!("\n== small calls before and after one large call, by keep_resident_bytes (median per call)");
+    let sizes = [4 << 20, 256 << 10, 128 << 10, 64 << 10];
+    let setups: Vec<(Formatter, ToolProvider)> = sizes
+        .iter()
+        .map(|&keep_resident_bytes| {
+            let sandbox = Sandbox::new(SandboxConfig {
+                keep_resident_bytes,
+                max_concurrent_calls: 4,
+                ..SandboxConfig::default()
+            })
+            .unwrap();
+            let formatter = sandbox.load_formatter("json-text", JSON_TEXT, limits()).unwrap();
+            let echo = sandbox.load_tool_provider_file("echo", Path::new(ECHO_TOOLS_PATH), limits()).unwrap();
+            (formatter, echo)
+        })
+        .collect();
+    let small = result_of_size(200);
+    let large = result_of_size(1_000_000);
+    let echo_args = |text: &str| json!({ "text": text }).to_string();
+    let (small_echo, large_echo) = (echo_args("hello"), echo_args(&"x".repeat(1_000_000)));
+    let calls = |(formatter, echo): &(Formatter, ToolProvider), reps: u32| {
+        let start = Instant::now();
+        for _ in 0..reps {
+            std::hint::black_box(formatter.format(small.clone()).unwrap());
+        }
+        let format = start.elapsed() / reps;
+        let start = Instant::now();
+        for _ in 0..reps {
+            std::hint::black_box(echo.call("echo", &small_echo, &Grants::none(), echo.limits()).unwrap());
+        }
+        (format, start.elapsed() / reps)
+    };
+    let mut phases = Vec::new();
+    for phase in ["before", "after"] {
+        if phase == "after" {
+            for (formatter, echo) in &setups {
+                formatter.format(large.clone()).unwrap();
+                echo.call("echo", &large_echo, &Grants::none(), echo.limits()).unwrap();
+            }
+        }
+        let mut times = vec![(Vec::new(), Vec::new()); setups.len()];
+        for _ in 0..100 {
+            for (setup, (format, echo)) in setups.iter().zip(&mut times) {
+                let (f, e) = calls(setup, 10);
+                format.push(f);
+                echo.push(e);
+            }
+        }
+        let medians: Vec<(Duration, Duration)> = times
+            .into_iter()
+            .map(|(mut f, mut e)| {
+                f.sort();
+                e.sort();
+                (f[f.len() / 2], e[e.len() / 2])
+            })
+            .collect();
+        phases.push(medians);
+    }
+    println!("keep_resident | json-text 200B: before, after a 1 MB result | echo-tools: before, after a 1 MB echo");
+    for (i, size) in sizes.iter().enumerate() {
+        let ((fb, eb), (fa, ea)) = (phases[0][i], phases[1][i]);
+        println!("{:>9} KiB | {fb:>9.1?} {fa:>9.1?} | {eb:>9.1?} {ea:>9.1?}", size >> 10);
+    }
 }

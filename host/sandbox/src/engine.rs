@@ -34,6 +34,17 @@ pub struct SandboxConfig {
     /// faster per call; falls back to on-demand allocation where the host
     /// cannot reserve the address space.
     pub pooling: bool,
+    /// With the pooling allocator, on a kernel with `PAGEMAP_SCAN`: how much
+    /// of a reused slot's written memory (and table) is reset in place, by
+    /// `memset`, instead of being handed back to the kernel and faulted in
+    /// again. Pages reset in place stay resident and are reset again after
+    /// every later call in the slot, whether it touched them or not, lowest
+    /// addresses first. So it should cover what a small call writes and not
+    /// much more: at 4 MiB, one large result made every later small call in
+    /// its slot 2-3x slower; far below 128 KiB, a small call's own pages lie
+    /// past the ones a large call left behind and are faulted in again every
+    /// time (docs/PERFORMANCE.md).
+    pub keep_resident_bytes: usize,
     /// How often the epoch advances: the granularity of deadlines.
     pub epoch_tick: Duration,
     /// Largest wasm stack a call may use, in bytes.
@@ -50,6 +61,7 @@ impl Default for SandboxConfig {
             fuel: false,
             max_concurrent_calls: 64,
             pooling: true,
+            keep_resident_bytes: 128 << 10,
             epoch_tick: Duration::from_millis(5),
             max_wasm_stack: 512 << 10,
             cache_dir: None,
@@ -157,7 +169,8 @@ fn build_engine(config: &SandboxConfig) -> Result<(Engine, bool), LoadError> {
             // keep_resident alone is slower than the defaults.
             .pagemap_scan(Enabled::Auto);
         if wasmtime::PoolingAllocationConfig::is_pagemap_scan_available() {
-            pool.linear_memory_keep_resident(4 << 20).table_keep_resident(4 << 20);
+            pool.linear_memory_keep_resident(config.keep_resident_bytes)
+                .table_keep_resident(config.keep_resident_bytes);
         }
         let mut c = base_config(config);
         c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));

@@ -147,6 +147,25 @@ fn a_result_that_outgrows_the_memory_cap_is_a_memory_limit_and_the_next_call_is_
 }
 
 #[test]
+fn slots_reset_the_same_whatever_they_keep_resident() {
+    // Nothing kept resident (every written page goes back to the kernel) and
+    // much more than a call writes: either way no call sees the last one's data.
+    for keep_resident_bytes in [0, 8 << 20] {
+        let sandbox =
+            Sandbox::new(SandboxConfig { keep_resident_bytes, max_concurrent_calls: 1, ..SandboxConfig::default() })
+                .unwrap();
+        let remember = sandbox.load_formatter_file(Path::new(hostile::REMEMBER_CALLS), Limits::default()).unwrap();
+        for _ in 0..3 {
+            assert_eq!(remember.format(text_result("x")).unwrap(), "call 1 saw demo_tool");
+        }
+        let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+        let big = formatter.format(text_result(&"big ".repeat(500_000))).unwrap();
+        assert!(big.starts_with("big big ") && big.ends_with("[... output truncated by the formatter]"));
+        assert_eq!(formatter.format(text_result("small")).unwrap(), "small");
+    }
+}
+
+#[test]
 fn count_caps_too_low_for_the_component_fail_at_load() {
     let sandbox = small_sandbox();
     for limits in [
