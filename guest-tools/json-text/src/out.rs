@@ -8,7 +8,7 @@
 use alloc::string::String;
 use core::fmt::{Display, Write as _};
 
-use crate::sanitize::{push_clean, push_clean_indented};
+use crate::sanitize::{append, push_clean, push_clean_indented};
 
 /// The marker that ends truncated output.
 pub const TRUNCATED: &str = "\n[... output truncated by the formatter]";
@@ -101,7 +101,7 @@ impl Out {
         if self.truncated {
             return;
         }
-        self.text.push_str(text);
+        append(&mut self.text, text);
         if self.text.len() > self.budget {
             self.cut();
         }

@@ -9,6 +9,42 @@
 
 use alloc::string::String;
 
+/// Appends `text` to `out`. Up to 16 bytes are copied with fixed-size moves
+/// instead of `memcpy`: in the sandbox a `memcpy` is the `memory.copy`
+/// instruction, which wasmtime runs as a call into the host, and the
+/// renderer appends many short pieces (keys, `: `, indentation, words).
+#[inline]
+pub(crate) fn append(out: &mut String, text: &str) {
+    let src = text.as_bytes();
+    let n = src.len();
+    if n > 16 {
+        out.push_str(text);
+        return;
+    }
+    // SAFETY: at most `n` bytes past the end are set, all copied from `text`,
+    // which is UTF-8, so `out` stays UTF-8; the 16 bytes after the end are
+    // reserved first, and every write stays within them.
+    unsafe {
+        let bytes = out.as_mut_vec();
+        bytes.reserve(16);
+        let len = bytes.len();
+        let dst = bytes.as_mut_ptr().add(len);
+        let from = src.as_ptr();
+        if n >= 8 {
+            dst.cast::<u64>().write_unaligned(from.cast::<u64>().read_unaligned());
+            dst.add(n - 8).cast::<u64>().write_unaligned(from.add(n - 8).cast::<u64>().read_unaligned());
+        } else if n >= 4 {
+            dst.cast::<u32>().write_unaligned(from.cast::<u32>().read_unaligned());
+            dst.add(n - 4).cast::<u32>().write_unaligned(from.add(n - 4).cast::<u32>().read_unaligned());
+        } else if n > 0 {
+            *dst = *from;
+            *dst.add(n / 2) = *from.add(n / 2);
+            *dst.add(n - 1) = *from.add(n - 1);
+        }
+        bytes.set_len(len + n);
+    }
+}
+
 /// Appends the cleaned form of `text` to `out`.
 pub fn push_clean(out: &mut String, text: &str) {
     push_clean_indented(out, text, "");
@@ -38,7 +74,7 @@ pub fn push_clean_indented(out: &mut String, text: &str, indent: &str) {
             i += 1;
             continue;
         }
-        out.push_str(&text[start..i]);
+        append(out, &text[start..i]);
         if b == b'\n' {
             line_break(out, indent);
             i += 1;
@@ -70,12 +106,12 @@ pub fn push_clean_indented(out: &mut String, text: &str, indent: &str) {
         }
         start = i;
     }
-    out.push_str(&text[start..]);
+    append(out, &text[start..]);
 }
 
 fn line_break(out: &mut String, indent: &str) {
     out.push('\n');
-    out.push_str(indent);
+    append(out, indent);
 }
 
 /// Whether all eight bytes of `word` are in `0x20..=0x7e` (SWAR: "has a byte
@@ -154,7 +190,30 @@ fn skip_csi_params(bytes: &[u8], mut j: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::clean;
+    use super::{append, clean};
+
+    #[test]
+    fn append_matches_push_str_for_every_short_length_and_any_capacity() {
+        let source = "abcdefghijklmnopqrstuvwxyzé€😀0123456789";
+        let ends: Vec<usize> = (0..=source.len()).filter(|&i| source.is_char_boundary(i)).collect();
+        for &start in &ends {
+            for &end in ends.iter().filter(|&&e| e >= start) {
+                let piece = &source[start..end];
+                for before in ["", "x", "seven c", "exactly sixteen!"] {
+                    let mut expected = String::from(before);
+                    expected.push_str(piece);
+                    let mut exact = String::with_capacity(before.len());
+                    exact.push_str(before);
+                    append(&mut exact, piece);
+                    assert_eq!(exact, expected, "{before:?} + {piece:?}");
+                    let mut roomy = String::with_capacity(64);
+                    roomy.push_str(before);
+                    append(&mut roomy, piece);
+                    assert_eq!(roomy, expected);
+                }
+            }
+        }
+    }
 
     #[test]
     fn plain_text_and_line_structure_are_kept() {
