@@ -9,9 +9,12 @@
 //! a hostile one gets no timer to measure the host with. Randomness stays
 //! available: it reveals nothing about the host, and Rust's hash maps need it.
 //!
-//! Formatters always get the base context ([`StoreState::new`]). A tool call
-//! gets the base context plus its [`Grants`] ([`StoreState::with_grants`]):
-//! preopened directories and, only if granted, the real clocks.
+//! Formatters always get the base context ([`StoreState::new`]), built only
+//! when the guest first calls into WASI: a component that imports nothing (the
+//! built-in json-text) never pays for it. A tool call gets the base context
+//! plus its [`Grants`] ([`StoreState::with_grants`]): preopened directories
+//! and, only if granted, the real clocks, opened before the call so that a
+//! grant that cannot be given fails it up front.
 
 use std::time::Duration;
 
@@ -24,7 +27,9 @@ use crate::limits::{Limits, StoreLimiter};
 use crate::pipe::BoundedPipe;
 
 pub(crate) struct StoreState {
-    wasi: WasiCtx,
+    /// `None` until first used, for a formatter; then the base context.
+    wasi: Option<WasiCtx>,
+    mode: Mode,
     table: ResourceTable,
     pub limiter: StoreLimiter,
     pub stderr: BoundedPipe,
@@ -34,10 +39,13 @@ impl StoreState {
     /// The empty context, for formatters (and for loading tool providers). `mode`
     /// says whether the call runs on a thread of its own or on an async task.
     pub fn new(limits: &Limits, mode: Mode) -> Self {
-        let stderr = BoundedPipe::new(limits.stderr_bytes);
-        let mut builder = base_context(&stderr, mode);
-        builder.wall_clock(FrozenClock).monotonic_clock(FrozenClock);
-        StoreState::from_builder(builder, limits, stderr)
+        StoreState {
+            wasi: None,
+            mode,
+            table: ResourceTable::new(),
+            limiter: StoreLimiter::new(limits),
+            stderr: BoundedPipe::new(limits.stderr_bytes),
+        }
     }
 
     /// The empty context plus `grants`, for one tool call. Fails, naming the
@@ -59,11 +67,13 @@ impl StoreState {
                 ))
             })?;
         }
-        Ok(StoreState::from_builder(builder, limits, stderr))
-    }
-
-    fn from_builder(mut builder: WasiCtxBuilder, limits: &Limits, stderr: BoundedPipe) -> Self {
-        StoreState { wasi: builder.build(), table: ResourceTable::new(), limiter: StoreLimiter::new(limits), stderr }
+        Ok(StoreState {
+            wasi: Some(builder.build()),
+            mode,
+            table: ResourceTable::new(),
+            limiter: StoreLimiter::new(limits),
+            stderr,
+        })
     }
 }
 
@@ -92,7 +102,13 @@ fn base_context(stderr: &BoundedPipe, mode: Mode) -> WasiCtxBuilder {
 
 impl WasiView for StoreState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        let (stderr, mode) = (&self.stderr, self.mode);
+        let ctx = self.wasi.get_or_insert_with(|| {
+            let mut builder = base_context(stderr, mode);
+            builder.wall_clock(FrozenClock).monotonic_clock(FrozenClock);
+            builder.build()
+        });
+        WasiCtxView { ctx, table: &mut self.table }
     }
 }
 
