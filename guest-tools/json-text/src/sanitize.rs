@@ -58,6 +58,11 @@ pub fn push_clean(out: &mut String, text: &str) {
 /// for a deadline check, so fewer iterations matter twice.
 pub fn push_clean_indented(out: &mut String, text: &str, indent: &str) {
     let bytes = text.as_bytes();
+    if short_and_printable(bytes) {
+        // Most keys and values: no loop at all.
+        append(out, text);
+        return;
+    }
     let mut start = 0; // first byte not yet copied
     let mut i = 0;
     loop {
@@ -66,6 +71,14 @@ pub fn push_clean_indented(out: &mut String, text: &str, indent: &str) {
                 break;
             }
             i += 8;
+        }
+        // Fewer than eight bytes left: if the last eight (which cover them) are
+        // plain, so is the rest, without a pass per byte.
+        if bytes.len() - i < 8
+            && let Some(last) = bytes.last_chunk::<8>()
+            && all_printable_ascii(u64::from_le_bytes(*last))
+        {
+            i = bytes.len();
         }
         let Some(&b) = bytes.get(i) else {
             break;
@@ -112,6 +125,27 @@ pub fn push_clean_indented(out: &mut String, text: &str, indent: &str) {
 fn line_break(out: &mut String, indent: &str) {
     out.push('\n');
     append(out, indent);
+}
+
+/// Whether `bytes` is at most 16 bytes long and all printable ASCII, decided
+/// with a few overlapping fixed-size loads that together cover every byte.
+fn short_and_printable(bytes: &[u8]) -> bool {
+    let n = bytes.len();
+    if n > 16 {
+        return false;
+    }
+    if let (Some(first), Some(last)) = (bytes.first_chunk::<8>(), bytes.last_chunk::<8>()) {
+        return all_printable_ascii(u64::from_le_bytes(*first)) && all_printable_ascii(u64::from_le_bytes(*last));
+    }
+    // Fewer than eight bytes: gather them into one word padded with spaces.
+    let word = if let (Some(first), Some(last)) = (bytes.first_chunk::<4>(), bytes.last_chunk::<4>()) {
+        u64::from(u32::from_le_bytes(*first)) | u64::from(u32::from_le_bytes(*last)) << 32
+    } else if let (Some(&a), Some(&b), Some(&c)) = (bytes.first(), bytes.get(n / 2), bytes.last()) {
+        0x2020_2020_2000_0000 | u64::from(a) | u64::from(b) << 8 | u64::from(c) << 16
+    } else {
+        return true;
+    };
+    all_printable_ascii(word)
 }
 
 /// Whether all eight bytes of `word` are in `0x20..=0x7e` (SWAR: "has a byte
@@ -190,7 +224,38 @@ fn skip_csi_params(bytes: &[u8], mut j: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{append, clean};
+    use super::{append, clean, short_and_printable};
+
+    #[test]
+    fn the_short_path_sees_every_byte_of_every_length() {
+        let naive = |bytes: &[u8]| bytes.len() <= 16 && bytes.iter().all(|b| (0x20..0x7f).contains(b));
+        for len in 0..=20 {
+            let plain = vec![b'a'; len];
+            assert_eq!(short_and_printable(&plain), naive(&plain), "{len}");
+            for at in 0..len {
+                for odd in [0x00, 0x09, 0x0a, 0x1b, 0x1f, 0x7f, 0x80, 0xc3, 0xff] {
+                    let mut bytes = plain.clone();
+                    bytes[at] = odd;
+                    assert_eq!(short_and_printable(&bytes), naive(&bytes), "{len} {at} {odd:#x}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_control_or_bidi_character_anywhere_in_a_string_of_any_length_is_removed() {
+        for len in 1..=40 {
+            for at in 0..len {
+                let mut text = "x".repeat(len);
+                text.replace_range(at..=at, "\u{7}");
+                let cleaned = clean(&text);
+                assert_eq!(cleaned, "x".repeat(len - 1), "{len} {at}");
+                let mut text = "x".repeat(len);
+                text.replace_range(at..=at, "\u{202e}");
+                assert_eq!(clean(&text), "x".repeat(len - 1), "{len} {at}");
+            }
+        }
+    }
 
     #[test]
     fn append_matches_push_str_for_every_short_length_and_any_capacity() {
