@@ -16,6 +16,8 @@ use std::process::Command;
 
 const TARGET: &str = "wasm32-wasip2";
 
+include!("src/host_build_vars.rs");
+
 fn main() {
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let root = manifest_dir.join("../..");
@@ -83,16 +85,7 @@ fn build_guests(guests: &Path, target_dir: &Path, selection: &[&str]) {
         .arg("--locked");
     // Flags meant for the host build (coverage, sanitizers, clippy's wrapper)
     // must not leak into the guest build.
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "CARGO_BUILD_RUSTFLAGS",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "RUSTC_WRAPPER",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_TARGET",
-        "CARGO_PRIMARY_PACKAGE",
-    ] {
+    for var in HOST_BUILD_VARS {
         cmd.env_remove(var);
     }
     let status = cmd.status().expect("failed to run cargo for the guest components");

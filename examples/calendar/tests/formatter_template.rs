@@ -27,16 +27,7 @@ fn cargo(args: &[&str]) {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
     command.current_dir(template_dir()).args(args).arg("--locked").arg("--target-dir").arg(target_dir());
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "CARGO_BUILD_RUSTFLAGS",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "RUSTC_WRAPPER",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_TARGET",
-        "CARGO_PRIMARY_PACKAGE",
-    ] {
+    for var in wasmgate_guests::HOST_BUILD_VARS {
         command.env_remove(var);
     }
     let output = command.output().unwrap();

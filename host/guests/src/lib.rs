@@ -5,3 +5,5 @@
 //! [`hostile`]).
 
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));
+// Shared with the build script, which includes the same file.
+include!("host_build_vars.rs");
