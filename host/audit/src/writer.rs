@@ -81,16 +81,16 @@ pub(crate) fn gather_for(durability: Durability, previous_waiters: usize) -> Opt
 /// queued then and are queued now, and when the last one came.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Gathering {
-    pub gather: Gather,
-    pub started: Instant,
+    gather: Gather,
+    started: Instant,
     /// Waited-for submissions queued when the gathering began.
-    pub initial: usize,
+    initial: usize,
     /// Waited-for submissions queued now.
-    pub waiters: usize,
-    pub last_arrival: Instant,
+    waiters: usize,
+    last_arrival: Instant,
     /// The mean gap between arrivals in an earlier gathering, for judging quiet before
     /// this one has seen an arrival of its own.
-    pub earlier_pace: Option<Duration>,
+    earlier_pace: Option<Duration>,
 }
 
 impl Gathering {
