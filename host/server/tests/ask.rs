@@ -133,3 +133,22 @@ async fn an_unanswered_elicitation_is_no_after_the_timeout() {
     assert_eq!(server.recv().await["method"], "elicitation/create");
     assert_eq!(text(&server.recv().await), "No");
 }
+
+#[tokio::test]
+async fn an_approved_stateless_retry_approves_the_call_but_not_the_release_of_its_flagged_result() {
+    // Like a guarded call whose result is then flagged as possible injection: the
+    // user's approval of the call must not also release the result.
+    let spec = ToolSpec { name: "guarded".into(), description: "Asks twice".into(), input_schema: json!({}) };
+    let backend = ToolsBackend::new(vec![Tool::from_fn(spec, |_, _| async {
+        let Some(ask) = context::current().ask else { return Ok(ToolResult::text("nobody to ask")) };
+        let run = ask.confirm("Allow this call?".into(), true).await;
+        let release = ask.confirm("Show its flagged result?".into(), false).await;
+        Ok(ToolResult::text(format!("{run:?} {release:?}")))
+    })]);
+    let mut server = Stdio::start(backend, config());
+    let first = server.ask(call(1, json!({"elicitation": {}}), json!({}))).await;
+    assert_eq!(first["result"]["inputRequests"]["approval"]["params"]["message"], "Allow this call?", "{first}");
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let retry = json!({"inputResponses": accept(true), "requestState": state});
+    assert_eq!(text(&server.ask(call(2, json!({"elicitation": {}}), retry)).await), "Yes No");
+}

@@ -58,14 +58,17 @@ impl Deferred {
 
 impl Ask for Deferred {
     fn confirm(&self, question: String, deferrable: bool) -> BoxFuture<'static, Answer> {
-        let answer = match self.answer {
-            Some(true) => Answer::Yes,
-            Some(false) => Answer::No,
-            None if deferrable => {
+        let answer = match (self.answer, deferrable) {
+            // A retry's answer is to the one question the call deferred: whether it runs.
+            (Some(true), true) => Answer::Yes,
+            (Some(false), true) => Answer::No,
+            (None, true) => {
                 *self.pending.lock().unwrap_or_else(PoisonError::into_inner) = Some(question);
                 Answer::Deferred
             }
-            None => Answer::No,
+            // A question that cannot wait (showing a flagged result) was never put to
+            // the user, retry or not: approving the call does not answer it.
+            (_, false) => Answer::No,
         };
         Box::pin(std::future::ready(answer))
     }
@@ -306,5 +309,13 @@ mod tests {
         assert_eq!(deferred.pending().as_deref(), Some("run it?"));
         assert_eq!(Deferred::new(Some(true)).confirm("run it?".into(), true).await, Answer::Yes);
         assert_eq!(Deferred::new(Some(false)).confirm("run it?".into(), true).await, Answer::No);
+    }
+
+    #[tokio::test]
+    async fn an_approved_retry_answers_only_the_call_not_the_release_of_a_flagged_result() {
+        let approved = Deferred::new(Some(true));
+        assert_eq!(approved.confirm("run it?".into(), true).await, Answer::Yes);
+        assert_eq!(approved.confirm("show it?".into(), false).await, Answer::No);
+        assert!(approved.pending().is_none());
     }
 }
