@@ -51,7 +51,9 @@ pub fn adapt(
     };
     let spec = ToolSpec {
         name: exposed.clone(),
-        description: definition.description.clone().or_else(|| definition.title.clone()).unwrap_or_default(),
+        // Only the reviewed description: `title` is outside the pinned fields
+        // (wasmgate_policy::canonical), so a provider could change it after review.
+        description: definition.description.clone().unwrap_or_default(),
         input_schema: definition.input_schema.clone(),
     };
     let executor = McpTool {
