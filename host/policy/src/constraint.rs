@@ -6,7 +6,7 @@
 //! is bounded, so a policy file cannot make the host build an enormous automaton.
 
 use regex::{Regex, RegexBuilder};
-use serde_json::Value;
+use serde_json::{Number, Value};
 
 /// The longest pattern accepted, in bytes.
 pub const MAX_PATTERN_LEN: usize = 1024;
@@ -99,16 +99,28 @@ pub fn is_valid_pointer(pointer: &str) -> bool {
 
 fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
-            (Some(x), Some(y), _, _) => x == y,
-            (_, _, Some(x), Some(y)) => x == y,
-            _ => x.as_f64() == y.as_f64(),
-        },
+        (Value::Number(x), Value::Number(y)) => number_eq(x, y),
         (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b)),
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
         }
         _ => a == b,
+    }
+}
+
+/// Numeric equality without rounding: an integer equals a float only when the float is
+/// whole and exactly that integer. Comparing both as `f64` would let `9007199254740992.0`
+/// satisfy `equals = 9007199254740993` (both round to 2^53), and the upstream would get
+/// another ID than the policy pinned.
+fn number_eq(x: &Number, y: &Number) -> bool {
+    let integer = |n: &Number| n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from));
+    // Whole floats below 2^127 in magnitude convert to i128 exactly.
+    let float_is = |f: f64, i: i128| f.is_finite() && f.fract() == 0.0 && f.abs() < 1.0e38 && f as i128 == i;
+    match (integer(x), integer(y)) {
+        (Some(a), Some(b)) => a == b,
+        (Some(a), None) => y.as_f64().is_some_and(|f| float_is(f, a)),
+        (None, Some(b)) => x.as_f64().is_some_and(|f| float_is(f, b)),
+        (None, None) => x.as_f64() == y.as_f64(),
     }
 }
 
@@ -134,6 +146,31 @@ mod tests {
         let err = c.check(&json!({"calendar": "home"})).unwrap_err();
         assert_eq!(err, "argument `/calendar` must equal \"work\"");
         assert!(!err.contains("home"), "the argument is not echoed");
+    }
+
+    #[test]
+    fn numbers_are_equal_only_when_exactly_equal() {
+        let big = Constraint::equals("/id", json!(9_007_199_254_740_993_u64));
+        assert_eq!(big.check(&json!({"id": 9_007_199_254_740_993_u64})), Ok(()));
+        // 2^53 as a float: equal to 2^53 + 1 once both are rounded to f64, but not exactly.
+        let rounded: Value = serde_json::from_str(r#"{"id": 9007199254740992.0}"#).unwrap();
+        assert!(big.check(&rounded).is_err());
+        assert!(big.check(&json!({"id": 9_007_199_254_740_992_u64})).is_err());
+        // A whole float is the integer it spells, either way round; a fraction is not.
+        let two = Constraint::equals("/n", json!(2));
+        assert_eq!(two.check(&json!({"n": 2.0})), Ok(()));
+        assert!(two.check(&json!({"n": 2.5})).is_err());
+        assert_eq!(Constraint::equals("/n", json!(2.0)).check(&json!({"n": 2})), Ok(()));
+        let max = Constraint::equals("/n", json!(u64::MAX));
+        assert_eq!(max.check(&json!({"n": u64::MAX})), Ok(()));
+        assert!(max.check(&json!({"n": -1})).is_err());
+        assert!(max.check(&json!({"n": 1.8446744073709552e19})).is_err());
+        assert_eq!(Constraint::equals("/n", json!(0.5)).check(&json!({"n": 0.5})), Ok(()));
+        assert_eq!(
+            Constraint::equals("/n", json!([1, {"a": 9_007_199_254_740_993_u64}]))
+                .check(&json!({"n": [1.0, {"a": 9_007_199_254_740_993_u64}]})),
+            Ok(())
+        );
     }
 
     #[test]
