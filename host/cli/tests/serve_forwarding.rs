@@ -90,6 +90,10 @@ async fn allowed_resources_are_listed_read_framed_and_audited() {
 
     let denied = client.read_resource("test://other", CancellationToken::new()).await.unwrap_err();
     assert_eq!(rpc_code(&denied), -32602, "a URI the policy does not allow is not found: {denied}");
+    let climbing = client.read_resource("test://template/%2e%2e/static-text", CancellationToken::new()).await;
+    let climbing = climbing.unwrap_err();
+    assert_eq!(rpc_code(&climbing), -32602, "{climbing}");
+    assert!(climbing.to_string().contains("`..` path segment"), "the refusal says why: {climbing}");
     let missing = client.read_resource("test://static-nothing", CancellationToken::new()).await.unwrap_err();
     assert_eq!(rpc_code(&missing), -32602, "allowed, but the upstream has none: {missing}");
     client.close().await;

@@ -130,6 +130,11 @@ impl Forwarder {
 
     /// The one MCP provider the policy routes `uri` to.
     fn reader(&self, uri: &str) -> Result<&McpProvider, Refusal> {
+        if wasmgate_policy::climbs(uri) {
+            return Err(Refusal::InvalidParams(format!(
+                "{uri} has a `..` path segment: resource globs match URIs as written, so such a URI is never read"
+            )));
+        }
         let readers = self.guard.policy().resource_readers(uri);
         match readers.as_slice() {
             [one] => {

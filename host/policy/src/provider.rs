@@ -119,9 +119,10 @@ impl ProviderPolicy {
     }
 
     /// Whether the resource at `uri` (or the template `uri` as written) may be listed and
-    /// read. Deny unless a `resources` glob matches.
+    /// read. Deny unless a `resources` glob matches, and always for a URI that
+    /// [`climbs`]: a glob matches the text of a URI, not the place it names.
     pub fn allows_resource(&self, uri: &str) -> bool {
-        self.resources.iter().any(|g| g.matches(uri))
+        !climbs(uri) && self.resources.iter().any(|g| g.matches(uri))
     }
 
     /// Whether the prompt `name` (the provider's own) may be listed and fetched. Deny
@@ -134,4 +135,42 @@ impl ProviderPolicy {
     pub fn formatter_for(&self, tool: &str) -> Option<&Path> {
         self.formatters.iter().find(|f| f.tools.matches(tool)).map(|f| f.wasm.as_path())
     }
+}
+
+/// Whether `uri`'s path has a `..` segment, as written or percent-encoded (`%2e%2e`,
+/// `..%2f`, also encoded twice), with `/` or `\` between segments. `file:///srv/docs/*`
+/// would otherwise admit `file:///srv/docs/../../home/u/.ssh/id_rsa`, and what that
+/// names is up to the provider that resolves it.
+pub fn climbs(uri: &str) -> bool {
+    let path = uri.split(['?', '#']).next().unwrap_or(uri);
+    let mut bytes = path.as_bytes().to_vec();
+    // Decoding until nothing changes catches `%252e` too; each round only shrinks.
+    for _ in 0..4 {
+        let decoded = percent_decode(&bytes);
+        if decoded == bytes {
+            break;
+        }
+        bytes = decoded;
+    }
+    bytes.split(|b| *b == b'/' || *b == b'\\').any(|segment| segment == b"..")
+}
+
+fn percent_decode(bytes: &[u8]) -> Vec<u8> {
+    let hex = |b: u8| char::from(b).to_digit(16);
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let escaped = bytes.get(i + 1..i + 3).and_then(|pair| Some(hex(pair[0])? * 16 + hex(pair[1])?));
+        match escaped {
+            Some(value) if b == b'%' => {
+                out.push(u8::try_from(value).unwrap_or(b'%'));
+                i += 3;
+            }
+            _ => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    out
 }

@@ -359,6 +359,27 @@ resources = ["file:///docs/shared/*"]
 }
 
 #[test]
+fn a_resource_uri_that_climbs_out_of_its_glob_is_denied_however_it_is_spelled() {
+    let policy = parse("[providers.docs]\nresources = [\"file:///srv/docs/*\", \"docs://*\"]\n");
+    let docs = policy.provider("docs").unwrap();
+    assert!(docs.allows_resource("file:///srv/docs/a/b.md"));
+    assert!(docs.allows_resource("file:///srv/docs/notes..md"), "dots inside a name are fine");
+    assert!(docs.allows_resource("file:///srv/docs/a?q=..#.."), "only the path counts");
+    for climbing in [
+        "file:///srv/docs/../../home/u/.ssh/id_rsa",
+        "file:///srv/docs/a/..",
+        "file:///srv/docs/%2e%2e/%2E%2E/etc/passwd",
+        "file:///srv/docs/..%2f..%2fetc/passwd",
+        "file:///srv/docs/%252e%252e/etc/passwd",
+        "file:///srv/docs/..\\..\\etc",
+        "docs://x/../y",
+    ] {
+        assert!(!docs.allows_resource(climbing), "{climbing}");
+        assert!(policy.resource_readers(climbing).is_empty(), "{climbing}");
+    }
+}
+
+#[test]
 fn an_empty_resource_or_prompt_pattern_is_refused_with_its_key() {
     let (line, key, _problem, fix) = invalid("[providers.docs]\nresources = [\"test://a\", \"\"]\n");
     assert_eq!((line, key.as_str()), (2, "providers.docs.resources[1]"));
