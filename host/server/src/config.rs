@@ -21,10 +21,11 @@ pub struct ServerConfig {
     /// Tools per `tools/list` page; later pages are reached by an opaque cursor.
     /// Default 100; 0 is read as 1.
     pub page_size: usize,
-    /// Most requests (calls, lists, reads) running at once on one stdio connection;
-    /// beyond it a request is refused with a JSON-RPC error (-32603) at once, so the
-    /// reader never stops and `notifications/cancelled` still gets through. Default 64. (HTTP bounds each client
-    /// with [`HttpConfig::per_client_concurrency`](crate::HttpConfig::per_client_concurrency).)
+    /// Most requests (calls, lists, reads) and open `subscriptions/listen` running at
+    /// once on one stdio connection; beyond it a request is refused with a JSON-RPC
+    /// error (-32603) at once, so the reader never stops and `notifications/cancelled`
+    /// still gets through. Default 64. (HTTP bounds each client with
+    /// [`HttpConfig::per_client_concurrency`](crate::HttpConfig::per_client_concurrency).)
     pub max_calls_in_flight: usize,
     /// After shutdown is requested, how long calls in flight may still finish before
     /// their tokens are cancelled; the same time again is then allowed for them to

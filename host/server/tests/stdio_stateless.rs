@@ -6,6 +6,7 @@ mod common;
 
 use common::{Fixture, Stdio, config, echo_tool, plain, stamped};
 use serde_json::json;
+use wasmgate_server::ServerConfig;
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
@@ -125,4 +126,22 @@ async fn a_subscription_ends_with_its_closing_result_when_the_server_shuts_down(
         json!({"jsonrpc": "2.0", "id": 3, "result": {"_meta": {SUBSCRIPTION_ID: 3}, "resultType": "complete"}})
     );
     server.finished().await.unwrap();
+}
+
+#[tokio::test]
+async fn subscriptions_count_against_the_in_flight_limit() {
+    let mut server = Stdio::start(Fixture::new().backend, ServerConfig { max_calls_in_flight: 2, ..config() });
+    for id in [1, 2] {
+        server.send(stamped(id, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}}))).await;
+        assert_eq!(server.recv().await["method"], "notifications/subscriptions/acknowledged");
+    }
+    let refused =
+        server.ask(stamped(3, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}}))).await;
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("Too many requests in flight"));
+    // Cancelling one makes room again.
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})).await;
+    server.ask(stamped(4, "server/discover", json!({}))).await;
+    server.send(stamped(5, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}}))).await;
+    assert_eq!(server.recv().await["method"], "notifications/subscriptions/acknowledged");
 }

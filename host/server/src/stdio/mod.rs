@@ -191,9 +191,8 @@ impl Connection {
                 }
             }
             Routed::Run { id, version, job } => {
-                if self.in_flight.len() >= engine.config.max_calls_in_flight {
-                    let message = "Too many requests in flight on this connection; retry when one has finished";
-                    return self.send(error_response(Some(&id), INTERNAL_ERROR, message, None)).await;
+                if let Some(refusal) = self.over_limit(&id) {
+                    return self.send(refusal).await;
                 }
                 let Some(ticket) = self.in_flight.start(&id, &self.life.abort) else {
                     return self.send(duplicate(&id)).await;
@@ -211,6 +210,11 @@ impl Connection {
                 });
             }
             Routed::Listen { id, version, tools } => {
+                // A subscription lasts until it is cancelled or input ends: without the
+                // bound, a client could open them without end.
+                if let Some(refusal) = self.over_limit(&id) {
+                    return self.send(refusal).await;
+                }
                 let Some(ticket) = self.in_flight.start(&id, &CancellationToken::new()) else {
                     return self.send(duplicate(&id)).await;
                 };
@@ -221,6 +225,17 @@ impl Connection {
                 });
             }
         }
+    }
+}
+
+impl Connection {
+    /// The refusal of request `id` when calls and subscriptions in flight are at
+    /// [`ServerConfig::max_calls_in_flight`].
+    fn over_limit(&self, id: &Id) -> Option<Value> {
+        (self.in_flight.len() >= self.engine.config.max_calls_in_flight).then(|| {
+            let message = "Too many requests in flight on this connection; retry when one has finished";
+            error_response(Some(id), INTERNAL_ERROR, message, None)
+        })
     }
 }
 
