@@ -148,8 +148,9 @@ impl ToolSource for McpProvider {
 
     /// Waits at most [`OFFER_WAIT`] for the provider's list: one that does not answer
     /// in time keeps offering what it offered last, so it cannot hold up a listing of
-    /// every provider's tools (its own request goes on being bounded by the client's
-    /// request timeout, and the next look asks again).
+    /// every provider's tools. Its request is then given up: the client forgets it and
+    /// tells the server (`notifications/cancelled`, or over stateless HTTP by closing its
+    /// stream), and the next look asks again.
     fn offers(&self) -> BoxFuture<'_, (Vec<Offer>, Option<String>)> {
         Box::pin(async move {
             match tokio::time::timeout(OFFER_WAIT, self.fetch_offers()).await {

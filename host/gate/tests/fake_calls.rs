@@ -82,6 +82,40 @@ async fn cancel_sends_notifications_cancelled_and_a_late_response_is_ignored() {
 }
 
 #[tokio::test]
+async fn a_request_whose_caller_stops_waiting_is_cancelled_upstream_and_forgotten() {
+    let (client, mut server) = connected(ClientConfig::default()).await;
+    let caller = client.clone();
+    // The caller's own timeout, or a select! that took another branch: the future is dropped.
+    let call = tokio::spawn(async move { caller.list_tools().await });
+    let (id, _) = expect_request(&mut server, "tools/list").await;
+    call.abort();
+    assert!(call.await.unwrap_err().is_cancelled());
+    let params = expect_notification(&mut server, "notifications/cancelled").await;
+    assert_eq!(params["requestId"], id.to_value());
+    server.respond(&id, json!({"tools": []})).await;
+    let next = tokio::spawn(async move { client.call_tool("echo", text_args("hi"), CancellationToken::new()).await });
+    let (next_id, _) = expect_request(&mut server, "tools/call").await;
+    server.respond(&next_id, text_result("hi", false)).await;
+    assert_eq!(next.await.unwrap().unwrap().content.first().and_then(ContentBlock::text), Some("hi"));
+}
+
+#[tokio::test]
+async fn a_dropped_request_over_a_stream_per_request_transport_releases_its_stream() {
+    let (transport, mut server) = fake::fake();
+    let transport = transport.emulating_http_cancel();
+    let connecting = tokio::spawn(McpClient::connect("http", transport, ClientConfig::default()));
+    let (id, _) = expect_request(&mut server, "server/discover").await;
+    server.respond(&id, common::discover_result()).await;
+    let client = connecting.await.unwrap().unwrap();
+    common::subscribe(&mut server, &client).await;
+    let call = tokio::spawn(async move { client.list_tools().await });
+    let (id, _) = expect_request(&mut server, "tools/list").await;
+    call.abort();
+    assert!(call.await.unwrap_err().is_cancelled());
+    assert!(server.released().contains(&id), "the request's stream is released");
+}
+
+#[tokio::test]
 async fn cancel_over_stream_per_request_transports_closes_the_stream_instead_of_notifying() {
     let (transport, mut server) = fake::fake();
     let transport = transport.emulating_http_cancel();

@@ -44,6 +44,28 @@ use crate::transport::{Inbound, OVERSIZED_PREFIX_BYTES};
 /// How many finished ids are remembered to tell late and duplicate responses apart.
 const RECENT_IDS: usize = 1024;
 
+/// How long the client tries to deliver a `notifications/cancelled`.
+pub(crate) const CANCEL_SEND_LIMIT: Duration = Duration::from_secs(1);
+
+/// Gives up on a request whose [`Shared::round_trip`] future is dropped before it
+/// ends (a caller's own timeout, a `select!` that took another branch). Without it the
+/// pending entry, and over HTTP the request's open stream, would stay until the
+/// connection closes, and the server would never hear that nobody waits.
+struct Unanswered<'a> {
+    shared: &'a Shared,
+    id: &'a Id,
+    method: &'a str,
+    armed: bool,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.shared.abandon(self.id, self.method, "no longer awaited");
+        }
+    }
+}
+
 /// Most server requests being answered at once. An answer waits on the transport, and a
 /// server that sends requests without reading what we write blocks it; past this many,
 /// further requests are dropped (with a warning), never queued.
@@ -164,6 +186,7 @@ impl Shared {
         cancel: Option<&CancellationToken>,
     ) -> Result<Reply, ClientError> {
         let answer = self.register(&id)?;
+        let mut unanswered = Unanswered { shared: self, id: &id, method, armed: true };
         let exchange = async {
             self.transport.send_with_headers(message, headers).await?;
             answer.await.unwrap_or_else(|_| {
@@ -178,6 +201,7 @@ impl Shared {
             () = cancel.cancelled() => Err(ClientError::Cancelled),
             () = tokio::time::sleep(timeout) => Err(ClientError::Timeout { method: method.to_owned(), after: timeout }),
         };
+        unanswered.armed = false;
         match &outcome {
             Err(ClientError::Cancelled) => self.abandon(&id, method, "cancelled by the caller"),
             Err(ClientError::Timeout { .. }) => self.abandon(&id, method, "timed out"),
@@ -202,12 +226,20 @@ impl Shared {
 
     /// Gives up on request `id`: later answers are ignored, and the server is told
     /// (see [`give_up`](Self::give_up)) from a task of its own.
+    ///
+    /// The send is bounded by [`CANCEL_SEND_LIMIT`]: a stdio server that stopped reading
+    /// its input would otherwise keep one task per abandoned request until close.
     pub(crate) fn abandon(&self, id: &Id, method: &str, reason: &str) {
         let Some(message) = self.give_up(id, method, reason) else { return };
+        // Outside a runtime (a request future dropped after its runtime ended) the
+        // request is forgotten all the same; only the notice is not sent.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         let transport = Arc::clone(&self.transport);
-        tokio::spawn(async move {
-            if let Err(e) = transport.send(message).await {
-                tracing::debug!(error = %e, "could not send notifications/cancelled");
+        runtime.spawn(async move {
+            match tokio::time::timeout(CANCEL_SEND_LIMIT, transport.send(message)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::debug!(error = %e, "could not send notifications/cancelled"),
+                Err(_) => tracing::debug!("the server is not reading: notifications/cancelled not sent"),
             }
         });
     }

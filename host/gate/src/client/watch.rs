@@ -31,7 +31,7 @@
 //! closing it, on stdio with `notifications/cancelled` for the listen request.
 
 use std::sync::{Arc, PoisonError, Weak};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::sync::oneshot;
 use wasmgate_protocol::codes::METHOD_NOT_FOUND;
@@ -39,11 +39,8 @@ use wasmgate_protocol::subscriptions::LISTEN;
 use wasmgate_protocol::{Id, SubscriptionFilter, declares_list_changed};
 
 use super::Shared;
-use super::router::Reply;
+use super::router::{CANCEL_SEND_LIMIT, Reply};
 use crate::error::{ClientError, TransportError};
-
-/// How long `close` waits to deliver the `notifications/cancelled` of a subscription.
-const CANCEL_SEND_LIMIT: Duration = Duration::from_secs(1);
 
 /// How the client learns that the server's tool list changed.
 #[non_exhaustive]
