@@ -2,13 +2,13 @@
 //! model turn. A new or changed definition is withheld (and the change recorded once in
 //! the audit log) until someone reviews it.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use wasmgate_adapter::{Offer, ToolSource};
 use wasmgate_agent::{BoxFuture, Tool, Toolset};
 use wasmgate_audit::{Entry, Event};
-use wasmgate_policy::ReviewState;
+use wasmgate_policy::{ReviewState, definition_hash};
 
 use crate::guard::{Admission, Guard};
 
@@ -27,9 +27,15 @@ pub struct GuardedToolset {
     guard: Arc<Guard>,
     sources: Vec<Arc<dyn ToolSource>>,
     withheld: Mutex<Vec<WithheldTool>>,
-    /// (provider, tool, definition) already reported, so a change is recorded once.
-    reported: Mutex<HashSet<(String, String, String)>>,
+    /// The hashes of the last [`REPORTED_PER_TOOL`] definitions reported per (provider,
+    /// tool), so a change is recorded once, and a tool that changes at every listing
+    /// costs a bounded amount of memory.
+    reported: Mutex<HashMap<(String, String), VecDeque<String>>>,
 }
+
+/// Definitions of one tool remembered as reported: a provider flipping between a few
+/// is recorded once for each, one changing at every listing is recorded every time.
+pub const REPORTED_PER_TOOL: usize = 8;
 
 impl GuardedToolset {
     /// The tools of `sources`, admitted by `guard`.
@@ -71,8 +77,19 @@ impl GuardedToolset {
     }
 
     fn report(&self, offer: &Offer, state: &ReviewState) {
-        let key = (offer.provider.clone(), offer.name.clone(), offer.definition.to_string());
-        if !self.reported.lock().is_ok_and(|mut seen| seen.insert(key)) {
+        let hash = definition_hash(&offer.definition);
+        let first_time = self.reported.lock().is_ok_and(|mut reported| {
+            let seen = reported.entry((offer.provider.clone(), offer.name.clone())).or_default();
+            if seen.contains(&hash) {
+                return false;
+            }
+            if seen.len() == REPORTED_PER_TOOL {
+                seen.pop_front();
+            }
+            seen.push_back(hash);
+            true
+        });
+        if !first_time {
             return;
         }
         let message = match state {

@@ -55,6 +55,34 @@ async fn a_rug_pull_after_review_withholds_the_tool_and_records_what_changed() {
 }
 
 #[tokio::test]
+async fn a_tool_that_keeps_changing_is_recorded_once_per_recent_definition() {
+    let query = definition("calendar_query", "Lists your events.");
+    let source = Source::new("calendar", vec![query.clone()]);
+    let setup = Setup::new(&[(&source, query)], Arc::new(Unattended));
+    let toolset = setup.toolset(std::slice::from_ref(&source));
+    let warnings = || setup.records().into_iter().filter(|r| r["event"] == "warning").count();
+    let offer = |n: usize| {
+        *source.definitions.lock().unwrap() = vec![definition("calendar_query", &format!("Lists your events. v{n}"))];
+    };
+    // Flipping between two definitions: each is recorded once.
+    for n in [1, 2, 1, 2, 1] {
+        offer(n);
+        assert!(toolset.current().await.is_empty());
+    }
+    assert_eq!(warnings(), 2);
+    // A new definition at every listing is recorded every time; only the last
+    // REPORTED_PER_TOOL are remembered, so an old one comes back as news.
+    for n in 3..3 + wasmgate_guard::toolset::REPORTED_PER_TOOL {
+        offer(n);
+        toolset.current().await;
+    }
+    assert_eq!(warnings(), 2 + wasmgate_guard::toolset::REPORTED_PER_TOOL);
+    offer(1);
+    toolset.current().await;
+    assert_eq!(warnings(), 3 + wasmgate_guard::toolset::REPORTED_PER_TOOL);
+}
+
+#[tokio::test]
 async fn an_unreviewed_tool_is_not_offered() {
     let source = Source::new("calendar", vec![definition("calendar_query", "Lists your events.")]);
     let setup = Setup::new(&[], Arc::new(Unattended));
