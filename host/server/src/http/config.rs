@@ -21,8 +21,9 @@ pub struct HttpConfig {
     pub max_body_bytes: usize,
     /// Largest total of request header names and values (default 16 KiB); beyond: 431.
     pub max_header_bytes: usize,
-    /// Requests one client (by peer IP address) may have open at once, long-lived
-    /// streams included (default 16); beyond: 429.
+    /// Requests one client may have open at once, long-lived streams included
+    /// (default 16); beyond: 429. A client is its peer IP address, except that every
+    /// loopback address is one client and an IPv6 address counts as its /64.
     pub per_client_concurrency: usize,
     /// Handshake-era sessions open at once (default 1024); an `initialize` beyond it is
     /// refused with 503 until a client ends its session (DELETE) or one expires.

@@ -1,11 +1,15 @@
-//! The per-client concurrency limit: requests open at once per peer IP address.
+//! The per-client concurrency limit: requests open at once per client, a client being
+//! its peer address as [`client_key`] groups them: every loopback address is one
+//! client (on Linux all of 127.0.0.0/8 reaches the machine, so counting 127.0.0.2 apart
+//! from 127.0.0.1 would give one local process as many budgets as it likes), and an
+//! IPv6 peer is its /64.
 //!
 //! A permit is taken before the request is handled and released when its response body
 //! is finished or dropped, so a long-lived stream holds its permit for as long as it is
 //! open: streams are the cheapest way to pin server resources, and they count.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
@@ -21,8 +25,9 @@ pub(crate) struct ClientLimits {
 }
 
 impl ClientLimits {
-    /// A permit for `ip`, or `None` when it already has `max` requests open.
-    pub(crate) fn acquire(self: &Arc<Self>, ip: IpAddr, max: usize) -> Option<Permit> {
+    /// A permit for the client at `peer`, or `None` when it already has `max` requests open.
+    pub(crate) fn acquire(self: &Arc<Self>, peer: IpAddr, max: usize) -> Option<Permit> {
+        let ip = client_key(peer);
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         let count = open.entry(ip).or_default();
         if *count >= max {
@@ -30,6 +35,20 @@ impl ClientLimits {
         }
         *count += 1;
         Some(Permit { limits: Arc::clone(self), ip })
+    }
+}
+
+/// The client a peer address belongs to: all loopback addresses (IPv4, IPv6 and
+/// IPv4-mapped) are one, an IPv6 address counts as its /64, an IPv4 address as itself.
+pub(crate) fn client_key(peer: IpAddr) -> IpAddr {
+    let peer = match peer {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(peer, IpAddr::V4),
+        IpAddr::V4(_) => peer,
+    };
+    match peer {
+        ip if ip.is_loopback() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(v6.to_bits() & !u128::from(u64::MAX))),
+        IpAddr::V4(_) => peer,
     }
 }
 
@@ -98,5 +117,22 @@ mod tests {
         assert!(limits.acquire(b, 2).is_some(), "another client has its own count");
         drop(first);
         assert!(limits.acquire(a, 2).is_some());
+    }
+
+    #[test]
+    fn every_loopback_address_is_one_client_and_an_ipv6_peer_is_its_64() {
+        let limits = Arc::new(ClientLimits::default());
+        let local = ["127.0.0.1", "127.0.0.2", "127.255.0.9", "::1", "::ffff:127.0.0.3"];
+        let held: Vec<Permit> = local.iter().map(|ip| limits.acquire(ip.parse().unwrap(), 5).unwrap()).collect();
+        for ip in local {
+            assert!(limits.acquire(ip.parse().unwrap(), 5).is_none(), "{ip} shares the local budget");
+        }
+        assert!(limits.acquire("10.0.0.1".parse().unwrap(), 5).is_some());
+        assert!(limits.acquire("::ffff:10.0.0.2".parse().unwrap(), 1).is_some(), "mapped IPv4 counts as IPv4");
+        let _one = limits.acquire("2001:db8:1:2::1".parse().unwrap(), 1).unwrap();
+        assert!(limits.acquire("2001:db8:1:2:ffff::9".parse().unwrap(), 1).is_none(), "the same /64");
+        assert!(limits.acquire("2001:db8:1:3::1".parse().unwrap(), 1).is_some(), "another /64");
+        drop(held);
+        assert!(limits.acquire("127.0.0.7".parse().unwrap(), 5).is_some());
     }
 }
