@@ -136,3 +136,43 @@ async fn initialize_beyond_the_session_cap_is_unavailable_until_a_session_ends()
     let third = client.post(&server.url).header("content-type", "application/json").body(init).send().await.unwrap();
     assert_eq!(third.status(), StatusCode::OK);
 }
+
+#[tokio::test]
+async fn a_client_at_its_limit_can_still_cancel_and_answer_but_not_start_more() {
+    let mut fixture = Fixture::new();
+    let http = HttpConfig { per_client_concurrency: 1, ..HttpConfig::default() };
+    let server = Http::start(fixture.backend.clone(), config(), http).await;
+    let client = reqwest::Client::new();
+    let send = |body: Value, session: Option<String>| {
+        let mut request = client
+            .post(&server.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.send()
+    };
+    let opened = bounded("initialize", send(common::initialize(1, "2025-11-25"), None)).await.unwrap();
+    let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    // The call holds the client's one permit while it runs.
+    let call = common::plain(2, "tools/call", json!({"name": "block", "arguments": {"text": "held"}}));
+    let running = tokio::spawn(send(call, Some(session.clone())));
+    assert_eq!(fixture.entered().await, "held");
+    let more = bounded("a second request", send(common::plain(3, "ping", json!({})), Some(session.clone())));
+    assert_eq!(more.await.unwrap().status(), StatusCode::TOO_MANY_REQUESTS);
+    let reply = json!({"jsonrpc": "2.0", "id": "wasmgate-1", "result": {}});
+    let answered = bounded("a response", send(reply, Some(session.clone()))).await.unwrap();
+    assert_eq!(answered.status(), StatusCode::ACCEPTED, "a response is taken over the limit");
+    let big = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "x".repeat(100_000)}});
+    let refused = bounded("a large notification", send(big, Some(session.clone()))).await.unwrap();
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS, "but only a small one");
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}});
+    let cancelled = bounded("a cancellation", send(cancel, Some(session.clone()))).await.unwrap();
+    assert_eq!(cancelled.status(), StatusCode::ACCEPTED);
+    assert_eq!(fixture.cancelled().await, "held", "the cancellation reached the call");
+    bounded("the cancelled call", running).await.unwrap().unwrap();
+    let after = bounded("a request after", send(common::plain(4, "ping", json!({})), Some(session))).await.unwrap();
+    assert_eq!(after.status(), StatusCode::OK, "the permit is free again");
+}

@@ -4,14 +4,17 @@
 //! 2. `Origin` (403): absent, loopback, or listed; anything else is a page in a browser
 //!    reaching a local server through DNS rebinding;
 //! 3. bearer token (401, with `WWW-Authenticate: Bearer`), compared in constant time;
-//! 4. per-client concurrency (429), by peer IP address; the permit rides on the
-//!    response body (see [`limit`](super::limit)).
+//! 4. per-client concurrency (429), by client (see [`limit`](super::limit)); the permit
+//!    rides on the response body. A POST over the limit is still read, up to
+//!    [`OVER_LIMIT_BODY_BYTES`], without a permit: if it carries a response or a
+//!    notification (an answer to our `elicitation/create`, a `notifications/cancelled`),
+//!    those are what free the client's permits, so they are taken; a request is 429.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use subtle::ConstantTimeEq;
@@ -48,9 +51,28 @@ pub(crate) async fn guard(State(shared): State<Arc<Shared>>, request: Request, n
         request.extensions().get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
     let Some(permit) = shared.clients.acquire(peer, config.per_client_concurrency) else {
         tracing::info!(%peer, limit = config.per_client_concurrency, "per-client concurrency limit reached");
-        return refuse(StatusCode::TOO_MANY_REQUESTS, INVALID_REQUEST, "Too many concurrent requests from this client");
+        if request.method() == Method::POST {
+            let mut request = request;
+            request.extensions_mut().insert(OverLimit);
+            return next.run(request).await;
+        }
+        return too_many();
     };
     next.run(request).await.map(|body| PermitBody::wrap(body, permit))
+}
+
+/// Marks a POST that came in over its client's limit: only a response or a
+/// notification in it is taken.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OverLimit;
+
+/// The most body read of a POST over its client's limit: enough for an elicitation
+/// answer or a cancellation, not for making the server buffer much per connection.
+pub(crate) const OVER_LIMIT_BODY_BYTES: usize = 64 << 10;
+
+/// The 429 of a client over its limit.
+pub(crate) fn too_many() -> Response {
+    refuse(StatusCode::TOO_MANY_REQUESTS, INVALID_REQUEST, "Too many concurrent requests from this client")
 }
 
 /// Names, values, and `": "` plus CRLF for each header line.

@@ -1,7 +1,8 @@
 //! POST: one JSON-RPC message per request.
 //!
 //! * A notification or a response gets 202 (a `notifications/cancelled` naming a
-//!   session's call cancels it first).
+//!   session's call cancels it first), even from a client at its concurrency limit
+//!   (see [`guard`](super::guard)): they are what frees its requests.
 //! * A stamped request is served statelessly, after its headers are checked; any
 //!   `Mcp-Session-Id` is ignored, as 2026-07-28 asks.
 //! * `initialize` opens a session; an unstamped request names its session (unknown:
@@ -18,7 +19,7 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
@@ -30,6 +31,7 @@ use wasmgate_protocol::server::{has_stateless_meta, parse_cancelled};
 use wasmgate_protocol::{Id, Message, Request, classify, error_response, parse_message};
 
 use super::Shared;
+use super::guard::{OVER_LIMIT_BODY_BYTES, OverLimit, too_many};
 use super::reply::{json, refuse, sse, status};
 use super::sessions::{Refused, SESSION_ID, Session};
 use crate::engine::ask::Live;
@@ -37,9 +39,17 @@ use crate::engine::watch::{Listen, listen};
 use crate::engine::{Era, Routed};
 
 /// The POST handler; see the module docs.
-pub(crate) async fn post(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
-    let bytes = match Limited::new(body, shared.http.max_body_bytes).collect().await {
+pub(crate) async fn post(
+    State(shared): State<Arc<Shared>>,
+    over_limit: Option<Extension<OverLimit>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let over_limit = over_limit.is_some();
+    let max_body_bytes = if over_limit { OVER_LIMIT_BODY_BYTES } else { shared.http.max_body_bytes };
+    let bytes = match Limited::new(body, max_body_bytes).collect().await {
         Ok(collected) => collected.to_bytes(),
+        Err(e) if over_limit && e.downcast_ref::<LengthLimitError>().is_some() => return too_many(),
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
             let message = format!("Request body is over the limit of {} bytes", shared.http.max_body_bytes);
             return refuse(StatusCode::PAYLOAD_TOO_LARGE, INVALID_REQUEST, &message);
@@ -56,6 +66,7 @@ pub(crate) async fn post(State(shared): State<Arc<Shared>>, headers: HeaderMap, 
     let id = value.get("id").and_then(|id| Id::from_value(id).ok());
     let session = headers.get(SESSION_ID).and_then(|v| v.to_str().ok()).map(str::to_owned);
     match classify(value) {
+        Ok(Message::Request(_)) if over_limit => too_many(),
         Ok(Message::Request(request)) => self::request(&shared, &headers, session, request).await,
         Ok(Message::Notification(n)) => {
             tracing::debug!(method = %n.method, session = session.is_some(), "notification");
