@@ -82,8 +82,50 @@ impl Approver for Unattended {
 /// The reason given while the client is asked to answer on a retry.
 pub const DEFERRED: &str = "approval was requested from the user; the client answers it by calling again";
 
-/// The most characters of the arguments shown in a question to the caller.
+/// The most characters of the arguments shown in a question to the caller, when they
+/// are shown whole.
 const MAX_QUESTION_ARGUMENTS: usize = 512;
+
+/// Arguments too long to show whole are shown field by field, each value cut to its
+/// share of [`MAX_QUESTION_ARGUMENTS`] but never to less than this.
+const MIN_FIELD_CHARS: usize = 24;
+
+/// The most fields named in a question, and the most characters of each name.
+const MAX_QUESTION_FIELDS: usize = 64;
+const MAX_FIELD_NAME_CHARS: usize = 64;
+
+/// The arguments as a question shows them. Cut as one text, a long first field would
+/// push the fields after it out of view (the recipient after a padded subject), so
+/// arguments too long to show whole show every field, each value cut to its share.
+fn shown_arguments(arguments: &Value) -> String {
+    let whole = escape_for_display(&arguments.to_string());
+    if whole.chars().count() <= MAX_QUESTION_ARGUMENTS {
+        return whole;
+    }
+    let Value::Object(fields) = arguments else { return cut(whole, MAX_QUESTION_ARGUMENTS) };
+    let share = (MAX_QUESTION_ARGUMENTS / fields.len().clamp(1, MAX_QUESTION_FIELDS)).max(MIN_FIELD_CHARS);
+    let mut shown: Vec<String> = fields
+        .iter()
+        .take(MAX_QUESTION_FIELDS)
+        .map(|(name, value)| {
+            let name = cut(escape_for_display(&Value::String(name.clone()).to_string()), MAX_FIELD_NAME_CHARS);
+            format!("{name}: {}", cut(escape_for_display(&value.to_string()), share))
+        })
+        .collect();
+    if fields.len() > MAX_QUESTION_FIELDS {
+        shown.push(format!("and {} more fields not shown", fields.len() - MAX_QUESTION_FIELDS));
+    }
+    format!("{{{}}}", shown.join(", "))
+}
+
+/// `text` cut to `max` characters, with `...` when it was cut.
+fn cut(mut text: String, max: usize) -> String {
+    if let Some((at, _)) = text.char_indices().nth(max) {
+        text.truncate(at);
+        text.push_str("...");
+    }
+    text
+}
 
 /// Asks the person behind the caller of the call, when the caller offers a way
 /// ([`wasmgate_agent::context::current`]'s `ask`: an MCP client's elicitation), and
@@ -102,11 +144,7 @@ impl CallerApprover {
 
     /// The question put to the caller: what runs, with which arguments, and why.
     fn question(request: &ApprovalRequest) -> String {
-        let mut arguments = escape_for_display(&request.arguments.to_string());
-        if let Some((cut, _)) = arguments.char_indices().nth(MAX_QUESTION_ARGUMENTS) {
-            arguments.truncate(cut);
-            arguments.push_str("...");
-        }
+        let arguments = shown_arguments(&request.arguments);
         let what = format!(
             "wasmgate: the agent wants to run `{}` of the provider `{}` with the arguments {arguments}. The policy \
              says: {}.",
@@ -267,6 +305,27 @@ mod tests {
         let text = String::from_utf8(shown.lock().map(|s| s.clone()).unwrap_or_default()).unwrap_or_default();
         assert!(text.contains("calendar_create of provider calendar"), "{text}");
         assert!(!text.contains('\u{202e}'), "{text:?}");
+    }
+
+    #[test]
+    fn long_arguments_show_every_field_so_none_hides_behind_a_long_one() {
+        let short = json!({"title": "Lunch", "when": "12:00"});
+        assert_eq!(shown_arguments(&short), r#"{"title":"Lunch","when":"12:00"}"#);
+        let padded = json!({"subject": "x".repeat(2000), "to": "evil@example.com", "cc": ["a", "b"]});
+        let shown = shown_arguments(&padded);
+        assert!(shown.contains(r#""to": "evil@example.com""#), "{shown}");
+        assert!(shown.contains(r#""cc": ["a","b"]"#), "{shown}");
+        assert!(shown.contains(r#""subject": "xxx"#) && shown.contains("..."), "{shown}");
+        assert!(shown.chars().count() < 700, "{}", shown.chars().count());
+        let many: serde_json::Map<String, Value> =
+            (0..100).map(|n| (format!("field{n:03}"), Value::String("y".repeat(50)))).collect();
+        let shown = shown_arguments(&Value::Object(many));
+        assert!(shown.contains("field063") && !shown.contains("field064"), "{shown}");
+        assert!(shown.ends_with("and 36 more fields not shown}"), "{shown}");
+        let list = json!(["z".repeat(1000)]);
+        assert_eq!(shown_arguments(&list).chars().count(), MAX_QUESTION_ARGUMENTS + 3);
+        let hidden = json!({"note": format!("{}\u{202e}", "w".repeat(600)), "to": "x\u{200b}y"});
+        assert!(!shown_arguments(&hidden).contains(['\u{202e}', '\u{200b}']));
     }
 
     #[tokio::test]
