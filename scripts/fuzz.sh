@@ -7,22 +7,22 @@
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 #
 # With no TARGET, every target runs in turn: classify, stdio_framing,
-# policy_parser. Each starts from its corpus (fuzz/corpus/<target>, kept between
-# runs, not in git) and its seeds (see seeds_for below). libFuzzer's output goes
-# to fuzz/target/logs/<target>.log; a summary of every target is printed at the
-# end, and the script fails if any target found a crash.
+# policy_parser, formatter. Each starts from its corpus (fuzz/corpus/<target>,
+# kept between runs, not in git) and its seeds (see seeds_for below).
+# libFuzzer's output goes to fuzz/target/logs/<target>.log; a summary of every
+# target is printed at the end, and the script fails if any target found a crash.
 #
 # cargo-fuzz needs nightly compiler flags; RUSTC_BOOTSTRAP=1 lets the stable
 # toolchain accept them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_targets=(classify stdio_framing policy_parser)
+all_targets=(classify stdio_framing policy_parser formatter)
 
 seeds_for() {
     case "$1" in
         classify) echo host/protocol/tests/golden ;; # the protocol's golden messages
-        stdio_framing | policy_parser) echo "fuzz/seeds/$1" ;;
+        stdio_framing | policy_parser | formatter) echo "fuzz/seeds/$1" ;;
         *)
             echo "unknown target $1 (known: ${all_targets[*]})" >&2
             return 1

@@ -45,10 +45,13 @@ impl Shared {
                     });
                 }
             }
-            "notifications/message" => {
+            // Serialized only when someone reads it: a server can send many of these, up
+            // to the frame limit each, and the reader must keep up with the rest.
+            "notifications/message" if tracing::enabled!(tracing::Level::DEBUG) => {
                 let text = Value::Object(params).to_string();
                 tracing::debug!(server = %self.server, log = %escape(&text.as_bytes()[..text.len().min(1024)]), "server log");
             }
+            "notifications/message" => {}
             other => tracing::debug!(server = %self.server, method = other, "notification ignored"),
         }
     }
