@@ -279,6 +279,22 @@ async fn the_python_sdk_client_uses_serve_over_stdio_in_both_eras() {
     let target = ["stdio", env!("CARGO_BIN_EXE_wasmgate"), "serve"];
     check_python(&python_client(dir.path(), "auto", &target).await, "2026-07-28");
     check_python(&python_client(dir.path(), "legacy", &target).await, "2025-11-25");
+    // The calls of tools that are not served are in the audit log all the same.
+    let log = std::fs::read_to_string(dir.path().join("state/audit.jsonl")).unwrap();
+    let refused: Vec<Value> = log
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|r| r["event"] == "requested" && r["verdict"] == "deny")
+        .collect();
+    let of = |tool: &str| refused.iter().filter(|r| r["tool"] == tool).count();
+    assert_eq!(of("calendar_delete"), 2, "once per era: {refused:?}");
+    assert_eq!(of("nope"), 2, "{refused:?}");
+    let delete = refused.iter().find(|r| r["tool"] == "calendar_delete").unwrap();
+    assert_eq!(delete["provider"], "calendar");
+    assert!(delete["reason"].as_str().unwrap().contains("denies every call"), "{delete}");
+    let verify =
+        wasmgate(dir.path(), &["audit", "verify", &dir.path().join("state/audit.jsonl").display().to_string()]);
+    assert!(verify.status.success(), "{}", stderr(&verify));
 }
 
 #[tokio::test]

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolResult, ToolSpec, Toolset as _};
-use wasmgate_guard::GuardedToolset;
+use wasmgate_guard::{Guard, GuardedToolset};
 use wasmgate_policy::{Policy, Verdict, split_prefixed};
 use wasmgate_protocol::server::{CompleteParams, GetPromptParams};
 use wasmgate_server::{Backend, CallFailure, Completion, Offers, Prompt, Refusal};
@@ -27,6 +27,7 @@ use crate::start::Gateway;
 #[derive(Debug)]
 pub struct GatewayBackend {
     toolset: Arc<GuardedToolset>,
+    guard: Arc<Guard>,
     policy: Policy,
     /// The tools served at the last look; `None` before the first.
     served: Mutex<Option<Vec<Tool>>>,
@@ -40,6 +41,7 @@ impl Gateway {
     pub fn backend(&self) -> Arc<GatewayBackend> {
         let backend = Arc::new(GatewayBackend {
             toolset: Arc::clone(&self.toolset),
+            guard: Arc::clone(&self.guard),
             policy: self.guard.policy().clone(),
             served: Mutex::default(),
             changes: watch::Sender::new(0),
@@ -66,6 +68,20 @@ impl GatewayBackend {
         self.policy
             .provider(provider)
             .is_none_or(|rules| rules.tool(tool).map_or(rules.unlisted, |rule| rule.verdict) == Verdict::Deny)
+    }
+
+    /// Puts a call of a tool that is not served in the audit log, saying why it is not.
+    fn refuse_unoffered(&self, name: &str, arguments: Map<String, Value>) {
+        let (provider, tool, reason) = match split_prefixed(name) {
+            Some((provider, tool)) if self.always_denied(name) && self.policy.provider(provider).is_some() => {
+                (provider, tool, "not offered: the policy denies every call of this tool")
+            }
+            Some((provider, tool)) if self.policy.provider(provider).is_some() => {
+                (provider, tool, "not offered: not reviewed, changed since review, or not listed by the provider")
+            }
+            _ => ("", name, "not offered: no provider of that name"),
+        };
+        self.guard.refused_unoffered(provider, tool, Value::Object(arguments), reason);
     }
 
     /// The served tool `name`: from the last look, or from a fresh one when it is not
@@ -112,7 +128,10 @@ impl Backend for GatewayBackend {
         cancel: CancellationToken,
     ) -> BoxFuture<'_, Result<ToolResult, CallFailure>> {
         Box::pin(async move {
-            let tool = self.find(&name).await.ok_or(CallFailure::UnknownTool(name))?;
+            let Some(tool) = self.find(&name).await else {
+                self.refuse_unoffered(&name, arguments);
+                return Err(CallFailure::UnknownTool(name));
+            };
             Ok(tool.execute(Value::Object(arguments), cancel).await?)
         })
     }

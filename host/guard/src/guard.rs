@@ -161,6 +161,16 @@ impl Guard {
         Ok(Access { guard: Arc::clone(self), call, provider: provider.to_owned(), what: what.to_owned(), ended: false })
     }
 
+    /// Records a call that was refused before any tool was found for it (a name that is
+    /// not offered: unknown, unreviewed, withheld, or denied for every call): one
+    /// `requested` record with verdict `deny` and `reason`, queued like an outcome. The
+    /// model asking for a tool it was never shown is worth knowing about.
+    pub fn refused_unoffered(&self, provider: &str, tool: &str, arguments: Value, reason: &str) {
+        let requested =
+            Event::Requested { verdict: Verdict::Deny.as_str().to_owned(), reason: reason.into(), arguments };
+        self.note(Entry::call(self.call_id(), provider, tool, requested));
+    }
+
     /// Queues an outcome record without waiting for it: it costs no fsync of its own,
     /// and becomes durable with the next start record (or within 200 ms).
     fn note(&self, entry: Entry) {
