@@ -1,8 +1,9 @@
 //! What one record says: an [`Entry`] names the call and carries one [`Event`].
 //!
 //! Free text (reasons, error messages) is cut to [`MAX_TEXT_CHARS`] and arguments whose JSON is
-//! longer than [`MAX_ARGUMENTS_BYTES`] are replaced by a marker, so one record stays small and a
-//! model cannot make the log grow without bound with one call. Text is escaped by JSON, so a record
+//! longer than [`MAX_ARGUMENTS_BYTES`] are shrunk field by field (or, failing that, replaced by a
+//! marker), so one record stays small and a model cannot make the log grow without bound with one
+//! call, nor hide one field behind another that it pads. Text is escaped by JSON, so a record
 //! is always exactly one line whatever it contains.
 
 use serde::Serialize;
@@ -108,9 +109,9 @@ impl Entry {
             Event::Requested { verdict, reason, arguments } => {
                 cut(verdict);
                 cut(reason);
-                let len = serde_json::to_vec(arguments).map_or(usize::MAX, |v| v.len());
+                let len = json_len(arguments);
                 if len > MAX_ARGUMENTS_BYTES {
-                    *arguments = Value::String(format!("[omitted: {len} bytes of arguments]"));
+                    *arguments = shrunk(arguments, len);
                 }
             }
             Event::Approval { approver, .. } => cut(approver),
@@ -126,10 +127,87 @@ impl Entry {
     }
 }
 
-fn cut(s: &mut String) {
-    if let Some((i, _)) = s.char_indices().nth(MAX_TEXT_CHARS) {
+/// Fields of oversized arguments kept by name, and the most characters of each name.
+const MAX_SHRUNK_FIELDS: usize = 128;
+const MAX_FIELD_NAME_CHARS: usize = 128;
+/// What a cut string ends with.
+const CUT_MARK: &str = "…[cut]";
+
+fn json_len(value: &Value) -> usize {
+    serde_json::to_vec(value).map_or(usize::MAX, |v| v.len())
+}
+
+/// Arguments over [`MAX_ARGUMENTS_BYTES`], made to fit. An object keeps every field (up to
+/// [`MAX_SHRUNK_FIELDS`]), each name and value within an equal share of the bound: a long
+/// string is cut, any other long value is replaced by a marker. So one padded field cannot
+/// hide the others (the recipient after a 100 KB subject) from the record. Anything else
+/// becomes one marker.
+fn shrunk(arguments: &Value, len: usize) -> Value {
+    let marker = || Value::String(format!("[omitted: {len} bytes of arguments]"));
+    let Value::Object(fields) = arguments else { return marker() };
+    // One share more than the fields kept: the braces and the "[omitted]" entry.
+    let share = MAX_ARGUMENTS_BYTES / (fields.len().min(MAX_SHRUNK_FIELDS) + 1);
+    let mut kept = serde_json::Map::new();
+    for (name, value) in fields.iter().take(MAX_SHRUNK_FIELDS) {
+        let mut name = name.clone();
+        cut_to(&mut name, MAX_FIELD_NAME_CHARS);
+        cut_to_json_bytes(&mut name, share / 2);
+        // Names that were the same up to the cut stay apart.
+        if kept.contains_key(&name) {
+            name = format!("{name}#{}", kept.len());
+        }
+        // The name's quotes, its colon and the comma after the value.
+        let room = share.saturating_sub(json_len(&Value::String(name.clone())) + 2);
+        let value = match value {
+            _ if json_len(value) <= room => value.clone(),
+            Value::String(text) => {
+                let mut text = text.clone();
+                cut_to_json_bytes(&mut text, room);
+                Value::String(text)
+            }
+            _ => Value::String(format!("[omitted: {} bytes]", json_len(value))),
+        };
+        kept.insert(name, value);
+    }
+    if fields.len() > MAX_SHRUNK_FIELDS {
+        kept.insert("[omitted]".into(), Value::String(format!("{} more fields", fields.len() - MAX_SHRUNK_FIELDS)));
+    }
+    let kept = Value::Object(kept);
+    // The shares add up to the bound; this only guards that arithmetic.
+    if json_len(&kept) <= MAX_ARGUMENTS_BYTES { kept } else { marker() }
+}
+
+/// Cuts `s`, marking the cut, so that it takes at most `max` bytes as a JSON string, quotes
+/// included, however many bytes its characters and their escapes take.
+fn cut_to_json_bytes(s: &mut String, max: usize) {
+    let cost = |c: char| match c {
+        '"' | '\\' => 2,
+        c if u32::from(c) < 0x20 => 6,
+        c => c.len_utf8(),
+    };
+    if 2 + s.chars().map(cost).sum::<usize>() <= max {
+        return;
+    }
+    let budget = max.saturating_sub(2 + CUT_MARK.len());
+    let mut used = 0;
+    let end = s.char_indices().find(|&(_, c)| {
+        used += cost(c);
+        used > budget
+    });
+    if let Some((i, _)) = end {
         s.truncate(i);
-        s.push_str("…[cut]");
+    }
+    s.push_str(CUT_MARK);
+}
+
+fn cut(s: &mut String) {
+    cut_to(s, MAX_TEXT_CHARS);
+}
+
+fn cut_to(s: &mut String, max: usize) {
+    if let Some((i, _)) = s.char_indices().nth(max) {
+        s.truncate(i);
+        s.push_str(CUT_MARK);
     }
 }
 
@@ -170,7 +248,53 @@ mod tests {
         .bounded();
         let Event::Requested { reason, arguments, .. } = e.event else { panic!() };
         assert_eq!(reason.chars().count(), MAX_TEXT_CHARS + "…[cut]".chars().count());
-        assert_eq!(arguments, json!("[omitted: 100008 bytes of arguments]"));
+        let x = arguments["x"].as_str().unwrap();
+        assert!(x.ends_with("…[cut]") && x.len() > MAX_ARGUMENTS_BYTES / 2 - 16, "{}", x.len());
+        assert!(json_len(&arguments) <= MAX_ARGUMENTS_BYTES);
+        let list = json!(["y".repeat(100_000)]);
+        let e =
+            Entry::call("c", "p", "t", Event::Requested { verdict: "a".into(), reason: "r".into(), arguments: list });
+        let Event::Requested { arguments, .. } = e.bounded().event else { panic!() };
+        assert_eq!(arguments, json!("[omitted: 100004 bytes of arguments]"));
+    }
+
+    #[test]
+    fn oversized_arguments_keep_every_field_so_padding_one_hides_nothing() {
+        let arguments = json!({"subject": "y".repeat(100_000), "to": "evil@example.com",
+            "attachments": vec!["z".repeat(100); 1000], "cc": ["a@example.com"]});
+        let e = Entry::call("c", "p", "t", Event::Requested { verdict: "a".into(), reason: "r".into(), arguments });
+        let Event::Requested { arguments, .. } = e.bounded().event else { panic!() };
+        assert!(serde_json::to_vec(&arguments).unwrap().len() <= MAX_ARGUMENTS_BYTES);
+        assert_eq!(arguments["to"], "evil@example.com");
+        assert_eq!(arguments["cc"], json!(["a@example.com"]));
+        assert!(arguments["subject"].as_str().unwrap().ends_with("…[cut]"));
+        assert_eq!(arguments["attachments"], json!("[omitted: 103001 bytes]"));
+        let many: serde_json::Map<String, Value> =
+            (0..1000).map(|n| (format!("{n:04}{}", "k".repeat(200)), json!("v".repeat(100)))).collect();
+        let e = Entry::call(
+            "c",
+            "p",
+            "t",
+            Event::Requested { verdict: "a".into(), reason: "r".into(), arguments: Value::Object(many) },
+        );
+        let Event::Requested { arguments, .. } = e.bounded().event else { panic!() };
+        assert!(serde_json::to_vec(&arguments).unwrap().len() <= MAX_ARGUMENTS_BYTES);
+        assert_eq!(arguments.as_object().unwrap().len(), MAX_SHRUNK_FIELDS + 1);
+        assert_eq!(arguments["[omitted]"], "872 more fields");
+    }
+
+    #[test]
+    fn text_that_escapes_or_takes_many_bytes_is_cut_to_fit_and_cut_names_stay_apart() {
+        let long = "k".repeat(300);
+        let arguments = json!({"subject": "\u{1}\"é😀".repeat(30_000), "to": "evil@example.com",
+            format!("{long}a"): "first", format!("{long}b"): "second"});
+        let e = Entry::call("c", "p", "t", Event::Requested { verdict: "a".into(), reason: "r".into(), arguments });
+        let Event::Requested { arguments, .. } = e.bounded().event else { panic!() };
+        assert!(json_len(&arguments) <= MAX_ARGUMENTS_BYTES, "{}", json_len(&arguments));
+        assert_eq!(arguments["to"], "evil@example.com");
+        assert!(arguments["subject"].as_str().unwrap().ends_with("…[cut]"));
+        let values: Vec<_> = arguments.as_object().unwrap().values().collect();
+        assert!(values.contains(&&json!("first")) && values.contains(&&json!("second")), "{arguments}");
     }
 
     #[test]
