@@ -6,6 +6,8 @@
 //!   screening included), with the audit log `off` and with the default `every-call`;
 //! * the trivial WASM tool component (`echo-tools`, a fresh instance per call) through
 //!   `wasmgate serve` over stdio, against the Python server called directly;
+//! * the same stdio gateway with `--spin-us 0` (it sleeps as soon as it is idle) against
+//!   the default (it polls for up to 300 µs first; `host/cli/src/spin.rs`);
 //! * fsyncs per call of the default durable audit log, one caller at a time and with 64
 //!   concurrent callers (the gateway run in-process here, to read its counter).
 //!
@@ -72,13 +74,17 @@ async fn direct() -> McpClient {
     McpClient::connect("echo", StdioTransport::spawn(&server).unwrap(), ClientConfig::default()).await.unwrap()
 }
 
-/// Our client to `wasmgate serve` over stdio.
-async fn through_stdio(dir: &Path) -> McpClient {
-    let server = StdioConfig::new("wasmgate", env!("CARGO_BIN_EXE_wasmgate"), dir)
+/// Our client to `wasmgate serve` over stdio, spinning before it sleeps for `spin_us`
+/// microseconds (`--spin-us`; `None`: the default).
+async fn through_stdio(dir: &Path, spin_us: Option<u64>) -> McpClient {
+    let mut server = StdioConfig::new("wasmgate", env!("CARGO_BIN_EXE_wasmgate"), dir)
         .arg("serve")
         .env("WASMGATE_CONFIG", dir.join("wasmgate.toml"))
         .env("RUST_LOG", "error")
         .confinement(None);
+    if let Some(us) = spin_us {
+        server = server.arg(format!("--spin-us={us}"));
+    }
     McpClient::connect("wasmgate", StdioTransport::spawn(&server).unwrap(), ClientConfig::default()).await.unwrap()
 }
 
@@ -172,9 +178,12 @@ fn overhead(c: &mut Criterion) {
     }
     // One directory per running gateway: a gateway holds its state directory.
     let (off, off_http, durable) = (gateway_dir("off"), gateway_dir("off"), gateway_dir("every-call"));
+    let off_asleep = gateway_dir("off");
     let direct = rt.block_on(direct());
-    let stdio_off = rt.block_on(through_stdio(off.path()));
-    let stdio_durable = rt.block_on(through_stdio(durable.path()));
+    let stdio_off = rt.block_on(through_stdio(off.path(), None));
+    let stdio_durable = rt.block_on(through_stdio(durable.path(), None));
+    // The same gateway that sleeps as soon as it has nothing to do.
+    let stdio_asleep = rt.block_on(through_stdio(off_asleep.path(), Some(0)));
     let (_http_served, http_off) = rt.block_on(through_http(off_http.path()));
 
     let mut group = c.benchmark_group("small_echo_call");
@@ -204,6 +213,18 @@ fn overhead(c: &mut Criterion) {
         (&direct, "echo"),
         (&stdio_durable, "tools__echo"),
     );
+    interleaved(
+        &rt,
+        "gateway stdio (audit off), --spin-us 0 vs default",
+        (&stdio_asleep, "echo__echo"),
+        (&stdio_off, "echo__echo"),
+    );
+    interleaved(
+        &rt,
+        "wasm component via gateway (audit off), --spin-us 0 vs default",
+        (&stdio_asleep, "tools__echo"),
+        (&stdio_off, "tools__echo"),
+    );
     concurrent(&rt, "gateway stdio (audit off) vs direct", (&direct, "echo"), (&stdio_off, "echo__echo"));
     concurrent(&rt, "gateway http (audit off) vs direct", (&direct, "echo"), (&http_off, "echo__echo"));
     concurrent(&rt, "gateway stdio (every-call) vs direct", (&direct, "echo"), (&stdio_durable, "echo__echo"));
@@ -213,7 +234,7 @@ fn overhead(c: &mut Criterion) {
         (&direct, "echo"),
         (&stdio_off, "tools__echo"),
     );
-    for client in [direct, stdio_off, stdio_durable, http_off] {
+    for client in [direct, stdio_off, stdio_durable, stdio_asleep, http_off] {
         rt.block_on(client.close());
     }
     fsyncs(&rt);

@@ -21,6 +21,7 @@ mod format;
 mod open;
 mod review;
 mod serve;
+mod spin;
 mod stdio;
 mod tools;
 
