@@ -127,9 +127,14 @@ impl Entry {
     }
 }
 
-/// Fields of oversized arguments kept by name, and the most characters of each name.
+/// Fields of an object (items of an array) kept when shrinking, the most characters of a
+/// kept name, and how deep shrinking goes before a value is replaced by a marker.
 const MAX_SHRUNK_FIELDS: usize = 128;
 const MAX_FIELD_NAME_CHARS: usize = 128;
+const MAX_SHRUNK_DEPTH: usize = 8;
+/// The least share of the bound an object's field or an array's item is shrunk into; with
+/// less, the whole object or array becomes a marker.
+const MIN_SHARE: usize = 48;
 /// What a cut string ends with.
 const CUT_MARK: &str = "…[cut]";
 
@@ -137,44 +142,77 @@ fn json_len(value: &Value) -> usize {
     serde_json::to_vec(value).map_or(usize::MAX, |v| v.len())
 }
 
-/// Arguments over [`MAX_ARGUMENTS_BYTES`], made to fit. An object keeps every field (up to
-/// [`MAX_SHRUNK_FIELDS`]), each name and value within an equal share of the bound: a long
-/// string is cut, any other long value is replaced by a marker. So one padded field cannot
-/// hide the others (the recipient after a 100 KB subject) from the record. Anything else
-/// becomes one marker.
+/// Arguments over [`MAX_ARGUMENTS_BYTES`], made to fit. Objects and arrays are shrunk
+/// member by member, each within an equal share of what their parent has: a long string is
+/// cut, a long object or array is shrunk the same way (up to [`MAX_SHRUNK_DEPTH`] deep), and
+/// anything else too long becomes a marker. So a padded field, nested or not, cannot hide
+/// the others (the recipient after a 100 KB subject) from the record.
 fn shrunk(arguments: &Value, len: usize) -> Value {
-    let marker = || Value::String(format!("[omitted: {len} bytes of arguments]"));
-    let Value::Object(fields) = arguments else { return marker() };
-    // One share more than the fields kept: the braces and the "[omitted]" entry.
-    let share = MAX_ARGUMENTS_BYTES / (fields.len().min(MAX_SHRUNK_FIELDS) + 1);
-    let mut kept = serde_json::Map::new();
-    for (name, value) in fields.iter().take(MAX_SHRUNK_FIELDS) {
-        let mut name = name.clone();
-        cut_to(&mut name, MAX_FIELD_NAME_CHARS);
-        cut_to_json_bytes(&mut name, share / 2);
-        // Names that were the same up to the cut stay apart.
-        if kept.contains_key(&name) {
-            name = format!("{name}#{}", kept.len());
-        }
-        // The name's quotes, its colon and the comma after the value.
-        let room = share.saturating_sub(json_len(&Value::String(name.clone())) + 2);
-        let value = match value {
-            _ if json_len(value) <= room => value.clone(),
-            Value::String(text) => {
-                let mut text = text.clone();
-                cut_to_json_bytes(&mut text, room);
-                Value::String(text)
-            }
-            _ => Value::String(format!("[omitted: {} bytes]", json_len(value))),
-        };
-        kept.insert(name, value);
-    }
-    if fields.len() > MAX_SHRUNK_FIELDS {
-        kept.insert("[omitted]".into(), Value::String(format!("{} more fields", fields.len() - MAX_SHRUNK_FIELDS)));
-    }
-    let kept = Value::Object(kept);
+    let kept = shrink(arguments, MAX_ARGUMENTS_BYTES, 0);
     // The shares add up to the bound; this only guards that arithmetic.
-    if json_len(&kept) <= MAX_ARGUMENTS_BYTES { kept } else { marker() }
+    if json_len(&kept) <= MAX_ARGUMENTS_BYTES {
+        kept
+    } else {
+        Value::String(format!("[omitted: {len} bytes of arguments]"))
+    }
+}
+
+/// `value` in at most `budget` bytes of JSON (for a `budget` of at least [`MIN_SHARE`]).
+fn shrink(value: &Value, budget: usize, depth: usize) -> Value {
+    let size = json_len(value);
+    if size <= budget {
+        return value.clone();
+    }
+    let marker = || Value::String(format!("[omitted: {size} bytes]"));
+    match value {
+        Value::String(text) => {
+            let mut text = text.clone();
+            cut_to_json_bytes(&mut text, budget);
+            Value::String(text)
+        }
+        Value::Object(fields) if depth < MAX_SHRUNK_DEPTH => {
+            // One share more than the members kept: the braces and the "[omitted]" entry.
+            let share = budget.saturating_sub(2) / (fields.len().min(MAX_SHRUNK_FIELDS) + 1);
+            if share < MIN_SHARE {
+                return marker();
+            }
+            let mut kept = serde_json::Map::new();
+            for (name, value) in fields.iter().take(MAX_SHRUNK_FIELDS) {
+                let mut name = name.clone();
+                cut_to(&mut name, MAX_FIELD_NAME_CHARS);
+                cut_to_json_bytes(&mut name, share / 2);
+                // Names that were the same up to the cut stay apart.
+                let base = name.clone();
+                let mut n = kept.len();
+                while kept.contains_key(&name) {
+                    name = format!("{base}#{n}");
+                    n += 1;
+                }
+                // The name's quotes, its colon and the comma after the value.
+                let room = share.saturating_sub(json_len(&Value::String(name.clone())) + 2);
+                kept.insert(name, shrink(value, room, depth + 1));
+            }
+            if fields.len() > MAX_SHRUNK_FIELDS {
+                let more = format!("{} more fields", fields.len() - MAX_SHRUNK_FIELDS);
+                kept.insert("[omitted]".into(), Value::String(more));
+            }
+            Value::Object(kept)
+        }
+        Value::Array(items) if depth < MAX_SHRUNK_DEPTH => {
+            let share = budget.saturating_sub(2) / (items.len().min(MAX_SHRUNK_FIELDS) + 1);
+            if share < MIN_SHARE {
+                return marker();
+            }
+            // Each item's comma comes out of its share.
+            let mut kept: Vec<Value> =
+                items.iter().take(MAX_SHRUNK_FIELDS).map(|item| shrink(item, share - 1, depth + 1)).collect();
+            if items.len() > MAX_SHRUNK_FIELDS {
+                kept.push(Value::String(format!("[omitted: {} more items]", items.len() - MAX_SHRUNK_FIELDS)));
+            }
+            Value::Array(kept)
+        }
+        _ => marker(),
+    }
 }
 
 /// Cuts `s`, marking the cut, so that it takes at most `max` bytes as a JSON string, quotes
@@ -255,7 +293,8 @@ mod tests {
         let e =
             Entry::call("c", "p", "t", Event::Requested { verdict: "a".into(), reason: "r".into(), arguments: list });
         let Event::Requested { arguments, .. } = e.bounded().event else { panic!() };
-        assert_eq!(arguments, json!("[omitted: 100004 bytes of arguments]"));
+        assert!(json_len(&arguments) <= MAX_ARGUMENTS_BYTES);
+        assert!(arguments[0].as_str().unwrap().ends_with("…[cut]"), "an array is shrunk like an object");
     }
 
     #[test]
@@ -268,7 +307,9 @@ mod tests {
         assert_eq!(arguments["to"], "evil@example.com");
         assert_eq!(arguments["cc"], json!(["a@example.com"]));
         assert!(arguments["subject"].as_str().unwrap().ends_with("…[cut]"));
-        assert_eq!(arguments["attachments"], json!("[omitted: 103001 bytes]"));
+        let attachments = arguments["attachments"].as_array().unwrap();
+        assert_eq!(attachments.len(), MAX_SHRUNK_FIELDS + 1);
+        assert_eq!(attachments[MAX_SHRUNK_FIELDS], "[omitted: 872 more items]");
         let many: serde_json::Map<String, Value> =
             (0..1000).map(|n| (format!("{n:04}{}", "k".repeat(200)), json!("v".repeat(100)))).collect();
         let e = Entry::call(
@@ -281,6 +322,33 @@ mod tests {
         assert!(serde_json::to_vec(&arguments).unwrap().len() <= MAX_ARGUMENTS_BYTES);
         assert_eq!(arguments.as_object().unwrap().len(), MAX_SHRUNK_FIELDS + 1);
         assert_eq!(arguments["[omitted]"], "872 more fields");
+    }
+
+    #[test]
+    fn padding_nested_in_an_object_or_an_array_hides_nothing_either() {
+        let pad = "y".repeat(100_000);
+        let deep = json!({"message": {"subject": pad, "to": "evil@example.com"}, "list": ["evil@example.com", pad]});
+        let e =
+            Entry::call("c", "p", "t", Event::Requested { verdict: "a".into(), reason: "r".into(), arguments: deep });
+        let Event::Requested { arguments, .. } = e.bounded().event else { panic!() };
+        assert!(json_len(&arguments) <= MAX_ARGUMENTS_BYTES);
+        assert_eq!(arguments["message"]["to"], "evil@example.com");
+        assert_eq!(arguments["list"][0], "evil@example.com");
+        assert!(arguments["list"][1].as_str().unwrap().ends_with("…[cut]"));
+        // Past the depth limit a value is a marker, and the record still fits.
+        let mut nested = json!(pad);
+        for _ in 0..MAX_SHRUNK_DEPTH + 2 {
+            nested = json!({ "a": nested });
+        }
+        let e =
+            Entry::call("c", "p", "t", Event::Requested { verdict: "a".into(), reason: "r".into(), arguments: nested });
+        let Event::Requested { arguments, .. } = e.bounded().event else { panic!() };
+        assert!(json_len(&arguments) <= MAX_ARGUMENTS_BYTES);
+        let mut inner = &arguments;
+        for _ in 0..MAX_SHRUNK_DEPTH {
+            inner = &inner["a"];
+        }
+        assert!(inner.as_str().unwrap().starts_with("[omitted: "), "{inner}");
     }
 
     #[test]

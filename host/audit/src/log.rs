@@ -128,10 +128,13 @@ impl AuditLog {
         let bodies: Vec<String> = entries
             .into_iter()
             .map(|e| {
-                let mut e = e.bounded();
+                // Redacted first: the bounds may cut a name a rule matches, or move a value
+                // a pointer names.
+                let mut e = e;
                 if let Event::Requested { arguments, .. } = &mut e.event {
                     *arguments = self.redaction.apply(arguments);
                 }
+                let e = e.bounded();
                 serde_json::to_string(&e).map_err(|err| self.write_err(&err))
             })
             .collect::<Result<_, _>>()?;

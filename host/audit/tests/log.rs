@@ -67,6 +67,22 @@ fn redaction_rules_come_from_the_options() {
 }
 
 #[test]
+fn oversized_arguments_are_redacted_before_they_are_shrunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let options = Options { redaction: Redaction::none().with_key("password"), ..Options::default() };
+    let log = AuditLog::open(&path, options).unwrap();
+    // The secret's name is cut past its 128th character when the arguments are shrunk:
+    // redacted afterwards, the cut name would no longer match the rule.
+    let name = format!("{}_password", "x".repeat(200));
+    log.append(requested("c", json!({ name: "hunter2", "pad": "y".repeat(100_000) }))).unwrap();
+    drop(log);
+    let line = &lines(&path)[0];
+    assert!(!line.contains("hunter2"), "{}", &line[..300]);
+    assert!(line.contains("[redacted]"));
+}
+
+#[test]
 fn a_call_start_costs_exactly_one_fsync_on_its_critical_path() {
     let dir = tempfile::tempdir().unwrap();
     let log = open(&dir.path().join("audit.jsonl"), Durability::EveryCall);

@@ -33,12 +33,12 @@ pub struct ServeArgs {
     /// 127.0.0.1, so raise it when many local clients (or a load test) use one gateway.
     #[arg(long, value_name = "N")]
     per_client_requests: Option<usize>,
-    /// Microseconds the runtime stays awake, polling for its next event, before it
-    /// sleeps (0: sleep at once). An answer that comes back within it is handled
-    /// without a wake-up, which on a VM is most of a small call's latency; it costs
-    /// CPU only right after work.
+    /// Over stdio: microseconds the runtime stays awake, polling for its next event,
+    /// before it sleeps (0: sleep at once; at most 10000). An answer that comes back
+    /// within it is handled without a wake-up, which on a VM is most of a small call's
+    /// latency; it costs CPU only right after work. Not used over HTTP.
     #[arg(long, value_name = "MICROSECONDS", env = "WASMGATE_SPIN_US", default_value_t = 300,
-          value_parser = clap::value_parser!(u64).range(..=1_000_000))]
+          value_parser = clap::value_parser!(u64).range(..=10_000))]
     spin_us: u64,
 }
 
@@ -55,7 +55,10 @@ impl ServeArgs {
             Some(_) => tokio::runtime::Builder::new_multi_thread(),
             None => tokio::runtime::Builder::new_current_thread(),
         };
-        let budget = Duration::from_micros(self.spin_us);
+        // A multi-threaded runtime parks a worker while it still counts as searching for
+        // work, so tasks woken from other threads (the audit writer, the blocking pool)
+        // would wait out the spin: only the single-threaded stdio runtime spins.
+        let budget = if self.http.is_some() { Duration::ZERO } else { Duration::from_micros(self.spin_us) };
         let (runtime, spin) = spin::runtime(builder, budget).context("cannot start the async runtime")?;
         if !budget.is_zero() && !spin.is_on() {
             tracing::debug!("the runtime's epoll descriptors were not found: --spin-us has no effect");

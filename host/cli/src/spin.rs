@@ -11,9 +11,9 @@
 //! answer, the client's next request, another thread's wake) arrives within the budget,
 //! `epoll_wait` then returns at once and the thread never sleeps. It costs CPU only
 //! right after work: an idle gateway spins once, for the budget, and then sleeps as
-//! before. Between polls the thread yields, one thread spins at a time, so a
-//! multi-threaded runtime never holds both cores of a small machine, and on a single
-//! core nothing spins at all.
+//! before. Between polls the thread yields, one thread spins at a time, and on a single
+//! core nothing spins at all. `serve` spins only over stdio, on its current-thread
+//! runtime (see [`runtime`] for why not on a multi-threaded one).
 //!
 //! tokio does not expose its epoll descriptor. It is found among the
 //! `anon_inode:[eventpoll]` entries of `/proc/self/fd` that building the runtime added
@@ -33,11 +33,18 @@ use tokio::runtime::{Builder, Runtime};
 
 /// The most epoll descriptors building a runtime may add for spinning to be used.
 const MAX_EPOLLS: usize = 4;
-/// The longest budget: a second of spinning already costs more than any wake-up.
-pub const MAX_BUDGET: Duration = Duration::from_secs(1);
+/// The longest budget. A timer due during a spin fires when the spin ends, so this is
+/// also how late a timer can be; 10 ms of spinning already costs more than any wake-up.
+pub const MAX_BUDGET: Duration = Duration::from_millis(10);
 
 /// Builds `builder`'s runtime with a park hook that spins for up to `budget` (at most
 /// [`MAX_BUDGET`], none on a single core). The [`Spin`] says whether it found what to poll.
+///
+/// Call it before any other thread of the process can open or close descriptors (in
+/// `main`, before the runtime starts anything): the epoll descriptors are told apart from
+/// others by what `/proc/self/fd` lists before and after the build. The spin is meant for
+/// a current-thread runtime: a multi-threaded one parks a worker while it still counts as
+/// searching, so tasks woken from other threads would wait until the spin ends.
 pub fn runtime(builder: Builder, budget: Duration) -> io::Result<(Runtime, Arc<Spin>)> {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     build(builder, effective_budget(budget, cores))
@@ -232,6 +239,7 @@ mod tests {
         let asked = Duration::from_micros(300);
         assert_eq!(effective_budget(asked, 2), asked);
         assert_eq!(effective_budget(Duration::from_secs(5), 8), MAX_BUDGET);
+        assert_eq!(MAX_BUDGET, Duration::from_millis(10));
         assert_eq!(effective_budget(asked, 1), Duration::ZERO);
         assert_eq!(effective_budget(asked, 0), Duration::ZERO);
     }
