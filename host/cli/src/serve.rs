@@ -34,10 +34,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     per_client_requests: Option<usize>,
     /// Over stdio: microseconds the runtime stays awake, polling for its next event,
-    /// before it sleeps (0: sleep at once; at most 10000). An answer that comes back
-    /// within it is handled without a wake-up, which on a VM is most of a small call's
-    /// latency; it costs CPU only right after work. Not used over HTTP.
-    #[arg(long, value_name = "MICROSECONDS", env = "WASMGATE_SPIN_US", default_value_t = 300,
+    /// before it sleeps (default 0: sleep at once; at most 10000; 300 is a good value).
+    /// An answer that comes back within it is handled without a wake-up, which on a VM
+    /// is most of a small call's latency; it costs CPU only right after work, but it can
+    /// delay an upstream server the kernel runs on the same core (docs/SERVER.md).
+    /// Not used over HTTP.
+    #[arg(long, value_name = "MICROSECONDS", env = "WASMGATE_SPIN_US", default_value_t = 0,
           value_parser = clap::value_parser!(u64).range(..=10_000))]
     spin_us: u64,
 }
