@@ -148,7 +148,7 @@ fn json_len(value: &Value) -> usize {
 /// anything else too long becomes a marker. So a padded field, nested or not, cannot hide
 /// the others (the recipient after a 100 KB subject) from the record.
 fn shrunk(arguments: &Value, len: usize) -> Value {
-    let kept = shrink(arguments, MAX_ARGUMENTS_BYTES, 0);
+    let kept = shrink(arguments, len, MAX_ARGUMENTS_BYTES, 0);
     // The shares add up to the bound; this only guards that arithmetic.
     if json_len(&kept) <= MAX_ARGUMENTS_BYTES {
         kept
@@ -157,9 +157,9 @@ fn shrunk(arguments: &Value, len: usize) -> Value {
     }
 }
 
-/// `value` in at most `budget` bytes of JSON (for a `budget` of at least [`MIN_SHARE`]).
-fn shrink(value: &Value, budget: usize, depth: usize) -> Value {
-    let size = json_len(value);
+/// `value`, of `size` bytes of JSON, in at most `budget` bytes (for a `budget` of at least
+/// [`MIN_SHARE`]).
+fn shrink(value: &Value, size: usize, budget: usize, depth: usize) -> Value {
     if size <= budget {
         return value.clone();
     }
@@ -171,11 +171,7 @@ fn shrink(value: &Value, budget: usize, depth: usize) -> Value {
             Value::String(text)
         }
         Value::Object(fields) if depth < MAX_SHRUNK_DEPTH => {
-            // One share more than the members kept: the braces and the "[omitted]" entry.
-            let share = budget.saturating_sub(2) / (fields.len().min(MAX_SHRUNK_FIELDS) + 1);
-            if share < MIN_SHARE {
-                return marker();
-            }
+            let Some(share) = share_of(budget, fields.len()) else { return marker() };
             let mut kept = serde_json::Map::new();
             for (name, value) in fields.iter().take(MAX_SHRUNK_FIELDS) {
                 let mut name = name.clone();
@@ -189,8 +185,8 @@ fn shrink(value: &Value, budget: usize, depth: usize) -> Value {
                     n += 1;
                 }
                 // The name's quotes, its colon and the comma after the value.
-                let room = share.saturating_sub(json_len(&Value::String(name.clone())) + 2);
-                kept.insert(name, shrink(value, room, depth + 1));
+                let room = share.saturating_sub(json_str_len(&name) + 2);
+                kept.insert(name, shrink(value, json_len(value), room, depth + 1));
             }
             if fields.len() > MAX_SHRUNK_FIELDS {
                 let more = format!("{} more fields", fields.len() - MAX_SHRUNK_FIELDS);
@@ -199,13 +195,13 @@ fn shrink(value: &Value, budget: usize, depth: usize) -> Value {
             Value::Object(kept)
         }
         Value::Array(items) if depth < MAX_SHRUNK_DEPTH => {
-            let share = budget.saturating_sub(2) / (items.len().min(MAX_SHRUNK_FIELDS) + 1);
-            if share < MIN_SHARE {
-                return marker();
-            }
+            let Some(share) = share_of(budget, items.len()) else { return marker() };
             // Each item's comma comes out of its share.
-            let mut kept: Vec<Value> =
-                items.iter().take(MAX_SHRUNK_FIELDS).map(|item| shrink(item, share - 1, depth + 1)).collect();
+            let mut kept: Vec<Value> = items
+                .iter()
+                .take(MAX_SHRUNK_FIELDS)
+                .map(|item| shrink(item, json_len(item), share - 1, depth + 1))
+                .collect();
             if items.len() > MAX_SHRUNK_FIELDS {
                 kept.push(Value::String(format!("[omitted: {} more items]", items.len() - MAX_SHRUNK_FIELDS)));
             }
@@ -215,21 +211,38 @@ fn shrink(value: &Value, budget: usize, depth: usize) -> Value {
     }
 }
 
-/// Cuts `s`, marking the cut, so that it takes at most `max` bytes as a JSON string, quotes
-/// included, however many bytes its characters and their escapes take.
-fn cut_to_json_bytes(s: &mut String, max: usize) {
-    let cost = |c: char| match c {
+/// Each member's share of `budget` when an object or array of `members` is shrunk: one
+/// share more than the members kept, for the brackets and the "[omitted]" entry. `None`
+/// when that is less than [`MIN_SHARE`].
+fn share_of(budget: usize, members: usize) -> Option<usize> {
+    let share = budget.saturating_sub(2) / (members.min(MAX_SHRUNK_FIELDS) + 1);
+    (share >= MIN_SHARE).then_some(share)
+}
+
+/// The most bytes `c` takes in a JSON string (serde_json escapes `"`, `\` and C0 controls).
+fn json_char_len(c: char) -> usize {
+    match c {
         '"' | '\\' => 2,
         c if u32::from(c) < 0x20 => 6,
         c => c.len_utf8(),
-    };
-    if 2 + s.chars().map(cost).sum::<usize>() <= max {
+    }
+}
+
+/// The most bytes `s` takes as a JSON string, quotes included.
+fn json_str_len(s: &str) -> usize {
+    2 + s.chars().map(json_char_len).sum::<usize>()
+}
+
+/// Cuts `s`, marking the cut, so that it takes at most `max` bytes as a JSON string, quotes
+/// included, however many bytes its characters and their escapes take.
+fn cut_to_json_bytes(s: &mut String, max: usize) {
+    if json_str_len(s) <= max {
         return;
     }
     let budget = max.saturating_sub(2 + CUT_MARK.len());
     let mut used = 0;
     let end = s.char_indices().find(|&(_, c)| {
-        used += cost(c);
+        used += json_char_len(c);
         used > budget
     });
     if let Some((i, _)) = end {

@@ -127,10 +127,9 @@ impl AuditLog {
     fn queue(&self, entries: impl IntoIterator<Item = Entry>, lazy: bool) -> Result<Pending, AuditError> {
         let bodies: Vec<String> = entries
             .into_iter()
-            .map(|e| {
+            .map(|mut e| {
                 // Redacted first: the bounds may cut a name a rule matches, or move a value
                 // a pointer names.
-                let mut e = e;
                 if let Event::Requested { arguments, .. } = &mut e.event {
                     *arguments = self.redaction.apply(arguments);
                 }

@@ -54,30 +54,31 @@ fn records_are_json_lines_with_seq_time_prev_and_the_event() {
     assert_eq!(second["event"], "started");
 }
 
-#[test]
-fn redaction_rules_come_from_the_options() {
+/// The one record a log with `redaction` writes for a call with `args`.
+fn redacted_record(redaction: Redaction, args: Value) -> String {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("audit.jsonl");
-    let options = Options { redaction: Redaction::none().with_pointer("/attendees"), ..Options::default() };
-    let log = AuditLog::open(&path, options).unwrap();
-    log.append(requested("c", json!({"attendees": ["a@x"], "token": "kept"}))).unwrap();
+    let log = AuditLog::open(&path, Options { redaction, ..Options::default() }).unwrap();
+    log.append(requested("c", args)).unwrap();
     drop(log);
-    let rec: Value = serde_json::from_str(&lines(&path)[0]).unwrap();
+    lines(&path).swap_remove(0)
+}
+
+#[test]
+fn redaction_rules_come_from_the_options() {
+    let line =
+        redacted_record(Redaction::none().with_pointer("/attendees"), json!({"attendees": ["a@x"], "token": "kept"}));
+    let rec: Value = serde_json::from_str(&line).unwrap();
     assert_eq!(rec["arguments"], json!({"attendees": "[redacted]", "token": "kept"}));
 }
 
 #[test]
 fn oversized_arguments_are_redacted_before_they_are_shrunk() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("audit.jsonl");
-    let options = Options { redaction: Redaction::none().with_key("password"), ..Options::default() };
-    let log = AuditLog::open(&path, options).unwrap();
     // The secret's name is cut past its 128th character when the arguments are shrunk:
     // redacted afterwards, the cut name would no longer match the rule.
     let name = format!("{}_password", "x".repeat(200));
-    log.append(requested("c", json!({ name: "hunter2", "pad": "y".repeat(100_000) }))).unwrap();
-    drop(log);
-    let line = &lines(&path)[0];
+    let line =
+        redacted_record(Redaction::none().with_key("password"), json!({ name: "hunter2", "pad": "y".repeat(100_000) }));
     assert!(!line.contains("hunter2"), "{}", &line[..300]);
     assert!(line.contains("[redacted]"));
 }
