@@ -63,7 +63,7 @@ impl ServeArgs {
         let budget = if self.http.is_some() { Duration::ZERO } else { Duration::from_micros(self.spin_us) };
         let (runtime, spin) = spin::runtime(builder, budget).context("cannot start the async runtime")?;
         if !budget.is_zero() && !spin.is_on() {
-            tracing::debug!("the runtime's epoll descriptors were not found: --spin-us has no effect");
+            tracing::debug!("--spin-us has no effect: one core, or the runtime's epoll descriptors were not found");
         }
         Ok(runtime)
     }
