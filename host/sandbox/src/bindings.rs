@@ -37,11 +37,11 @@ mod tool_provider_async {
 
 pub(crate) use formatter::FormatterPre;
 pub use formatter::exports::wasmgate::sandbox::format::{FormatError, ToolResult};
-pub(crate) use formatter_async::FormatterPre as FormatterPreAsync;
+pub(crate) use formatter_async::{Formatter as FormatterAsync, FormatterPre as FormatterPreAsync};
 pub use tool_provider::exports::wasmgate::sandbox::tools::CallError;
 pub(crate) use tool_provider::exports::wasmgate::sandbox::tools::{CallOutcome, ToolDefinition};
 pub(crate) use tool_provider::{ToolProvider, ToolProviderPre};
-pub(crate) use tool_provider_async::ToolProviderPre as ToolProviderPreAsync;
+pub(crate) use tool_provider_async::{ToolProvider as ToolProviderAsync, ToolProviderPre as ToolProviderPreAsync};
 
 // The async bindings' types are their own; these carry values across, field by field.
 

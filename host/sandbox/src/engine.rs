@@ -12,6 +12,7 @@ use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAlloc
 
 use crate::cache::Cache;
 use crate::error::LoadError;
+use crate::prepared::Reserve;
 use crate::state::StoreState;
 
 /// Core instances of one wasip2 component written in Rust (3 core modules,
@@ -30,6 +31,12 @@ pub struct SandboxConfig {
     /// How many calls may run at once. With the pooling allocator this sizes
     /// the pool; a call beyond it fails with `SandboxError::Busy`.
     pub max_concurrent_calls: u32,
+    /// Pool slots set aside, beyond `max_concurrent_calls`, for instances made ahead of
+    /// their calls and for stores waiting to be torn down after theirs, so that neither
+    /// is on a call's path (on the async API, in a tokio runtime; each component keeps at
+    /// most one instance ready). They never take a slot from a call; a call may use one
+    /// that is free. 0 makes and tears down every instance on its call's path.
+    pub prepared_instances: u32,
     /// Use the pooling allocator (pre-reserved, reused instance slots). Much
     /// faster per call; falls back to on-demand allocation where the host
     /// cannot reserve the address space.
@@ -60,6 +67,7 @@ impl Default for SandboxConfig {
             max_memory_bytes: 256 << 20,
             fuel: false,
             max_concurrent_calls: 64,
+            prepared_instances: 16,
             pooling: true,
             keep_resident_bytes: 128 << 10,
             epoch_tick: Duration::from_millis(5),
@@ -82,6 +90,8 @@ pub struct Sandbox {
     pub(crate) cache: Option<Cache>,
     /// Whether the pooling allocator is in use (it may have been refused).
     pub(crate) pooled: bool,
+    /// The slots of `config.prepared_instances`.
+    pub(crate) reserve: Arc<Reserve>,
     ticker: Ticker,
 }
 
@@ -108,7 +118,8 @@ impl Sandbox {
         });
         let ticker = Ticker::start(engine.clone(), config.epoch_tick)?;
         let linker_async = Arc::new(linker_async);
-        Ok(Sandbox { engine, linker, linker_async, config, cache, pooled, ticker })
+        let reserve = Reserve::new(config.prepared_instances);
+        Ok(Sandbox { engine, linker, linker_async, config, cache, pooled, reserve, ticker })
     }
 
     /// Whether the pooling allocator is in use.
@@ -151,7 +162,7 @@ fn base_config(config: &SandboxConfig) -> Config {
 
 fn build_engine(config: &SandboxConfig) -> Result<(Engine, bool), LoadError> {
     if config.pooling {
-        let slots = config.max_concurrent_calls.max(1);
+        let slots = config.max_concurrent_calls.max(1).saturating_add(config.prepared_instances);
         let mut pool = PoolingAllocationConfig::new();
         pool.total_component_instances(slots)
             .total_core_instances(slots.saturating_mul(CORE_INSTANCES_PER_COMPONENT))

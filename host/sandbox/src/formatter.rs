@@ -4,10 +4,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::bindings::{FormatError, FormatterPre, FormatterPreAsync, ToolResult};
+use crate::bindings::{FormatError, FormatterAsync, FormatterPre, FormatterPreAsync, ToolResult};
 use crate::engine::Sandbox;
 use crate::error::{LoadError, SandboxError, bounded};
 use crate::limits::Limits;
+use crate::prepared::Spare;
 use crate::runner::{LazyPre, Runner, guest_stderr, read_component, run_blocking};
 use crate::state::{Mode, StoreState};
 
@@ -48,6 +49,8 @@ pub struct Formatter {
     pre: FormatterPre<StoreState>,
     /// The same component linked to async WASI, for [`Formatter::format_async`].
     pre_async: Arc<LazyPre<FormatterPreAsync<StoreState>>>,
+    /// The instance of the next async call, made ahead under `limits`.
+    spare: Arc<Spare<(), FormatterAsync>>,
     limits: Limits,
 }
 
@@ -82,7 +85,7 @@ impl Sandbox {
         let pre =
             FormatterPre::new(self.linker.instantiate_pre(&component).map_err(wrong_world)?).map_err(wrong_world)?;
         let pre_async = LazyPre::new(component, Arc::clone(&self.linker_async));
-        Formatter { name: name.to_owned(), runner, pre, pre_async, limits }.trial()
+        Formatter { name: name.to_owned(), runner, pre, pre_async, spare: Arc::default(), limits }.trial()
     }
 }
 
@@ -95,7 +98,7 @@ impl Formatter {
     /// [`LoadError::Limits`] when the component cannot run within `limits`.
     pub fn with_limits(&self, limits: Limits) -> Result<Formatter, LoadError> {
         self.runner.check(&limits).map_err(|reason| LoadError::Limits { name: self.name.clone(), reason })?;
-        Formatter { limits, ..self.clone() }.trial()
+        Formatter { limits, spare: Arc::default(), ..self.clone() }.trial()
     }
 
     /// Instantiates once, so a component that can never run within its limits fails
@@ -104,6 +107,12 @@ impl Formatter {
         self.runner.trial(&self.name, &self.limits, |store| self.pre.instantiate(store))?;
         Ok(self)
     }
+    /// Whether the instance of the next async call is ready.
+    #[cfg(test)]
+    pub(crate) fn has_prepared_instance(&self) -> bool {
+        self.spare.is_ready()
+    }
+
     /// The name it was loaded under.
     pub fn name(&self) -> &str {
         &self.name
@@ -133,15 +142,39 @@ impl Formatter {
     pub async fn format_async(&self, request: FormatRequest) -> Result<String, SandboxError> {
         let limits = &self.limits;
         let input = self.input(request, limits)?;
-        let mut store = self.runner.store_async(StoreState::new(limits, Mode::Async), limits)?;
-        let pre = self.pre_async.get(FormatterPreAsync::new)?;
-        let instance = match pre.instantiate_async(&mut store).await {
-            Ok(instance) => instance,
-            Err(e) => return Err(self.runner.instantiate_error(e, &store, limits)),
+        let (mut store, instance) = match self.spare.take(&()) {
+            Some((mut store, instance)) => {
+                Runner::restart_deadline(&mut store, limits);
+                (store, instance)
+            }
+            None => {
+                let mut store = self.runner.store_async(StoreState::new(limits, Mode::Async), limits)?;
+                let pre = self.pre_async.get(FormatterPreAsync::new)?;
+                match pre.instantiate_async(&mut store).await {
+                    Ok(instance) => (store, instance),
+                    Err(e) => return Err(self.runner.instantiate_error(e, &store, limits)),
+                }
+            }
         };
         let input = input.into();
         let outcome = instance.wasmgate_sandbox_format().call_format(&mut store, &input).await;
-        self.outcome(outcome.map(|r| r.map_err(FormatError::from)), &store, limits)
+        let outcome = self.outcome(outcome.map(|r| r.map_err(FormatError::from)), &store, limits);
+        // The next instance first: with the reserve nearly spent, it is worth more than a
+        // teardown after the answer (a store the reserve cannot take is torn down here).
+        self.prepare_next();
+        self.runner.retire(store);
+        outcome
+    }
+
+    /// Makes the instance of the next [`Formatter::format_async`] once the runtime has
+    /// run what is ready now (see the `prepared` module).
+    fn prepare_next(&self) {
+        let (runner, pre, limits) = (self.runner.clone(), Arc::clone(&self.pre_async), self.limits.clone());
+        self.spare.refill(self.runner.reserve(), (), async move {
+            let mut store = runner.store_async(StoreState::new(&limits, Mode::Async), &limits).ok()?;
+            let instance = pre.get(FormatterPreAsync::new).ok()?.instantiate_async(&mut store).await.ok()?;
+            Some((store, instance))
+        });
     }
 
     fn run(&self, request: FormatRequest, limits: &Limits) -> Result<String, SandboxError> {

@@ -15,6 +15,7 @@
 //! - [`tool_output`]: the checked forms of what a tool provider returns
 //!   ([`ToolDefinition`], [`CallOutcome`]);
 //! - `runner`: what every component shares: compiling, stores, limits;
+//! - `prepared`: instances made ahead of their calls, stores torn down after them;
 //! - `state`: what a store holds (a WASI context, empty or with grants);
 //! - `pipe`: the bounded buffer that captures guest stderr;
 //! - `cache`: compiled components on disk, checked before they are trusted;
@@ -35,6 +36,7 @@ pub mod formatter;
 pub mod grants;
 pub mod limits;
 mod pipe;
+mod prepared;
 mod runner;
 mod state;
 pub mod tool_output;

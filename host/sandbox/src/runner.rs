@@ -14,6 +14,7 @@ use crate::cache::Cache;
 use crate::engine::{Sandbox, deadline_ticks};
 use crate::error::{LoadError, SandboxError, bounded};
 use crate::limits::Limits;
+use crate::prepared::{self, Reserve};
 use crate::state::{Mode, StoreState};
 
 /// Largest component file accepted, so a misconfigured path to a huge file
@@ -29,6 +30,8 @@ pub(crate) struct Runner {
     fuel_enabled: bool,
     max_memory_bytes: usize,
     slots: u32,
+    /// Pool slots for instances made ahead of their calls and stores torn down after.
+    reserve: Arc<Reserve>,
 }
 
 impl Runner {
@@ -39,6 +42,7 @@ impl Runner {
             fuel_enabled: sandbox.config.fuel,
             max_memory_bytes: sandbox.config.max_memory_bytes,
             slots: sandbox.config.max_concurrent_calls,
+            reserve: Arc::clone(&sandbox.reserve),
         }
     }
 
@@ -75,18 +79,36 @@ impl Runner {
     /// [`Runner::store`] except the deadline: the guest yields to the executor at
     /// every epoch tick, so a long call never holds a thread other tasks need, and
     /// is interrupted (`Trap::Interrupt`, as in a blocking call) once
-    /// `limits.deadline` of wall-clock time has passed since the store was made.
+    /// `limits.deadline` of wall-clock time has passed since the store was made, or
+    /// since [`Runner::restart_deadline`].
     pub fn store_async(&self, state: StoreState, limits: &Limits) -> Result<Store<StoreState>, SandboxError> {
         let mut store = self.store(state, limits)?;
-        let end = Instant::now().checked_add(limits.deadline);
-        store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(move |_| {
-            Ok(match end {
+        store.epoch_deadline_callback(|store| {
+            Ok(match store.data().ends_at {
                 Some(end) if Instant::now() >= end => UpdateDeadline::Interrupt,
                 _ => UpdateDeadline::Yield(1),
             })
         });
+        Self::restart_deadline(&mut store, limits);
         Ok(store)
+    }
+
+    /// Gives an async store (one made ahead of its call) the whole of `limits.deadline`
+    /// from now.
+    pub fn restart_deadline(store: &mut Store<StoreState>, limits: &Limits) {
+        store.data_mut().ends_at = Instant::now().checked_add(limits.deadline);
+        store.set_epoch_deadline(1);
+    }
+
+    /// Tears `store` down once the runtime has run what is ready now
+    /// ([`prepared::retire`]).
+    pub fn retire(&self, store: Store<StoreState>) {
+        prepared::retire(&self.reserve, store);
+    }
+
+    /// The reserve prepared instances draw on.
+    pub fn reserve(&self) -> &Arc<Reserve> {
+        &self.reserve
     }
 
     /// Instantiates once under `limits`, with nothing granted, so a component that can

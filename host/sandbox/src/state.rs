@@ -16,7 +16,7 @@
 //! and, only if granted, the real clocks, opened before the call so that a
 //! grant that cannot be given fails it up front.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -33,6 +33,8 @@ pub(crate) struct StoreState {
     table: ResourceTable,
     pub limiter: StoreLimiter,
     pub stderr: BoundedPipe,
+    /// When a call on an async task is interrupted (see `Runner::store_async`).
+    pub ends_at: Option<Instant>,
 }
 
 impl StoreState {
@@ -45,6 +47,7 @@ impl StoreState {
             table: ResourceTable::new(),
             limiter: StoreLimiter::new(limits),
             stderr: BoundedPipe::new(limits.stderr_bytes),
+            ends_at: None,
         }
     }
 
@@ -73,6 +76,7 @@ impl StoreState {
             table: ResourceTable::new(),
             limiter: StoreLimiter::new(limits),
             stderr,
+            ends_at: None,
         })
     }
 }

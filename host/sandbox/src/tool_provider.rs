@@ -6,12 +6,13 @@ use std::sync::Arc;
 
 use wasmtime::Store;
 
-use crate::bindings::{CallError, ToolProviderPre, ToolProviderPreAsync};
+use crate::bindings::{CallError, ToolProviderAsync, ToolProviderPre, ToolProviderPreAsync};
 use crate::engine::Sandbox;
 use crate::error::{LoadError, SandboxError, ToolCallError, bounded};
 use crate::formatter::MAX_ERROR_TEXT;
 use crate::grants::Grants;
 use crate::limits::Limits;
+use crate::prepared::Spare;
 use crate::runner::{LazyPre, Runner, guest_stderr, read_component, run_blocking};
 use crate::state::{Mode, StoreState};
 use crate::tool_output::{CallOutcome, ToolDefinition, check_definitions, check_outcome};
@@ -26,6 +27,9 @@ pub struct ToolProvider {
     pre: ToolProviderPre<StoreState>,
     /// The same component linked to async WASI, for [`ToolProvider::call_async`].
     pre_async: Arc<LazyPre<ToolProviderPreAsync<StoreState>>>,
+    /// The instance of the next async call, made ahead for the grants and limits of the
+    /// last one.
+    spare: Arc<Spare<(Grants, Limits), ToolProviderAsync>>,
     limits: Limits,
 }
 
@@ -67,7 +71,7 @@ impl Sandbox {
         let pre =
             ToolProviderPre::new(self.linker.instantiate_pre(&component).map_err(wrong_world)?).map_err(wrong_world)?;
         let pre_async = LazyPre::new(component, Arc::clone(&self.linker_async));
-        let provider = ToolProvider { name: name.to_owned(), runner, pre, pre_async, limits };
+        let provider = ToolProvider { name: name.to_owned(), runner, pre, pre_async, spare: Arc::default(), limits };
         // Instantiate once now, under an empty grant, so a component that can
         // never run within the limits fails at start-up.
         provider.runner.trial(label, &provider.limits, |store| provider.pre.instantiate(store))?;
@@ -76,6 +80,12 @@ impl Sandbox {
 }
 
 impl ToolProvider {
+    /// Whether the instance of the next async call is ready.
+    #[cfg(test)]
+    pub(crate) fn has_prepared_instance(&self) -> bool {
+        self.spare.is_ready()
+    }
+
     /// The name it was loaded under.
     pub fn name(&self) -> &str {
         &self.name
@@ -142,16 +152,48 @@ impl ToolProvider {
         limits: &Limits,
     ) -> Result<CallOutcome, ToolCallError> {
         self.check_call(arguments_json.len() + name.len(), arguments_json, limits)?;
-        let state = StoreState::with_grants(limits, grants, Mode::Async)?;
-        let mut store = self.runner.store_async(state, limits)?;
-        let pre = self.pre_async.get(ToolProviderPreAsync::new)?;
-        let instance = match pre.instantiate_async(&mut store).await {
-            Ok(instance) => instance,
-            Err(e) => return Err(self.runner.instantiate_error(e, &store, limits).into()),
+        let key = (grants.clone(), limits.clone());
+        let (mut store, instance) = match self.spare.take(&key) {
+            Some((mut store, instance)) => {
+                Runner::restart_deadline(&mut store, limits);
+                (store, instance)
+            }
+            None => {
+                let state = StoreState::with_grants(limits, grants, Mode::Async)?;
+                let mut store = self.runner.store_async(state, limits)?;
+                let pre = self.pre_async.get(ToolProviderPreAsync::new)?;
+                match pre.instantiate_async(&mut store).await {
+                    Ok(instance) => (store, instance),
+                    Err(e) => return Err(self.runner.instantiate_error(e, &store, limits).into()),
+                }
+            }
         };
         let called = instance.wasmgate_sandbox_tools().call_call_tool(&mut store, name, arguments_json).await;
         let called = called.map(|r| r.map(crate::bindings::CallOutcome::from).map_err(CallError::from));
-        self.called(called, &store, limits)
+        let outcome = self.called(called, &store, limits);
+        // The next instance first, as in `Formatter::format_async`.
+        self.prepare_next(key);
+        self.runner.retire(store);
+        outcome
+    }
+
+    /// Makes the instance of the next [`ToolProvider::call_async`] with the same grants
+    /// and limits, once the runtime has run what is ready now (see the `prepared`
+    /// module). Not for a call granted directories: those are opened for each call when
+    /// it starts, so a call sees the directory as it is then, and one that may write
+    /// runs only after the previous call has ended.
+    fn prepare_next(&self, key: (Grants, Limits)) {
+        if !key.0.dirs.is_empty() {
+            return;
+        }
+        let (runner, pre) = (self.runner.clone(), Arc::clone(&self.pre_async));
+        let (grants, limits) = key.clone();
+        self.spare.refill(self.runner.reserve(), key, async move {
+            let state = StoreState::with_grants(&limits, &grants, Mode::Async).ok()?;
+            let mut store = runner.store_async(state, &limits).ok()?;
+            let instance = pre.get(ToolProviderPreAsync::new).ok()?.instantiate_async(&mut store).await.ok()?;
+            Some((store, instance))
+        });
     }
 
     /// What is checked before any guest code runs: the limits, the input size, and

@@ -318,7 +318,9 @@ fn calls_run_concurrently_from_many_threads() {
 
 #[test]
 fn calls_beyond_the_pool_are_refused_as_busy() {
-    let sandbox = Sandbox::new(SandboxConfig { max_concurrent_calls: 1, ..SandboxConfig::default() }).unwrap();
+    // No slots set aside for instances made ahead: the pool is the one call's slot.
+    let config = SandboxConfig { max_concurrent_calls: 1, prepared_instances: 0, ..SandboxConfig::default() };
+    let sandbox = Sandbox::new(config).unwrap();
     assert!(sandbox.is_pooled(), "this test needs the pooling allocator");
     let spin = sandbox
         .load_formatter_file(
