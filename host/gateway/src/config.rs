@@ -91,6 +91,24 @@ pub struct SandboxSettings {
     /// Compile in memory and cache nothing.
     #[serde(default)]
     pub no_cache: bool,
+    /// Pool slots for component instances made ahead of their calls and stores torn down
+    /// after them (docs/SANDBOX.md); default 16, 0 turns it off, at most
+    /// [`MAX_PREPARED_INSTANCES`].
+    #[serde(default, deserialize_with = "prepared_instances")]
+    pub prepared_instances: Option<u32>,
+}
+
+/// The most `sandbox.prepared_instances`: each one reserves a pool slot's address space.
+pub const MAX_PREPARED_INSTANCES: u32 = 256;
+
+fn prepared_instances<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let n = u32::deserialize(d)?;
+    if n > MAX_PREPARED_INSTANCES {
+        return Err(serde::de::Error::custom(format!(
+            "{n} is too many: at most {MAX_PREPARED_INSTANCES} (each reserves a pool slot); the default is 16"
+        )));
+    }
+    Ok(Some(n))
 }
 
 /// One provider: exactly one of `command`, `url` or `component`.
@@ -290,7 +308,7 @@ impl Config {
             },
             state_dir,
             limits: raw.limits,
-            sandbox: SandboxSettings { cache_dir: raw.sandbox.cache_dir.map(at), no_cache: raw.sandbox.no_cache },
+            sandbox: SandboxSettings { cache_dir: raw.sandbox.cache_dir.map(at), ..raw.sandbox },
             providers,
         };
         if let Some(file) = raw.mcp_servers {

@@ -60,8 +60,11 @@ impl Gateway {
             Arc::new(AuditLog::open(&config.audit.path, options).map_err(|e| StartError::Audit(e.to_string()))?);
         let cache_dir =
             if config.sandbox.no_cache { None } else { config.sandbox.cache_dir.clone().or_else(cache_dir) };
-        let sandbox = Sandbox::new(SandboxConfig { cache_dir, ..SandboxConfig::default() })
-            .map_err(|e| StartError::Sandbox(e.to_string()))?;
+        let mut sandbox_config = SandboxConfig { cache_dir, ..SandboxConfig::default() };
+        if let Some(prepared) = config.sandbox.prepared_instances {
+            sandbox_config.prepared_instances = prepared;
+        }
+        let sandbox = Sandbox::new(sandbox_config).map_err(|e| StartError::Sandbox(e.to_string()))?;
 
         // Loaded once; each provider gets it under its own limits.
         let json_text = sandbox

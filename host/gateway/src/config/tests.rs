@@ -98,3 +98,18 @@ fn a_bare_file_name_resolves_paths_against_the_current_directory() {
     assert_eq!(config.state_dir, cwd.join("state"));
     drop(dir);
 }
+
+#[test]
+fn prepared_instances_are_bounded_and_optional() {
+    assert_eq!(parse("").unwrap().sandbox.prepared_instances, None, "the sandbox's default applies");
+    assert_eq!(parse("[sandbox]\nprepared_instances = 0\n").unwrap().sandbox.prepared_instances, Some(0));
+    let most = format!("[sandbox]\nprepared_instances = {MAX_PREPARED_INSTANCES}\n");
+    assert_eq!(parse(&most).unwrap().sandbox.prepared_instances, Some(MAX_PREPARED_INSTANCES));
+    let err = error(&format!("[sandbox]\nprepared_instances = {}\n", MAX_PREPARED_INSTANCES + 1));
+    assert!(
+        err.contains("prepared_instances") && err.contains("at most 256") && err.contains("wasmgate.toml:2:"),
+        "{err}"
+    );
+    let err = error("[sandbox]\nprepared_instances = -1\n");
+    assert!(err.contains("prepared_instances"), "{err}");
+}
