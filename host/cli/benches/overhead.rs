@@ -6,6 +6,8 @@
 //!   screening included), with the audit log `off` and with the default `every-call`;
 //! * the trivial WASM tool component (`echo-tools`, a fresh instance per call) through
 //!   `wasmgate serve` over stdio, against the Python server called directly;
+//! * the same stdio gateway with `[sandbox] prepared_instances = 0` (every instance made
+//!   and torn down on its call's path) against the default (docs/SANDBOX.md);
 //! * the same stdio gateway with `--spin-us 300` (it polls for up to 300 µs before it
 //!   sleeps; `host/cli/src/spin.rs`) against the default, which sleeps at once;
 //! * fsyncs per call of the default durable audit log, one caller at a time and with 64
@@ -42,10 +44,15 @@ fn fixtures() -> PathBuf {
 /// A reviewed gateway configuration: `echo` (the Python server, confined) and `tools`
 /// (the echo-tools component), both tools allowed, the audit log at `durability`.
 fn gateway_dir(durability: &str) -> tempfile::TempDir {
+    gateway_dir_with(durability, "")
+}
+
+/// [`gateway_dir`] with `sandbox` (TOML lines) added to its `[sandbox]` table.
+fn gateway_dir_with(durability: &str, sandbox: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let (python, dirs) = python();
     let config = format!(
-        "state_dir = \"state\"\n\n[audit]\ndurability = {durability:?}\n\n[sandbox]\ncache_dir = \"cache\"\n\n\
+        "state_dir = \"state\"\n\n[audit]\ndurability = {durability:?}\n\n[sandbox]\ncache_dir = \"cache\"\n{sandbox}\n\
          [providers.echo]\ncommand = {python:?}\nargs = [{server:?}]\nread_exec = {dirs:?}\n\n\
          [providers.tools]\ncomponent = {component:?}\n",
         python = python.display().to_string(),
@@ -179,11 +186,14 @@ fn overhead(c: &mut Criterion) {
     // One directory per running gateway: a gateway holds its state directory.
     let (off, off_http, durable) = (gateway_dir("off"), gateway_dir("off"), gateway_dir("every-call"));
     let off_spinning = gateway_dir("off");
+    let off_unprepared = gateway_dir_with("off", "prepared_instances = 0\n");
     let direct = rt.block_on(direct());
     let stdio_off = rt.block_on(through_stdio(off.path(), None));
     let stdio_durable = rt.block_on(through_stdio(durable.path(), None));
     // The same gateway, polling for up to 300 µs before it sleeps.
     let stdio_spinning = rt.block_on(through_stdio(off_spinning.path(), Some(300)));
+    // The same gateway making and tearing down every instance on its call's path.
+    let stdio_unprepared = rt.block_on(through_stdio(off_unprepared.path(), None));
     let (_http_served, http_off) = rt.block_on(through_http(off_http.path()));
 
     let mut group = c.benchmark_group("small_echo_call");
@@ -215,6 +225,18 @@ fn overhead(c: &mut Criterion) {
     );
     interleaved(
         &rt,
+        "wasm component via gateway (audit off), prepared_instances 0 vs default",
+        (&stdio_unprepared, "tools__echo"),
+        (&stdio_off, "tools__echo"),
+    );
+    interleaved(
+        &rt,
+        "gateway stdio (audit off), prepared_instances 0 vs default",
+        (&stdio_unprepared, "echo__echo"),
+        (&stdio_off, "echo__echo"),
+    );
+    interleaved(
+        &rt,
         "gateway stdio (audit off), default vs --spin-us 300",
         (&stdio_off, "echo__echo"),
         (&stdio_spinning, "echo__echo"),
@@ -234,7 +256,7 @@ fn overhead(c: &mut Criterion) {
         (&direct, "echo"),
         (&stdio_off, "tools__echo"),
     );
-    for client in [direct, stdio_off, stdio_durable, stdio_spinning, http_off] {
+    for client in [direct, stdio_off, stdio_durable, stdio_spinning, stdio_unprepared, http_off] {
         rt.block_on(client.close());
     }
     fsyncs(&rt);
