@@ -14,16 +14,20 @@
 //! A prepared instance is as fresh as one made on the call's path: it comes from the same
 //! linked component under the same limits (and, for a tool, the same grants), nothing has
 //! called into it, and it serves exactly one call. Its deadline starts again when a call
-//! takes it, so a call gets its whole deadline whenever the instance was made.
+//! takes it, less what its start-up code took when it was made, so a call gets the same
+//! deadline as one that made its instance on its path, whenever the instance was made.
 //!
 //! Both hold pool slots, so both draw on a [`Reserve`] the pool is sized for on top of
 //! `max_concurrent_calls` ([`SandboxConfig::prepared_instances`](crate::SandboxConfig)):
-//! they never take a slot from a call. With the reserve spent, or outside a tokio runtime,
-//! a store is torn down on its call's path and no spare is made, exactly as before.
+//! they never take a slot from a call. Instances made ahead leave a quarter of it to
+//! teardowns. With the reserve spent, or outside a tokio runtime, a store is torn down on
+//! its call's path and no spare is made, exactly as before. On a multi-threaded runtime
+//! another worker may run these tasks at once with the answer's write.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use wasmtime::Store;
 
@@ -33,17 +37,33 @@ use crate::state::StoreState;
 #[derive(Debug)]
 pub(crate) struct Reserve {
     free: AtomicU32,
+    /// Slots instances made ahead leave to stores waiting for teardown: a quarter, so
+    /// components that were called once and then sat idle, each keeping an instance
+    /// ready, cannot put every teardown back on its call's path.
+    for_teardown: u32,
 }
 
 impl Reserve {
     pub fn new(slots: u32) -> Arc<Self> {
-        Arc::new(Reserve { free: AtomicU32::new(slots) })
+        Arc::new(Reserve { free: AtomicU32::new(slots), for_teardown: slots / 4 })
     }
 
     /// One slot of the reserve, given back when the [`Held`] is dropped; `None` when
     /// every slot is held.
     pub fn hold(self: &Arc<Self>) -> Option<Held> {
-        let taken = self.free.fetch_update(Ordering::AcqRel, Ordering::Acquire, |free| free.checked_sub(1));
+        self.hold_leaving(0)
+    }
+
+    /// One slot for an instance made ahead: `None` also when only the slots left for
+    /// teardown are free.
+    pub fn hold_for_spare(self: &Arc<Self>) -> Option<Held> {
+        self.hold_leaving(self.for_teardown)
+    }
+
+    fn hold_leaving(self: &Arc<Self>, left: u32) -> Option<Held> {
+        let taken = self.free.fetch_update(Ordering::AcqRel, Ordering::Acquire, |free| {
+            if free > left { free.checked_sub(1) } else { None }
+        });
         taken.ok().map(|_| Held(Arc::clone(self)))
     }
 
@@ -70,11 +90,18 @@ impl Drop for Held {
 pub(crate) fn retire(reserve: &Arc<Reserve>, store: Store<StoreState>) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
     let Some(held) = reserve.hold() else { return };
+    let retired = Retired { _store: store, _held: held };
     runtime.spawn(async move {
         tokio::task::yield_now().await;
-        drop(store);
-        drop(held);
+        drop(retired);
     });
+}
+
+/// A store waiting to be torn down, and its slot of the reserve, dropped in this order
+/// however the task holding them ends (even unpolled, when its runtime shuts down).
+struct Retired {
+    _store: Store<StoreState>,
+    _held: Held,
 }
 
 /// A store and its instance, made before the call that will use them.
@@ -124,7 +151,10 @@ impl<K: PartialEq + Send + 'static, I: Send + 'static> Spare<K, I> {
         if !matches!(&*slot, Slot::Ready { .. }) {
             return None;
         }
-        match std::mem::replace(&mut *slot, Slot::Empty) {
+        let taken = std::mem::replace(&mut *slot, Slot::Empty);
+        // Whatever is not handed out is torn down after the lock is let go.
+        drop(slot);
+        match taken {
             // The slot goes from the reserve to the call: `held` is given back.
             Slot::Ready { made_for, store, instance, held } if made_for == *key => {
                 drop(held);
@@ -153,30 +183,35 @@ impl<K: PartialEq + Send + 'static, I: Send + 'static> Spare<K, I> {
         if !matches!(&*slot, Slot::Empty) {
             return;
         }
-        let Some(held) = reserve.hold() else { return };
+        let Some(held) = reserve.hold_for_spare() else { return };
         *slot = Slot::Making;
         drop(slot);
-        let spare = Arc::clone(self);
+        // Made before the task, and moved into it: however the task ends (making fails,
+        // or the runtime drops it, polled or not), the slot does not stay `Making`, or no
+        // instance would ever be made again.
+        let mut making = Making { spare: Arc::clone(self), ready: None };
         runtime.spawn(async move {
-            // Whatever happens to this task (the runtime shuts down, making it fails),
-            // the slot must not stay `Making`, or no instance would ever be made again.
-            let mut making = Making { spare: &spare, ready: None };
             tokio::task::yield_now().await;
-            if let Some((store, instance)) = make.await {
+            let began = Instant::now();
+            if let Some((mut store, instance)) = make.await {
+                // What start-up took counts against the call's deadline, as it does when
+                // the instance is made on the call's path.
+                store.data_mut().startup = began.elapsed();
                 making.ready = Some(Slot::Ready { made_for: key, store, instance, held });
             }
+            drop(making);
         });
     }
 }
 
 /// Puts the spare's slot back to empty, or to the instance made, when the making task
 /// ends, even by being dropped.
-struct Making<'a, K, I> {
-    spare: &'a Spare<K, I>,
+struct Making<K, I> {
+    spare: Arc<Spare<K, I>>,
     ready: Option<Slot<K, I>>,
 }
 
-impl<K, I> Drop for Making<'_, K, I> {
+impl<K, I> Drop for Making<K, I> {
     fn drop(&mut self) {
         let mut slot = self.spare.slot.lock().unwrap_or_else(PoisonError::into_inner);
         *slot = self.ready.take().unwrap_or(Slot::Empty);
@@ -204,5 +239,21 @@ mod tests {
         drop(b);
         assert_eq!(reserve.free(), 2);
         assert!(Reserve::new(0).hold().is_none());
+    }
+
+    #[test]
+    fn instances_made_ahead_leave_a_quarter_of_the_reserve_to_teardowns() {
+        let reserve = Reserve::new(8);
+        let spares: Vec<_> = std::iter::from_fn(|| reserve.hold_for_spare()).collect();
+        assert_eq!(spares.len(), 6);
+        let teardowns: Vec<_> = std::iter::from_fn(|| reserve.hold()).collect();
+        assert_eq!(teardowns.len(), 2);
+        assert!(reserve.hold_for_spare().is_none() && reserve.hold().is_none());
+        drop(teardowns);
+        assert!(reserve.hold_for_spare().is_none(), "a spare took a slot left for teardowns");
+        // A reserve too small to split leaves nothing aside.
+        let small = Reserve::new(3);
+        let held: Vec<_> = std::iter::from_fn(|| small.hold_for_spare()).collect();
+        assert_eq!(held.len(), 3);
     }
 }

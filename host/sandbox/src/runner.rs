@@ -93,10 +93,12 @@ impl Runner {
         Ok(store)
     }
 
-    /// Gives an async store (one made ahead of its call) the whole of `limits.deadline`
-    /// from now.
+    /// Gives an async store `limits.deadline` from now, less what its instantiation took
+    /// if it was made ahead of its call (`StoreState::startup`): the same deadline as a
+    /// call whose instance is made on its path.
     pub fn restart_deadline(store: &mut Store<StoreState>, limits: &Limits) {
-        store.data_mut().ends_at = Instant::now().checked_add(limits.deadline);
+        let left = limits.deadline.saturating_sub(store.data().startup);
+        store.data_mut().ends_at = Instant::now().checked_add(left);
         store.set_epoch_deadline(1);
     }
 

@@ -35,6 +35,9 @@ pub(crate) struct StoreState {
     pub stderr: BoundedPipe,
     /// When a call on an async task is interrupted (see `Runner::store_async`).
     pub ends_at: Option<Instant>,
+    /// How long instantiation took, for an instance made ahead of its call: it counts
+    /// against the call's deadline (see `Runner::restart_deadline`).
+    pub startup: Duration,
 }
 
 impl StoreState {
@@ -48,6 +51,7 @@ impl StoreState {
             limiter: StoreLimiter::new(limits),
             stderr: BoundedPipe::new(limits.stderr_bytes),
             ends_at: None,
+            startup: Duration::ZERO,
         }
     }
 
@@ -77,6 +81,7 @@ impl StoreState {
             limiter: StoreLimiter::new(limits),
             stderr,
             ends_at: None,
+            startup: Duration::ZERO,
         })
     }
 }

@@ -153,7 +153,10 @@ impl ToolProvider {
     ) -> Result<CallOutcome, ToolCallError> {
         self.check_call(arguments_json.len() + name.len(), arguments_json, limits)?;
         let key = (grants.clone(), limits.clone());
-        let (mut store, instance) = match self.spare.take(&key) {
+        // A call granted directories is never made ahead (see `prepare_next`): it leaves
+        // the instance of other calls where it is.
+        let spare = if grants.dirs.is_empty() { self.spare.take(&key) } else { None };
+        let (mut store, instance) = match spare {
             Some((mut store, instance)) => {
                 Runner::restart_deadline(&mut store, limits);
                 (store, instance)
