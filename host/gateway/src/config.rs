@@ -105,7 +105,8 @@ fn prepared_instances<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u
     let n = u32::deserialize(d)?;
     if n > MAX_PREPARED_INSTANCES {
         return Err(serde::de::Error::custom(format!(
-            "{n} is too many: at most {MAX_PREPARED_INSTANCES} (each reserves a pool slot); the default is 16"
+            "{n} is too many: at most {MAX_PREPARED_INSTANCES} (each reserves a pool slot); the default is {}",
+            wasmgate_sandbox::SandboxConfig::default().prepared_instances
         )));
     }
     Ok(Some(n))

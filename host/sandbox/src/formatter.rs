@@ -8,7 +8,7 @@ use crate::bindings::{FormatError, FormatterAsync, FormatterPre, FormatterPreAsy
 use crate::engine::Sandbox;
 use crate::error::{LoadError, SandboxError, bounded};
 use crate::limits::Limits;
-use crate::prepared::Spare;
+use crate::prepared::{Ready, Spare};
 use crate::runner::{LazyPre, Runner, guest_stderr, read_component, run_blocking};
 use crate::state::{Mode, StoreState};
 
@@ -142,19 +142,12 @@ impl Formatter {
     pub async fn format_async(&self, request: FormatRequest) -> Result<String, SandboxError> {
         let limits = &self.limits;
         let input = self.input(request, limits)?;
-        let (mut store, instance) = match self.spare.take(&()) {
+        let (mut store, instance) = match self.spare.take(|()| true) {
             Some((mut store, instance)) => {
                 Runner::restart_deadline(&mut store, limits);
                 (store, instance)
             }
-            None => {
-                let mut store = self.runner.store_async(StoreState::new(limits, Mode::Async), limits)?;
-                let pre = self.pre_async.get(FormatterPreAsync::new)?;
-                match pre.instantiate_async(&mut store).await {
-                    Ok(instance) => (store, instance),
-                    Err(e) => return Err(self.runner.instantiate_error(e, &store, limits)),
-                }
-            }
+            None => instantiate_async(&self.runner, &self.pre_async, limits).await?,
         };
         let input = input.into();
         let outcome = instance.wasmgate_sandbox_format().call_format(&mut store, &input).await;
@@ -169,11 +162,9 @@ impl Formatter {
     /// Makes the instance of the next [`Formatter::format_async`] once the runtime has
     /// run what is ready now (see the `prepared` module).
     fn prepare_next(&self) {
-        let (runner, pre, limits) = (self.runner.clone(), Arc::clone(&self.pre_async), self.limits.clone());
-        self.spare.refill(self.runner.reserve(), (), async move {
-            let mut store = runner.store_async(StoreState::new(&limits, Mode::Async), &limits).ok()?;
-            let instance = pre.get(FormatterPreAsync::new).ok()?.instantiate_async(&mut store).await.ok()?;
-            Some((store, instance))
+        self.spare.refill(self.runner.reserve(), || {
+            let (runner, pre, limits) = (self.runner.clone(), Arc::clone(&self.pre_async), self.limits.clone());
+            ((), async move { instantiate_async(&runner, &pre, &limits).await.ok() })
         });
     }
 
@@ -223,6 +214,19 @@ impl Formatter {
             Ok(Err(declined)) => Err(SandboxError::Format(bounded_format_error(declined))),
             Err(e) => Err(SandboxError::from_call(e, store.data().limiter.hits, limits, stderr)),
         }
+    }
+}
+
+/// A new instance of the formatter on async WASI, in a store with every limit armed.
+async fn instantiate_async(
+    runner: &Runner,
+    pre: &LazyPre<FormatterPreAsync<StoreState>>,
+    limits: &Limits,
+) -> Result<Ready<FormatterAsync>, SandboxError> {
+    let mut store = runner.store_async(StoreState::new(limits, Mode::Async), limits)?;
+    match pre.get(FormatterPreAsync::new)?.instantiate_async(&mut store).await {
+        Ok(instance) => Ok((store, instance)),
+        Err(e) => Err(runner.instantiate_error(e, &store, limits)),
     }
 }
 

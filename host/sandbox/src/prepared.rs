@@ -91,9 +91,15 @@ pub(crate) fn retire(reserve: &Arc<Reserve>, store: Store<StoreState>) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
     let Some(held) = reserve.hold() else { return };
     let retired = Retired { _store: store, _held: held };
+    after_ready(&runtime, async move { drop(retired) });
+}
+
+/// Runs `work` on `runtime` after what is ready there now: on a task that yields once
+/// before it starts.
+fn after_ready(runtime: &tokio::runtime::Handle, work: impl Future<Output = ()> + Send + 'static) {
     runtime.spawn(async move {
         tokio::task::yield_now().await;
-        drop(retired);
+        work.await;
     });
 }
 
@@ -144,9 +150,9 @@ impl<K, I> Default for Spare<K, I> {
 }
 
 impl<K: PartialEq + Send + 'static, I: Send + 'static> Spare<K, I> {
-    /// The instance made for `key`, if one is ready. One made for another key is
-    /// dropped: it cannot serve this call, and the next one is made for this key.
-    pub fn take(&self, key: &K) -> Option<Ready<I>> {
+    /// The instance ready, if it was made for what `fits` accepts. One made for something
+    /// else is dropped: it cannot serve this call, and the next one is made for this call's.
+    pub fn take(&self, fits: impl FnOnce(&K) -> bool) -> Option<Ready<I>> {
         let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
         if !matches!(&*slot, Slot::Ready { .. }) {
             return None;
@@ -156,7 +162,7 @@ impl<K: PartialEq + Send + 'static, I: Send + 'static> Spare<K, I> {
         drop(slot);
         match taken {
             // The slot goes from the reserve to the call: `held` is given back.
-            Slot::Ready { made_for, store, instance, held } if made_for == *key => {
+            Slot::Ready { made_for, store, instance, held } if fits(&made_for) => {
                 drop(held);
                 Some((store, instance))
             }
@@ -170,11 +176,12 @@ impl<K: PartialEq + Send + 'static, I: Send + 'static> Spare<K, I> {
         matches!(&*self.slot.lock().unwrap_or_else(PoisonError::into_inner), Slot::Ready { .. })
     }
 
-    /// Makes the next instance with `make`, for `key`, on a task that yields first, when
-    /// none is ready or being made, a runtime is at hand and the reserve has a slot. An
-    /// instance that fails to be made is not kept: the next call makes its own, on its
-    /// path, and reports what went wrong.
-    pub fn refill<F>(self: &Arc<Self>, reserve: &Arc<Reserve>, key: K, make: F)
+    /// Makes the next instance, on a task that yields first, when none is ready or being
+    /// made, a runtime is at hand and the reserve has a slot: `make` is called only then,
+    /// and gives what the instance is for and the future that makes it. An instance that
+    /// fails to be made is not kept: the next call makes its own, on its path, and reports
+    /// what went wrong.
+    pub fn refill<F>(self: &Arc<Self>, reserve: &Arc<Reserve>, make: impl FnOnce() -> (K, F))
     where
         F: Future<Output = Option<Ready<I>>> + Send + 'static,
     {
@@ -190,8 +197,8 @@ impl<K: PartialEq + Send + 'static, I: Send + 'static> Spare<K, I> {
         // or the runtime drops it, polled or not), the slot does not stay `Making`, or no
         // instance would ever be made again.
         let mut making = Making { spare: Arc::clone(self), ready: None };
-        runtime.spawn(async move {
-            tokio::task::yield_now().await;
+        let (key, make) = make();
+        after_ready(&runtime, async move {
             let began = Instant::now();
             if let Some((mut store, instance)) = make.await {
                 // What start-up took counts against the call's deadline, as it does when

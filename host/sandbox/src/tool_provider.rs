@@ -12,7 +12,7 @@ use crate::error::{LoadError, SandboxError, ToolCallError, bounded};
 use crate::formatter::MAX_ERROR_TEXT;
 use crate::grants::Grants;
 use crate::limits::Limits;
-use crate::prepared::Spare;
+use crate::prepared::{Ready, Spare};
 use crate::runner::{LazyPre, Runner, guest_stderr, read_component, run_blocking};
 use crate::state::{Mode, StoreState};
 use crate::tool_output::{CallOutcome, ToolDefinition, check_definitions, check_outcome};
@@ -152,30 +152,21 @@ impl ToolProvider {
         limits: &Limits,
     ) -> Result<CallOutcome, ToolCallError> {
         self.check_call(arguments_json.len() + name.len(), arguments_json, limits)?;
-        let key = (grants.clone(), limits.clone());
         // A call granted directories is never made ahead (see `prepare_next`): it leaves
         // the instance of other calls where it is.
-        let spare = if grants.dirs.is_empty() { self.spare.take(&key) } else { None };
+        let spare = if grants.dirs.is_empty() { self.spare.take(|(g, l)| g == grants && l == limits) } else { None };
         let (mut store, instance) = match spare {
             Some((mut store, instance)) => {
                 Runner::restart_deadline(&mut store, limits);
                 (store, instance)
             }
-            None => {
-                let state = StoreState::with_grants(limits, grants, Mode::Async)?;
-                let mut store = self.runner.store_async(state, limits)?;
-                let pre = self.pre_async.get(ToolProviderPreAsync::new)?;
-                match pre.instantiate_async(&mut store).await {
-                    Ok(instance) => (store, instance),
-                    Err(e) => return Err(self.runner.instantiate_error(e, &store, limits).into()),
-                }
-            }
+            None => instantiate_async(&self.runner, &self.pre_async, grants, limits).await?,
         };
         let called = instance.wasmgate_sandbox_tools().call_call_tool(&mut store, name, arguments_json).await;
         let called = called.map(|r| r.map(crate::bindings::CallOutcome::from).map_err(CallError::from));
         let outcome = self.called(called, &store, limits);
         // The next instance first, as in `Formatter::format_async`.
-        self.prepare_next(key);
+        self.prepare_next(grants, limits);
         self.runner.retire(store);
         outcome
     }
@@ -185,17 +176,15 @@ impl ToolProvider {
     /// module). Not for a call granted directories: those are opened for each call when
     /// it starts, so a call sees the directory as it is then, and one that may write
     /// runs only after the previous call has ended.
-    fn prepare_next(&self, key: (Grants, Limits)) {
-        if !key.0.dirs.is_empty() {
+    fn prepare_next(&self, grants: &Grants, limits: &Limits) {
+        if !grants.dirs.is_empty() {
             return;
         }
-        let (runner, pre) = (self.runner.clone(), Arc::clone(&self.pre_async));
-        let (grants, limits) = key.clone();
-        self.spare.refill(self.runner.reserve(), key, async move {
-            let state = StoreState::with_grants(&limits, &grants, Mode::Async).ok()?;
-            let mut store = runner.store_async(state, &limits).ok()?;
-            let instance = pre.get(ToolProviderPreAsync::new).ok()?.instantiate_async(&mut store).await.ok()?;
-            Some((store, instance))
+        self.spare.refill(self.runner.reserve(), || {
+            let (runner, pre) = (self.runner.clone(), Arc::clone(&self.pre_async));
+            let key = (grants.clone(), limits.clone());
+            let (grants, limits) = key.clone();
+            (key, async move { instantiate_async(&runner, &pre, &grants, &limits).await.ok() })
         });
     }
 
@@ -235,6 +224,21 @@ impl ToolProvider {
             Ok(instance) => Ok((store, instance)),
             Err(e) => Err(self.runner.instantiate_error(e, &store, limits)),
         }
+    }
+}
+
+/// A new instance of the tool provider on async WASI, given `grants`, in a store with
+/// every limit armed.
+async fn instantiate_async(
+    runner: &Runner,
+    pre: &LazyPre<ToolProviderPreAsync<StoreState>>,
+    grants: &Grants,
+    limits: &Limits,
+) -> Result<Ready<ToolProviderAsync>, SandboxError> {
+    let mut store = runner.store_async(StoreState::with_grants(limits, grants, Mode::Async)?, limits)?;
+    match pre.get(ToolProviderPreAsync::new)?.instantiate_async(&mut store).await {
+        Ok(instance) => Ok((store, instance)),
+        Err(e) => Err(runner.instantiate_error(e, &store, limits)),
     }
 }
 
