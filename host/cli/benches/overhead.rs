@@ -10,6 +10,11 @@
 //!   and torn down on its call's path) against the default (docs/SANDBOX.md);
 //! * the same stdio gateway with `--spin-us 300` (it polls for up to 300 µs before it
 //!   sleeps; `host/cli/src/spin.rs`) against the default, which sleeps at once;
+//! * the CPU time each process on a call's path spends per call (the client, the
+//!   gateway, the upstream), one call at a time and 8 in flight;
+//! * all of the above with two clients: on tokio's default multi-threaded runtime, and
+//!   on a current-thread runtime like a Node or Python client's event loop
+//!   (`WASMGATE_BENCH_CLIENT=multi-thread` or `current-thread` runs one of them);
 //! * fsyncs per call of the default durable audit log, one caller at a time and with 64
 //!   concurrent callers (the gateway run in-process here, to read its counter).
 //!
@@ -115,15 +120,7 @@ async fn call(client: &McpClient, tool: &str) {
 /// Interleaved batches of `a` and `b`, one call at a time; prints each round and the
 /// median of `b`'s calls per second over `a`'s.
 fn interleaved(rt: &Runtime, what: &str, a: (&McpClient, &str), b: (&McpClient, &str)) {
-    let batch = |(client, tool): (&McpClient, &str)| {
-        let started = Instant::now();
-        rt.block_on(async {
-            for _ in 0..BATCH {
-                call(client, tool).await;
-            }
-        });
-        BATCH as f64 / started.elapsed().as_secs_f64()
-    };
+    let batch = |way| calls_per_second(rt, way, 1, BATCH);
     rounds(what, || (batch(a), batch(b)));
 }
 
@@ -135,26 +132,36 @@ const PER_CALLER: usize = 50;
 /// like [`interleaved`]: a pipelined client keeps the upstream (and the gateway) busy
 /// instead of waiting out a round trip per call.
 fn concurrent(rt: &Runtime, what: &str, a: (&McpClient, &str), b: (&McpClient, &str)) {
-    let batch = |(client, tool): (&McpClient, &str)| {
-        let started = Instant::now();
-        rt.block_on(async {
-            let callers: Vec<_> = (0..IN_FLIGHT)
-                .map(|_| {
-                    let (client, tool) = (client.clone(), tool.to_owned());
-                    tokio::spawn(async move {
-                        for _ in 0..PER_CALLER {
-                            call(&client, &tool).await;
-                        }
-                    })
-                })
-                .collect();
-            for caller in callers {
-                caller.await.unwrap();
-            }
-        });
-        (IN_FLIGHT * PER_CALLER) as f64 / started.elapsed().as_secs_f64()
-    };
+    let batch = |way| calls_per_second(rt, way, IN_FLIGHT, PER_CALLER);
     rounds(&format!("{what}, {IN_FLIGHT} in flight"), || (batch(a), batch(b)));
+}
+
+/// Calls per second of `callers` callers making `each` calls one after another: on the
+/// thread in `block_on` for one caller, as tasks of their own for more.
+fn calls_per_second(rt: &Runtime, (client, tool): (&McpClient, &str), callers: usize, each: usize) -> f64 {
+    let started = Instant::now();
+    rt.block_on(async {
+        if callers == 1 {
+            for _ in 0..each {
+                call(client, tool).await;
+            }
+            return;
+        }
+        let tasks: Vec<_> = (0..callers)
+            .map(|_| {
+                let (client, tool) = (client.clone(), tool.to_owned());
+                tokio::spawn(async move {
+                    for _ in 0..each {
+                        call(&client, &tool).await;
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+    });
+    (callers * each) as f64 / started.elapsed().as_secs_f64()
 }
 
 /// [`ROUNDS`] rounds of `round` (calls per second of the first way, then the second);
@@ -176,13 +183,130 @@ fn rounds(what: &str, mut round: impl FnMut() -> (f64, f64)) {
     eprintln!("{what}: median throughput ratio (second / first) {:.2}", ratios[ROUNDS / 2]);
 }
 
-fn overhead(c: &mut Criterion) {
-    let rt = Runtime::new().unwrap();
-    // `WASMGATE_BENCH_FSYNCS_ONLY=1`: only the fsync counts, to repeat them quickly.
-    if std::env::var_os("WASMGATE_BENCH_FSYNCS_ONLY").is_some() {
-        fsyncs(&rt);
-        return;
+/// The client's runtime. Every comparison uses the same runtime on both sides; what it
+/// changes is how many thread wake-ups a call costs the client.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Client {
+    /// tokio's default: worker threads poll for I/O and wake the thread in `block_on`.
+    MultiThread,
+    /// One thread that also polls for I/O, like the event loop of a Node or Python client.
+    CurrentThread,
+}
+
+impl Client {
+    /// Both, or the one `WASMGATE_BENCH_CLIENT` names (`multi-thread`, `current-thread`).
+    fn chosen() -> Vec<Self> {
+        match std::env::var("WASMGATE_BENCH_CLIENT").as_deref() {
+            Err(_) => vec![Self::MultiThread, Self::CurrentThread],
+            Ok("multi-thread") => vec![Self::MultiThread],
+            Ok("current-thread") => vec![Self::CurrentThread],
+            Ok(other) => panic!("WASMGATE_BENCH_CLIENT={other}: expected multi-thread or current-thread"),
+        }
     }
+
+    fn runtime(self) -> Runtime {
+        match self {
+            Self::MultiThread => Runtime::new().unwrap(),
+            Self::CurrentThread => tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap(),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::MultiThread => "multi-thread client",
+            Self::CurrentThread => "current-thread client",
+        }
+    }
+}
+
+/// Calls per CPU-time measurement.
+const CPU_CALLS: usize = 1000;
+
+/// CPU time per call of each process on a call's path, over [`CPU_CALLS`] calls made
+/// one at a time and then [`IN_FLIGHT`] at a time: the client (this process), and
+/// `processes` (the gateway, the upstream), read from `/proc/PID/task/*/schedstat`
+/// (nanoseconds, all threads) before and after. This is the work each side does for a
+/// call, without the time it spends asleep waiting for the other; it includes what the
+/// kernel charges it for sleeping and for waking the other side, which on this VM is
+/// much more one call at a time than with calls in flight.
+fn cpu_per_call(rt: &Runtime, what: &str, way: (&McpClient, &str), processes: &[(&str, u32)]) {
+    let pids: Vec<u32> = std::iter::once(std::process::id()).chain(processes.iter().map(|(_, pid)| *pid)).collect();
+    let labels: Vec<&str> = std::iter::once("client").chain(processes.iter().map(|(label, _)| *label)).collect();
+    for callers in [1, IN_FLIGHT] {
+        let before: Vec<Duration> = pids.iter().map(|pid| cpu_time(*pid)).collect();
+        let rate = calls_per_second(rt, way, callers, CPU_CALLS / callers);
+        let per_call = |d: Duration| d.as_secs_f64() * 1e6 / CPU_CALLS as f64;
+        let spent: Vec<String> = labels
+            .iter()
+            .zip(pids.iter().zip(&before))
+            .map(|(label, (pid, before))| format!("{label} {:.1} µs", per_call(cpu_time(*pid) - *before)))
+            .collect();
+        eprintln!(
+            "{what}, {callers} in flight: CPU per call: {}; wall {:.1} µs per call",
+            spent.join(", "),
+            1e6 / rate
+        );
+    }
+}
+
+/// CPU time of every thread of process `pid` so far.
+fn cpu_time(pid: u32) -> Duration {
+    let mut total = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let schedstat = std::fs::read_to_string(task.unwrap().path().join("schedstat")).unwrap_or_default();
+        total += schedstat.split_whitespace().next().and_then(|ns| ns.parse::<u64>().ok()).unwrap_or(0);
+    }
+    Duration::from_nanos(total)
+}
+
+/// The child of `parent` whose command line (arguments joined by spaces) and
+/// environment (`NAME=VALUE` entries joined by NULs) satisfy `matches`.
+fn child_of(parent: u32, matches: impl Fn(&str, &str) -> bool) -> u32 {
+    let read = |pid: &str, file: &str| std::fs::read(format!("/proc/{pid}/{file}")).unwrap_or_default();
+    for entry in std::fs::read_dir("/proc").unwrap() {
+        let name = entry.unwrap().file_name();
+        let Some(pid) = name.to_str().filter(|n| n.bytes().all(|b| b.is_ascii_digit())) else { continue };
+        let status = String::from_utf8_lossy(&read(pid, "status")).into_owned();
+        let ppid = status.lines().find_map(|l| l.strip_prefix("PPid:")).map(str::trim);
+        if ppid != Some(parent.to_string().as_str()) {
+            continue;
+        }
+        let cmdline = String::from_utf8_lossy(&read(pid, "cmdline")).replace('\0', " ");
+        let environ = String::from_utf8_lossy(&read(pid, "environ")).into_owned();
+        if matches(&cmdline, &environ) {
+            return pid.parse().unwrap();
+        }
+    }
+    panic!("no child of {parent} matches");
+}
+
+/// This process's child running the Python server, or the child of `parent` that does.
+fn python_child(parent: u32) -> u32 {
+    child_of(parent, |cmdline, _| cmdline.contains("stdio_server.py"))
+}
+
+/// This process's `wasmgate serve` child on the configuration in `dir`.
+fn gateway_child(dir: &Path) -> u32 {
+    let config = format!("WASMGATE_CONFIG={}", dir.join("wasmgate.toml").display());
+    child_of(std::process::id(), |cmdline, environ| {
+        cmdline.contains("serve") && environ.split('\0').any(|e| e == config)
+    })
+}
+
+fn overhead(c: &mut Criterion) {
+    // `WASMGATE_BENCH_FSYNCS_ONLY=1`: only the fsync counts, to repeat them quickly.
+    if std::env::var_os("WASMGATE_BENCH_FSYNCS_ONLY").is_none() {
+        for client in Client::chosen() {
+            compare(c, client);
+        }
+    }
+    fsyncs(&Runtime::new().unwrap());
+}
+
+/// Every comparison with `client`'s runtime; criterion's figures with the default one.
+fn compare(c: &mut Criterion, client: Client) {
+    let rt = client.runtime();
+    let label = |what: &str| format!("[{}] {what}", client.name());
     // One directory per running gateway: a gateway holds its state directory.
     let (off, off_http, durable) = (gateway_dir("off"), gateway_dir("off"), gateway_dir("every-call"));
     let off_spinning = gateway_dir("off");
@@ -194,72 +318,95 @@ fn overhead(c: &mut Criterion) {
     let stdio_spinning = rt.block_on(through_stdio(off_spinning.path(), Some(300)));
     // The same gateway making and tearing down every instance on its call's path.
     let stdio_unprepared = rt.block_on(through_stdio(off_unprepared.path(), None));
-    let (_http_served, http_off) = rt.block_on(through_http(off_http.path()));
+    let (http_served, http_off) = rt.block_on(through_http(off_http.path()));
 
-    let mut group = c.benchmark_group("small_echo_call");
-    group.bench_function("direct_python_stdio", |b| b.iter(|| rt.block_on(call(&direct, "echo"))));
-    group.bench_function("gateway_stdio_audit_off", |b| b.iter(|| rt.block_on(call(&stdio_off, "echo__echo"))));
-    group.bench_function("gateway_stdio_audit_every_call", |b| {
-        b.iter(|| rt.block_on(call(&stdio_durable, "echo__echo")));
-    });
-    group.bench_function("gateway_http_audit_off", |b| b.iter(|| rt.block_on(call(&http_off, "echo__echo"))));
-    group.bench_function("wasm_component_via_gateway_stdio_audit_off", |b| {
-        b.iter(|| rt.block_on(call(&stdio_off, "tools__echo")));
-    });
-    group.finish();
+    if client == Client::MultiThread {
+        let mut group = c.benchmark_group("small_echo_call");
+        group.bench_function("direct_python_stdio", |b| b.iter(|| rt.block_on(call(&direct, "echo"))));
+        group.bench_function("gateway_stdio_audit_off", |b| b.iter(|| rt.block_on(call(&stdio_off, "echo__echo"))));
+        group.bench_function("gateway_stdio_audit_every_call", |b| {
+            b.iter(|| rt.block_on(call(&stdio_durable, "echo__echo")));
+        });
+        group.bench_function("gateway_http_audit_off", |b| b.iter(|| rt.block_on(call(&http_off, "echo__echo"))));
+        group.bench_function("wasm_component_via_gateway_stdio_audit_off", |b| {
+            b.iter(|| rt.block_on(call(&stdio_off, "tools__echo")));
+        });
+        group.finish();
+    }
 
-    interleaved(&rt, "gateway stdio (audit off) vs direct", (&direct, "echo"), (&stdio_off, "echo__echo"));
-    interleaved(&rt, "gateway http (audit off) vs direct", (&direct, "echo"), (&http_off, "echo__echo"));
-    interleaved(&rt, "gateway stdio (every-call) vs direct", (&direct, "echo"), (&stdio_durable, "echo__echo"));
+    interleaved(&rt, &label("gateway stdio (audit off) vs direct"), (&direct, "echo"), (&stdio_off, "echo__echo"));
+    interleaved(&rt, &label("gateway http (audit off) vs direct"), (&direct, "echo"), (&http_off, "echo__echo"));
+    interleaved(&rt, &label("gateway stdio (every-call) vs direct"), (&direct, "echo"), (&stdio_durable, "echo__echo"));
     interleaved(
         &rt,
-        "wasm component via gateway (audit off) vs python direct",
+        &label("wasm component via gateway (audit off) vs python direct"),
         (&direct, "echo"),
         (&stdio_off, "tools__echo"),
     );
     interleaved(
         &rt,
-        "wasm component via gateway (every-call) vs python direct",
+        &label("wasm component via gateway (every-call) vs python direct"),
         (&direct, "echo"),
         (&stdio_durable, "tools__echo"),
     );
     interleaved(
         &rt,
-        "wasm component via gateway (audit off), prepared_instances 0 vs default",
+        &label("wasm component via gateway (audit off), prepared_instances 0 vs default"),
         (&stdio_unprepared, "tools__echo"),
         (&stdio_off, "tools__echo"),
     );
     interleaved(
         &rt,
-        "gateway stdio (audit off), prepared_instances 0 vs default",
+        &label("gateway stdio (audit off), prepared_instances 0 vs default"),
         (&stdio_unprepared, "echo__echo"),
         (&stdio_off, "echo__echo"),
     );
     interleaved(
         &rt,
-        "gateway stdio (audit off), default vs --spin-us 300",
+        &label("gateway stdio (audit off), default vs --spin-us 300"),
         (&stdio_off, "echo__echo"),
         (&stdio_spinning, "echo__echo"),
     );
     interleaved(
         &rt,
-        "wasm component via gateway (audit off), default vs --spin-us 300",
+        &label("wasm component via gateway (audit off), default vs --spin-us 300"),
         (&stdio_off, "tools__echo"),
         (&stdio_spinning, "tools__echo"),
     );
-    concurrent(&rt, "gateway stdio (audit off) vs direct", (&direct, "echo"), (&stdio_off, "echo__echo"));
-    concurrent(&rt, "gateway http (audit off) vs direct", (&direct, "echo"), (&http_off, "echo__echo"));
-    concurrent(&rt, "gateway stdio (every-call) vs direct", (&direct, "echo"), (&stdio_durable, "echo__echo"));
+    let me = std::process::id();
+    let (stdio_gateway, http_gateway) = (gateway_child(off.path()), http_served.0.id());
+    let upstream = |gateway: u32| ("its upstream", python_child(gateway));
+    cpu_per_call(&rt, &label("direct"), (&direct, "echo"), &[("upstream", python_child(me))]);
+    cpu_per_call(
+        &rt,
+        &label("gateway stdio (audit off)"),
+        (&stdio_off, "echo__echo"),
+        &[("gateway", stdio_gateway), upstream(stdio_gateway)],
+    );
+    cpu_per_call(
+        &rt,
+        &label("gateway http (audit off)"),
+        (&http_off, "echo__echo"),
+        &[("gateway", http_gateway), upstream(http_gateway)],
+    );
+    cpu_per_call(
+        &rt,
+        &label("wasm component via gateway (audit off)"),
+        (&stdio_off, "tools__echo"),
+        &[("gateway", stdio_gateway)],
+    );
+    concurrent(&rt, &label("gateway stdio (audit off) vs direct"), (&direct, "echo"), (&stdio_off, "echo__echo"));
+    concurrent(&rt, &label("gateway http (audit off) vs direct"), (&direct, "echo"), (&http_off, "echo__echo"));
+    concurrent(&rt, &label("gateway stdio (every-call) vs direct"), (&direct, "echo"), (&stdio_durable, "echo__echo"));
     concurrent(
         &rt,
-        "wasm component via gateway (audit off) vs python direct",
+        &label("wasm component via gateway (audit off) vs python direct"),
         (&direct, "echo"),
         (&stdio_off, "tools__echo"),
     );
-    for client in [direct, stdio_off, stdio_durable, stdio_spinning, stdio_unprepared, http_off] {
-        rt.block_on(client.close());
+    for mcp in [direct, stdio_off, stdio_durable, stdio_spinning, stdio_unprepared, http_off] {
+        rt.block_on(mcp.close());
     }
-    fsyncs(&rt);
 }
 
 /// Fsyncs per call of the default durable log: the gateway in-process (the same
