@@ -99,6 +99,36 @@ async fn headers_that_disagree_with_the_body_are_a_header_mismatch() {
 }
 
 #[tokio::test]
+async fn a_header_sent_twice_is_refused_even_when_its_first_value_matches_the_body() {
+    let server = server().await;
+    let call = stamped(1, "tools/call", json!({"name": "echo", "arguments": {"text": "hi"}})).to_string();
+    // An intermediary reading the last value would see a call of `rm`, not `echo`.
+    for repeated in [("mcp-name", "rm"), ("mcp-method", "tools/list"), ("mcp-protocol-version", "2025-11-25")] {
+        let headers = [MODERN[0], MODERN[1], ("mcp-name", "echo"), repeated];
+        let (status, body) = answer(post(&server.url, &call, &headers).await).await;
+        assert_eq!((status, &body["error"]["code"]), (StatusCode::BAD_REQUEST, &json!(-32020)), "{repeated:?}: {body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains("more than once"), "{body}");
+    }
+    // A session named twice, or a session's version sent twice, is refused as well.
+    let init = post(&server.url, &initialize(1, "2025-11-25").to_string(), &[]).await;
+    let session = init.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let list = plain(2, "tools/list", json!({})).to_string();
+    for headers in [
+        vec![("mcp-session-id", session.as_str()), ("mcp-session-id", "0000")],
+        vec![
+            ("mcp-session-id", session.as_str()),
+            ("mcp-protocol-version", "2025-11-25"),
+            ("mcp-protocol-version", "2025-06-18"),
+        ],
+    ] {
+        let (status, body) = answer(post(&server.url, &list, &headers).await).await;
+        assert_eq!((status, &body["error"]["code"]), (StatusCode::BAD_REQUEST, &json!(-32600)), "{headers:?}: {body}");
+    }
+    let (status, _) = answer(post(&server.url, &list, &[("mcp-session-id", session.as_str())]).await).await;
+    assert_eq!(status, StatusCode::OK, "the session itself still works");
+}
+
+#[tokio::test]
 async fn a_request_without_the_stamp_or_a_session_is_a_bad_request_with_invalid_params() {
     let server = server().await;
     let (status, body) = answer(post(&server.url, &plain(1, "tools/list", json!({})).to_string(), &[]).await).await;

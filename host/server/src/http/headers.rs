@@ -10,8 +10,11 @@
 //! must also mirror each such argument in `Mcp-Param-<Name>` ([`check_params`]): a
 //! present argument needs its header with the same value, and an absent one must not
 //! have one.
+//!
+//! Each of these headers, and `Mcp-Session-Id`, may be sent once ([`single`]): with two
+//! values an intermediary may act on one while the server checks the other.
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderValue};
 use base64::Engine as _;
 use serde_json::{Map, Value};
 use wasmgate_protocol::Request;
@@ -55,10 +58,20 @@ pub(crate) fn check_params(headers: &HeaderMap, schema: &Value, arguments: &Map<
     Ok(())
 }
 
-/// Header `name` must be present, valid and equal to `body` (after Base64 decoding when
-/// `encoded` allows the wrapper).
+/// The value of header `name`, if it is sent; sent more than once, it is refused.
+pub(crate) fn single<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a HeaderValue>, String> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next();
+    match values.next() {
+        Some(_) => Err(format!("the {name} header is sent more than once")),
+        None => Ok(first),
+    }
+}
+
+/// Header `name` must be present once, valid and equal to `body` (after Base64 decoding
+/// when `encoded` allows the wrapper).
 fn expect(headers: &HeaderMap, name: &str, body: &str, encoded: bool) -> Result<(), String> {
-    let value = headers.get(name).ok_or_else(|| format!("the {name} header is missing"))?;
+    let value = single(headers, name)?.ok_or_else(|| format!("the {name} header is missing"))?;
     let value = value.to_str().map_err(|_| format!("the {name} header is not visible ASCII"))?;
     let value = if encoded {
         decode(value).ok_or_else(|| format!("the {name} header is badly encoded"))?
@@ -117,5 +130,16 @@ mod tests {
         assert!(check_stateless(&headers(&no_method), &call("echo")).unwrap_err().contains("Mcp-Method"));
         let old = [("mcp-protocol-version", "2025-11-25"), ("mcp-method", "tools/call"), ("mcp-name", "echo")];
         assert!(check_stateless(&headers(&old), &call("echo")).unwrap_err().contains("MCP-Protocol-Version"));
+    }
+
+    #[test]
+    fn a_header_sent_twice_is_a_mismatch_even_when_its_first_value_matches() {
+        let base = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "rm")];
+        for (name, second) in [("mcp-name", "safe"), ("mcp-name", "rm"), ("mcp-method", "tools/list")] {
+            let mut twice = headers(&base);
+            twice.append(axum::http::HeaderName::from_static(name), HeaderValue::from_static(second));
+            let error = check_stateless(&twice, &call("rm")).unwrap_err();
+            assert!(error.contains("more than once"), "{name}: {second}: {error}");
+        }
     }
 }

@@ -33,7 +33,7 @@ use wasmgate_protocol::{Id, Message, Request, classify, error_response, parse_me
 use super::Shared;
 use super::guard::{OVER_LIMIT_BODY_BYTES, OverLimit, too_many};
 use super::reply::{json, refuse, sse, status};
-use super::sessions::{Refused, SESSION_ID, Session};
+use super::sessions::{Refused, SESSION_ID, Session, named};
 use crate::engine::ask::Live;
 use crate::engine::watch::{Listen, listen};
 use crate::engine::{Era, Routed};
@@ -64,7 +64,10 @@ pub(crate) async fn post(
         Err(e) => return refuse(StatusCode::BAD_REQUEST, PARSE_ERROR, &format!("Parse error: {e}")),
     };
     let id = value.get("id").and_then(|id| Id::from_value(id).ok());
-    let session = headers.get(SESSION_ID).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let session = match named(&headers) {
+        Ok(session) => session.map(str::to_owned),
+        Err(refusal) => return refusal,
+    };
     match classify(value) {
         Ok(Message::Request(_)) if over_limit => too_many(),
         Ok(Message::Request(request)) => self::request(&shared, &headers, session, request).await,
@@ -114,7 +117,16 @@ async fn request(shared: &Arc<Shared>, headers: &HeaderMap, session_id: Option<S
         let Some(found) = shared.sessions.get(&session_id) else {
             return refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, "Session not found");
         };
-        let header = headers.get("mcp-protocol-version");
+        let header = match super::headers::single(headers, "mcp-protocol-version") {
+            Ok(header) => header,
+            Err(error) => {
+                let message = format!("Invalid request: {error}");
+                return json(
+                    StatusCode::BAD_REQUEST,
+                    &error_response(Some(&request.id), INVALID_REQUEST, &message, None),
+                );
+            }
+        };
         if header.is_some_and(|v| v.as_bytes() != found.version.as_str().as_bytes()) {
             let message = format!("MCP-Protocol-Version header does not match the session's version {}", found.version);
             return json(StatusCode::BAD_REQUEST, &error_response(Some(&request.id), INVALID_REQUEST, &message, None));

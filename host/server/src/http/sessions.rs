@@ -15,15 +15,28 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use wasmgate_agent::CancellationToken;
 use wasmgate_protocol::ProtocolVersion;
+use wasmgate_protocol::codes::INVALID_REQUEST;
 
+use super::reply::refuse;
 use crate::engine::ask::Replies;
 use crate::engine::calls::InFlight;
 use crate::shutdown::Lifecycle;
 
 /// `Mcp-Session-Id`.
 pub(crate) const SESSION_ID: &str = "mcp-session-id";
+
+/// The session a request names, if its `Mcp-Session-Id` is visible ASCII; a request
+/// that sends the header twice is answered 400 (the `Err`).
+pub(crate) fn named(headers: &HeaderMap) -> Result<Option<&str>, Response> {
+    match super::headers::single(headers, SESSION_ID) {
+        Ok(value) => Ok(value.and_then(|v| v.to_str().ok())),
+        Err(error) => Err(refuse(StatusCode::BAD_REQUEST, INVALID_REQUEST, &format!("Invalid request: {error}"))),
+    }
+}
 
 /// One session.
 #[derive(Debug)]

@@ -15,13 +15,15 @@ use wasmgate_protocol::codes::INVALID_REQUEST;
 
 use super::Shared;
 use super::reply::{refuse, sse, status};
-use super::sessions::SESSION_ID;
+use super::sessions::named;
 use crate::engine::watch::announce;
 
 /// The GET handler.
 pub(crate) async fn get(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
-    let Some(id) = headers.get(SESSION_ID).and_then(|v| v.to_str().ok()) else {
-        return status(StatusCode::METHOD_NOT_ALLOWED);
+    let id = match named(&headers) {
+        Ok(Some(id)) => id,
+        Ok(None) => return status(StatusCode::METHOD_NOT_ALLOWED),
+        Err(refusal) => return refusal,
     };
     let Some(session) = shared.sessions.get(id) else {
         return refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, "Session not found");
@@ -41,8 +43,10 @@ pub(crate) async fn get(State(shared): State<Arc<Shared>>, headers: HeaderMap) -
 
 /// The DELETE handler.
 pub(crate) async fn delete(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
-    let Some(id) = headers.get(SESSION_ID).and_then(|v| v.to_str().ok()) else {
-        return status(StatusCode::METHOD_NOT_ALLOWED);
+    let id = match named(&headers) {
+        Ok(Some(id)) => id,
+        Ok(None) => return status(StatusCode::METHOD_NOT_ALLOWED),
+        Err(refusal) => return refusal,
     };
     if shared.sessions.end(id) {
         status(StatusCode::NO_CONTENT)
