@@ -33,7 +33,7 @@ use wasmgate_protocol::{Id, Message, Request, classify, error_response, parse_me
 use super::Shared;
 use super::guard::{OVER_LIMIT_BODY_BYTES, OverLimit, too_many};
 use super::reply::{json, refuse, sse, status};
-use super::sessions::{Refused, SESSION_ID, Session, named};
+use super::sessions::{Refused, SESSION_ID, Session, named, repeated};
 use crate::engine::ask::Live;
 use crate::engine::watch::{Listen, listen};
 use crate::engine::{Era, Routed};
@@ -66,7 +66,7 @@ pub(crate) async fn post(
     let id = value.get("id").and_then(|id| Id::from_value(id).ok());
     let session = match named(&headers) {
         Ok(session) => session.map(str::to_owned),
-        Err(refusal) => return refusal,
+        Err(error) => return repeated(&error),
     };
     match classify(value) {
         Ok(Message::Request(_)) if over_limit => too_many(),

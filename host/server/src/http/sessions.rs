@@ -29,13 +29,15 @@ use crate::shutdown::Lifecycle;
 /// `Mcp-Session-Id`.
 pub(crate) const SESSION_ID: &str = "mcp-session-id";
 
-/// The session a request names, if its `Mcp-Session-Id` is visible ASCII; a request
-/// that sends the header twice is answered 400 (the `Err`).
-pub(crate) fn named(headers: &HeaderMap) -> Result<Option<&str>, Response> {
-    match super::headers::single(headers, SESSION_ID) {
-        Ok(value) => Ok(value.and_then(|v| v.to_str().ok())),
-        Err(error) => Err(refuse(StatusCode::BAD_REQUEST, INVALID_REQUEST, &format!("Invalid request: {error}"))),
-    }
+/// The session a request names, if its `Mcp-Session-Id` is visible ASCII; an error
+/// when the header is sent twice, to be answered with [`repeated`].
+pub(crate) fn named(headers: &HeaderMap) -> Result<Option<&str>, String> {
+    Ok(super::headers::single(headers, SESSION_ID)?.and_then(|v| v.to_str().ok()))
+}
+
+/// The 400 of a request that repeats a header it may send once.
+pub(crate) fn repeated(error: &str) -> Response {
+    refuse(StatusCode::BAD_REQUEST, INVALID_REQUEST, &format!("Invalid request: {error}"))
 }
 
 /// One session.

@@ -15,7 +15,7 @@ use wasmgate_protocol::codes::INVALID_REQUEST;
 
 use super::Shared;
 use super::reply::{refuse, sse, status};
-use super::sessions::named;
+use super::sessions::{named, repeated};
 use crate::engine::watch::announce;
 
 /// The GET handler.
@@ -23,7 +23,7 @@ pub(crate) async fn get(State(shared): State<Arc<Shared>>, headers: HeaderMap) -
     let id = match named(&headers) {
         Ok(Some(id)) => id,
         Ok(None) => return status(StatusCode::METHOD_NOT_ALLOWED),
-        Err(refusal) => return refusal,
+        Err(error) => return repeated(&error),
     };
     let Some(session) = shared.sessions.get(id) else {
         return refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, "Session not found");
@@ -46,7 +46,7 @@ pub(crate) async fn delete(State(shared): State<Arc<Shared>>, headers: HeaderMap
     let id = match named(&headers) {
         Ok(Some(id)) => id,
         Ok(None) => return status(StatusCode::METHOD_NOT_ALLOWED),
-        Err(refusal) => return refusal,
+        Err(error) => return repeated(&error),
     };
     if shared.sessions.end(id) {
         status(StatusCode::NO_CONTENT)
