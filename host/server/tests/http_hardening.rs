@@ -1,5 +1,6 @@
 //! The HTTP face's hardening, one limit per test: bearer token (401), `Origin` (403),
-//! body size (413), header size (431), per-client concurrency (429), session cap (503).
+//! body size (413), header size (431), per-client concurrency (429), session cap (503),
+//! body read time (408), and reads over the per-client limit (429).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -175,4 +176,64 @@ async fn a_client_at_its_limit_can_still_cancel_and_answer_but_not_start_more() 
     bounded("the cancelled call", running).await.unwrap().unwrap();
     let after = bounded("a request after", send(common::plain(4, "ping", json!({})), Some(session))).await.unwrap();
     assert_eq!(after.status(), StatusCode::OK, "the permit is free again");
+}
+
+/// A connection that has sent a POST's headers, promising 100 bytes of body, and 10 of them.
+async fn unfinished_post(server: &Http) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\"",
+        server.addr
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream
+}
+
+#[tokio::test]
+async fn a_body_that_does_not_arrive_in_time_is_a_request_timeout() {
+    use tokio::io::AsyncReadExt;
+    let http = HttpConfig { body_read_timeout: std::time::Duration::from_millis(200), ..HttpConfig::default() };
+    let server = Http::start(Fixture::new().backend, config(), http).await;
+    let mut stream = unfinished_post(&server).await;
+    let mut answer = vec![0; 4096];
+    let read = bounded("the server's answer to a stalled body", stream.read(&mut answer)).await.unwrap();
+    let answer = String::from_utf8_lossy(&answer[..read]);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("did not arrive within"), "{answer}");
+}
+
+/// How many POSTs over its limit the server reads at once for one client (`guard.rs`).
+const OVER_LIMIT_READS: usize = 4;
+
+#[tokio::test]
+async fn a_client_at_its_limit_cannot_hold_more_connections_by_sending_bodies_slowly() {
+    let http = HttpConfig { per_client_concurrency: 1, ..HttpConfig::default() };
+    let server = Http::start(Fixture::new().backend, config(), http).await;
+    // One stalled POST holds the client's permit, the next ones the reads over its limit.
+    let mut stalled = Vec::new();
+    for _ in 0..=OVER_LIMIT_READS {
+        stalled.push(unfinished_post(&server).await);
+    }
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}});
+    let send = || async {
+        let request = reqwest::Client::new().post(&server.url).header("content-type", "application/json");
+        bounded("an HTTP answer", request.body(cancel.to_string()).send()).await.unwrap().status()
+    };
+    // Once the server has taken in every stalled POST, even a small notification is
+    // refused rather than read on yet another connection.
+    bounded("a notification refused", async {
+        while send().await != StatusCode::TOO_MANY_REQUESTS {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    // A stalled POST that goes away frees its read.
+    drop(stalled.pop());
+    bounded("a notification taken again", async {
+        while send().await != StatusCode::ACCEPTED {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await;
 }

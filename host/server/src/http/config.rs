@@ -21,6 +21,10 @@ pub struct HttpConfig {
     pub max_body_bytes: usize,
     /// Largest total of request header names and values (default 16 KiB); beyond: 431.
     pub max_header_bytes: usize,
+    /// How long a client may take to send a request's body once its headers are in
+    /// (default 30 s, as for the headers); beyond: 408. It also bounds how long a POST
+    /// over the per-client limit, read without a permit, can hold its connection.
+    pub body_read_timeout: std::time::Duration,
     /// Requests one client may have open at once, long-lived streams included
     /// (default 16); beyond: 429. A client is its peer IP address, except that every
     /// loopback address is one client and an IPv6 address counts as its /64.
@@ -43,6 +47,7 @@ impl HttpConfig {
             allowed_origins: Vec::new(),
             max_body_bytes: wasmgate_protocol::Limits::DEFAULT.max_message_bytes,
             max_header_bytes: 16 * 1024,
+            body_read_timeout: std::time::Duration::from_secs(30),
             per_client_concurrency: 16,
             max_sessions: 1024,
             session_idle_timeout: std::time::Duration::from_secs(30 * 60),
@@ -64,6 +69,7 @@ impl fmt::Debug for HttpConfig {
             .field("allowed_origins", &self.allowed_origins)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_header_bytes", &self.max_header_bytes)
+            .field("body_read_timeout", &self.body_read_timeout)
             .field("per_client_concurrency", &self.per_client_concurrency)
             .field("max_sessions", &self.max_sessions)
             .field("session_idle_timeout", &self.session_idle_timeout)

@@ -6,9 +6,11 @@
 //! 3. bearer token (401, with `WWW-Authenticate: Bearer`), compared in constant time;
 //! 4. per-client concurrency (429), by client (see [`limit`](super::limit)); the permit
 //!    rides on the response body. A POST over the limit is still read, up to
-//!    [`OVER_LIMIT_BODY_BYTES`], without a permit: if it carries a response or a
-//!    notification (an answer to our `elicitation/create`, a `notifications/cancelled`),
-//!    those are what free the client's permits, so they are taken; a request is 429.
+//!    [`OVER_LIMIT_BODY_BYTES`] and [`OVER_LIMIT_READS`] at a time per client: if it
+//!    carries a response or a notification (an answer to our `elicitation/create`, a
+//!    `notifications/cancelled`), those are what free the client's permits, so they are
+//!    taken; a request is 429, and so is any POST beyond those few reads, so that a client
+//!    at its limit cannot hold more connections by sending bodies slowly.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -51,10 +53,12 @@ pub(crate) async fn guard(State(shared): State<Arc<Shared>>, request: Request, n
         request.extensions().get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
     let Some(permit) = shared.clients.acquire(peer, config.per_client_concurrency) else {
         tracing::info!(%peer, limit = config.per_client_concurrency, "per-client concurrency limit reached");
-        if request.method() == Method::POST {
+        if request.method() == Method::POST
+            && let Some(read) = shared.over_limit.acquire(peer, OVER_LIMIT_READS)
+        {
             let mut request = request;
             request.extensions_mut().insert(OverLimit);
-            return next.run(request).await;
+            return next.run(request).await.map(|body| PermitBody::wrap(body, read));
         }
         return too_many();
     };
@@ -69,6 +73,9 @@ pub(crate) struct OverLimit;
 /// The most body read of a POST over its client's limit: enough for an elicitation
 /// answer or a cancellation, not for making the server buffer much per connection.
 pub(crate) const OVER_LIMIT_BODY_BYTES: usize = 64 << 10;
+
+/// POSTs over its limit a client may have read at once.
+pub(crate) const OVER_LIMIT_READS: usize = 4;
 
 /// The 429 of a client over its limit.
 pub(crate) fn too_many() -> Response {

@@ -56,6 +56,8 @@ pub(crate) struct Shared {
     pub(crate) http: HttpConfig,
     pub(crate) sessions: Sessions,
     pub(crate) clients: Arc<ClientLimits>,
+    /// POSTs read over their client's limit, counted apart (see `guard`).
+    pub(crate) over_limit: Arc<ClientLimits>,
     pub(crate) life: Lifecycle,
 }
 
@@ -86,6 +88,7 @@ where
         sessions: Sessions::new(http.max_sessions, http.session_idle_timeout),
         http,
         clients: Arc::new(ClientLimits::default()),
+        over_limit: Arc::new(ClientLimits::default()),
         life: Lifecycle::default(),
     });
     let router = Router::new()

@@ -47,7 +47,12 @@ pub(crate) async fn post(
 ) -> Response {
     let over_limit = over_limit.is_some();
     let max_body_bytes = if over_limit { OVER_LIMIT_BODY_BYTES } else { shared.http.max_body_bytes };
-    let bytes = match Limited::new(body, max_body_bytes).collect().await {
+    let read = tokio::time::timeout(shared.http.body_read_timeout, Limited::new(body, max_body_bytes).collect());
+    let Ok(read) = read.await else {
+        let message = format!("The request body did not arrive within {:?}", shared.http.body_read_timeout);
+        return refuse(StatusCode::REQUEST_TIMEOUT, INVALID_REQUEST, &message);
+    };
+    let bytes = match read {
         Ok(collected) => collected.to_bytes(),
         Err(e) if over_limit && e.downcast_ref::<LengthLimitError>().is_some() => return too_many(),
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
