@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::{discover_result, expect_notification, expect_request, initialize_result};
 use serde_json::json;
-use wasmgate_gate::{ClientConfig, ClientError, CloseReason, McpClient, fake};
+use wasmgate_gate::{BoxFuture, ClientConfig, ClientError, CloseReason, Inbound, McpClient, Transport, fake};
 use wasmgate_protocol::ProtocolVersion;
 use wasmgate_protocol::codes::{METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION};
 
@@ -136,4 +136,40 @@ async fn an_initialize_answer_with_a_version_we_do_not_speak_is_refused() {
         connecting.await.unwrap().unwrap_err(),
         ClientError::UnsupportedVersion { offered: vec!["2024-11-05".into()] }
     );
+}
+
+/// A fake whose sends of `notifications/initialized` never finish, like a stdio server
+/// that stopped reading its input once its pipe is full.
+#[derive(Debug)]
+struct DeafAfterInitialize(fake::FakeTransport);
+
+impl Transport for DeafAfterInitialize {
+    fn take_inbound(&mut self) -> Option<tokio::sync::mpsc::Receiver<Inbound>> {
+        self.0.take_inbound()
+    }
+
+    fn send(&self, message: serde_json::Value) -> BoxFuture<'_, Result<(), wasmgate_gate::TransportError>> {
+        if message["method"] == "notifications/initialized" {
+            return Box::pin(std::future::pending());
+        }
+        self.0.send(message)
+    }
+
+    fn close(&self) -> BoxFuture<'_, CloseReason> {
+        self.0.close()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_initialized_notification_that_cannot_be_sent_times_out_the_connect() {
+    let (transport, mut server) = fake::fake();
+    let config = ClientConfig { request_timeout: Duration::from_secs(7), ..ClientConfig::default() };
+    let connecting = tokio::spawn(McpClient::connect("deaf", DeafAfterInitialize(transport), config));
+    let (id, _) = expect_request(&mut server, "server/discover").await;
+    server.respond_error(&id, METHOD_NOT_FOUND, "Method not found").await;
+    let (id, _) = expect_request(&mut server, "initialize").await;
+    server.respond(&id, initialize_result("2025-11-25")).await;
+    let ended = tokio::time::timeout(Duration::from_secs(60), connecting).await;
+    let error = ended.expect("connect ends").unwrap().unwrap_err();
+    assert!(error.to_string().contains("notifications/initialized timed out after 7s"), "{error}");
 }

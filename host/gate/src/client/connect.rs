@@ -149,7 +149,14 @@ async fn initialize(
         .map_err(|_| ClientError::UnsupportedVersion { offered: vec![init.protocol_version.clone()] })?;
     let context = context(shared, chosen);
     shared.transport.set_protocol_version(chosen);
-    shared.transport.send(context.initialized()?).await?;
+    // Bounded like every other send: a stdio server that stopped reading its input, or
+    // an HTTP server that never answers the POST, would otherwise hold `connect` (and a
+    // gateway's start-up) forever.
+    let limit = shared.config.request_timeout;
+    match tokio::time::timeout(limit, shared.transport.send(context.initialized()?)).await {
+        Ok(sent) => sent?,
+        Err(_) => return Err(ClientError::Timeout { method: "notifications/initialized".into(), after: limit }),
+    }
     Ok(Session {
         context,
         server_info: Some(init.server_info),
