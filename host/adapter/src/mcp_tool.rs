@@ -11,6 +11,7 @@
 //! | anything else (transport, timeout, malformed, other RPC errors) | `Err` [`ToolErrorKind::ExecutionFailed`] |
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use jsonschema::Validator;
 use serde_json::Value;
@@ -103,18 +104,28 @@ impl McpTool {
             Err(invalid) => return Ok(invalid),
         };
         let options = CallOptions { progress: progress_relay(), ..CallOptions::default() };
-        match self.client.call_tool_with(&self.upstream, arguments, cancel, options).await {
+        match self.client.call_tool_with(&self.upstream, arguments, cancel.clone(), options).await {
             Ok(result) => Ok(render(self.origin(), &self.formatter, self.output.as_ref(), &result).await),
-            Err(error) => self.failed(error).await,
+            Err(error) => self.failed(error, &cancel).await,
         }
     }
 
-    async fn failed(&self, error: ClientError) -> Result<ToolResult, ToolError> {
+    async fn failed(&self, error: ClientError, cancel: &CancellationToken) -> Result<ToolResult, ToolError> {
         match error {
             ClientError::UnknownTool { .. } => {
                 tracing::info!(provider = %self.provider, tool = %self.upstream, "tool is gone; refreshing the list");
-                if let Err(why) = self.client.list_tools().await {
-                    tracing::warn!(provider = %self.provider, %why, "refreshing the tool list failed");
+                // The answer does not wait on the refresh for long: a server can make the
+                // walk over its pages last for as many request timeouts as it has pages.
+                let refresh = tokio::time::timeout(REFRESH_LIMIT, self.client.list_tools());
+                match cancel.run_until_cancelled(refresh).await {
+                    Some(Ok(Ok(_))) => {}
+                    Some(Ok(Err(why))) => {
+                        tracing::warn!(provider = %self.provider, %why, "refreshing the tool list failed")
+                    }
+                    Some(Err(_)) => {
+                        tracing::warn!(provider = %self.provider, "refreshing the tool list took over {REFRESH_LIMIT:?}; left to the next look")
+                    }
+                    None => tracing::info!(provider = %self.provider, "call cancelled while refreshing the tool list"),
                 }
                 Ok(gone(self.origin()))
             }
@@ -125,6 +136,9 @@ impl McpTool {
         }
     }
 }
+
+/// The longest a call whose tool is gone waits for the fresh tool list before it answers.
+const REFRESH_LIMIT: Duration = Duration::from_secs(10);
 
 /// The most characters of a progress message passed on.
 const MAX_PROGRESS_MESSAGE: usize = 256;

@@ -100,7 +100,10 @@ impl ReadResource {
             return Ok(ToolResult::error("invalid arguments: `uri` (a string) is required"));
         };
         if !self.listed(uri) {
-            match self.client.list_resources().await {
+            // The caller's cancellation (a gateway's deadline) ends the walk over the
+            // server's pages, which the server can make as slow as it likes.
+            let looked = cancel.run_until_cancelled(self.client.list_resources()).await;
+            match looked.unwrap_or(Err(ClientError::Cancelled)) {
                 Ok(fresh) => {
                     if let Ok(mut uris) = self.uris.lock() {
                         *uris = fresh.into_iter().map(|r| r.uri).collect();

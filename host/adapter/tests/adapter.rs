@@ -156,3 +156,56 @@ fn formatter_rules_select_by_provider_and_tool_first_match_wins() {
     assert!(formatters.select("other", "raw").name().ends_with("panic.wasm"));
     assert_eq!(formatters.select("other", "thing").name(), "json-text");
 }
+
+/// `future`, or a panic naming `what` after 10 s.
+async fn bounded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(10), future)
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+}
+
+/// A provider whose `search` is gone upstream (calls of it are answered "unknown tool"),
+/// and which stops answering `tools/list` and `resources/list` after connecting.
+async fn gone_and_silent() -> (std::sync::Arc<Upstream>, Vec<wasmgate_agent::Tool>) {
+    let upstream =
+        Upstream::new(vec![tool("search", json!({}))], |_, _| Reply::RpcError(-32602, "Unknown tool: search"));
+    let tools = provider(upstream.clone(), formatters(None)).await.tools().await.unwrap();
+    upstream.silent_lists.store(true, std::sync::atomic::Ordering::SeqCst);
+    (upstream, tools)
+}
+
+#[tokio::test]
+async fn a_gone_tool_is_answered_when_the_caller_cancels_the_refresh_of_the_list() {
+    let (upstream, tools) = gone_and_silent().await;
+    let lists = *upstream.lists.lock().unwrap();
+    let cancel = CancellationToken::new();
+    let tool = tools[0].clone();
+    let call = tokio::spawn({
+        let cancel = cancel.clone();
+        async move { tool.execute(json!({}), cancel).await }
+    });
+    bounded("the refresh to start", async {
+        while *upstream.lists.lock().unwrap() == lists {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    cancel.cancel();
+    // Well before the refresh's own limit (10 s) would end it.
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(5), call).await;
+    let result = ended.expect("the call ends once cancelled").unwrap().unwrap();
+    assert_eq!(result.content, "the tool p__search is no longer available from p");
+}
+
+#[tokio::test]
+async fn a_gone_tool_waits_for_the_fresh_list_only_so_long() {
+    let (_upstream, tools) = gone_and_silent().await;
+    // Virtual time from here: the server never answers the list, and the client would
+    // wait its 30 s request timeout for each page.
+    tokio::time::pause();
+    let started = tokio::time::Instant::now();
+    let result = tools[0].execute(json!({}), CancellationToken::new()).await.unwrap();
+    assert_eq!(result.content, "the tool p__search is no longer available from p");
+    let waited = started.elapsed();
+    assert!(waited < std::time::Duration::from_secs(20), "answered after {waited:?}");
+}

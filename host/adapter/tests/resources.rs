@@ -67,3 +67,26 @@ async fn a_provider_without_resources_has_no_resource_tool() {
     let provider = provider(upstream, formatters(None)).await;
     assert!(provider.resource_tool().await.unwrap().is_none());
 }
+
+#[tokio::test]
+async fn the_fresh_look_for_an_unlisted_uri_ends_when_the_caller_cancels() {
+    let upstream = upstream_with_resources();
+    let provider = provider(upstream.clone(), formatters(None)).await;
+    let tool = provider.resource_tool().await.unwrap().unwrap();
+    upstream.silent_lists.store(true, std::sync::atomic::Ordering::SeqCst);
+    let cancel = CancellationToken::new();
+    let read = tokio::spawn({
+        let cancel = cancel.clone();
+        async move { tool.execute(json!({"uri": "mem://unlisted"}), cancel).await }
+    });
+    let looked = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while *upstream.lists.lock().unwrap() == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    });
+    looked.await.expect("the fresh look starts");
+    cancel.cancel();
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(10), read).await.expect("the read ends");
+    let error = ended.unwrap().unwrap_err();
+    assert!(error.detail().contains("cancelled"), "{}", error.detail());
+}

@@ -45,6 +45,8 @@ pub struct Upstream {
     pub resources: Mutex<Vec<(Value, Value)>>,
     /// Notified when a call arrives.
     pub called: Notify,
+    /// Set: `tools/list` and `resources/list` are counted but never answered.
+    pub silent_lists: std::sync::atomic::AtomicBool,
 }
 
 impl Upstream {
@@ -56,6 +58,7 @@ impl Upstream {
             lists: Mutex::default(),
             cancelled: Mutex::default(),
             resources: Mutex::default(),
+            silent_lists: std::sync::atomic::AtomicBool::new(false),
             called: Notify::new(),
         })
     }
@@ -91,6 +94,9 @@ async fn serve(mut server: FakeServer, upstream: Arc<Upstream>) {
                 let result = json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}, "resources": {}},
                     "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "scripted", "version": "1"}}});
                 server.respond(&id, result).await;
+            }
+            "tools/list" | "resources/list" if upstream.silent_lists.load(std::sync::atomic::Ordering::SeqCst) => {
+                *upstream.lists.lock().unwrap() += 1;
             }
             "tools/list" => {
                 *upstream.lists.lock().unwrap() += 1;
