@@ -188,3 +188,50 @@ async fn a_flood_of_server_requests_whose_answers_cannot_be_sent_is_dropped_not_
     assert_eq!(answer, json!({"jsonrpc": "2.0", "id": "again", "result": {}}), "later requests are answered again");
     assert!(server.try_recv().is_none(), "the dropped requests are never answered");
 }
+
+/// What a `tracing` subscriber wrote.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_server_flooding_what_the_client_drops_cannot_flood_the_log() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
+    let _logging = tracing::subscriber::set_default(subscriber);
+    let (client, mut server) = connected(ClientConfig::default()).await;
+    // 1,000 rounds of a stray response, a malformed line (never 32 in a row, which would
+    // end the connection), an error without an id and a tool-list change.
+    for n in 0..1000 {
+        server.respond(&Id::Int(900_000 + n), text_result("stray", false)).await;
+        server.send_raw(format!("noise {n}")).await;
+        server.send(json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": "no"}})).await;
+        server.send(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})).await;
+    }
+    let call = echo_call(&client, "still here");
+    let (id, _) = expect_request(&mut server, "tools/call").await;
+    server.respond(&id, text_result("still here", false)).await;
+    assert_eq!(call.await.unwrap().unwrap(), "still here");
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    for what in [
+        "response with an unknown id dropped",
+        "malformed message dropped",
+        "error response without an id dropped",
+        "tool list changed",
+    ] {
+        let lines: Vec<&str> = log.lines().filter(|line| line.contains(what)).collect();
+        assert_eq!(lines.len(), 10, "{what}: logged at the 1st, 2nd, 4th... 512th of 1,000");
+        assert!(lines[9].contains("count=512"), "{what}: {}", lines[9]);
+    }
+}

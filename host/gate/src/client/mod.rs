@@ -43,6 +43,7 @@ pub mod config;
 mod connect;
 mod frames;
 pub mod input;
+mod noise;
 mod notify;
 mod paging;
 mod param_headers;
@@ -105,8 +106,8 @@ pub(crate) struct Shared {
     /// Permits for answers to server requests still being produced or sent (see
     /// [`router::MAX_SERVER_REQUESTS_IN_FLIGHT`]).
     pub(crate) server_requests: Arc<tokio::sync::Semaphore>,
-    /// Server requests dropped for want of a permit, so far.
-    pub(crate) server_requests_dropped: std::sync::atomic::AtomicU64,
+    /// What the server sent that was dropped or only noted, counted for the log.
+    pub(crate) noise: noise::Noise,
 }
 
 impl Drop for Shared {
@@ -157,7 +158,7 @@ impl McpClient {
             reinit: tokio::sync::Mutex::new(()),
             reader: Mutex::new(None),
             server_requests: Arc::new(tokio::sync::Semaphore::new(router::MAX_SERVER_REQUESTS_IN_FLIGHT)),
-            server_requests_dropped: std::sync::atomic::AtomicU64::new(0),
+            noise: noise::Noise::default(),
         });
         let reader = tokio::spawn(router::run(Arc::downgrade(&shared), inbound));
         if let Ok(mut slot) = shared.reader.lock() {

@@ -30,7 +30,9 @@ impl Shared {
         match notification.method.as_str() {
             "notifications/tools/list_changed" => {
                 self.tools_changed();
-                tracing::info!(server = %self.server, "tool list changed; cache marked stale");
+                if let Some(count) = self.noise.list_changes.count() {
+                    tracing::info!(server = %self.server, count, "tool list changed; cache marked stale");
+                }
             }
             wasmgate_protocol::subscriptions::ACKNOWLEDGED => self.on_acknowledged(&params),
             "notifications/cancelled" => self.on_server_cancelled(&params),

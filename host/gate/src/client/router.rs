@@ -322,9 +322,15 @@ impl Shared {
                             tracing::debug!(server = %self.server, %id, "late response to a cancelled request ignored");
                         }
                         Some(Finished::Answered) => {
-                            tracing::warn!(server = %self.server, %id, "duplicate response dropped");
+                            if let Some(count) = self.noise.duplicate_responses.count() {
+                                tracing::warn!(server = %self.server, %id, count, "duplicate response dropped");
+                            }
                         }
-                        None => tracing::warn!(server = %self.server, %id, "response with an unknown id dropped"),
+                        None => {
+                            if let Some(count) = self.noise.stray_responses.count() {
+                                tracing::warn!(server = %self.server, %id, count, "response with an unknown id dropped");
+                            }
+                        }
                     }
                     return;
                 }
@@ -366,7 +372,10 @@ impl Shared {
     }
 
     fn reject(&self, answers: Option<Id>, detail: &str, sample: &[u8]) {
-        tracing::warn!(server = %self.server, detail, start = %escape(&sample[..sample.len().min(256)]), "malformed message dropped");
+        if let Some(count) = self.noise.malformed.count() {
+            let start = escape(&sample[..sample.len().min(256)]);
+            tracing::warn!(server = %self.server, detail, %start, count, "malformed message dropped");
+        }
         if let Some(id) = answers {
             self.fail_if_pending(&id, ClientError::MalformedMessage { detail: detail.to_owned() });
         }
@@ -380,7 +389,11 @@ impl Shared {
                 let rpc = ClientError::Rpc { code: error.code, message: error.message, data: error.data };
                 match response.id {
                     Some(id) => self.complete(id, Err(rpc)),
-                    None => tracing::warn!(server = %self.server, error = %rpc, "error response without an id dropped"),
+                    None => {
+                        if let Some(count) = self.noise.idless_errors.count() {
+                            tracing::warn!(server = %self.server, error = %rpc, count, "error response without an id dropped");
+                        }
+                    }
                 }
             }
             Message::Notification(notification) => self.on_notification(notification),
@@ -390,9 +403,7 @@ impl Shared {
 
     fn on_server_request(self: &Arc<Self>, request: Request) {
         let Ok(permit) = Arc::clone(&self.server_requests).try_acquire_owned() else {
-            // Warned at the 1st, 2nd, 4th, 8th... drop, so a flood cannot flood the log.
-            let dropped = self.server_requests_dropped.fetch_add(1, Ordering::Relaxed) + 1;
-            if dropped.is_power_of_two() {
+            if let Some(dropped) = self.noise.server_requests_dropped.count() {
                 tracing::warn!(
                     server = %self.server,
                     method = %request.method,
