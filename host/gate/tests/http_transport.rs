@@ -97,6 +97,33 @@ async fn a_404_on_a_session_request_initializes_again_and_retries_under_a_new_id
 }
 
 #[tokio::test]
+async fn a_404_to_a_notification_keeps_the_session_so_the_next_request_can_renew_it() {
+    use wasmgate_gate::{Inbound, Transport, TransportError};
+    let endpoint = Endpoint::bind().await;
+    let mut transport = transport(&endpoint);
+    let mut inbound = transport.take_inbound().unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    transport.send(init).await.unwrap();
+    endpoint.expect("initialize").await.result(init_result(), &[("mcp-session-id", "s-1")]).await;
+    // The answer is delivered after its session is recorded.
+    assert!(matches!(inbound.recv().await, Some(Inbound::Frame(_))));
+
+    // A notification (here a cancellation) is the first to learn that the session is gone.
+    let cancelled = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
+    let (sent, ()) = tokio::join!(transport.send(cancelled), async {
+        endpoint.expect("notifications/cancelled").await.reply(404, &[], b"").await;
+    });
+    assert!(matches!(sent, Err(TransportError::SessionExpired)), "{sent:?}");
+
+    // The next request still names it, so its own 404 is the session's end, which the
+    // client answers by initializing again.
+    transport.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await.unwrap();
+    let next = endpoint.expect("tools/list").await;
+    assert_eq!(next.header("mcp-session-id"), Some("s-1"), "the session is still named");
+}
+
+#[tokio::test]
 async fn modern_requests_carry_version_method_name_and_bearer_and_sse_answers_are_read() {
     let endpoint = Endpoint::bind().await;
     let mut config = HttpConfig::new("scripted", &endpoint.url);

@@ -223,7 +223,13 @@ impl Shared {
         let mut response = request.send().await.map_err(|e| TransportError::Io(chain(&e)))?;
         let status = response.status();
         if !status.is_success() {
-            return Err(self.refusal(status, response, had_session).await);
+            let error = self.refusal(status, response, had_session).await;
+            if matches!(error, TransportError::SessionExpired) {
+                // The client initializes again after a request's 404; the new
+                // `initialize` must not name the dead session.
+                self.state().session = None;
+            }
+            return Err(error);
         }
         if method == "initialize"
             && let Some(session) = response.headers().get(SESSION_ID).and_then(|v| v.to_str().ok())
@@ -244,11 +250,13 @@ impl Shared {
         self.tx.send(event).await.map_err(|_| TransportError::Closed(CloseReason::ClosedByClient))
     }
 
-    /// The error for a non-2xx answer.
+    /// The error for a non-2xx answer. A 404 to a POST that named the session is
+    /// `SessionExpired`; only a request's forgets the session (see `run_exchange`): after a
+    /// notification's nobody initializes again, and the next request's 404 must still be
+    /// recognised as the session's end.
     async fn refusal(&self, status: StatusCode, mut response: Response, had_session: bool) -> TransportError {
         if status == StatusCode::NOT_FOUND && had_session {
             tracing::info!(server = %self.name, "HTTP session expired");
-            self.state().session = None;
             return TransportError::SessionExpired;
         }
         let body = read_bounded(&mut response, MAX_ERROR_BODY).await.unwrap_or_default();
