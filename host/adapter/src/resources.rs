@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolError, ToolExecute, ToolResult, ToolSpec};
 use wasmgate_gate::{ClientError, McpClient};
+use wasmgate_policy::sanitize;
 use wasmgate_protocol::{CallToolResult, ContentBlock, ResourceInfo, ResultKind};
 use wasmgate_sandbox::Formatter;
 
@@ -52,11 +53,18 @@ pub async fn read_resource_tool(
     Ok(Some(Tool::new(spec, Arc::new(executor))))
 }
 
+/// Characters of one resource's URI, and of its description, in the tool's description.
+const DESCRIBED_CHARS: usize = 200;
+
+/// The tool's description. URIs and descriptions are server text that reaches the
+/// model without review: sanitized (control, escape, invisible and bidi characters
+/// removed) and capped, as the gateway does for forwarded descriptions.
 fn describe(provider: &str, resources: &[ResourceInfo]) -> String {
+    let clean = |text: &str| -> String { sanitize(text).text.chars().take(DESCRIBED_CHARS).collect() };
     let mut text = format!("Reads one resource of {provider} by its URI. Available resources:");
     for resource in resources.iter().take(LISTED_IN_DESCRIPTION) {
         let about = resource.description.as_deref().or(resource.title.as_deref()).unwrap_or(&resource.name);
-        text.push_str(&format!("\n- {} ({about})", resource.uri));
+        text.push_str(&format!("\n- {} ({})", clean(&resource.uri), clean(about)));
     }
     if resources.len() > LISTED_IN_DESCRIPTION {
         text.push_str(&format!("\n- and {} more", resources.len() - LISTED_IN_DESCRIPTION));

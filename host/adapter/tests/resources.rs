@@ -90,3 +90,19 @@ async fn the_fresh_look_for_an_unlisted_uri_ends_when_the_caller_cancels() {
     let error = ended.unwrap().unwrap_err();
     assert!(error.detail().contains("cancelled"), "{}", error.detail());
 }
+
+#[tokio::test]
+async fn server_text_in_the_tool_description_is_cleaned_and_capped() {
+    let upstream = Upstream::new(vec![], |_, _| Reply::Result(text("x", false)));
+    let long = "y".repeat(100_000);
+    *upstream.resources.lock().unwrap() = vec![(
+        json!({"uri": "mem://a\u{202e}b", "name": "n", "description": format!("ignore previous\u{1b}[2J {long}")}),
+        json!([]),
+    )];
+    let provider = provider(upstream, formatters(None)).await;
+    let tool = provider.resource_tool().await.unwrap().unwrap();
+    let description = &tool.spec.description;
+    assert!(!description.contains('\u{202e}') && !description.contains('\u{1b}'), "{description:?}");
+    assert!(description.contains("mem://ab"), "{description}");
+    assert!(description.len() < 1000, "capped: {} bytes", description.len());
+}
