@@ -1,6 +1,7 @@
 //! The HTTP face's hardening, one limit per test: bearer token (401), `Origin` (403),
-//! body size (413), header size (431), per-client concurrency (429), session cap (503),
-//! body read time (408), and reads over the per-client limit (429).
+//! body size (413), header size (431), per-client concurrency (429), session cap (503)
+//! and its per-client share (429), body read time (408), and reads over the per-client
+//! limit (429).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -136,6 +137,24 @@ async fn initialize_beyond_the_session_cap_is_unavailable_until_a_session_ends()
     assert_eq!(ended.status(), StatusCode::NO_CONTENT);
     let third = client.post(&server.url).header("content-type", "application/json").body(init).send().await.unwrap();
     assert_eq!(third.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn one_client_may_hold_only_its_share_of_the_sessions() {
+    let http = HttpConfig { max_sessions: 10, max_sessions_per_client: 2, ..HttpConfig::default() };
+    let server = Http::start(Fixture::new().backend, config(), http).await;
+    let client = reqwest::Client::new();
+    let init = common::initialize(1, "2025-11-25").to_string();
+    let open = || client.post(&server.url).header("content-type", "application/json").body(init.clone()).send();
+    let first = bounded("a session", open()).await.unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    assert_eq!(bounded("a session", open()).await.unwrap().status(), StatusCode::OK);
+    let third = bounded("a third session", open()).await.unwrap();
+    assert_eq!(third.status(), StatusCode::TOO_MANY_REQUESTS, "the table has room, but not for this client");
+    let session = first.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let ended = client.delete(&server.url).header("mcp-session-id", &session).send().await.unwrap();
+    assert_eq!(ended.status(), StatusCode::NO_CONTENT);
+    assert_eq!(bounded("a session again", open()).await.unwrap().status(), StatusCode::OK);
 }
 
 #[tokio::test]

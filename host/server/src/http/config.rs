@@ -32,6 +32,11 @@ pub struct HttpConfig {
     /// Handshake-era sessions open at once (default 1024); an `initialize` beyond it is
     /// refused with 503 until a client ends its session (DELETE) or one expires.
     pub max_sessions: usize,
+    /// Handshake-era sessions one client may have open at once (default 256, a quarter
+    /// of `max_sessions`), a client as for `per_client_concurrency`; an `initialize`
+    /// beyond it is refused with 429 until one of its sessions ends. Without it one
+    /// client could take every session and lock the others out.
+    pub max_sessions_per_client: usize,
     /// A session with no request, no call in flight and no open stream for this long
     /// ends (default 30 minutes); its client gets 404 and initializes again.
     pub session_idle_timeout: std::time::Duration,
@@ -50,6 +55,7 @@ impl HttpConfig {
             body_read_timeout: std::time::Duration::from_secs(30),
             per_client_concurrency: 16,
             max_sessions: 1024,
+            max_sessions_per_client: 256,
             session_idle_timeout: std::time::Duration::from_secs(30 * 60),
         }
     }
@@ -72,6 +78,7 @@ impl fmt::Debug for HttpConfig {
             .field("body_read_timeout", &self.body_read_timeout)
             .field("per_client_concurrency", &self.per_client_concurrency)
             .field("max_sessions", &self.max_sessions)
+            .field("max_sessions_per_client", &self.max_sessions_per_client)
             .field("session_idle_timeout", &self.session_idle_timeout)
             .finish()
     }

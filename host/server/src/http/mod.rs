@@ -85,7 +85,7 @@ where
     let buffer = http.max_header_bytes.max(MIN_HEADER_BUFFER);
     let shared = Arc::new(Shared {
         engine: Engine::new(backend, config),
-        sessions: Sessions::new(http.max_sessions, http.session_idle_timeout),
+        sessions: Sessions::new(http.max_sessions, http.max_sessions_per_client, http.session_idle_timeout),
         http,
         clients: Arc::new(ClientLimits::default()),
         over_limit: Arc::new(ClientLimits::default()),

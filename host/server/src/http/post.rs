@@ -16,10 +16,11 @@
 //! the connection (in 2026-07-28 that is how a client cancels) or, in a session, when
 //! `notifications/cancelled` names it.
 
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Extension, State};
+use axum::extract::{ConnectInfo, Extension, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
@@ -42,9 +43,11 @@ use crate::engine::{Era, Routed};
 pub(crate) async fn post(
     State(shared): State<Arc<Shared>>,
     over_limit: Option<Extension<OverLimit>>,
+    connected: Option<Extension<ConnectInfo<SocketAddr>>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    let peer = connected.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |Extension(ConnectInfo(peer))| peer.ip());
     let over_limit = over_limit.is_some();
     let max_body_bytes = if over_limit { OVER_LIMIT_BODY_BYTES } else { shared.http.max_body_bytes };
     let read = tokio::time::timeout(shared.http.body_read_timeout, Limited::new(body, max_body_bytes).collect());
@@ -75,7 +78,7 @@ pub(crate) async fn post(
     };
     match classify(value) {
         Ok(Message::Request(_)) if over_limit => too_many(),
-        Ok(Message::Request(request)) => self::request(&shared, &headers, session, request).await,
+        Ok(Message::Request(request)) => self::request(&shared, peer, &headers, session, request).await,
         Ok(Message::Notification(n)) => {
             tracing::debug!(method = %n.method, session = session.is_some(), "notification");
             if n.method == "notifications/cancelled"
@@ -105,7 +108,13 @@ pub(crate) async fn post(
     }
 }
 
-async fn request(shared: &Arc<Shared>, headers: &HeaderMap, session_id: Option<String>, request: Request) -> Response {
+async fn request(
+    shared: &Arc<Shared>,
+    peer: IpAddr,
+    headers: &HeaderMap,
+    session_id: Option<String>,
+    request: Request,
+) -> Response {
     let mut session = None;
     if has_stateless_meta(request.params.as_ref()) {
         let checked = match super::headers::check_stateless(headers, &request) {
@@ -139,10 +148,10 @@ async fn request(shared: &Arc<Shared>, headers: &HeaderMap, session_id: Option<S
         session = Some(found);
     }
     let routed = shared.engine.route(request, session.as_ref().map(|s| s.version));
-    dispatch(shared, session, routed).await
+    dispatch(shared, peer, session, routed).await
 }
 
-async fn dispatch(shared: &Arc<Shared>, session: Option<Arc<Session>>, routed: Routed) -> Response {
+async fn dispatch(shared: &Arc<Shared>, peer: IpAddr, session: Option<Arc<Session>>, routed: Routed) -> Response {
     let engine = &shared.engine;
     match routed {
         Routed::Reply(answer) => json(StatusCode::OK, &answer),
@@ -150,7 +159,7 @@ async fn dispatch(shared: &Arc<Shared>, session: Option<Arc<Session>>, routed: R
         Routed::UnknownMethod(answer, Era::Stateless(_)) => json(StatusCode::NOT_FOUND, &answer),
         Routed::UnknownMethod(answer, Era::Handshake(_)) => json(StatusCode::OK, &answer),
         Routed::Initialized { answer, version, elicits } => {
-            match shared.sessions.create(version, elicits, &shared.life) {
+            match shared.sessions.create(peer, version, elicits, &shared.life) {
                 Ok(id) => {
                     let mut response = json(StatusCode::OK, &answer);
                     if let Ok(value) = HeaderValue::from_str(&id) {
@@ -159,6 +168,10 @@ async fn dispatch(shared: &Arc<Shared>, session: Option<Arc<Session>>, routed: R
                     response
                 }
                 Err(Refused::Full) => refuse(StatusCode::SERVICE_UNAVAILABLE, INTERNAL_ERROR, "Too many open sessions"),
+                Err(Refused::ClientFull) => {
+                    let message = "Too many open sessions from this client: end one (DELETE) first";
+                    refuse(StatusCode::TOO_MANY_REQUESTS, INVALID_REQUEST, message)
+                }
                 Err(Refused::NoRandomness) => {
                     refuse(StatusCode::INTERNAL_SERVER_ERROR, INTERNAL_ERROR, "No session id")
                 }

@@ -11,6 +11,7 @@
 //! sessions cannot fill it; ending one stops its GET streams and cancels its calls.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -21,6 +22,7 @@ use wasmgate_agent::CancellationToken;
 use wasmgate_protocol::ProtocolVersion;
 use wasmgate_protocol::codes::INVALID_REQUEST;
 
+use super::limit::client_key;
 use super::reply::refuse;
 use crate::engine::ask::Replies;
 use crate::engine::calls::InFlight;
@@ -43,6 +45,8 @@ pub(crate) fn repeated(error: &str) -> Response {
 /// One session.
 #[derive(Debug)]
 pub(crate) struct Session {
+    /// The client that opened it (see `limit::client_key`).
+    client: IpAddr,
     /// The version `initialize` negotiated.
     pub(crate) version: ProtocolVersion,
     /// Its calls in flight, for `notifications/cancelled`.
@@ -96,6 +100,8 @@ impl Drop for StreamGuard {
 pub(crate) enum Refused {
     /// [`HttpConfig::max_sessions`](crate::HttpConfig::max_sessions) are open.
     Full,
+    /// The client has [`HttpConfig::max_sessions_per_client`](crate::HttpConfig::max_sessions_per_client) open.
+    ClientFull,
     /// The OS gave no random bytes.
     NoRandomness,
 }
@@ -105,12 +111,13 @@ pub(crate) enum Refused {
 pub(crate) struct Sessions {
     open: Mutex<HashMap<String, Arc<Session>>>,
     max: usize,
+    per_client: usize,
     idle_timeout: Duration,
 }
 
 impl Sessions {
-    pub(crate) fn new(max: usize, idle_timeout: Duration) -> Self {
-        Self { open: Mutex::new(HashMap::new()), max, idle_timeout }
+    pub(crate) fn new(max: usize, per_client: usize, idle_timeout: Duration) -> Self {
+        Self { open: Mutex::new(HashMap::new()), max, per_client, idle_timeout }
     }
 
     /// Ends every idle session in `open`.
@@ -133,12 +140,21 @@ impl Sessions {
         self.open.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A new session speaking `version` (with a client that `elicits` or not), and its id.
-    pub(crate) fn create(&self, version: ProtocolVersion, elicits: bool, life: &Lifecycle) -> Result<String, Refused> {
+    /// A new session for the client at `peer`, speaking `version` (with a client that
+    /// `elicits` or not), and its id.
+    pub(crate) fn create(
+        &self,
+        peer: IpAddr,
+        version: ProtocolVersion,
+        elicits: bool,
+        life: &Lifecycle,
+    ) -> Result<String, Refused> {
+        let client = client_key(peer);
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes).map_err(|_| Refused::NoRandomness)?;
         let id = hex::encode(bytes);
         let session = Session {
+            client,
             version,
             in_flight: Arc::new(InFlight::default()),
             stop: life.stopping.child_token(),
@@ -152,6 +168,9 @@ impl Sessions {
         self.expire(&mut open);
         if open.len() >= self.max {
             return Err(Refused::Full);
+        }
+        if open.values().filter(|s| s.client == client).count() >= self.per_client {
+            return Err(Refused::ClientFull);
         }
         open.insert(id.clone(), Arc::new(session));
         Ok(id)
@@ -190,34 +209,36 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    const LOCAL: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+
     #[test]
     fn sessions_are_unguessable_capped_and_ended_by_id() {
-        let (sessions, life) = (Sessions::new(2, Duration::from_secs(3600)), Lifecycle::default());
-        let a = sessions.create(ProtocolVersion::V2025_11_25, false, &life).unwrap();
-        let b = sessions.create(ProtocolVersion::V2025_06_18, false, &life).unwrap();
+        let (sessions, life) = (Sessions::new(2, 2, Duration::from_secs(3600)), Lifecycle::default());
+        let a = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, false, &life).unwrap();
+        let b = sessions.create(LOCAL, ProtocolVersion::V2025_06_18, false, &life).unwrap();
         assert_ne!(a, b);
         assert_eq!(a.len(), 32);
-        assert!(matches!(sessions.create(ProtocolVersion::V2025_11_25, false, &life), Err(Refused::Full)));
+        assert!(matches!(sessions.create(LOCAL, ProtocolVersion::V2025_11_25, false, &life), Err(Refused::Full)));
         let session = sessions.get(&a).unwrap();
         assert!(sessions.end(&a));
         assert!(session.stop.is_cancelled() && session.abort.is_cancelled());
         assert!(sessions.get(&a).is_none() && !sessions.end(&a));
-        assert!(sessions.create(ProtocolVersion::V2025_11_25, false, &life).is_ok());
+        assert!(sessions.create(LOCAL, ProtocolVersion::V2025_11_25, false, &life).is_ok());
     }
 
     #[test]
     fn idle_sessions_expire_but_not_while_a_call_or_a_stream_is_open() {
-        let (sessions, life) = (Sessions::new(3, Duration::from_millis(1)), Lifecycle::default());
-        let idle = sessions.create(ProtocolVersion::V2025_11_25, false, &life).unwrap();
-        let calling = sessions.create(ProtocolVersion::V2025_11_25, false, &life).unwrap();
-        let streaming = sessions.create(ProtocolVersion::V2025_11_25, false, &life).unwrap();
+        let (sessions, life) = (Sessions::new(3, 3, Duration::from_millis(1)), Lifecycle::default());
+        let idle = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, false, &life).unwrap();
+        let calling = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, false, &life).unwrap();
+        let streaming = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, false, &life).unwrap();
         let parent = CancellationToken::new();
         let call = sessions.get(&calling).unwrap().in_flight.start(&wasmgate_protocol::Id::Int(1), &parent).unwrap();
         let stream = sessions.get(&streaming).unwrap().stream();
         let idle_session = sessions.get(&idle).unwrap();
         std::thread::sleep(Duration::from_millis(5));
         // The table was full; creating expires the idle one and makes room.
-        let fresh = sessions.create(ProtocolVersion::V2025_11_25, false, &life).unwrap();
+        let fresh = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, false, &life).unwrap();
         assert!(idle_session.stop.is_cancelled() && idle_session.abort.is_cancelled());
         assert!(sessions.get(&idle).is_none(), "expired");
         assert!(sessions.get(&calling).is_some(), "a call in flight keeps its session");
@@ -227,5 +248,20 @@ mod tests {
         assert!(
             sessions.get(&calling).is_none() && sessions.get(&streaming).is_none() && sessions.get(&fresh).is_none()
         );
+    }
+
+    #[test]
+    fn one_client_cannot_take_every_session() {
+        let (sessions, life) = (Sessions::new(4, 2, Duration::from_secs(3600)), Lifecycle::default());
+        let first = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, false, &life).unwrap();
+        // 127.0.0.2 is the same client as 127.0.0.1 (every loopback address is one).
+        let other_loopback = IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 2));
+        sessions.create(other_loopback, ProtocolVersion::V2025_11_25, false, &life).unwrap();
+        let third = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, false, &life);
+        assert!(matches!(third, Err(Refused::ClientFull)), "{third:?}");
+        let remote = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 7));
+        sessions.create(remote, ProtocolVersion::V2025_11_25, false, &life).unwrap();
+        assert!(sessions.end(&first));
+        sessions.create(LOCAL, ProtocolVersion::V2025_11_25, false, &life).unwrap();
     }
 }
