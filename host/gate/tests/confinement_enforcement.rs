@@ -5,9 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod confined;
-
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+mod logs;
 
 use confined::{fixtures, for_python, hostile, python};
 use wasmgate_gate::confine::{LandlockAbi, Mechanism};
@@ -30,25 +28,10 @@ async fn required_confinement_refuses_to_start_and_names_the_missing_mechanism()
     assert!(message.contains("hostile"), "the error names the server: {message}");
 }
 
-/// Collects what the subscriber writes.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn best_effort_confinement_starts_with_a_warning_and_reports_what_is_missing() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
+    let captured = logs::Captured::default();
+    let subscriber = captured.subscriber();
     let workdir = tempfile::tempdir().unwrap();
     let confinement = Confinement { enforcement: Enforcement::BestEffort, ..needs_abi_10() };
     let config = hostile_config(workdir.path(), Some(confinement));
@@ -56,7 +39,7 @@ async fn best_effort_confinement_starts_with_a_warning_and_reports_what_is_missi
     let report = transport.confinement().unwrap().clone();
     assert_eq!(report.missing(), vec![Mechanism::LandlockMinimumAbi], "{report}");
     assert!(report.landlock_abi >= 4 && report.no_new_privs && report.resource_limits, "{report}");
-    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let logs = captured.text();
     assert!(logs.contains("WARN") && logs.contains("NOT FULLY CONFINED") && logs.contains("hostile"), "{logs}");
     let client = wasmgate_gate::McpClient::connect("hostile", transport, Default::default()).await.unwrap();
     client.close().await;

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod logs;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -189,27 +190,10 @@ async fn a_flood_of_server_requests_whose_answers_cannot_be_sent_is_dropped_not_
     assert!(server.try_recv().is_none(), "the dropped requests are never answered");
 }
 
-/// What a `tracing` subscriber wrote.
-#[derive(Clone, Default)]
-struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn a_server_flooding_what_the_client_drops_cannot_flood_the_log() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
-    let _logging = tracing::subscriber::set_default(subscriber);
+    let captured = logs::Captured::default();
+    let _logging = tracing::subscriber::set_default(captured.subscriber());
     let (client, mut server) = connected(ClientConfig::default()).await;
     // 1,000 rounds of a stray response, a malformed line (never 32 in a row, which would
     // end the connection), an error without an id and a tool-list change.
@@ -223,7 +207,7 @@ async fn a_server_flooding_what_the_client_drops_cannot_flood_the_log() {
     let (id, _) = expect_request(&mut server, "tools/call").await;
     server.respond(&id, text_result("still here", false)).await;
     assert_eq!(call.await.unwrap().unwrap(), "still here");
-    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let log = captured.text();
     for what in [
         "response with an unknown id dropped",
         "malformed message dropped",
