@@ -131,6 +131,24 @@ fn an_endless_loop_hits_the_deadline() {
 }
 
 #[test]
+fn sleeping_on_wasi_timers_hits_the_deadline_too() {
+    // A host timer that slept in real time would hold the call (and this test) for an
+    // hour; the test gives up after a minute instead of hanging.
+    let (done, ended) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let sandbox = sandbox();
+        let result = format(&load(&sandbox, hostile::SLEEP_FOREVER, quick_limits()), request("x"));
+        assert_sandbox_still_formats(&sandbox);
+        let _ = done.send(result);
+    });
+    let result = ended.recv_timeout(Duration::from_secs(60)).expect("a sleeping formatter outlasted its deadline");
+    assert!(
+        matches!(result, Err(SandboxError::DeadlineExceeded { limit }) if limit == Duration::from_millis(200)),
+        "{result:?}"
+    );
+}
+
+#[test]
 fn an_endless_loop_runs_out_of_fuel_when_fuel_is_metered() {
     let sandbox =
         Sandbox::new(SandboxConfig { fuel: true, max_concurrent_calls: 4, ..SandboxConfig::default() }).unwrap();

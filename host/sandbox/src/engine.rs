@@ -1,14 +1,18 @@
 //! The one wasmtime `Engine` of a process, its settings, and the epoch ticker
 //! that turns a wall-clock deadline into an interrupt.
 
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use wasmtime::component::Linker;
+use wasmtime::component::{Linker, Resource};
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime_wasi::WasiView;
+use wasmtime_wasi::p2::{DynPollable, Pollable, subscribe};
 
 use crate::cache::Cache;
 use crate::error::LoadError;
@@ -107,8 +111,10 @@ impl Sandbox {
         let (engine, pooled) = build_engine(&config)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+        timers_due_at_once(&mut linker).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         let mut linker_async = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker_async).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+        timers_due_at_once(&mut linker_async).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         let cache = config.cache_dir.as_deref().and_then(|dir| match Cache::open(dir) {
             Ok(cache) => Some(cache),
             Err(e) => {
@@ -134,6 +140,46 @@ impl Sandbox {
 
     pub(crate) fn tick(&self) -> Duration {
         self.ticker.tick
+    }
+}
+
+/// The WASI interface whose timers [`timers_due_at_once`] replaces.
+const MONOTONIC_CLOCK: &str = "wasi:clocks/monotonic-clock@0.2.12";
+
+/// Replaces WASI's timers (`subscribe-duration`, `subscribe-instant`) with timers that
+/// are due at once. WASI's own sleep in real time on the host, where no epoch check runs:
+/// a guest blocked on one would outlast its deadline for as long as it asked, holding
+/// its call, its pool slot and its fiber stack, and the moment a timer became ready
+/// would give it the real time that its frozen clock withholds. With these, a sleep
+/// returns at once, and a guest that keeps sleeping spins into its deadline like any
+/// loop. A guest granted the clock reads the real time, but its timers do not wait
+/// either: a call has a deadline, and waiting is not what a sandboxed call is for.
+fn timers_due_at_once(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
+    linker.allow_shadowing(true);
+    let mut clock = linker.instance(MONOTONIC_CLOCK)?;
+    clock.func_wrap("subscribe-duration", |mut store, (_,): (u64,)| Ok((due(store.data_mut())?,)))?;
+    clock.func_wrap("subscribe-instant", |mut store, (_,): (u64,)| Ok((due(store.data_mut())?,)))?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
+/// A pollable that is ready now.
+fn due(state: &mut StoreState) -> wasmtime::Result<Resource<DynPollable>> {
+    let table = state.ctx().table;
+    let due = table.push(Due)?;
+    subscribe(table, due)
+}
+
+/// A timer that is due.
+struct Due;
+
+impl Pollable for Due {
+    fn ready<'a, 'b>(&'a mut self) -> Pin<Box<dyn Future<Output = ()> + Send + 'b>>
+    where
+        'a: 'b,
+        Self: 'b,
+    {
+        Box::pin(std::future::ready(()))
     }
 }
 
