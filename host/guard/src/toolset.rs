@@ -27,15 +27,30 @@ pub struct GuardedToolset {
     guard: Arc<Guard>,
     sources: Vec<Arc<dyn ToolSource>>,
     withheld: Mutex<Vec<WithheldTool>>,
-    /// The hashes of the last [`REPORTED_PER_TOOL`] definitions reported per (provider,
-    /// tool), so a change is recorded once, and a tool that changes at every listing
+    /// Per provider, the hashes of the last [`REPORTED_PER_TOOL`] definitions reported
+    /// per tool, so a change is recorded once, and a tool that changes at every listing
     /// costs a bounded amount of memory.
-    reported: Mutex<HashMap<(String, String), VecDeque<String>>>,
+    reported: Mutex<HashMap<String, Reported>>,
+}
+
+/// What was recorded of one provider's withheld tools.
+#[derive(Debug, Default)]
+struct Reported {
+    /// At most [`REPORTED_TOOLS_PER_PROVIDER`] tools.
+    tools: HashMap<String, VecDeque<String>>,
+    /// Whether the one record saying that there were more has been written.
+    overflowed: bool,
 }
 
 /// Definitions of one tool remembered as reported: a provider flipping between a few
 /// is recorded once for each, one changing at every listing is recorded every time.
 pub const REPORTED_PER_TOOL: usize = 8;
+
+/// Withheld tools of one provider recorded one by one. Past them, one record says that
+/// there are more, and the rest are withheld without a record each: a provider that
+/// lists new names at every look cannot grow the gateway's memory or its audit log
+/// without bound.
+pub const REPORTED_TOOLS_PER_PROVIDER: usize = 1024;
 
 impl GuardedToolset {
     /// The tools of `sources`, admitted by `guard`.
@@ -78,25 +93,32 @@ impl GuardedToolset {
 
     fn report(&self, offer: &Offer, state: &ReviewState) {
         let hash = definition_hash(&offer.definition);
-        let first_time = self.reported.lock().is_ok_and(|mut reported| {
-            let seen = reported.entry((offer.provider.clone(), offer.name.clone())).or_default();
+        let news = self.reported.lock().map_or(News::Known, |mut reported| {
+            let provider = reported.entry(offer.provider.clone()).or_default();
+            if !provider.tools.contains_key(&offer.name) && provider.tools.len() >= REPORTED_TOOLS_PER_PROVIDER {
+                return if std::mem::replace(&mut provider.overflowed, true) { News::Known } else { News::TooMany };
+            }
+            let seen = provider.tools.entry(offer.name.clone()).or_default();
             if seen.contains(&hash) {
-                return false;
+                return News::Known;
             }
             if seen.len() == REPORTED_PER_TOOL {
                 seen.pop_front();
             }
             seen.push_back(hash);
-            true
+            News::Tool
         });
-        if !first_time {
-            return;
-        }
-        let message = match state {
-            ReviewState::Changed { diff } => {
+        let message = match (news, state) {
+            (News::Known, _) => return,
+            (News::TooMany, _) => format!(
+                "more than {REPORTED_TOOLS_PER_PROVIDER} tools of this provider are withheld; the rest are withheld \
+                 without a record each (the first of them: {})",
+                offer.name
+            ),
+            (News::Tool, ReviewState::Changed { diff }) => {
                 format!("tool {} changed since it was reviewed; withheld until reviewed again: {diff}", offer.name)
             }
-            _ => format!("tool {} has not been reviewed; withheld until reviewed", offer.name),
+            (News::Tool, _) => format!("tool {} has not been reviewed; withheld until reviewed", offer.name),
         };
         tracing::warn!(provider = %offer.provider, tool = %offer.name, "{message}");
         let mut entry = Entry::log(Event::Warning { message });
@@ -106,6 +128,16 @@ impl GuardedToolset {
             tracing::error!(error = %e, "audit log cannot be written");
         }
     }
+}
+
+/// Whether a withheld tool is news for the audit log.
+enum News {
+    /// Recorded before (or the bookkeeping is unavailable).
+    Known,
+    /// A tool, or a definition of it, not recorded before.
+    Tool,
+    /// The first tool past [`REPORTED_TOOLS_PER_PROVIDER`].
+    TooMany,
 }
 
 impl Toolset for GuardedToolset {

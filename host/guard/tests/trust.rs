@@ -83,6 +83,25 @@ async fn a_tool_that_keeps_changing_is_recorded_once_per_recent_definition() {
 }
 
 #[tokio::test]
+async fn a_provider_listing_new_names_at_every_look_cannot_grow_the_audit_log_without_bound() {
+    use wasmgate_guard::toolset::REPORTED_TOOLS_PER_PROVIDER;
+    let source = Source::new("spammer", vec![]);
+    let setup = Setup::new(&[], Arc::new(Unattended));
+    let toolset = setup.toolset(std::slice::from_ref(&source));
+    let warnings = || setup.records().into_iter().filter(|r| r["event"] == "warning").collect::<Vec<_>>();
+    for look in 0..3 {
+        let names = (0..REPORTED_TOOLS_PER_PROVIDER / 2 + 10).map(|n| definition(&format!("t{look}_{n}"), "New."));
+        *source.definitions.lock().unwrap() = names.collect();
+        assert!(toolset.current().await.is_empty(), "none is reviewed");
+    }
+    let warnings = warnings();
+    assert_eq!(warnings.len(), REPORTED_TOOLS_PER_PROVIDER + 1, "each tool up to the bound, then one record");
+    let last = warnings.last().unwrap()["message"].as_str().unwrap();
+    assert!(last.contains("the rest are withheld without a record each"), "{last}");
+    assert_eq!(toolset.withheld().len(), REPORTED_TOOLS_PER_PROVIDER / 2 + 10, "still withheld, all of them");
+}
+
+#[tokio::test]
 async fn an_unreviewed_tool_is_not_offered() {
     let source = Source::new("calendar", vec![definition("calendar_query", "Lists your events.")]);
     let setup = Setup::new(&[], Arc::new(Unattended));
