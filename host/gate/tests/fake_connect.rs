@@ -6,9 +6,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{discover_result, expect_notification, expect_request, initialize_result};
+use common::{Clogged, discover_result, expect_notification, expect_request, initialize_result};
 use serde_json::json;
-use wasmgate_gate::{BoxFuture, ClientConfig, ClientError, CloseReason, Inbound, McpClient, Transport, fake};
+use wasmgate_gate::{ClientConfig, ClientError, CloseReason, McpClient, fake};
 use wasmgate_protocol::ProtocolVersion;
 use wasmgate_protocol::codes::{METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION};
 
@@ -138,33 +138,14 @@ async fn an_initialize_answer_with_a_version_we_do_not_speak_is_refused() {
     );
 }
 
-/// A fake whose sends of `notifications/initialized` never finish, like a stdio server
-/// that stopped reading its input once its pipe is full.
-#[derive(Debug)]
-struct DeafAfterInitialize(fake::FakeTransport);
-
-impl Transport for DeafAfterInitialize {
-    fn take_inbound(&mut self) -> Option<tokio::sync::mpsc::Receiver<Inbound>> {
-        self.0.take_inbound()
-    }
-
-    fn send(&self, message: serde_json::Value) -> BoxFuture<'_, Result<(), wasmgate_gate::TransportError>> {
-        if message["method"] == "notifications/initialized" {
-            return Box::pin(std::future::pending());
-        }
-        self.0.send(message)
-    }
-
-    fn close(&self) -> BoxFuture<'_, CloseReason> {
-        self.0.close()
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn an_initialized_notification_that_cannot_be_sent_times_out_the_connect() {
     let (transport, mut server) = fake::fake();
     let config = ClientConfig { request_timeout: Duration::from_secs(7), ..ClientConfig::default() };
-    let connecting = tokio::spawn(McpClient::connect("deaf", DeafAfterInitialize(transport), config));
+    // Never opened: the notification is never written, as to a server that stopped
+    // reading its input.
+    let deaf = Clogged::new(transport, |message| message["method"] == "notifications/initialized");
+    let connecting = tokio::spawn(McpClient::connect("deaf", deaf, config));
     let (id, _) = expect_request(&mut server, "server/discover").await;
     server.respond_error(&id, METHOD_NOT_FOUND, "Method not found").await;
     let (id, _) = expect_request(&mut server, "initialize").await;

@@ -7,15 +7,11 @@ mod common;
 mod logs;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
-use common::{GUARD, connected, expect_request, text_args, text_result};
+use common::{Clogged, GUARD, connected, expect_request, text_args, text_result};
 use serde_json::json;
-use tokio::sync::{Semaphore, mpsc};
-use wasmgate_gate::{
-    BoxFuture, CancellationToken, ClientConfig, ClientError, CloseReason, FakeTransport, Inbound, McpClient, Transport,
-    TransportError, fake,
-};
+use wasmgate_gate::{CancellationToken, ClientConfig, ClientError, CloseReason, Inbound, McpClient, fake};
 use wasmgate_protocol::codes::METHOD_NOT_FOUND;
 use wasmgate_protocol::{ContentBlock, Id};
 
@@ -129,41 +125,12 @@ async fn server_ping_is_answered_and_unknown_server_requests_get_method_not_foun
     }
 }
 
-/// A transport whose answers to server requests wait until the test opens it, like a
-/// stdio server that floods requests without reading its stdin.
-#[derive(Debug)]
-struct Clogged {
-    inner: FakeTransport,
-    open: Arc<Semaphore>,
-    waiting: Arc<AtomicUsize>,
-}
-
-impl Transport for Clogged {
-    fn take_inbound(&mut self) -> Option<mpsc::Receiver<Inbound>> {
-        self.inner.take_inbound()
-    }
-
-    fn send(&self, message: serde_json::Value) -> BoxFuture<'_, Result<(), TransportError>> {
-        Box::pin(async move {
-            if message.get("method").is_none() {
-                self.waiting.fetch_add(1, Ordering::SeqCst);
-                self.open.acquire().await.unwrap().forget();
-                self.waiting.fetch_sub(1, Ordering::SeqCst);
-            }
-            self.inner.send(message).await
-        })
-    }
-
-    fn close(&self) -> BoxFuture<'_, CloseReason> {
-        self.inner.close()
-    }
-}
-
 #[tokio::test]
 async fn a_flood_of_server_requests_whose_answers_cannot_be_sent_is_dropped_not_queued() {
     let (inner, mut server) = fake::fake();
-    let (open, waiting) = (Arc::new(Semaphore::new(0)), Arc::new(AtomicUsize::new(0)));
-    let transport = Clogged { inner, open: Arc::clone(&open), waiting: Arc::clone(&waiting) };
+    // Answers (messages without a method) wait until the test opens the transport.
+    let transport = Clogged::new(inner, |message| message.get("method").is_none());
+    let (open, waiting) = (Arc::clone(&transport.open), Arc::clone(&transport.waiting));
     let connecting = tokio::spawn(McpClient::connect("fake", transport, ClientConfig::default()));
     let (id, _) = expect_request(&mut server, "server/discover").await;
     server.respond(&id, json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}})).await;

@@ -2,11 +2,56 @@
 //! opening and read what the client sent, without sleeps.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use wasmgate_gate::{ClientConfig, FakeServer, McpClient, ToolsWatch, fake};
+use tokio::sync::{Semaphore, mpsc};
+use wasmgate_gate::{
+    BoxFuture, ClientConfig, CloseReason, FakeServer, FakeTransport, Inbound, McpClient, ToolsWatch, Transport,
+    TransportError, fake,
+};
 use wasmgate_protocol::Id;
+
+/// A fake whose sends of the messages `stalls` picks wait for a permit of `open`, which
+/// the test gives out (or never does), like a stdio server that stopped reading its
+/// input; `waiting` counts the sends held up.
+#[derive(Debug)]
+pub struct Clogged {
+    pub inner: FakeTransport,
+    pub open: Arc<Semaphore>,
+    pub waiting: Arc<AtomicUsize>,
+    pub stalls: fn(&Value) -> bool,
+}
+
+impl Clogged {
+    /// Closed until the test adds permits to [`Clogged::open`].
+    pub fn new(inner: FakeTransport, stalls: fn(&Value) -> bool) -> Self {
+        Self { inner, open: Arc::new(Semaphore::new(0)), waiting: Arc::default(), stalls }
+    }
+}
+
+impl Transport for Clogged {
+    fn take_inbound(&mut self) -> Option<mpsc::Receiver<Inbound>> {
+        self.inner.take_inbound()
+    }
+
+    fn send(&self, message: Value) -> BoxFuture<'_, Result<(), TransportError>> {
+        Box::pin(async move {
+            if (self.stalls)(&message) {
+                self.waiting.fetch_add(1, Ordering::SeqCst);
+                self.open.acquire().await.unwrap().forget();
+                self.waiting.fetch_sub(1, Ordering::SeqCst);
+            }
+            self.inner.send(message).await
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, CloseReason> {
+        self.inner.close()
+    }
+}
 
 /// A `server/discover` result for a 2026-07-28 server with tools.
 pub fn discover_result() -> Value {

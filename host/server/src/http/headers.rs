@@ -29,15 +29,15 @@ pub(crate) fn check_stateless(headers: &HeaderMap, request: &Request) -> Result<
         // A malformed stamp is refused (-32602) when the request is routed.
         return Ok(());
     };
-    expect(headers, "MCP-Protocol-Version", stamped, false)?;
-    expect(headers, "Mcp-Method", &request.method, false)?;
+    mirrored(headers, "MCP-Protocol-Version", stamped, false)?;
+    mirrored(headers, "Mcp-Method", &request.method, false)?;
     let name_field = match request.method.as_str() {
         "tools/call" | "prompts/get" => "name",
         "resources/read" => "uri",
         _ => return Ok(()),
     };
     match params.and_then(|p| p.get(name_field)).and_then(Value::as_str) {
-        Some(name) => expect(headers, "Mcp-Name", name, true),
+        Some(name) => mirrored(headers, "Mcp-Name", name, true),
         None => Ok(()),
     }
 }
@@ -50,7 +50,7 @@ pub(crate) fn check_params(headers: &HeaderMap, schema: &Value, arguments: &Map<
     for (param, value) in values(&params, arguments) {
         let name = param.header_name();
         match (headers.contains_key(name.as_str()), value) {
-            (_, Some(body)) => expect(headers, &name, &body, true)?,
+            (_, Some(body)) => mirrored(headers, &name, &body, true)?,
             (true, None) => return Err(format!("the {name} header is sent, but its parameter is absent")),
             (false, None) => {}
         }
@@ -70,7 +70,7 @@ pub(crate) fn single<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'
 
 /// Header `name` must be present once, valid and equal to `body` (after Base64 decoding
 /// when `encoded` allows the wrapper).
-fn expect(headers: &HeaderMap, name: &str, body: &str, encoded: bool) -> Result<(), String> {
+fn mirrored(headers: &HeaderMap, name: &str, body: &str, encoded: bool) -> Result<(), String> {
     let value = single(headers, name)?.ok_or_else(|| format!("the {name} header is missing"))?;
     let value = value.to_str().map_err(|_| format!("the {name} header is not visible ASCII"))?;
     let value = if encoded {
