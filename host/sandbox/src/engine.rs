@@ -109,12 +109,9 @@ impl Sandbox {
     /// Builds the engine with `config`.
     pub fn new(config: SandboxConfig) -> Result<Self, LoadError> {
         let (engine, pooled) = build_engine(&config)?;
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
-        timers_due_at_once(&mut linker).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
-        let mut linker_async = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker_async).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
-        timers_due_at_once(&mut linker_async).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+        let engine_error = |e: wasmtime::Error| LoadError::Engine(format!("{e:#}"));
+        let linker = wasi_linker(&engine, false).map_err(engine_error)?;
+        let linker_async = wasi_linker(&engine, true).map_err(engine_error)?;
         let cache = config.cache_dir.as_deref().and_then(|dir| match Cache::open(dir) {
             Ok(cache) => Some(cache),
             Err(e) => {
@@ -143,7 +140,21 @@ impl Sandbox {
     }
 }
 
-/// The WASI interface whose timers [`timers_due_at_once`] replaces.
+/// A linker with WASI's blocking or async bindings, its timers due at once.
+fn wasi_linker(engine: &Engine, async_bindings: bool) -> wasmtime::Result<Linker<StoreState>> {
+    let mut linker = Linker::new(engine);
+    if async_bindings {
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    } else {
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+    }
+    timers_due_at_once(&mut linker)?;
+    Ok(linker)
+}
+
+/// The WASI interface whose timers [`timers_due_at_once`] replaces: the version
+/// wasmtime-wasi registers (a newer one would leave WASI's timers in place, which the
+/// `sleep_forever` guest's test catches).
 const MONOTONIC_CLOCK: &str = "wasi:clocks/monotonic-clock@0.2.12";
 
 /// Replaces WASI's timers (`subscribe-duration`, `subscribe-instant`) with timers that
