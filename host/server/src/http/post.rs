@@ -131,18 +131,14 @@ async fn request(
         let Some(found) = shared.sessions.get(&session_id) else {
             return refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, "Session not found");
         };
-        let header = match super::headers::single(headers, "mcp-protocol-version") {
-            Ok(header) => header,
-            Err(error) => {
-                let message = format!("Invalid request: {error}");
-                return json(
-                    StatusCode::BAD_REQUEST,
-                    &error_response(Some(&request.id), INVALID_REQUEST, &message, None),
-                );
+        let refused = match super::headers::single(headers, "mcp-protocol-version") {
+            Err(error) => Some(format!("Invalid request: {error}")),
+            Ok(Some(v)) if v.as_bytes() != found.version.as_str().as_bytes() => {
+                Some(format!("MCP-Protocol-Version header does not match the session's version {}", found.version))
             }
+            Ok(_) => None,
         };
-        if header.is_some_and(|v| v.as_bytes() != found.version.as_str().as_bytes()) {
-            let message = format!("MCP-Protocol-Version header does not match the session's version {}", found.version);
+        if let Some(message) = refused {
             return json(StatusCode::BAD_REQUEST, &error_response(Some(&request.id), INVALID_REQUEST, &message, None));
         }
         session = Some(found);
