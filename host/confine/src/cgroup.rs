@@ -13,6 +13,7 @@ use std::fs;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use rustix::fs::{Mode, OFlags, open};
 use rustix::process::{Pid, Signal, kill_process};
@@ -51,21 +52,34 @@ impl Drop for PidsCgroup {
     fn drop(&mut self) {
         self.kill_all();
         // Fails while killed processes are still being torn down; `sweep` retries later.
-        let _ = fs::remove_dir(&self.dir);
+        if fs::remove_dir(&self.dir).is_err() {
+            LEFT_BEHIND.lock().unwrap_or_else(PoisonError::into_inner).push(self.dir.clone());
+        }
     }
 }
+
+/// Groups of this process whose removal failed when they were dropped.
+static LEFT_BEHIND: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 fn members(dir: &Path) -> Vec<Pid> {
     let text = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
     text.lines().filter_map(|line| line.trim().parse::<i32>().ok()).filter_map(Pid::from_raw).collect()
 }
 
-/// Removes empty groups that earlier servers left behind.
+/// Removes empty groups that earlier servers left behind: this process's own that could
+/// not be removed when dropped, and those of gateways that have exited. An empty group
+/// of a live gateway may be one it has just made, its server not yet in it, so it stays.
 fn sweep(parent: &Path) {
+    LEFT_BEHIND
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .retain(|dir| fs::remove_dir(dir).is_err() && dir.exists());
     let Ok(entries) = fs::read_dir(parent) else { return };
     for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(maker) = name.to_str().and_then(|n| n.strip_prefix("wasmgate-")?.split('-').next()) else { continue };
         let path = entry.path();
-        if entry.file_name().to_string_lossy().starts_with("wasmgate-") && members(&path).is_empty() {
+        if !Path::new("/proc").join(maker).exists() && members(&path).is_empty() {
             let _ = fs::remove_dir(&path);
         }
     }
@@ -86,4 +100,19 @@ fn own_pids_group() -> Option<PathBuf> {
         controllers.split(',').any(|c| c == "pids").then(|| path.trim_start_matches('/').to_owned())
     })?;
     Some(mount.join(own))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PidsCgroup;
+
+    #[test]
+    fn a_group_just_made_is_not_swept_by_the_next() {
+        // Where no v1 `pids` controller can be used, there is nothing to sweep.
+        let Some((first, _procs)) = PidsCgroup::create(8) else { return };
+        // Its server has not joined yet: the group is empty when the next one sweeps.
+        let second = PidsCgroup::create(8);
+        assert!(second.is_some());
+        assert!(first.dir.is_dir(), "a concurrent spawn removed a group about to be joined");
+    }
 }
