@@ -3,7 +3,6 @@
 //! skipped): interop that silently does not run proves nothing.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -37,34 +36,35 @@ pub fn venv_python() -> PathBuf {
     peer("venv/bin/python")
 }
 
-/// A free loopback port (bound, read and released: the peer binds it right after).
-pub fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap().local_addr().unwrap().port()
-}
-
 /// A peer HTTP server process, killed when dropped.
 pub struct HttpPeer {
     pub url: String,
     _child: tokio::process::Child,
+    /// Held open so that the peer never writes into a closed pipe.
+    _stdout: tokio::process::ChildStdout,
 }
 
-/// Starts the Python peer on HTTP (`json` for JSON bodies instead of SSE) and waits,
-/// polling with a bound, until it accepts connections.
+/// Starts the Python peer on HTTP (`json` for JSON bodies instead of SSE) on a port the
+/// kernel picks. The peer prints the port only once its socket listens, so there is no
+/// window in which another process could take the port or a connection could be refused.
 pub async fn python_http_peer(json: bool) -> HttpPeer {
-    let port = free_port();
+    use tokio::io::AsyncBufReadExt;
     let mut command = tokio::process::Command::new(venv_python());
-    command.arg(fixtures().join("python_peer.py")).arg("http").arg(port.to_string());
+    command.arg(fixtures().join("python_peer.py")).arg("http");
     if json {
         command.arg("json");
     }
-    let child = command.stdin(Stdio::null()).stdout(Stdio::null()).kill_on_drop(true).spawn().unwrap();
-    for _ in 0..300 {
-        if TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_ok() {
-            return HttpPeer { url: format!("http://127.0.0.1:{port}/mcp"), _child: child };
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the Python peer did not listen on port {port} within 15 s");
+    let mut child = command.stdin(Stdio::null()).stdout(Stdio::piped()).kill_on_drop(true).spawn().unwrap();
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let read = tokio::time::timeout(GUARD, stdout.read_line(&mut line)).await;
+    let port: u16 = match read {
+        Ok(Ok(0)) => panic!("the Python peer exited before it listened (its stderr is above)"),
+        Ok(Ok(_)) => line.trim().parse().unwrap_or_else(|_| panic!("the Python peer printed {line:?}, not a port")),
+        Ok(Err(e)) => panic!("reading the Python peer's port: {e}"),
+        Err(_) => panic!("the Python peer did not listen within {GUARD:?}"),
+    };
+    HttpPeer { url: format!("http://127.0.0.1:{port}/mcp"), _child: child, _stdout: stdout.into_inner() }
 }
 
 pub async fn call(client: &McpClient, tool: &str, args: Value) -> CallToolResult {
