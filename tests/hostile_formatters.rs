@@ -9,7 +9,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use wasmgate_guests::{JSON_TEXT, hostile};
-use wasmgate_sandbox::{FormatError, FormatRequest, Formatter, Limits, Sandbox, SandboxConfig, SandboxError};
+use wasmgate_sandbox::{
+    FormatError, FormatRequest, Formatter, Limits, MAX_HOST_RESOURCES, Sandbox, SandboxConfig, SandboxError,
+    TRANSFER_SLACK,
+};
 
 fn sandbox() -> Sandbox {
     Sandbox::new(SandboxConfig { max_concurrent_calls: 8, ..SandboxConfig::default() }).unwrap()
@@ -183,14 +186,27 @@ fn a_hundred_megabytes_of_text_cannot_even_be_built_under_the_default_memory_cap
 }
 
 #[test]
-fn a_hundred_megabytes_of_text_is_refused_by_the_host_output_cap() {
+fn a_hundred_megabytes_of_text_is_refused_by_the_host_before_it_is_copied() {
     let sandbox = sandbox();
     let limits = Limits { memory_bytes: 256 << 20, deadline: Duration::from_secs(10), ..Limits::default() };
-    let result = format(&load(&sandbox, hostile::HUGE_OUTPUT, limits), request("x"));
+    assert_eq!(limits.transfer_bytes(), (1 << 20) + TRANSFER_SLACK);
+    let result = format(&load(&sandbox, hostile::HUGE_OUTPUT, limits.clone()), request("x"));
     assert!(
-        matches!(result, Err(SandboxError::OutputTooLarge { size, limit }) if size == 100 << 20 && limit == 1 << 20),
+        matches!(result, Err(SandboxError::TransferTooLarge { limit }) if limit == limits.transfer_bytes()),
         "{result:?}"
     );
+    assert!(result.unwrap_err().to_string().contains("output limit"), "the text names the limit");
+    assert_sandbox_still_formats(&sandbox);
+}
+
+#[test]
+fn holding_host_resources_without_end_stops_at_the_resource_cap() {
+    // Each pollable lives in the host's table, outside the guest's memory cap: without
+    // a bound the guest would hold all 100,000 and return.
+    let sandbox = sandbox();
+    let limits = Limits { deadline: Duration::from_secs(10), ..Limits::default() };
+    let result = format(&load(&sandbox, hostile::HOARD_RESOURCES, limits), request("x"));
+    assert!(matches!(result, Err(SandboxError::ResourceLimit { limit }) if limit == MAX_HOST_RESOURCES), "{result:?}");
     assert_sandbox_still_formats(&sandbox);
 }
 

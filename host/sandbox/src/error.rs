@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use wasmtime::Trap;
+use wasmtime::component::ResourceTableError;
 
 use crate::limits::LimitHits;
 
@@ -26,6 +27,14 @@ pub enum SandboxError {
     /// The guest returned more than `Limits::output_bytes` of text.
     #[error("output of {size} bytes exceeds the {limit}-byte output limit")]
     OutputTooLarge { size: usize, limit: usize },
+    /// The guest tried to hand the host one value (its output, or the arguments of
+    /// one host call) of more than `limit` bytes: `Limits::output_bytes` plus
+    /// [`TRANSFER_SLACK`](crate::TRANSFER_SLACK). The host refused it before copying
+    /// any of it, so an oversized output costs the host nothing.
+    #[error(
+        "the guest tried to hand over more than {limit} bytes at once, past its output limit; refused before copying"
+    )]
+    TransferTooLarge { limit: usize },
     /// The call ran past `Limits::deadline` and was interrupted.
     #[error("deadline of {limit:?} exceeded")]
     DeadlineExceeded { limit: Duration },
@@ -38,6 +47,10 @@ pub enum SandboxError {
     /// The guest tried to grow a table past `Limits::table_elements`.
     #[error("table limit of {limit} elements reached")]
     TableLimit { limit: usize },
+    /// The guest tried to hold more than `limit` host resources (WASI streams,
+    /// pollables, directory handles) at once: [`MAX_HOST_RESOURCES`](crate::MAX_HOST_RESOURCES).
+    #[error("the guest tried to hold more than {limit} host resources at once")]
+    ResourceLimit { limit: usize },
     /// The guest's wasm stack overflowed.
     #[error("guest stack overflow")]
     StackOverflow,
@@ -78,6 +91,12 @@ impl SandboxError {
         if hits.table {
             return SandboxError::TableLimit { limit: limits.table_elements };
         }
+        if err.chain().any(|cause| matches!(cause.downcast_ref(), Some(ResourceTableError::Full))) {
+            return SandboxError::ResourceLimit { limit: crate::MAX_HOST_RESOURCES };
+        }
+        if is_transfer_refusal(&err) {
+            return SandboxError::TransferTooLarge { limit: limits.transfer_bytes() };
+        }
         match err.downcast_ref::<Trap>() {
             Some(Trap::Interrupt) => SandboxError::DeadlineExceeded { limit: limits.deadline },
             Some(Trap::OutOfFuel) => SandboxError::FuelExhausted { limit: limits.fuel.unwrap_or(0) },
@@ -86,6 +105,14 @@ impl SandboxError {
             None => SandboxError::Trapped { trap: format!("{:#}", err.root_cause()), stderr },
         }
     }
+}
+
+/// Whether wasmtime stopped a transfer from the guest because it ran out of hostcall
+/// fuel (`Runner::store` sets it). wasmtime's error type for it is private, so this
+/// reads its text; `a_transfer_past_the_output_limit_is_refused_before_it_is_copied`
+/// fails if a wasmtime upgrade changes it.
+fn is_transfer_refusal(err: &wasmtime::Error) -> bool {
+    err.chain().any(|cause| cause.to_string().contains("fuel allocated for hostcalls has been exhausted"))
 }
 
 /// A tool call that produced no outcome: either the component declined with

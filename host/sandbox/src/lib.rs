@@ -46,6 +46,6 @@ pub use engine::{Sandbox, SandboxConfig};
 pub use error::{CallError, FormatError, LoadError, SandboxError, ToolCallError};
 pub use formatter::{FormatRequest, Formatter};
 pub use grants::{DirGrant, Grants};
-pub use limits::Limits;
+pub use limits::{Limits, MAX_HOST_RESOURCES, TRANSFER_SLACK};
 pub use tool_output::{CallOutcome, ToolDefinition};
 pub use tool_provider::ToolProvider;

@@ -35,6 +35,24 @@ pub struct Limits {
     pub stderr_bytes: usize,
 }
 
+/// What a guest may hand the host in one value beyond `Limits::output_bytes`: room
+/// for the framing of a legitimate output (a tool list's entries, an error's text).
+pub const TRANSFER_SLACK: usize = 64 << 10;
+
+/// Most host-side resources (WASI streams, pollables, directory handles) one call
+/// may hold at once. A guest that makes them in a loop traps here instead of
+/// growing host memory that `memory_bytes` does not count.
+pub const MAX_HOST_RESOURCES: usize = 4096;
+
+impl Limits {
+    /// The most the host copies out of the guest in one value: its output, or the
+    /// arguments of one host call. Anything larger is refused before it is copied
+    /// (`SandboxError::TransferTooLarge`).
+    pub fn transfer_bytes(&self) -> usize {
+        self.output_bytes.saturating_add(TRANSFER_SLACK)
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {

@@ -66,6 +66,7 @@ impl Runner {
     pub fn store(&self, state: StoreState, limits: &Limits) -> Result<Store<StoreState>, SandboxError> {
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
+        store.set_hostcall_fuel(limits.transfer_bytes());
         store.set_epoch_deadline(deadline_ticks(limits.deadline, self.tick));
         if self.fuel_enabled {
             store

@@ -23,7 +23,7 @@ use wasmtime_wasi::{FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtx
 
 use crate::error::SandboxError;
 use crate::grants::Grants;
-use crate::limits::{Limits, StoreLimiter};
+use crate::limits::{Limits, MAX_HOST_RESOURCES, StoreLimiter};
 use crate::pipe::BoundedPipe;
 
 pub(crate) struct StoreState {
@@ -47,7 +47,7 @@ impl StoreState {
         StoreState {
             wasi: None,
             mode,
-            table: ResourceTable::new(),
+            table: host_table(),
             limiter: StoreLimiter::new(limits),
             stderr: BoundedPipe::new(limits.stderr_bytes),
             ends_at: None,
@@ -77,13 +77,20 @@ impl StoreState {
         Ok(StoreState {
             wasi: Some(builder.build()),
             mode,
-            table: ResourceTable::new(),
+            table: host_table(),
             limiter: StoreLimiter::new(limits),
             stderr,
             ends_at: None,
             startup: Duration::ZERO,
         })
     }
+}
+
+/// The table of a call's host-side resources, bounded by [`MAX_HOST_RESOURCES`].
+fn host_table() -> ResourceTable {
+    let mut table = ResourceTable::new();
+    table.set_max_capacity(MAX_HOST_RESOURCES);
+    table
 }
 
 /// How a call runs, which decides where its file operations may block.

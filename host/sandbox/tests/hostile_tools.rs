@@ -6,8 +6,11 @@
 
 mod common;
 
+use std::path::Path;
+
 use serde_json::json;
-use wasmgate_sandbox::{CallError, Grants, Limits, SandboxError, ToolCallError, ToolProvider};
+use wasmgate_guests::hostile::TOOL_PROVIDER;
+use wasmgate_sandbox::{CallError, Grants, Limits, SandboxError, TRANSFER_SLACK, ToolCallError, ToolProvider};
 
 use common::{call, call_both, hostile, ro_grant, rw_grant, sandbox, text};
 
@@ -127,10 +130,26 @@ fn a_tool_that_panics_is_a_trap_with_its_message() {
 
 #[test]
 fn output_over_the_cap_is_refused() {
+    // `huge` returns 2 MiB of text in 27 bytes of JSON: just over a 2 MiB cap, the host
+    // copies it, measures it and refuses it.
+    let sandbox = sandbox();
+    let limits = Limits { output_bytes: 2 << 20, ..common::quick_limits() };
+    let tools = sandbox.load_tool_provider_file("hostile", Path::new(TOOL_PROVIDER), limits).unwrap();
+    let err = sandbox_error(&tools, "huge", "{}", &Grants::none());
+    assert!(
+        matches!(err, SandboxError::OutputTooLarge { size, limit } if size == (2 << 20) + 27 && limit == 2 << 20),
+        "{err}"
+    );
+}
+
+#[test]
+fn output_far_over_the_cap_is_refused_before_it_is_copied() {
+    // Past the cap by more than `TRANSFER_SLACK`, the host does not copy it at all.
     let sandbox = sandbox();
     let tools = hostile(&sandbox);
     let err = sandbox_error(&tools, "huge", "{}", &Grants::none());
-    assert!(matches!(err, SandboxError::OutputTooLarge { limit, .. } if limit == 1 << 20), "{err}");
+    assert!(matches!(err, SandboxError::TransferTooLarge { limit } if limit == (1 << 20) + TRANSFER_SLACK), "{err}");
+    assert_still_answers(&tools);
 }
 
 #[test]
