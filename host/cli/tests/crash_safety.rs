@@ -34,6 +34,12 @@ fn children(parent: u32) -> Vec<u32> {
         .collect()
 }
 
+/// Whether `pid` still runs: a zombie has finished, whoever reaps it.
+fn running(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_killed_under_load_restarts_and_its_audit_log_accounts_for_every_call() {
     let dir = setup();
@@ -92,7 +98,7 @@ async fn a_gateway_killed_under_load_restarts_and_its_audit_log_accounts_for_eve
     child.kill(); // SIGKILL, with calls in flight
     // Its servers die with it (parent-death signal): nothing is left running.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while servers.iter().any(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists()) {
+    while servers.iter().any(|pid| running(*pid)) {
         assert!(std::time::Instant::now() < deadline, "a provider outlived the killed gateway: {servers:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

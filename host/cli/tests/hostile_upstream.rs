@@ -409,8 +409,10 @@ async fn a_list_of_100000_tools_at_start_up_stops_the_gateway_naming_the_provide
 async fn a_provider_that_never_answers_tools_list_does_not_stall_the_others() {
     let served = gateway("hang-list").await;
     served.assert_answers("bad__trap", "the list changed").await;
-    let listing = tokio::time::timeout(Duration::from_secs(10), tool_names(&served.client)).await;
-    let names = listing.expect("the gateway lists its tools within 10 s");
+    // Stalled, the listing took 60 s; `OFFER_WAIT` bounds it at 5 s, and 30 s leaves a
+    // loaded machine room while still telling the two apart.
+    let listing = tokio::time::timeout(Duration::from_secs(30), tool_names(&served.client)).await;
+    let names = listing.expect("the gateway lists its tools within 30 s");
     assert!(names.iter().any(|n| n == "echo__echo"), "{names:?}");
     served.finish().await;
 }

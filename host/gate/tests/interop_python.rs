@@ -9,6 +9,8 @@
 mod confined;
 mod peers;
 
+use std::time::Duration;
+
 use peers::{check_python_peer, check_tool_list_change, fixtures, python_http_peer, venv_python};
 use wasmgate_gate::{ClientConfig, HttpConfig, HttpTransport, McpClient, StdioConfig, StdioTransport, ToolsWatch};
 use wasmgate_protocol::ProtocolVersion;
@@ -29,6 +31,10 @@ async fn over_stdio(config: ClientConfig) -> (McpClient, tempfile::TempDir) {
     let transport = StdioTransport::spawn(&server).unwrap();
     let report = transport.confinement().expect("confined by default");
     assert!(report.is_complete(), "{report}");
+    // The discovery probe's clock runs while Python starts and imports the SDK, which
+    // two peers starting at once on a loaded machine can make slow: a probe that timed
+    // out would fall back to the handshake era and fail the era's assertions.
+    let config = ClientConfig { probe_timeout: Duration::from_secs(60), ..config };
     (McpClient::connect("python-peer", transport, config).await.unwrap(), workdir)
 }
 

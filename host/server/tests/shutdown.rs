@@ -5,12 +5,18 @@
 
 mod common;
 
-use common::{Fixture, Http, Stdio, bounded, config, stamped};
+use common::{Fixture, Http, Stdio, bounded, stamped};
 use serde_json::{Value, json};
 use wasmgate_server::HttpConfig;
 
 fn block(id: i64, text: &str) -> Value {
     stamped(id, "tools/call", json!({"name": "block", "arguments": {"text": text}}))
+}
+
+/// The grace period of these tests: long enough that the released call finishes
+/// within it on a loaded machine, short enough that the hanging one is soon cancelled.
+fn config() -> wasmgate_server::ServerConfig {
+    wasmgate_server::ServerConfig { shutdown_grace: std::time::Duration::from_secs(2), ..common::config() }
 }
 
 /// Of two answers, one released and one cancelled, in either order.
