@@ -11,6 +11,7 @@ use crate::tail::recover;
 use crate::writer::{Job, Shared, State, joined, run};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
@@ -47,7 +48,9 @@ impl AuditLog {
     pub fn open_with_clock(path: &Path, options: Options, clock: Arc<dyn Clock>) -> Result<AuditLog, AuditError> {
         let open_err = |e: &dyn std::fmt::Display| AuditError::Open { path: path.to_owned(), message: e.to_string() };
         let existed = path.exists();
-        let mut file = OpenOptions::new().read(true).append(true).create(true).open(path).map_err(|e| open_err(&e))?;
+        // The log holds call arguments: a new one is readable by its owner only.
+        let mut file =
+            OpenOptions::new().read(true).append(true).create(true).mode(0o600).open(path).map_err(|e| open_err(&e))?;
         let meta = file.metadata().map_err(|e| open_err(&e))?;
         if meta.is_dir() {
             return Err(open_err(&"it is a directory"));

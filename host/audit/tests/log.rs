@@ -54,6 +54,15 @@ fn records_are_json_lines_with_seq_time_prev_and_the_event() {
     assert_eq!(second["event"], "started");
 }
 
+#[test]
+fn a_new_log_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    open(&path, Durability::EveryCall).close().unwrap();
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+}
+
 /// The one record a log with `redaction` writes for a call with `args`.
 fn redacted_record(redaction: Redaction, args: Value) -> String {
     let dir = tempfile::tempdir().unwrap();

@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::os::unix::fs::PermissionsExt as _;
+
 use common::{setup, stderr, stdout, wasmgate};
 
 #[test]
@@ -55,6 +57,10 @@ fn review_pins_the_tools_and_calls_go_through_the_whole_pipeline() {
     assert!(verify.status.success(), "{}", stderr(&verify));
     let log = std::fs::read_to_string(&audit).unwrap();
     assert!(log.contains("\"verdict\":\"ask\"") && log.contains("\"event\":\"started\""), "{log}");
+    // The log holds call arguments: nobody but its owner reads it, or the state beside it.
+    let mode = |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&audit), 0o600);
+    assert_eq!(mode(&dir.join("state")), 0o700);
 }
 
 #[test]

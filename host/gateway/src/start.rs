@@ -2,6 +2,7 @@
 //! reached before anything is served, and any failure stops start-up with an error that
 //! names the provider (or the file) and what is wrong.
 
+use std::os::unix::fs::DirBuilderExt as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,7 +55,13 @@ impl Gateway {
         let redaction = config.audit.redact.iter().fold(Redaction::default(), |r, key| r.with_key(key));
         let options = Options { durability: config.audit.durability, redaction };
         if let Some(parent) = config.audit.path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| StartError::Audit(format!("{}: {e}", parent.display())))?;
+            // Directories it creates are its owner's only: the audit log and the
+            // state beside it hold call arguments.
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)
+                .map_err(|e| StartError::Audit(format!("{}: {e}", parent.display())))?;
         }
         let audit =
             Arc::new(AuditLog::open(&config.audit.path, options).map_err(|e| StartError::Audit(e.to_string()))?);
