@@ -69,11 +69,25 @@ impl ServeArgs {
     }
 }
 
+/// The shortest bearer token accepted: a guessable one would stand for none.
+const MIN_TOKEN_CHARS: usize = 16;
+
+/// The bearer token in the environment variable `var`: set, and not short.
+fn bearer_token(var: &str) -> anyhow::Result<String> {
+    let token = std::env::var(var).with_context(|| format!("--token-env {var}: the variable is not set"))?;
+    let length = token.trim().chars().count();
+    if length < MIN_TOKEN_CHARS {
+        bail!(
+            "--token-env {var}: the token is {length} characters; at least {MIN_TOKEN_CHARS} are needed \
+             (make one with `openssl rand -hex 32`)"
+        );
+    }
+    // The server compares it with the presented token, which it trims.
+    Ok(token.trim().to_owned())
+}
+
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let token = match &args.token_env {
-        Some(var) => Some(std::env::var(var).with_context(|| format!("--token-env {var}: the variable is not set"))?),
-        None => None,
-    };
+    let token = args.token_env.as_deref().map(bearer_token).transpose()?;
     if args.per_client_requests == Some(0) {
         bail!("--per-client-requests 0 would refuse every request: pass at least 1");
     }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{serve_http, setup, stderr, wasmgate};
+use common::{command, serve_http, setup, stderr, wasmgate};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
@@ -84,6 +84,20 @@ fn http_on_a_public_address_without_a_token_is_refused() {
     let out = wasmgate(dir.path(), &["serve", "--http", "0.0.0.0:0"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("pass --token-env"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_bearer_token_that_is_empty_or_short_is_refused() {
+    let dir = setup();
+    for token in ["", "   ", "short-token"] {
+        let out = command(dir.path())
+            .env("WASMGATE_TEST_TOKEN", token)
+            .args(["serve", "--http", "0.0.0.0:0", "--token-env", "WASMGATE_TEST_TOKEN"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{token:?}");
+        assert!(stderr(&out).contains("at least 16 are needed"), "{token:?}: {}", stderr(&out));
+    }
 }
 
 /// Answers every elicitation with `approve` (accept with `{approve}`), and records

@@ -87,7 +87,12 @@ fn header_bytes(headers: &HeaderMap) -> usize {
     headers.iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum()
 }
 
+/// Whether the request presents `token`. An empty configured token matches nothing:
+/// `Authorization: Bearer ` with blanks would otherwise present it.
 fn bearer_matches(headers: &HeaderMap, token: &str) -> bool {
+    if token.is_empty() {
+        return false;
+    }
     let Some(value) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) else { return false };
     let Some((scheme, presented)) = value.split_once(' ') else { return false };
     scheme.eq_ignore_ascii_case("bearer") && bool::from(presented.trim().as_bytes().ct_eq(token.as_bytes()))
@@ -161,5 +166,13 @@ mod tests {
             headers.insert(header::AUTHORIZATION, HeaderValue::from_static(value));
             assert_eq!(bearer_matches(&headers, "s3cret"), ok, "{value}");
         }
+    }
+
+    #[test]
+    fn an_empty_token_matches_nothing() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer \t"));
+        assert!(!bearer_matches(&headers, ""));
+        assert!(!bearer_matches(&HeaderMap::new(), ""));
     }
 }
