@@ -43,17 +43,23 @@ impl Constraint {
         if pattern.len() > MAX_PATTERN_LEN {
             return Err(format!("the pattern is {} bytes, over the {MAX_PATTERN_LEN}-byte limit", pattern.len()));
         }
-        let regex = RegexBuilder::new(&format!("^(?:{pattern})$"))
-            .size_limit(MAX_PATTERN_SIZE)
-            .dfa_size_limit(MAX_PATTERN_SIZE)
-            .nest_limit(64)
-            .build()
-            .map_err(|e| match e {
-                regex::Error::CompiledTooBig(_) => {
-                    format!("the pattern compiles to more than {MAX_PATTERN_SIZE} bytes")
-                }
-                other => format!("invalid pattern: {}", one_line(&other.to_string())),
-            })?;
+        let compile = |source: &str| {
+            RegexBuilder::new(source)
+                .size_limit(MAX_PATTERN_SIZE)
+                .dfa_size_limit(MAX_PATTERN_SIZE)
+                .nest_limit(64)
+                .build()
+                .map_err(|e| match e {
+                    regex::Error::CompiledTooBig(_) => {
+                        format!("the pattern compiles to more than {MAX_PATTERN_SIZE} bytes")
+                    }
+                    other => format!("invalid pattern: {}", one_line(&other.to_string())),
+                })
+        };
+        // On its own first: `a)|(.*` is invalid, but wrapped it would compile to
+        // `^(?:a)|(.*)$`, whose second branch is anchored at neither end.
+        compile(pattern)?;
+        let regex = compile(&format!("^(?:{pattern})$"))?;
         Ok(Constraint { pointer: pointer.to_owned(), rule: Rule::Pattern { source: pattern.to_owned(), regex } })
     }
 
@@ -194,6 +200,14 @@ mod tests {
         assert!(c.check(&json!({"id": "notprimary"})).is_err());
         assert!(c.check(&json!({"id": "primary\nx"})).is_err());
         assert!(c.check(&json!({"id": 5})).unwrap_err().contains("must be a string"));
+    }
+
+    #[test]
+    fn a_pattern_that_would_break_out_of_its_anchors_is_invalid() {
+        for pattern in ["a)|(.*", "work)|(?:.*", "x)(y"] {
+            let err = Constraint::pattern("/c", pattern).unwrap_err();
+            assert!(err.starts_with("invalid pattern"), "{pattern}: {err}");
+        }
     }
 
     #[test]

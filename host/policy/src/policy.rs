@@ -179,6 +179,17 @@ fn provider(src: &Source<'_>, key: &str, raw: RawProvider) -> Result<ProviderPol
                 "use the provider's tool name exactly (1 to 128 characters from A-Z, a-z, 0-9, '_', '.', '-')",
             ));
         }
+        // `key` is `providers.<name>`: a rule for `<name>__tool` is for a name the
+        // gateway shows, which is never looked up here, so it would silently never apply.
+        let provider_name = key.strip_prefix("providers.").unwrap_or(key);
+        if let Some(tool) = name.get_ref().strip_prefix(&format!("{provider_name}{}", crate::name::SEPARATOR)) {
+            return Err(src.error(
+                name.span(),
+                &tkey,
+                format!("{:?} is the name the gateway shows, which this rule would never match", name.get_ref()),
+                &format!("write the provider's own tool name: {tool:?}"),
+            ));
+        }
         let mut constraints = Vec::new();
         for (i, c) in t.constraints.into_iter().enumerate() {
             constraints.push(constraint(src, &format!("{tkey}.constraints[{i}]"), c)?);

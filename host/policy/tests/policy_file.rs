@@ -251,6 +251,20 @@ fn a_listed_tool_name_outside_mcp_rules_is_rejected() {
 }
 
 #[test]
+fn a_rule_for_the_prefixed_name_the_gateway_shows_is_rejected() {
+    // `calendar__calendar_delete` is never looked up: with `unlisted = "allow"` the
+    // deny below would silently not apply.
+    let policy = "[providers.calendar]\nunlisted = \"allow\"\n[providers.calendar.tools]\ncalendar__calendar_delete = \"deny\"\n";
+    let (line, key, problem, fix) = invalid(policy);
+    assert_eq!((line, key.as_str()), (4, "providers.calendar.tools.calendar__calendar_delete"));
+    assert!(problem.contains("never match"), "{problem}");
+    assert!(fix.contains("\"calendar_delete\""), "{fix}");
+    // Another provider's prefix is only an odd name, and a name may contain `__`.
+    let other = "[providers.calendar.tools]\nmail__send = \"deny\"\n";
+    assert!(Policy::from_toml(other, "p").is_ok());
+}
+
+#[test]
 fn a_constraint_needs_exactly_one_of_equals_and_pattern() {
     let both = "[providers.c.tools.q]\nverdict = \"allow\"\nconstraints = [{ pointer = \"/a\", equals = 1, pattern = \"x\" }]\n";
     let (line, key, problem, _) = invalid(both);
