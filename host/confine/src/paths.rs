@@ -39,10 +39,17 @@ pub const READ_ONLY: &[&str] = &[
     "/etc/services",
     "/etc/protocols",
     "/etc/mime.types",
-    // TLS trust anchors
-    "/etc/ssl",
+    // TLS trust anchors and settings, and not the private keys kept beside them
+    // (/etc/ssl/private, /etc/pki/tls/private)
+    "/etc/ssl/certs",
+    "/etc/ssl/cert.pem",
+    "/etc/ssl/openssl.cnf",
     "/etc/ca-certificates",
-    "/etc/pki",
+    "/etc/ca-certificates.conf",
+    "/etc/pki/ca-trust",
+    "/etc/pki/tls/certs",
+    "/etc/pki/tls/cert.pem",
+    "/etc/pki/tls/openssl.cnf",
     "/etc/crypto-policies",
 ];
 

@@ -62,7 +62,9 @@ pub(crate) fn build(
 
     let read_exec = AccessFs::from_read(HANDLED_FS);
     let read_only = AccessFs::ReadFile | AccessFs::ReadDir;
-    let read_write = AccessFs::from_all(HANDLED_FS);
+    // Everything but device nodes: with one for the disk, a server that kept CAP_MKNOD
+    // (root, without a user namespace) would read and write the whole file system.
+    let read_write = AccessFs::from_all(HANDLED_FS) & !(AccessFs::MakeBlock | AccessFs::MakeChar);
     created = add_paths(created, std::slice::from_ref(&program.to_path_buf()), read_exec)?;
     created = add_paths(created, &confinement.read_exec, read_exec)?;
     created = add_paths(created, &confinement.read_only, read_only)?;

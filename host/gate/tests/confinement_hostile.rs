@@ -28,6 +28,12 @@ async fn reading_shadow_a_home_key_or_another_providers_directory_is_denied() {
         assert!(detail == "EACCES" || detail == "EISDIR" || detail == "ENOENT", "read {path}: {detail}");
         server.assert_still_serving().await;
     }
+    // TLS trust anchors are granted; the private keys beside them are not.
+    assert!(server.attack("list", json!({"path": "/etc/ssl/certs"})).await.0, "the trust anchors are readable");
+    if std::path::Path::new("/etc/ssl/private").is_dir() {
+        let (ok, detail, _) = server.attack("list", json!({"path": "/etc/ssl/private"})).await;
+        assert!(!ok && detail == "EACCES", "/etc/ssl/private: {detail}");
+    }
     let own = server.workdir().join("mine.txt").display().to_string();
     assert_eq!(server.attack("read", json!({"path": own})).await.1, "my own data", "its own directory is readable");
     server.client.close().await;
@@ -81,6 +87,27 @@ async fn a_granted_tcp_port_is_reachable_and_no_other() {
     assert!(!ok && detail == "EACCES", "another port: {detail}");
     assert_eq!(refused.accept().map(|_| ()).unwrap_err().kind(), ErrorKind::WouldBlock);
     server.client.close().await;
+}
+
+#[tokio::test]
+async fn making_a_device_node_in_its_own_directory_is_denied() {
+    // A TCP grant keeps the host's network, so the server gets no user namespace: run by
+    // root it would keep CAP_MKNOD, and a device node for the disk would open everything.
+    // Landlock refuses the node before the capability is even asked for.
+    let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap().local_addr().unwrap().port();
+    let granted = hostile(|c| c.network(Network::Tcp { connect: vec![port], bind: vec![] })).await;
+    let isolated = hostile(|c| c).await;
+    for server in [&granted, &isolated] {
+        let node = server.workdir().join("disk");
+        let (ok, detail, _) = server.attack("mknod", json!({"path": node})).await;
+        assert!(!ok, "made a device node: {detail}");
+        assert_eq!(detail, "EACCES", "refused by Landlock, whoever runs the server");
+        assert!(!node.exists());
+        assert!(server.attack("write", json!({"path": server.workdir().join("file")})).await.0, "files still may be");
+        server.assert_still_serving().await;
+    }
+    granted.client.close().await;
+    isolated.client.close().await;
 }
 
 #[tokio::test]
