@@ -119,7 +119,9 @@ impl McpProvider {
     }
 
     /// The optional `<provider>.read_resource` tool (see [`resources`](crate::resources)),
-    /// or `None` when the provider has no resources.
+    /// or `None` when the provider has no resources. It is not guarded: behind a guard,
+    /// offer it through `Guard::guard_resource_reads`, which applies the policy's
+    /// `resources` globs, the audit log and result screening to every read.
     ///
     /// # Errors
     ///

@@ -23,7 +23,7 @@ use serde_json::Value;
 use wasmgate_adapter::Offer;
 use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult};
 use wasmgate_audit::{AuditLog, Entry, Event};
-use wasmgate_policy::{InjectionAction, Lock, LockError, Policy, ReviewState, Verdict};
+use wasmgate_policy::{Decision, InjectionAction, Lock, LockError, Policy, ReviewState, Verdict};
 
 use crate::approver::{Approval, ApprovalRequest, Approver, Subject};
 use crate::screen::{Screened, screen};
@@ -117,12 +117,36 @@ impl Guard {
         match self.review_state(&offer) {
             ReviewState::Reviewed => {
                 let spec = offer.tool.spec.clone();
-                let guarded =
-                    Guarded { guard: Arc::clone(self), provider: offer.provider, tool: offer.name, inner: offer.tool };
+                let guarded = Guarded {
+                    guard: Arc::clone(self),
+                    provider: offer.provider,
+                    tool: offer.name,
+                    rules: Rules::Tool,
+                    inner: offer.tool,
+                };
                 Admission::Offered(Tool::new(spec, Arc::new(guarded)))
             }
             state => Admission::Withheld(state),
         }
+    }
+
+    /// Guards the `read_resource` tool of `provider` (`McpProvider::resource_tool`) as
+    /// a tool call is guarded, with the policy's `resources` globs in place of its tool
+    /// rules: a URI no glob of the provider matches, or one with a `..` segment, is
+    /// denied before anything is read; a read is recorded (`requested` and `started`
+    /// durable before it runs, then its outcome) as `resources/read`; and what it
+    /// returns is screened and framed as untrusted data.
+    #[must_use]
+    pub fn guard_resource_reads(self: &Arc<Self>, provider: &str, tool: Tool) -> Tool {
+        let spec = tool.spec.clone();
+        let guarded = Guarded {
+            guard: Arc::clone(self),
+            provider: provider.to_owned(),
+            tool: RESOURCE_READ.to_owned(),
+            rules: Rules::Resources,
+            inner: tool,
+        };
+        Tool::new(spec, Arc::new(guarded))
     }
 
     fn call_id(&self) -> String {
@@ -208,12 +232,25 @@ impl Drop for Access {
     }
 }
 
+/// What a guarded read is recorded as, in the `tool` field of its records.
+const RESOURCE_READ: &str = "resources/read";
+
 struct Guarded {
     guard: Arc<Guard>,
     provider: String,
-    /// The provider's own name for the tool.
+    /// The provider's own name for the tool, or [`RESOURCE_READ`].
     tool: String,
+    rules: Rules,
     inner: Tool,
+}
+
+/// Which rules of the policy decide a guarded tool's calls.
+#[derive(Debug, Clone, Copy)]
+enum Rules {
+    /// The tool's own: its verdict and argument constraints.
+    Tool,
+    /// The provider's `resources` globs, over the call's `uri` argument.
+    Resources,
 }
 
 impl std::fmt::Debug for Guarded {
@@ -233,7 +270,13 @@ impl Guarded {
         let guard = &self.guard;
         let call = guard.call_id();
         let entry = |event| Entry::call(&call, &self.provider, &self.tool, event);
-        let decision = guard.policy.decide(&self.provider, &self.tool, &input);
+        let decision = match self.rules {
+            Rules::Tool => guard.policy.decide(&self.provider, &self.tool, &input),
+            Rules::Resources => match input.get("uri").and_then(Value::as_str) {
+                Some(uri) => guard.policy.decide_read(&self.provider, uri),
+                None => Decision { verdict: Verdict::Deny, reason: "a resource read needs a `uri` string".into() },
+            },
+        };
         let verdict = decision.verdict.as_str().to_owned();
         let arguments = input.clone();
         let mut records = vec![entry(Event::Requested { verdict, reason: decision.reason.clone(), arguments })];

@@ -89,6 +89,23 @@ impl Policy {
         self.providers.iter().filter(|(_, p)| p.allows_resource(uri)).map(|(k, _)| k.as_str()).collect()
     }
 
+    /// Allow or deny (never ask) for reading the resource at `uri` from `provider` through a
+    /// tool: allowed only when one of the provider's `resources` globs matches, and never
+    /// for a URI with a `..` segment ([`climbs`](crate::climbs)).
+    pub fn decide_read(&self, provider: &str, uri: &str) -> Decision {
+        match self.providers.get(provider) {
+            None => Decision::new(Verdict::Deny, "this resource's provider is not in the policy"),
+            Some(_) if crate::climbs(uri) => Decision::new(
+                Verdict::Deny,
+                "the URI has a `..` path segment: resource globs match URIs as written, so such a URI is never read",
+            ),
+            Some(p) if p.allows_resource(uri) => Decision::new(Verdict::Allow, "the policy allows this URI"),
+            Some(_) => {
+                Decision::new(Verdict::Deny, "no `resources` glob of the policy for this provider matches the URI")
+            }
+        }
+    }
+
     /// The verdict for `tool` of `provider` before any argument is seen: the tool's rule,
     /// or the provider's verdict for unlisted tools, or deny for an unknown provider.
     /// Argument constraints may still deny a call the rule allows or asks for.
@@ -187,7 +204,7 @@ fn provider(src: &Source<'_>, key: &str, raw: RawProvider) -> Result<ProviderPol
                 name.span(),
                 &tkey,
                 format!("{:?} is the name the gateway shows, which this rule would never match", name.get_ref()),
-                &format!("write the provider's own tool name: {tool:?}"),
+                format!("write the provider's own tool name: {tool:?}"),
             ));
         }
         let mut constraints = Vec::new();

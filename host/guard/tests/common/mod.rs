@@ -71,6 +71,7 @@ pub fn definition(name: &str, description: &str) -> Value {
 pub const POLICY: &str = r#"
 [providers.calendar]
 injection = "flag"
+resources = ["file:///docs/*"]
 
 [providers.calendar.tools]
 calendar_query = "allow"
@@ -79,6 +80,7 @@ calendar_delete = "deny"
 
 [providers.strict]
 injection = "withhold"
+resources = ["file:///docs/*"]
 
 [providers.strict.tools]
 read = "allow"
