@@ -226,7 +226,7 @@ impl Access {
 impl Drop for Access {
     fn drop(&mut self) {
         if !self.ended {
-            let event = Event::Cancelled { reason: "abandoned by the caller".into() };
+            let event = Event::Cancelled { reason: "abandoned by the caller; remote effects are unknown".into() };
             self.guard.note(Entry::call(&self.call, &self.provider, &self.what, event));
         }
     }
@@ -300,13 +300,22 @@ impl Guarded {
         }
         records.push(entry(Event::Started));
         guard.record(records).await?;
+        // From here the call has started: if this future is dropped before it ends (a
+        // host's timeout, a shutdown), the outcome is recorded as `cancelled` all the same.
+        let outcome = Access {
+            guard: Arc::clone(guard),
+            call: call.clone(),
+            provider: self.provider.clone(),
+            what: self.tool.clone(),
+            ended: false,
+        };
         match self.inner.execute(input.clone(), cancel).await {
             Ok(result) => {
                 let action = guard.policy.provider(&self.provider).map_or(InjectionAction::Flag, |p| p.injection);
                 let Screened { result, event } =
                     screen(&self.provider, &self.tool, result, action, |flags| self.release(&call, &input, flags))
                         .await;
-                guard.note(entry(event));
+                outcome.end(event);
                 Ok(result)
             }
             Err(error) => {
@@ -315,7 +324,7 @@ impl Guarded {
                 } else {
                     Event::Failed { error: error.detail().to_owned() }
                 };
-                guard.note(entry(event));
+                outcome.end(event);
                 Err(error)
             }
         }

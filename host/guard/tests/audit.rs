@@ -45,3 +45,21 @@ async fn the_start_record_is_durable_before_the_call_runs_at_the_cost_of_one_fsy
     let result = guarded.execute(json!({}), CancellationToken::new()).await.unwrap();
     assert!(result.content.contains("started=1 fsyncs=1"), "{}", result.content);
 }
+
+#[tokio::test]
+async fn a_started_call_whose_caller_drops_it_is_recorded_as_cancelled() {
+    // A host may wrap a call in its own timeout, or a server leave it behind at shutdown:
+    // the call may have had effects, so the log must not look as if it crashed.
+    let query = definition("calendar_query", "Lists your events.");
+    let source = Source::new("calendar", vec![query.clone()]);
+    let setup = Setup::new(&[(&source, query.clone())], Arc::new(Unattended));
+    let mut offer = source.offer(&query);
+    offer.tool = Tool::from_fn(offer.tool.spec.clone(), |_, _| std::future::pending());
+    let wasmgate_guard::Admission::Offered(guarded) = setup.guard.admit(offer) else { panic!("reviewed") };
+    let call = guarded.execute(json!({}), CancellationToken::new());
+    let outcome = tokio::time::timeout(std::time::Duration::from_millis(200), call).await;
+    assert!(outcome.is_err(), "the call never answers");
+    assert_eq!(setup.events(), ["requested", "started", "cancelled"]);
+    let reason = setup.records()[2]["reason"].as_str().unwrap().to_owned();
+    assert!(reason.contains("remote effects are unknown"), "{reason}");
+}
