@@ -226,14 +226,7 @@ impl Config {
     ///
     /// A [`PolicyError`] naming the file, the line, the key and the fix.
     pub fn load(path: &Path) -> Result<Config, PolicyError> {
-        let read = |path: &Path| {
-            let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-            if len > MAX_CONFIG_BYTES {
-                return Err(std::io::Error::other(format!("the file is {len} bytes, over {MAX_CONFIG_BYTES}")));
-            }
-            std::fs::read_to_string(path)
-        };
-        let text = read(path).map_err(|source| PolicyError::Read { path: path.to_owned(), source })?;
+        let text = read_bounded(path).map_err(|source| PolicyError::Read { path: path.to_owned(), source })?;
         // `wasmgate.toml` has the parent "", which is not a directory: use ".".
         let base = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let base = std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf());
@@ -291,6 +284,9 @@ impl Config {
             } {
                 return Err(src.error(span, &key, problem, fix));
             }
+            // A bare name is looked up in PATH when the server starts; a path with a
+            // separator is the config file's, like every other path in it.
+            provider.command = provider.command.map(|c| if c.components().count() > 1 { at(c) } else { c });
             provider.component = provider.component.map(at);
             provider.read_exec = provider.read_exec.into_iter().map(at).collect();
             for dir in &mut provider.dirs {
@@ -317,6 +313,18 @@ impl Config {
         }
         Ok(config)
     }
+}
+
+/// The text of a configuration file of at most [`MAX_CONFIG_BYTES`], read with that
+/// bound (not from its metadata: a pipe or a device has no length until read).
+pub(crate) fn read_bounded(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::fs::File::open(path)?.take(MAX_CONFIG_BYTES + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(std::io::Error::other(format!("the file is over {MAX_CONFIG_BYTES} bytes")));
+    }
+    Ok(text)
 }
 
 fn default_state_dir() -> PathBuf {

@@ -26,8 +26,15 @@ struct File {
     mcp_servers: BTreeMap<String, Entry>,
 }
 
+/// One server. Keys wasmgate does not know are refused rather than ignored: a setting
+/// that silently did nothing (a header, a transport type) would leave the server other
+/// than its author meant.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Entry {
+    /// `true` leaves the server out, as the clients that write these files do.
+    #[serde(default)]
+    disabled: bool,
     command: Option<PathBuf>,
     #[serde(default)]
     args: Vec<String>,
@@ -43,7 +50,8 @@ struct Entry {
 /// The file cannot be read or parsed, or an entry is unusable; the error names the file,
 /// the entry and the fix.
 pub fn import(path: &Path, providers: &mut BTreeMap<String, ProviderConfig>) -> Result<(), PolicyError> {
-    let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read { path: path.to_owned(), source })?;
+    let text =
+        crate::config::read_bounded(path).map_err(|source| PolicyError::Read { path: path.to_owned(), source })?;
     let origin = path.display().to_string();
     let src = Source { text: &text, origin: &origin };
     let file: File = serde_json::from_str(&text).map_err(|e| {
@@ -51,6 +59,9 @@ pub fn import(path: &Path, providers: &mut BTreeMap<String, ProviderConfig>) -> 
         src.error(offset..offset, "mcpServers", e.to_string(), "the file must be {\"mcpServers\": {\"name\": {...}}}")
     })?;
     for (name, entry) in file.mcp_servers {
+        if entry.disabled {
+            continue;
+        }
         let at = text.find(&format!("\"{name}\"")).unwrap_or(0);
         let key = format!("mcpServers.{name}");
         let problem = if let Err(e) = validate_provider(&name) {
@@ -71,13 +82,11 @@ pub fn import(path: &Path, providers: &mut BTreeMap<String, ProviderConfig>) -> 
         if let Some((problem, fix)) = problem {
             return Err(src.error(at..at, &key, problem, fix));
         }
-        let provider = ProviderConfig {
-            command: entry.command,
-            args: entry.args,
-            env: entry.env,
-            url: entry.url,
-            ..ProviderConfig::default()
-        };
+        // A command with a separator is the file's, as paths in wasmgate.toml are its.
+        let base = path.parent().unwrap_or(Path::new(""));
+        let command = entry.command.map(|c| if c.components().count() > 1 { base.join(c) } else { c });
+        let provider =
+            ProviderConfig { command, args: entry.args, env: entry.env, url: entry.url, ..ProviderConfig::default() };
         providers.insert(name, provider);
     }
     Ok(())

@@ -97,14 +97,26 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, TransportError> {
     Ok(Spawned { child, confinement, cgroup })
 }
 
-/// A bare command name is looked up in the configured `PATH`, or the gateway's own `PATH`
-/// when none is configured (only for the lookup: the variable is not passed on).
+/// The absolute path of the program to run. A bare command name is looked up in the
+/// configured `PATH`, or the gateway's own `PATH` when none is configured (only for the
+/// lookup: the variable is not passed on), skipping relative entries; any other
+/// relative path is taken from the gateway's current directory. The program must be
+/// absolute because the child runs in its own working directory: `exec` there would find
+/// a different file than the one confinement grants (perhaps one a server wrote into
+/// its own writable directory on an earlier run).
 fn resolve_program(command: &Path, env: &BTreeMap<OsString, OsString>) -> Result<PathBuf, TransportError> {
-    if command.components().count() != 1 || command.is_absolute() {
+    if command.is_absolute() {
         return Ok(command.to_owned());
+    }
+    if command.components().count() != 1 {
+        let here = std::env::current_dir().map_err(|e| {
+            TransportError::Config(format!("command {}: the current directory is unknown: {e}", command.display()))
+        })?;
+        return Ok(here.join(command));
     }
     let path = env.get(OsStr::new("PATH")).cloned().or_else(|| std::env::var_os("PATH")).unwrap_or_default();
     std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join(command))
         .find(|candidate| candidate.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
         .ok_or_else(|| TransportError::Config(format!("command {} not found in PATH", command.display())))
@@ -202,5 +214,38 @@ fn exited(status: std::io::Result<ExitStatus>) -> CloseReason {
     match status {
         Ok(status) => CloseReason::Exited { code: status.code(), signal: status.signal() },
         Err(e) => CloseReason::Io(format!("waiting for the server process: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn the_program_is_always_an_absolute_path() {
+        let here = std::env::current_dir().unwrap();
+        let none = BTreeMap::new();
+        assert_eq!(resolve_program(Path::new("./server"), &none).unwrap(), here.join("./server"));
+        assert_eq!(resolve_program(Path::new("bin/server"), &none).unwrap(), here.join("bin/server"));
+        assert_eq!(resolve_program(Path::new("/usr/bin/env"), &none).unwrap(), Path::new("/usr/bin/env"));
+        // A relative `PATH` entry would be looked up from the child's own directory.
+        let dir = tempfile::tempdir().unwrap();
+        let program = dir.path().join("tool");
+        std::fs::write(&program, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let relative = pathdiff(dir.path(), &here);
+        let env = |path: OsString| BTreeMap::from([(OsString::from("PATH"), path)]);
+        assert!(resolve_program(Path::new("tool"), &env(relative.into_os_string())).is_err());
+        assert_eq!(resolve_program(Path::new("tool"), &env(dir.path().as_os_str().to_owned())).unwrap(), program);
+    }
+
+    /// `to` relative to `from` (both absolute), with `..` as needed.
+    fn pathdiff(to: &Path, from: &Path) -> PathBuf {
+        let ups = from.components().count() - 1;
+        let mut relative: PathBuf = std::iter::repeat_n("..", ups).collect();
+        relative.push(to.strip_prefix("/").unwrap());
+        relative
     }
 }

@@ -82,6 +82,34 @@ fn mcp_servers_json_is_imported_and_checked() {
     std::fs::write(&json, "{\"mcpServers\": {\n  \"My Server\": {\"command\": \"x\"}}}").unwrap();
     let e = parse(&text).unwrap_err().to_string();
     assert!(e.contains(":2:") && e.contains("mcpServers.My Server") && e.contains("rename the entry"), "{e}");
+
+    // A disabled server is left out; a setting wasmgate would not honour is refused.
+    std::fs::write(&json, r#"{"mcpServers": {"off": {"command": "x", "disabled": true}, "on": {"command": "y"}}}"#)
+        .unwrap();
+    let config = parse(&text).unwrap();
+    assert!(!config.providers.contains_key("off") && config.providers.contains_key("on"));
+    std::fs::write(&json, r#"{"mcpServers": {"web": {"url": "http://x/mcp", "headers": {"Authorization": "t"}}}}"#)
+        .unwrap();
+    let e = parse(&text).unwrap_err().to_string();
+    assert!(e.contains("unknown field `headers`"), "{e}");
+
+    // A command with a separator is the file's; a bare one is looked up in PATH.
+    std::fs::write(&json, r#"{"mcpServers": {"local": {"command": "./bin/server"}, "bare": {"command": "node"}}}"#)
+        .unwrap();
+    let config = parse(&text).unwrap();
+    assert_eq!(config.providers["local"].command.as_deref(), Some(dir.path().join("./bin/server").as_path()));
+    assert_eq!(config.providers["bare"].command.as_deref(), Some(Path::new("node")));
+
+    // A file of any length is read only up to the limit (a FIFO or a device has no size).
+    let e = parse("mcp_servers = \"/dev/zero\"\n").unwrap_err().to_string();
+    assert!(e.contains("over 1048576 bytes"), "{e}");
+}
+
+#[test]
+fn a_relative_command_with_a_separator_is_the_config_files() {
+    let config = parse("[providers.a]\ncommand = \"./server\"\n[providers.b]\ncommand = \"python3\"\n").unwrap();
+    assert_eq!(config.providers["a"].command.as_deref(), Some(Path::new("/etc/wg/./server")));
+    assert_eq!(config.providers["b"].command.as_deref(), Some(Path::new("python3")), "looked up in PATH");
 }
 
 #[test]
