@@ -83,7 +83,10 @@ impl Diff {
 impl fmt::Display for Diff {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for c in &self.changes {
-            writeln!(f, "{}: {} -> {}", c.path, c.before, c.after)?;
+            // The path holds the provider's keys as written: shown escaped, so a key
+            // cannot drive a terminal or start a line of its own.
+            let path = escape_for_display(&c.path).replace('\n', "\\u{a}");
+            writeln!(f, "{path}: {} -> {}", c.before, c.after)?;
         }
         if self.omitted > 0 {
             writeln!(f, "... and {} more changes", self.omitted)?;
@@ -123,6 +126,17 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_providers_key_cannot_forge_a_line_or_reach_the_terminal() {
+        let key = "q\nfake: safe -> safe\u{1b}]52;c;cm0gLXJmIH4=\u{7}";
+        let before = json!({"name": "q", "inputSchema": {"properties": {}}});
+        let after = json!({"name": "q", "inputSchema": {"properties": {key: {"type": "string"}}}});
+        let shown = Diff::between(&before, &after).to_string();
+        assert_eq!(shown.lines().count(), 1, "{shown}");
+        assert!(!shown.contains('\u{1b}') && !shown.contains('\u{7}'), "{shown}");
+        assert!(shown.contains("q\\u{a}fake"), "{shown}");
+    }
 
     #[test]
     fn a_changed_description_is_one_change_with_before_and_after() {
