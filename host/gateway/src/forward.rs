@@ -32,7 +32,7 @@ use wasmgate_guard::Guard;
 use wasmgate_guard::screen::{Screened, screen};
 use wasmgate_policy::{InjectionAction, ProviderPolicy, detect, prefixed_name, sanitize, split_prefixed};
 use wasmgate_protocol::server::{CompleteParams, CompletionRef, GetPromptParams, MAX_COMPLETION_VALUES};
-use wasmgate_protocol::{CompleteRequest, ResourceContents};
+use wasmgate_protocol::{CompleteRequest, PromptArgument, ResourceContents};
 use wasmgate_server::{Completion, Offers, Prompt, Refusal};
 
 /// The most characters of a title or description served.
@@ -194,19 +194,10 @@ impl Forwarder {
                     let mut entry = Map::new();
                     entry.insert("name".into(), Value::String(exposed));
                     titled(&mut entry, p.title.as_deref(), p.description.as_deref());
-                    let arguments = p
-                        .arguments
-                        .iter()
-                        .map(|a| {
-                            let mut arg = Map::new();
-                            arg.insert("name".into(), Value::String(a.name.clone()));
-                            if let Some(text) = a.description.as_deref().and_then(describe) {
-                                arg.insert("description".into(), Value::String(text));
-                            }
-                            arg.insert("required".into(), Value::Bool(a.required));
-                            Value::Object(arg)
-                        })
-                        .collect();
+                    let Some(arguments) = prompt_arguments(&p.arguments) else {
+                        tracing::warn!(provider = name, "a prompt whose argument names are not plain was left out");
+                        return None;
+                    };
                     entry.insert("arguments".into(), Value::Array(arguments));
                     Some(Value::Object(entry))
                 })),
@@ -303,6 +294,42 @@ impl Forwarder {
 /// `text` sanitized (control, escape, invisible and bidi characters removed) and capped.
 fn clean(text: &str) -> String {
     sanitize(text).text.chars().take(MAX_DESCRIPTION_CHARS).collect()
+}
+
+/// Longest prompt argument name served, in characters.
+const MAX_ARGUMENT_NAME_CHARS: usize = 64;
+
+/// A prompt's arguments as served, or `None` when a name is not plain (empty, long, or
+/// changed by cleaning). A name cannot be cleaned like a description: the client sends
+/// it back to fill the prompt, so the prompt is left out instead.
+fn prompt_arguments(arguments: &[PromptArgument]) -> Option<Vec<Value>> {
+    arguments
+        .iter()
+        .map(|a| {
+            let plain = (1..=MAX_ARGUMENT_NAME_CHARS).contains(&a.name.chars().count()) && clean(&a.name) == a.name;
+            if !plain {
+                return None;
+            }
+            let mut arg = Map::new();
+            arg.insert("name".into(), Value::String(a.name.clone()));
+            if let Some(text) = a.description.as_deref().and_then(describe) {
+                arg.insert("description".into(), Value::String(text));
+            }
+            arg.insert("required".into(), Value::Bool(a.required));
+            Some(Value::Object(arg))
+        })
+        .collect()
+}
+
+/// A prompt's `resource_link` as served: its name cleaned, and its URI kept only when
+/// cleaning would not change it (the client may read it back, so it is not rewritten).
+fn resource_link(block: &Value) -> Value {
+    let uri = block.get("uri").and_then(Value::as_str).unwrap_or_default();
+    if uri.is_empty() || clean(uri) != uri {
+        return json!({ "type": "text", "text": UNKNOWN_CONTENT });
+    }
+    let name = block.get("name").and_then(Value::as_str).map(clean).unwrap_or_default();
+    json!({ "type": "resource_link", "uri": uri, "name": name })
 }
 
 /// A title or description as served: cleaned, or left out when empty or when it reads
@@ -403,11 +430,7 @@ impl Screening {
                 }
                 _ => json!({ "type": "text", "text": UNKNOWN_CONTENT }),
             },
-            "resource_link" => {
-                let uri = block.get("uri").and_then(Value::as_str).unwrap_or_default();
-                let name = block.get("name").and_then(Value::as_str).map(clean).unwrap_or_default();
-                json!({ "type": "resource_link", "uri": uri, "name": name })
-            }
+            "resource_link" => resource_link(&block),
             _ => json!({ "type": "text", "text": UNKNOWN_CONTENT }),
         }
     }
@@ -421,6 +444,39 @@ impl Screening {
             Event::Withheld { reason: "instruction-like content".into(), flags }
         } else {
             Event::Finished { is_error: false, flags }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn argument(name: &str) -> PromptArgument {
+        let raw = json!({"name": name, "description": "d", "required": true});
+        PromptArgument { name: name.into(), title: None, description: Some("d".into()), required: true, raw }
+    }
+
+    #[test]
+    fn a_prompt_with_an_argument_name_that_is_not_plain_is_left_out() {
+        let served = prompt_arguments(&[argument("city"), argument("start_date")]).unwrap();
+        assert_eq!(served[1], json!({"name": "start_date", "description": "d", "required": true}));
+        for bad in ["", "city\u{202e}", "a\u{1b}[2Jb", "x\u{200b}", &"n".repeat(65)] {
+            assert!(prompt_arguments(&[argument("city"), argument(bad)]).is_none(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_resource_link_keeps_only_a_plain_uri() {
+        let link = |uri: &str| resource_link(&json!({"type": "resource_link", "uri": uri, "name": "n\u{202e}"}));
+        assert_eq!(
+            link("file:///docs/a.md"),
+            json!({"type": "resource_link", "uri": "file:///docs/a.md", "name": "n"})
+        );
+        for bad in ["", "file:///docs/\u{202e}dm.exe", "file:///a\u{1b}[2J"] {
+            assert_eq!(link(bad), json!({"type": "text", "text": UNKNOWN_CONTENT}), "{bad:?}");
         }
     }
 }
