@@ -28,13 +28,18 @@ pub const fn is_invisible(c: char) -> bool {
         | 0x2060..=0x206F
         // Hangul filler, byte order mark, halfwidth Hangul filler.
         | 0x3164 | 0xFEFF | 0xFFA0
-        // Interlinear annotation controls.
-        | 0xFFF9..=0xFFFB
+        // Variation selectors 1 to 16: sixteen invisible symbols are a hex digit each, a
+        // covert channel as good as the supplement's. (The host's sanitizer keeps VS15
+        // and VS16 right after an emoji, where they choose its presentation.)
+        | 0xFE00..=0xFE0F
+        // Unassigned default-ignorables, then the interlinear annotation controls.
+        | 0xFFF0..=0xFFFB
         // Shorthand format controls, musical symbol format controls.
         | 0x1BCA0..=0x1BCA3 | 0x1D173..=0x1D17A
-        // Tag characters (invisible ASCII look-alikes used to smuggle instructions) and
-        // the variation selectors supplement, another covert channel.
-        | 0xE0000..=0xE007F | 0xE0100..=0xE01EF)
+        // Tag characters (invisible ASCII look-alikes used to smuggle instructions), the
+        // variation selectors supplement, another covert channel, and the unassigned
+        // default-ignorable code points around them, which render as nothing too.
+        | 0xE0000..=0xE0FFF)
 }
 
 #[cfg(test)]
@@ -54,14 +59,19 @@ mod tests {
             (0x202A, 0x202E),
             (0x2060, 0x206F),
             (0x3164, 0x3164),
+            (0xFE00, 0xFE0F),
             (0xFEFF, 0xFEFF),
             (0xFFA0, 0xFFA0),
-            (0xFFF9, 0xFFFB),
+            (0xFFF0, 0xFFFB),
             (0x1BCA0, 0x1BCA3),
             (0x1D173, 0x1D17A),
-            (0xE0000, 0xE007F),
-            (0xE0100, 0xE01EF),
+            (0xE0000, 0xE0FFF),
         ];
+        // Every Default_Ignorable_Code_Point of Unicode 16 but the plain controls the
+        // sanitizer handles on its own terms.
+        for c in [0x00AD, 0xFE0F, 0xFFF0, 0xE0080, 0xE01F0, 0xE0FFF] {
+            assert!(is_invisible(char::from_u32(c).unwrap_or('x')), "U+{c:04X}");
+        }
         for (first, last) in ranges {
             for c in [first, last] {
                 assert!(is_invisible(char::from_u32(c).unwrap_or('x')), "U+{c:04X}");

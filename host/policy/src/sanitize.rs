@@ -5,7 +5,9 @@
 //!
 //! `\r\n` and a lone `\r` become `\n`, so a carriage return cannot overwrite a line on a terminal.
 //! A zero-width joiner between two emoji is kept (it is how family and profession emoji are
-//! written), everywhere else it is removed like the other invisible characters.
+//! written), and so is a text or emoji presentation selector (VS15, VS16) right after an
+//! emoji; everywhere else they are removed like the other invisible characters, the other
+//! variation selectors always: sixteen invisible symbols can spell out a hidden message.
 
 /// Text after [`sanitize`], with counts of what was removed (the detector reports them).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -53,6 +55,8 @@ pub fn sanitize(text: &str) -> Sanitized {
                 }
             }
             '\u{200d}' if is_emoji(out.text.chars().last()) && is_emoji(chars.get(i + 1).copied()) => out.text.push(c),
+            // Text or emoji presentation of the emoji just before (❤️): kept there only.
+            '\u{fe0e}' | '\u{fe0f}' if is_emoji(out.text.chars().last()) => out.text.push(c),
             c if is_invisible(c) => out.invisible += 1,
             c if is_control(c) => out.controls += 1,
             c => out.text.push(c),
@@ -154,6 +158,19 @@ mod tests {
         let s = sanitize(&format!("pay\u{200b}pal \u{202e}txt.exe\u{202c} \u{2066}x\u{2069} \u{feff}{hidden}"));
         assert_eq!(s.text, "paypal txt.exe x ");
         assert_eq!(s.invisible, 6 + 6);
+    }
+
+    #[test]
+    fn variation_selectors_go_but_an_emojis_presentation_stays() {
+        // One hex digit per selector: "hi" hidden after a visible word.
+        let hidden = "ok\u{fe06}\u{fe08}\u{fe06}\u{fe09}";
+        let s = sanitize(hidden);
+        assert_eq!((s.text.as_str(), s.invisible), ("ok", 4));
+        assert_eq!(sanitize("\u{2764}\u{fe0f} and \u{263a}\u{fe0e}").text, "\u{2764}\u{fe0f} and \u{263a}\u{fe0e}");
+        let s = sanitize("a\u{fe0f}\u{2764}\u{fe0f}\u{fe0f}");
+        assert_eq!((s.text.as_str(), s.invisible), ("a\u{2764}\u{fe0f}", 2));
+        // Unassigned default-ignorables render as nothing too.
+        assert_eq!(sanitize("x\u{e0080}\u{e01f0}\u{fff0}y").text, "xy");
     }
 
     #[test]
