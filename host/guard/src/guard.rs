@@ -97,17 +97,20 @@ impl Guard {
         self.lock.read().unwrap_or_else(PoisonError::into_inner).status(&offer.provider, &offer.definition)
     }
 
-    /// Records `offer`'s definition as reviewed, and saves the lock file.
+    /// Records `offer`'s definition as reviewed, and saves the lock file. The tool is
+    /// admitted only once the file is saved: a failed save changes nothing.
     ///
     /// # Errors
     ///
     /// The lock's, when the definition cannot be pinned or the file written.
     pub fn approve_definition(&self, offer: &Offer) -> Result<String, LockError> {
         let mut lock = self.lock.write().unwrap_or_else(PoisonError::into_inner);
-        let hash = lock.approve(&offer.provider, &offer.definition)?;
+        let mut approved = lock.clone();
+        let hash = approved.approve(&offer.provider, &offer.definition)?;
         if let Some(path) = &self.lock_path {
-            lock.save(path)?;
+            approved.save(path)?;
         }
+        *lock = approved;
         Ok(hash)
     }
 

@@ -55,6 +55,21 @@ async fn a_rug_pull_after_review_withholds_the_tool_and_records_what_changed() {
 }
 
 #[tokio::test]
+async fn an_approval_that_cannot_be_saved_admits_nothing() {
+    let query = definition("calendar_query", "Lists your events.");
+    let source = Source::new("calendar", vec![query]);
+    let setup = Setup::new(&[], Arc::new(Unattended));
+    // A directory where the lock file goes: saving it fails.
+    std::fs::create_dir(setup.dir.path().join("wasmgate.lock")).unwrap();
+    let toolset = setup.toolset(std::slice::from_ref(&source));
+    assert!(toolset.current().await.is_empty());
+    let withheld = toolset.withheld();
+    assert!(setup.guard.approve_definition(&withheld[0].offer).is_err());
+    assert!(toolset.current().await.is_empty(), "not reviewed, since the review was not saved");
+    assert_eq!(setup.guard.review_state(&withheld[0].offer), ReviewState::New);
+}
+
+#[tokio::test]
 async fn a_tool_that_keeps_changing_is_recorded_once_per_recent_definition() {
     let query = definition("calendar_query", "Lists your events.");
     let source = Source::new("calendar", vec![query.clone()]);
