@@ -344,10 +344,14 @@ impl Guarded {
         }
     }
 
-    /// Asks whether a flagged result may be shown.
+    /// Asks whether a flagged result may be shown, and records the answer: an
+    /// `approval` after `started` is about the result, not the call.
     async fn release(&self, call: &str, input: &Value, flags: Vec<String>) -> bool {
         let reason = "the result looks like it carries instructions, and the policy asks before showing it";
         let request = self.request(call, input, reason, Subject::Release { flags });
-        self.guard.approver.approve(&request).await == Approval::Approved
+        let approved = self.guard.approver.approve(&request).await == Approval::Approved;
+        let approver = self.guard.approver.name().to_owned();
+        self.guard.note(Entry::call(call, &self.provider, &self.tool, Event::Approval { approved, approver }));
+        approved
     }
 }

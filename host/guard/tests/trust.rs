@@ -212,6 +212,11 @@ async fn results_are_framed_and_injection_is_flagged_withheld_or_asked_per_polic
     let records = setup.records();
     let outcome: Vec<_> = records.iter().filter(|r| r["event"] == "finished" || r["event"] == "withheld").collect();
     assert_eq!(outcome.len(), 3);
+    // The release is on record: an approval after the start is the result's.
+    let careful: Vec<_> =
+        records.iter().filter(|r| r["provider"] == "careful").map(|r| r["event"].as_str().unwrap()).collect();
+    assert_eq!(careful, ["requested", "started", "approval", "finished"]);
+    assert!(records.iter().any(|r| r["provider"] == "careful" && r["approved"] == true && r["approver"] == "yes"));
     assert!(outcome.iter().all(|r| !r["flags"].as_array().unwrap().is_empty()), "{outcome:?}");
 }
 
