@@ -57,12 +57,13 @@ pub(crate) mod slot {
     pub(crate) const LANDLOCK_ABI: usize = 6;
     pub(crate) const FAILED: usize = 7;
     pub(crate) const ERRNO: usize = 8;
+    pub(crate) const CAPABILITIES: usize = 12;
 }
 
 /// The status record: one byte per step (0 not tried, 1 done, 2 failed; the namespace
 /// step: 1 user and network namespace, 3 network namespace only), the enforced Landlock
-/// ABI, the step that stopped the spawn, and its errno.
-pub(crate) type Record = [u8; 12];
+/// ABI, the step that stopped the spawn, its errno (four bytes), and the capabilities step.
+pub(crate) type Record = [u8; 13];
 pub(crate) const MAGIC: u8 = b'W';
 pub(crate) const DONE: u8 = 1;
 pub(crate) const FAILED: u8 = 2;
@@ -82,12 +83,12 @@ impl ChildPlan {
     }
 
     fn run(&mut self) -> io::Result<()> {
-        let mut record: Record = [0; 12];
+        let mut record: Record = [0; 13];
         record[slot::MAGIC] = MAGIC;
         let outcome = self.steps(&mut record);
         if let Err(e) = &outcome {
             let errno = e.raw_os_error().unwrap_or(0);
-            record[slot::ERRNO..].copy_from_slice(&errno.to_le_bytes());
+            record[slot::ERRNO..slot::CAPABILITIES].copy_from_slice(&errno.to_le_bytes());
         }
         // A lost record reads as "nothing applied" in the parent, which fails safe.
         let _ = rustix::io::write(&self.status, &record);
@@ -140,6 +141,12 @@ impl ChildPlan {
                 Err(_) => self.stop(record, slot::LANDLOCK_ABI, io::Error::last_os_error())?,
             }
         }
+        if let Err(e) = drop_capabilities() {
+            record[slot::CAPABILITIES] = FAILED;
+            self.stop(record, slot::CAPABILITIES, e)?;
+        } else {
+            record[slot::CAPABILITIES] = DONE;
+        }
         // Dies with the gateway: a gateway killed with SIGKILL runs no cleanup, and its
         // servers must not outlive it. Last, because a change of credentials (entering a
         // user namespace) clears the setting; the signal follows the forking thread, a
@@ -160,6 +167,31 @@ impl ChildPlan {
         }
         Ok(())
     }
+}
+
+/// Leaves the server no capability. Outside a user namespace of its own a root gateway's
+/// child holds all of root's (`CAP_SYS_ADMIN`, `CAP_NET_RAW`, `CAP_SYS_MODULE`, ...), and
+/// `exec` gives a root process every capability of its bounding set whatever it held
+/// before: so the ambient set is cleared, every capability leaves the bounding set, and
+/// the three sets are emptied. A child without capabilities and not root has nothing to
+/// drop (and could not: emptying the bounding set needs `CAP_SETPCAP`). Allocation-free.
+fn drop_capabilities() -> io::Result<()> {
+    use rustix::thread::{CapabilitySet, CapabilitySets, capabilities, set_capabilities};
+    let held = capabilities(None)?;
+    if held.permitted.is_empty() && !rustix::process::geteuid().is_root() && !getuid().is_root() {
+        return Ok(());
+    }
+    rustix::thread::clear_ambient_capability_set()?;
+    for bit in 0..u64::BITS {
+        match rustix::thread::remove_capability_from_bounding_set(CapabilitySet::from_bits_retain(1 << bit)) {
+            // Past the kernel's last capability.
+            Ok(()) | Err(rustix::io::Errno::INVAL) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let none = CapabilitySet::empty();
+    set_capabilities(None, CapabilitySets { effective: none, permitted: none, inheritable: none })?;
+    Ok(())
 }
 
 fn effective_abi(status: LandlockStatus) -> u8 {

@@ -24,6 +24,8 @@ pub enum Mechanism {
     NetworkNamespace,
     /// `prctl(PR_SET_NO_NEW_PRIVS)`.
     NoNewPrivs,
+    /// No capabilities: the ambient and bounding sets and the three process sets emptied.
+    Capabilities,
     /// `setrlimit` of memory, CPU, open files and file size.
     ResourceLimits,
     /// A bound on the number of processes (a `pids` cgroup or `RLIMIT_NPROC`).
@@ -39,6 +41,7 @@ impl fmt::Display for Mechanism {
             Self::LandlockMinimumAbi => "the Landlock ABI the policy asks for",
             Self::NetworkNamespace => "a network namespace",
             Self::NoNewPrivs => "no_new_privs",
+            Self::Capabilities => "dropping every capability",
             Self::ResourceLimits => "resource limits",
             Self::ProcessCount => "a process count limit",
         })
@@ -72,6 +75,8 @@ pub struct ConfinementReport {
     pub user_namespace: bool,
     /// Whether `no_new_privs` is set.
     pub no_new_privs: bool,
+    /// Whether the process was left no capability (nothing to drop counts as done).
+    pub capabilities_dropped: bool,
     /// Whether the resource limits were applied.
     pub resource_limits: bool,
     /// What bounds the number of processes.
@@ -95,6 +100,7 @@ impl ConfinementReport {
             (Mechanism::LandlockMinimumAbi, self.landlock_abi >= self.wanted_landlock_abi),
             (Mechanism::NetworkNamespace, !self.wants_namespace || self.network_namespace),
             (Mechanism::NoNewPrivs, self.no_new_privs),
+            (Mechanism::Capabilities, self.capabilities_dropped),
             (Mechanism::ResourceLimits, self.resource_limits),
             (Mechanism::ProcessCount, !self.wants_process_bound || self.processes != ProcessBound::None),
         ];

@@ -108,10 +108,10 @@ impl Prepared {
     /// [`ConfinementError::Unavailable`] when the child stopped because a required
     /// mechanism failed.
     pub fn finish(self, spawn_error: Option<&io::Error>) -> Result<Confined, ConfinementError> {
-        let mut record: Record = [0; 12];
+        let mut record: Record = [0; 13];
         let read = rustix::io::read(&self.status, &mut record).unwrap_or(0);
         if read != record.len() || record[slot::MAGIC] != MAGIC {
-            record = [0; 12];
+            record = [0; 13];
         }
         if let Some(error) = spawn_error {
             let step = usize::from(record[slot::FAILED]);
@@ -120,6 +120,7 @@ impl Prepared {
                 let mechanism = match step {
                     slot::LIMITS => Mechanism::ResourceLimits,
                     slot::NO_NEW_PRIVS => Mechanism::NoNewPrivs,
+                    slot::CAPABILITIES => Mechanism::Capabilities,
                     _ => Mechanism::LandlockFilesystem,
                 };
                 let detail = format!("the kernel refused it ({})", Errno::from_raw_os_error(errno));
@@ -148,6 +149,7 @@ impl Prepared {
             network_namespace: namespace == DONE || namespace == NETNS_ONLY,
             user_namespace: namespace == DONE,
             no_new_privs: record[slot::NO_NEW_PRIVS] == DONE,
+            capabilities_dropped: record[slot::CAPABILITIES] == DONE,
             resource_limits: record[slot::LIMITS] == DONE,
             processes,
             wants_namespace: self.wants_namespace,

@@ -111,6 +111,24 @@ async fn making_a_device_node_in_its_own_directory_is_denied() {
 }
 
 #[tokio::test]
+async fn a_server_holds_no_capability_even_when_started_by_root() {
+    // Without a user namespace (a TCP grant), a root gateway's server would hold all of
+    // root's capabilities; CAP_NET_RAW alone opens raw sockets, which Landlock's TCP
+    // rules do not cover.
+    let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap().local_addr().unwrap().port();
+    let granted = hostile(|c| c.network(Network::Tcp { connect: vec![port], bind: vec![] })).await;
+    let isolated = hostile(|c| c).await;
+    for server in [&granted, &isolated] {
+        assert!(server.report.as_ref().unwrap().capabilities_dropped, "{:?}", server.report);
+        let (ok, detail, _) = server.attack("raw_socket", json!({})).await;
+        assert!(!ok && detail == "EPERM", "raw socket: {detail}");
+        server.assert_still_serving().await;
+    }
+    granted.client.close().await;
+    isolated.client.close().await;
+}
+
+#[tokio::test]
 async fn an_unbounded_fork_stops_at_the_process_limit_and_its_children_die_with_the_server() {
     let limits = ResourceLimits { processes: Some(16), ..ResourceLimits::default() };
     let server = hostile(|c| c.limits(limits)).await;
