@@ -103,16 +103,32 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     // the client's user is asked when the client can elicit (input_required on
     // 2026-07-28, elicitation/create on a handshake-era stdio connection), and
     // otherwise `ask` is denied.
-    let gateway = args.config.start(Arc::new(CallerApprover::new(Arc::new(Unattended)))).await?;
-    let backend = gateway.backend();
-    let config = ServerConfig::new(ServerIdentity::new("wasmgate", env!("CARGO_PKG_VERSION")));
-    let shutdown = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let served = match args.http {
+    // Bound before any provider starts: a taken address fails here, with nothing to stop.
+    let listener = match args.http {
         Some(addr) => {
             let listener =
                 tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+            let bound = listener.local_addr().context("the listener has no address")?;
+            Some((listener, bound))
+        }
+        None => None,
+    };
+    // Installed before any provider starts too, so a SIGTERM is never the default exit.
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("cannot watch for SIGTERM")?;
+    let gateway = args.config.start(Arc::new(CallerApprover::new(Arc::new(Unattended)))).await?;
+    let backend = gateway.backend();
+    let config = ServerConfig::new(ServerIdentity::new("wasmgate", env!("CARGO_PKG_VERSION")));
+    // SIGINT or SIGTERM: stop taking requests, finish what runs within the grace period,
+    // and close every provider (their process groups and cgroups too) before exiting.
+    let shutdown = async move {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
+    };
+    let served = match listener {
+        Some((listener, bound)) => {
             let defaults = HttpConfig::new();
             let http = HttpConfig {
                 bearer_token: token,
@@ -120,7 +136,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 per_client_concurrency: args.per_client_requests.unwrap_or(defaults.per_client_concurrency),
                 ..defaults
             };
-            eprintln!("wasmgate: serving MCP on http://{}{}", listener.local_addr()?, http.path);
+            eprintln!("wasmgate: serving MCP on http://{bound}{}", http.path);
             serve_http(backend, listener, config, http, shutdown).await
         }
         None => {

@@ -87,6 +87,37 @@ fn http_on_a_public_address_without_a_token_is_refused() {
 }
 
 #[test]
+fn sigterm_closes_the_gateway_and_its_providers_and_exits_cleanly() {
+    let dir = setup();
+    let (mut served, _url) = serve_http(dir.path(), &[]);
+    let pid = served.0.id().to_string();
+    let sent = std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(sent.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = served.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "still running 60 s after SIGTERM");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    // Killed by the signal's default action, it would have no exit code.
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
+
+#[test]
+fn a_taken_address_fails_before_any_provider_starts() {
+    let dir = setup();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = wasmgate(dir.path(), &["serve", "--http", &addr]);
+    assert!(!out.status.success());
+    let message = stderr(&out);
+    assert!(message.contains(&format!("cannot listen on {addr}")), "{message}");
+    assert!(!dir.path().join("state/providers/echo").exists(), "no provider was started: {message}");
+}
+
+#[test]
 fn a_bearer_token_that_is_empty_or_short_is_refused() {
     let dir = setup();
     for token in ["", "   ", "short-token"] {
