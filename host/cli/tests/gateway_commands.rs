@@ -76,3 +76,23 @@ fn a_wrong_configuration_names_the_file_the_line_and_the_fix() {
     let e = stderr(&out);
     assert!(e.contains("wasmgate.toml:1:") && e.contains("exactly one of") && e.contains("fix:"), "{e}");
 }
+
+#[test]
+fn a_relative_xdg_state_home_is_ignored_and_the_state_goes_beside_the_config() {
+    let dir = setup();
+    let config = dir.path().join("wasmgate.toml");
+    let text = std::fs::read_to_string(&config).unwrap().replace("state_dir = \"state\"\n", "");
+    std::fs::write(&config, text).unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = common::command(dir.path())
+        .current_dir(elsewhere.path())
+        .env("XDG_STATE_HOME", "relative-state")
+        .env("HOME", "relative-home")
+        .arg("tools")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(dir.path().join("state/audit.jsonl").is_file(), "the state is beside wasmgate.toml");
+    let strays: Vec<_> = std::fs::read_dir(elsewhere.path()).unwrap().collect();
+    assert!(strays.is_empty(), "nothing was made where the gateway was started: {strays:?}");
+}

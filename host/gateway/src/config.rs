@@ -238,7 +238,10 @@ impl Config {
         let src = Source { text, origin };
         let raw: RawConfig = toml::from_str(text).map_err(|e| src.toml_error(&e))?;
         let at = |p: PathBuf| if p.is_absolute() { p } else { base.join(p) };
-        let state_dir = raw.state_dir.map(at).unwrap_or_else(default_state_dir);
+        // Without a usable default, beside the config file: never wherever the gateway
+        // happens to be started.
+        let state_dir =
+            raw.state_dir.map(at).unwrap_or_else(|| default_state_dir().unwrap_or_else(|| at("state".into())));
         let durability = match raw.audit.durability {
             None => Durability::EveryCall,
             Some(d) => match d.get_ref().as_str() {
@@ -327,11 +330,13 @@ pub(crate) fn read_bounded(path: &Path) -> std::io::Result<String> {
     Ok(text)
 }
 
-fn default_state_dir() -> PathBuf {
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local").join("state")));
-    base.unwrap_or_else(|| PathBuf::from(".")).join("wasmgate")
+/// `$XDG_STATE_HOME/wasmgate`, or `$HOME/.local/state/wasmgate`. A relative value is
+/// ignored, as the XDG base directory specification says: it would name a different
+/// directory from each place the gateway is started.
+fn default_state_dir() -> Option<PathBuf> {
+    let absolute = |var: &str| std::env::var_os(var).map(PathBuf::from).filter(|p| p.is_absolute());
+    let base = absolute("XDG_STATE_HOME").or_else(|| absolute("HOME").map(|home| home.join(".local").join("state")));
+    base.map(|base| base.join("wasmgate"))
 }
 
 #[cfg(test)]
