@@ -189,7 +189,7 @@ fn a_hundred_megabytes_of_text_cannot_even_be_built_under_the_default_memory_cap
 fn a_hundred_megabytes_of_text_is_refused_by_the_host_before_it_is_copied() {
     let sandbox = sandbox();
     let limits = Limits { memory_bytes: 256 << 20, deadline: Duration::from_secs(10), ..Limits::default() };
-    assert_eq!(limits.transfer_bytes(), (1 << 20) + TRANSFER_SLACK);
+    assert_eq!(limits.transfer_bytes(), (2 << 20) + TRANSFER_SLACK);
     let result = format(&load(&sandbox, hostile::HUGE_OUTPUT, limits.clone()), request("x"));
     assert!(
         matches!(result, Err(SandboxError::TransferTooLarge { limit }) if limit == limits.transfer_bytes()),

@@ -29,8 +29,8 @@ pub const fn is_invisible(c: char) -> bool {
         // Hangul filler, byte order mark, halfwidth Hangul filler.
         | 0x3164 | 0xFEFF | 0xFFA0
         // Variation selectors 1 to 16: sixteen invisible symbols are a hex digit each, a
-        // covert channel as good as the supplement's. (The host's sanitizer keeps VS15
-        // and VS16 right after an emoji, where they choose its presentation.)
+        // covert channel as good as the supplement's. (The host's sanitizer keeps one VS15
+        // or VS16 right after a visible character, where it chooses its presentation.)
         | 0xFE00..=0xFE0F
         // Unassigned default-ignorables, then the interlinear annotation controls.
         | 0xFFF0..=0xFFFB

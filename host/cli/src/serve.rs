@@ -116,7 +116,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     // Installed before any provider starts too, so a SIGTERM is never the default exit.
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("cannot watch for SIGTERM")?;
-    let gateway = args.config.start(Arc::new(CallerApprover::new(Arc::new(Unattended)))).await?;
+    // A SIGTERM while providers start stops there: those started so far are dropped,
+    // which kills their processes and cgroups.
+    let gateway = tokio::select! {
+        started = args.config.start(Arc::new(CallerApprover::new(Arc::new(Unattended)))) => started?,
+        _ = terminate.recv() => bail!("stopped by SIGTERM while starting the providers"),
+    };
     let backend = gateway.backend();
     let config = ServerConfig::new(ServerIdentity::new("wasmgate", env!("CARGO_PKG_VERSION")));
     // SIGINT or SIGTERM: stop taking requests, finish what runs within the grace period,

@@ -171,10 +171,11 @@ impl ChildPlan {
 
 /// Leaves the server no capability. Outside a user namespace of its own a root gateway's
 /// child holds all of root's (`CAP_SYS_ADMIN`, `CAP_NET_RAW`, `CAP_SYS_MODULE`, ...), and
-/// `exec` gives a root process every capability of its bounding set whatever it held
-/// before: so the ambient set is cleared, every capability leaves the bounding set, and
-/// the three sets are emptied. A child without capabilities and not root has nothing to
-/// drop (and could not: emptying the bounding set needs `CAP_SETPCAP`). Allocation-free.
+/// a non-root gateway may hold ambient ones (`CAP_NET_BIND_SERVICE` from systemd). So the
+/// ambient set is cleared and the three sets are emptied; with `no_new_privs` already set,
+/// `exec` then grants nothing (the kernel caps what it would give root at the permitted
+/// set held before). Where the child may (`CAP_SETPCAP`), the bounding set is emptied too.
+/// A child without capabilities and not root has nothing to drop. Allocation-free.
 fn drop_capabilities() -> io::Result<()> {
     use rustix::thread::{CapabilitySet, CapabilitySets, capabilities, set_capabilities};
     let held = capabilities(None)?;
@@ -182,11 +183,13 @@ fn drop_capabilities() -> io::Result<()> {
         return Ok(());
     }
     rustix::thread::clear_ambient_capability_set()?;
-    for bit in 0..u64::BITS {
-        match rustix::thread::remove_capability_from_bounding_set(CapabilitySet::from_bits_retain(1 << bit)) {
-            // Past the kernel's last capability.
-            Ok(()) | Err(rustix::io::Errno::INVAL) => {}
-            Err(e) => return Err(e.into()),
+    if held.effective.contains(CapabilitySet::SETPCAP) {
+        for bit in 0..u64::BITS {
+            match rustix::thread::remove_capability_from_bounding_set(CapabilitySet::from_bits_retain(1 << bit)) {
+                // Past the kernel's last capability.
+                Ok(()) | Err(rustix::io::Errno::INVAL) => {}
+                Err(e) => return Err(e.into()),
+            }
         }
     }
     let none = CapabilitySet::empty();

@@ -70,3 +70,18 @@ pub fn too_broad_for_a_workdir(path: &Path) -> bool {
     BROAD.iter().any(|broad| path == Path::new(broad))
         || std::env::var_os("HOME").is_some_and(|home| !home.is_empty() && path == Path::new(&home))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_default_grant_reaches_a_private_key_directory() {
+        for private in ["/etc/ssl/private", "/etc/pki/tls/private", "/etc/shadow", "/etc/gshadow"] {
+            for granted in READ_EXEC.iter().chain(READ_ONLY).chain(DEVICES) {
+                let path = Path::new(private);
+                assert!(!path.starts_with(granted), "{granted} grants {private}");
+            }
+        }
+    }
+}

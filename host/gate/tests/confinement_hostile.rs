@@ -29,7 +29,9 @@ async fn reading_shadow_a_home_key_or_another_providers_directory_is_denied() {
         server.assert_still_serving().await;
     }
     // TLS trust anchors are granted; the private keys beside them are not.
-    assert!(server.attack("list", json!({"path": "/etc/ssl/certs"})).await.0, "the trust anchors are readable");
+    if std::path::Path::new("/etc/ssl/certs").is_dir() {
+        assert!(server.attack("list", json!({"path": "/etc/ssl/certs"})).await.0, "the trust anchors are readable");
+    }
     if std::path::Path::new("/etc/ssl/private").is_dir() {
         let (ok, detail, _) = server.attack("list", json!({"path": "/etc/ssl/private"})).await;
         assert!(!ok && detail == "EACCES", "/etc/ssl/private: {detail}");

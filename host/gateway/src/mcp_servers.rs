@@ -35,6 +35,10 @@ struct Entry {
     /// `true` leaves the server out, as the clients that write these files do.
     #[serde(default)]
     disabled: bool,
+    /// The transport, as some clients write it on every entry: checked against the
+    /// entry's `command` or `url`.
+    #[serde(rename = "type")]
+    transport: Option<String>,
     command: Option<PathBuf>,
     #[serde(default)]
     args: Vec<String>,
@@ -77,7 +81,16 @@ pub fn import(path: &Path, providers: &mut BTreeMap<String, ProviderConfig>) -> 
                 "give a stdio server's `command` (with `args`), or a Streamable HTTP server's `url`".to_owned(),
             ))
         } else {
-            None
+            match (entry.transport.as_deref(), entry.command.is_some()) {
+                (None | Some("stdio"), true) | (None | Some("http" | "streamable-http" | "streamableHttp"), false) => {
+                    None
+                }
+                (Some(other), _) => Some((
+                    format!("`type` {other:?} does not fit an entry with a `{}`", if entry.command.is_some() { "command" } else { "url" }),
+                    "use \"stdio\" with `command` or \"http\" with `url` (the older HTTP+SSE transport is not supported)"
+                        .to_owned(),
+                )),
+            }
         };
         if let Some((problem, fix)) = problem {
             return Err(src.error(at..at, &key, problem, fix));

@@ -54,11 +54,18 @@ async fn a_started_call_whose_caller_drops_it_is_recorded_as_cancelled() {
     let source = Source::new("calendar", vec![query.clone()]);
     let setup = Setup::new(&[(&source, query.clone())], Arc::new(Unattended));
     let mut offer = source.offer(&query);
-    offer.tool = Tool::from_fn(offer.tool.spec.clone(), |_, _| std::future::pending());
+    let running = Arc::new(tokio::sync::Notify::new());
+    let started = Arc::clone(&running);
+    offer.tool = Tool::from_fn(offer.tool.spec.clone(), move |_, _| {
+        started.notify_one();
+        std::future::pending()
+    });
     let wasmgate_guard::Admission::Offered(guarded) = setup.guard.admit(offer) else { panic!("reviewed") };
-    let call = guarded.execute(json!({}), CancellationToken::new());
-    let outcome = tokio::time::timeout(std::time::Duration::from_millis(200), call).await;
-    assert!(outcome.is_err(), "the call never answers");
+    // Dropped once the tool runs (its start record durable), however long that takes.
+    tokio::select! {
+        _ = guarded.execute(json!({}), CancellationToken::new()) => panic!("the call never answers"),
+        () = running.notified() => {}
+    }
     assert_eq!(setup.events(), ["requested", "started", "cancelled"]);
     let reason = setup.records()[2]["reason"].as_str().unwrap().to_owned();
     assert!(reason.contains("remote effects are unknown"), "{reason}");

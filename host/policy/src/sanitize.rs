@@ -5,9 +5,10 @@
 //!
 //! `\r\n` and a lone `\r` become `\n`, so a carriage return cannot overwrite a line on a terminal.
 //! A zero-width joiner between two emoji is kept (it is how family and profession emoji are
-//! written), and so is a text or emoji presentation selector (VS15, VS16) right after an
-//! emoji; everywhere else they are removed like the other invisible characters, the other
-//! variation selectors always: sixteen invisible symbols can spell out a hidden message.
+//! written, ❤️‍🔥 too), and so is one text or emoji presentation selector (VS15, VS16) right
+//! after a visible character (⭐️, 1️⃣, ↩︎); everywhere else they are removed like the other
+//! invisible characters, the other variation selectors always: sixteen invisible symbols
+//! can spell out a hidden message.
 
 /// Text after [`sanitize`], with counts of what was removed (the detector reports them).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -35,6 +36,22 @@ fn is_emoji(c: Option<char>) -> bool {
     c.is_some_and(|c| matches!(c as u32, 0x2600..=0x27BF | 0x1F000..=0x1FAFF))
 }
 
+/// Whether the cleaned text ends with an emoji, perhaps with its presentation selector
+/// (❤️ before the joiner of ❤️‍🔥).
+fn joins_emoji(text: &str) -> bool {
+    let mut last = text.chars().rev();
+    match last.next() {
+        Some('\u{fe0f}') => is_emoji(last.next()),
+        c => is_emoji(c),
+    }
+}
+
+/// Whether a presentation selector may follow `c`: a visible character that is not itself
+/// a selector or a joiner.
+fn presents(c: Option<char>) -> bool {
+    c.is_some_and(|c| !c.is_whitespace() && !matches!(c, '\u{fe0e}' | '\u{fe0f}' | '\u{200d}'))
+}
+
 /// Cleans `text`; see the module docs for what goes.
 pub fn sanitize(text: &str) -> Sanitized {
     let mut out = Sanitized { text: String::with_capacity(text.len()), ..Sanitized::default() };
@@ -54,9 +71,11 @@ pub fn sanitize(text: &str) -> Sanitized {
                     i += 1;
                 }
             }
-            '\u{200d}' if is_emoji(out.text.chars().last()) && is_emoji(chars.get(i + 1).copied()) => out.text.push(c),
-            // Text or emoji presentation of the emoji just before (❤️): kept there only.
-            '\u{fe0e}' | '\u{fe0f}' if is_emoji(out.text.chars().last()) => out.text.push(c),
+            '\u{200d}' if joins_emoji(&out.text) && is_emoji(chars.get(i + 1).copied()) => out.text.push(c),
+            // Text or emoji presentation of the character just before (❤️ ⭐️ 1️⃣ ↩︎): one
+            // selector after a visible character, so at most one hidden choice per
+            // character a reader sees.
+            '\u{fe0e}' | '\u{fe0f}' if presents(out.text.chars().last()) => out.text.push(c),
             c if is_invisible(c) => out.invisible += 1,
             c if is_control(c) => out.controls += 1,
             c => out.text.push(c),
@@ -166,19 +185,26 @@ mod tests {
         let hidden = "ok\u{fe06}\u{fe08}\u{fe06}\u{fe09}";
         let s = sanitize(hidden);
         assert_eq!((s.text.as_str(), s.invisible), ("ok", 4));
-        assert_eq!(sanitize("\u{2764}\u{fe0f} and \u{263a}\u{fe0e}").text, "\u{2764}\u{fe0f} and \u{263a}\u{fe0e}");
-        let s = sanitize("a\u{fe0f}\u{2764}\u{fe0f}\u{fe0f}");
-        assert_eq!((s.text.as_str(), s.invisible), ("a\u{2764}\u{fe0f}", 2));
+        for kept in [
+            "\u{2764}\u{fe0f} and \u{263a}\u{fe0e}",
+            "\u{2b50}\u{fe0f} \u{25b6}\u{fe0f} 1\u{fe0f}\u{20e3} \u{21a9}\u{fe0e}",
+        ] {
+            let s = sanitize(kept);
+            assert_eq!((s.text.as_str(), s.invisible), (kept, 0), "{kept:?}");
+        }
+        // One after a visible character; none at the start, after a space or a second.
+        let s = sanitize("\u{fe0f}a\u{fe0f}\u{fe0f} \u{fe0e}");
+        assert_eq!((s.text.as_str(), s.invisible), ("a\u{fe0f} ", 3));
         // Unassigned default-ignorables render as nothing too.
         assert_eq!(sanitize("x\u{e0080}\u{e01f0}\u{fff0}y").text, "xy");
     }
 
     #[test]
     fn a_zero_width_joiner_inside_an_emoji_sequence_is_kept() {
-        let family = "\u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467}";
-        let s = sanitize(family);
-        assert_eq!(s.text, family);
-        assert_eq!(s.invisible, 0);
+        for sequence in ["\u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467}", "\u{2764}\u{fe0f}\u{200d}\u{1f525}"] {
+            let s = sanitize(sequence);
+            assert_eq!((s.text.as_str(), s.invisible), (sequence, 0), "{sequence:?}");
+        }
         assert_eq!(sanitize("a\u{200d}b").text, "ab");
     }
 

@@ -28,9 +28,9 @@ pub enum SandboxError {
     #[error("output of {size} bytes exceeds the {limit}-byte output limit")]
     OutputTooLarge { size: usize, limit: usize },
     /// The guest tried to hand the host one value (its output, or the arguments of
-    /// one host call) of more than `limit` bytes: `Limits::output_bytes` plus
-    /// [`TRANSFER_SLACK`](crate::TRANSFER_SLACK). The host refused it before copying
-    /// any of it, so an oversized output costs the host nothing.
+    /// one host call) of more than `limit` bytes: [`Limits::transfer_bytes`](crate::Limits::transfer_bytes),
+    /// twice `output_bytes` plus [`TRANSFER_SLACK`](crate::TRANSFER_SLACK). The host
+    /// refused it before copying any of it, so an oversized output costs the host nothing.
     #[error(
         "the guest tried to hand over more than {limit} bytes at once, past its output limit; refused before copying"
     )]

@@ -35,8 +35,8 @@ pub struct Limits {
     pub stderr_bytes: usize,
 }
 
-/// What a guest may hand the host in one value beyond `Limits::output_bytes`: room
-/// for the framing of a legitimate output (a tool list's entries, an error's text).
+/// What a guest may hand the host in one value beyond twice `Limits::output_bytes`:
+/// room for the framing of a legitimate output (a tool list's entries, an error's text).
 pub const TRANSFER_SLACK: usize = 64 << 10;
 
 /// Most host-side resources (WASI streams, pollables, directory handles) one call
@@ -47,9 +47,10 @@ pub const MAX_HOST_RESOURCES: usize = 4096;
 impl Limits {
     /// The most the host copies out of the guest in one value: its output, or the
     /// arguments of one host call. Anything larger is refused before it is copied
-    /// (`SandboxError::TransferTooLarge`).
+    /// (`SandboxError::TransferTooLarge`). Twice the output cap: a guest whose strings
+    /// are UTF-16 (wasmtime charges two bytes a character) keeps its whole budget.
     pub fn transfer_bytes(&self) -> usize {
-        self.output_bytes.saturating_add(TRANSFER_SLACK)
+        self.output_bytes.saturating_mul(2).saturating_add(TRANSFER_SLACK)
     }
 }
 

@@ -130,8 +130,8 @@ fn a_tool_that_panics_is_a_trap_with_its_message() {
 
 #[test]
 fn output_over_the_cap_is_refused() {
-    // `huge` returns 2 MiB of text in 27 bytes of JSON: just over a 2 MiB cap, the host
-    // copies it, measures it and refuses it.
+    // `huge` returns 2 MiB of text in 27 bytes of JSON: just over a 2 MiB cap (and under
+    // twice it), the host copies it, measures it and refuses it.
     let sandbox = sandbox();
     let limits = Limits { output_bytes: 2 << 20, ..common::quick_limits() };
     let tools = sandbox.load_tool_provider_file("hostile", Path::new(TOOL_PROVIDER), limits).unwrap();
@@ -144,9 +144,10 @@ fn output_over_the_cap_is_refused() {
 
 #[test]
 fn output_far_over_the_cap_is_refused_before_it_is_copied() {
-    // Past the cap by more than `TRANSFER_SLACK`, the host does not copy it at all.
+    // Past twice a 512 KiB cap and `TRANSFER_SLACK`, the host does not copy it at all.
     let sandbox = sandbox();
-    let tools = hostile(&sandbox);
+    let limits = Limits { output_bytes: 512 << 10, ..common::quick_limits() };
+    let tools = sandbox.load_tool_provider_file("hostile", Path::new(TOOL_PROVIDER), limits).unwrap();
     let err = sandbox_error(&tools, "huge", "{}", &Grants::none());
     assert!(matches!(err, SandboxError::TransferTooLarge { limit } if limit == (1 << 20) + TRANSFER_SLACK), "{err}");
     assert_still_answers(&tools);

@@ -93,6 +93,19 @@ fn mcp_servers_json_is_imported_and_checked() {
     let e = parse(&text).unwrap_err().to_string();
     assert!(e.contains("unknown field `headers`"), "{e}");
 
+    // `type`, as Claude Code writes it, must fit the entry.
+    std::fs::write(
+        &json,
+        r#"{"mcpServers": {"a": {"type": "stdio", "command": "x"}, "b": {"type": "http", "url": "http://x/mcp"}}}"#,
+    )
+    .unwrap();
+    assert_eq!(parse(&text).unwrap().providers["b"].kind(), ProviderKind::Http);
+    for entry in [r#"{"type": "sse", "url": "http://x/sse"}"#, r#"{"type": "http", "command": "x"}"#] {
+        std::fs::write(&json, format!(r#"{{"mcpServers": {{"a": {entry}}}}}"#)).unwrap();
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(e.contains("does not fit") && e.contains("HTTP+SSE transport is not supported"), "{e}");
+    }
+
     // A command with a separator is the file's; a bare one is looked up in PATH.
     std::fs::write(&json, r#"{"mcpServers": {"local": {"command": "./bin/server"}, "bare": {"command": "node"}}}"#)
         .unwrap();
