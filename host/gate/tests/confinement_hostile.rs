@@ -9,7 +9,7 @@ mod confined;
 use std::io::ErrorKind;
 use std::net::{Ipv4Addr, TcpListener};
 
-use confined::{gone, hostile};
+use confined::{Hostile, gone, hostile};
 use serde_json::json;
 use wasmgate_gate::{Network, ResourceLimits};
 
@@ -91,15 +91,22 @@ async fn a_granted_tcp_port_is_reachable_and_no_other() {
     server.client.close().await;
 }
 
-#[tokio::test]
-async fn making_a_device_node_in_its_own_directory_is_denied() {
-    // A TCP grant keeps the host's network, so the server gets no user namespace: run by
-    // root it would keep CAP_MKNOD, and a device node for the disk would open everything.
-    // Landlock refuses the node before the capability is even asked for.
+/// The hostile server twice: with a TCP grant, which keeps the host's network and so
+/// gets no user namespace (a root gateway's server stays in the initial one), and
+/// isolated in user and network namespaces of its own.
+async fn granted_and_isolated() -> [Hostile; 2] {
     let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap().local_addr().unwrap().port();
     let granted = hostile(|c| c.network(Network::Tcp { connect: vec![port], bind: vec![] })).await;
-    let isolated = hostile(|c| c).await;
-    for server in [&granted, &isolated] {
+    [granted, hostile(|c| c).await]
+}
+
+#[tokio::test]
+async fn making_a_device_node_in_its_own_directory_is_denied() {
+    // Run by root without a user namespace, the server would hold CAP_MKNOD, and a device
+    // node for the disk would open everything. Landlock refuses the node before the
+    // capability is even asked for.
+    let servers = granted_and_isolated().await;
+    for server in &servers {
         let node = server.workdir().join("disk");
         let (ok, detail, _) = server.attack("mknod", json!({"path": node})).await;
         assert!(!ok, "made a device node: {detail}");
@@ -107,27 +114,22 @@ async fn making_a_device_node_in_its_own_directory_is_denied() {
         assert!(!node.exists());
         assert!(server.attack("write", json!({"path": server.workdir().join("file")})).await.0, "files still may be");
         server.assert_still_serving().await;
+        server.client.close().await;
     }
-    granted.client.close().await;
-    isolated.client.close().await;
 }
 
 #[tokio::test]
 async fn a_server_holds_no_capability_even_when_started_by_root() {
-    // Without a user namespace (a TCP grant), a root gateway's server would hold all of
-    // root's capabilities; CAP_NET_RAW alone opens raw sockets, which Landlock's TCP
-    // rules do not cover.
-    let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap().local_addr().unwrap().port();
-    let granted = hostile(|c| c.network(Network::Tcp { connect: vec![port], bind: vec![] })).await;
-    let isolated = hostile(|c| c).await;
-    for server in [&granted, &isolated] {
+    // Without a user namespace, a root gateway's server would hold all of root's
+    // capabilities; CAP_NET_RAW alone opens raw sockets, which Landlock's TCP rules do
+    // not cover.
+    for server in &granted_and_isolated().await {
         assert!(server.report.as_ref().unwrap().capabilities_dropped, "{:?}", server.report);
         let (ok, detail, _) = server.attack("raw_socket", json!({})).await;
         assert!(!ok && detail == "EPERM", "raw socket: {detail}");
         server.assert_still_serving().await;
+        server.client.close().await;
     }
-    granted.client.close().await;
-    isolated.client.close().await;
 }
 
 #[tokio::test]

@@ -128,14 +128,22 @@ fn a_tool_that_panics_is_a_trap_with_its_message() {
     assert_still_answers(&tools);
 }
 
-#[test]
-fn output_over_the_cap_is_refused() {
-    // `huge` returns 2 MiB of text in 27 bytes of JSON: just over a 2 MiB cap (and under
-    // twice it), the host copies it, measures it and refuses it.
+/// What `huge` (2 MiB of text in 27 bytes of JSON) ends in under an output cap of
+/// `output_bytes`; the provider then still answers.
+fn huge_under(output_bytes: usize) -> SandboxError {
     let sandbox = sandbox();
-    let limits = Limits { output_bytes: 2 << 20, ..common::quick_limits() };
+    let limits = Limits { output_bytes, ..common::quick_limits() };
     let tools = sandbox.load_tool_provider_file("hostile", Path::new(TOOL_PROVIDER), limits).unwrap();
     let err = sandbox_error(&tools, "huge", "{}", &Grants::none());
+    assert_still_answers(&tools);
+    err
+}
+
+#[test]
+fn output_over_the_cap_is_refused() {
+    // Just over a 2 MiB cap (and under twice it): the host copies it, measures it and
+    // refuses it.
+    let err = huge_under(2 << 20);
     assert!(
         matches!(err, SandboxError::OutputTooLarge { size, limit } if size == (2 << 20) + 27 && limit == 2 << 20),
         "{err}"
@@ -145,12 +153,8 @@ fn output_over_the_cap_is_refused() {
 #[test]
 fn output_far_over_the_cap_is_refused_before_it_is_copied() {
     // Past twice a 512 KiB cap and `TRANSFER_SLACK`, the host does not copy it at all.
-    let sandbox = sandbox();
-    let limits = Limits { output_bytes: 512 << 10, ..common::quick_limits() };
-    let tools = sandbox.load_tool_provider_file("hostile", Path::new(TOOL_PROVIDER), limits).unwrap();
-    let err = sandbox_error(&tools, "huge", "{}", &Grants::none());
+    let err = huge_under(512 << 10);
     assert!(matches!(err, SandboxError::TransferTooLarge { limit } if limit == (1 << 20) + TRANSFER_SLACK), "{err}");
-    assert_still_answers(&tools);
 }
 
 #[test]
