@@ -16,6 +16,7 @@
 
 #![allow(unsafe_code)]
 
+use std::ffi::CString;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::process::Command;
@@ -36,6 +37,9 @@ pub(crate) struct ChildPlan {
     pub(crate) nproc: Option<Limit>,
     /// Whether to enter a fresh network namespace.
     pub(crate) namespace: bool,
+    /// Directories to cover with an empty tmpfs in a fresh mount namespace
+    /// ([`paths::hideable`](crate::paths::hideable)), as C strings made before the fork.
+    pub(crate) hide: Vec<CString>,
     /// Whether a failed `setrlimit`, `no_new_privs` or Landlock step stops the spawn.
     pub(crate) required: bool,
     /// The server's `pids` cgroup's `cgroup.procs`, opened for writing.
@@ -58,12 +62,14 @@ pub(crate) mod slot {
     pub(crate) const FAILED: usize = 7;
     pub(crate) const ERRNO: usize = 8;
     pub(crate) const CAPABILITIES: usize = 12;
+    pub(crate) const HIDDEN: usize = 13;
 }
 
 /// The status record: one byte per step (0 not tried, 1 done, 2 failed; the namespace
 /// step: 1 user and network namespace, 3 network namespace only), the enforced Landlock
-/// ABI, the step that stopped the spawn, its errno (four bytes), and the capabilities step.
-pub(crate) type Record = [u8; 13];
+/// ABI, the step that stopped the spawn, its errno (four bytes), the capabilities step and
+/// the hiding of socket directories.
+pub(crate) type Record = [u8; 14];
 pub(crate) const MAGIC: u8 = b'W';
 pub(crate) const DONE: u8 = 1;
 pub(crate) const FAILED: u8 = 2;
@@ -83,7 +89,7 @@ impl ChildPlan {
     }
 
     fn run(&mut self) -> io::Result<()> {
-        let mut record: Record = [0; 13];
+        let mut record: Record = [0; 14];
         record[slot::MAGIC] = MAGIC;
         let outcome = self.steps(&mut record);
         if let Err(e) = &outcome {
@@ -114,6 +120,9 @@ impl ChildPlan {
                 FAILED
             };
         }
+        // Before Landlock, which forbids a sandboxed process to change its mounts. Best
+        // effort: without a user namespace only root may make a mount namespace.
+        record[slot::HIDDEN] = if self.hide.is_empty() || self.hide_socket_dirs().is_ok() { DONE } else { FAILED };
         // Only in a user namespace of its own does RLIMIT_NPROC count just the server's
         // tasks; outside one it would count every process of the user.
         if let (Some(limit), true) = (self.nproc, own_user_namespace) {
@@ -155,6 +164,21 @@ impl ChildPlan {
         set_parent_process_death_signal(Some(Signal::KILL))?;
         if getppid() != Some(self.parent) {
             return Err(rustix::io::Errno::SRCH.into());
+        }
+        Ok(())
+    }
+
+    /// Enters a mount namespace of its own, private so nothing propagates back, and
+    /// covers each directory of `hide` with an empty, tiny tmpfs. Allocation-free: the
+    /// paths are C strings already.
+    fn hide_socket_dirs(&self) -> io::Result<()> {
+        use rustix::mount::{MountFlags, MountPropagationFlags, mount, mount_change};
+        // SAFETY (of `unshare_unsafe`): as for the namespaces above.
+        unsafe { unshare_unsafe(UnshareFlags::NEWNS) }?;
+        mount_change(c"/", MountPropagationFlags::REC | MountPropagationFlags::PRIVATE)?;
+        let flags = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
+        for dir in &self.hide {
+            mount(c"tmpfs", dir.as_c_str(), c"tmpfs", flags, Some(c"mode=0,size=4k"))?;
         }
         Ok(())
     }

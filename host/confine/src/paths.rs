@@ -56,6 +56,29 @@ pub const READ_ONLY: &[&str] = &[
 /// Read and write: the harmless character devices many runtimes open.
 pub const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"];
 
+/// Where the sockets of other programs live: the D-Bus buses, the user's runtime
+/// directory (`/run/user/<uid>`: agents, the session bus, systemd), the Docker socket,
+/// X11 and SSH agent sockets in `/tmp`. Landlock restricts connecting to a socket by
+/// its path only from ABI 9, and a network namespace not at all: so a server gets an
+/// empty tmpfs over each of these in a mount namespace of its own.
+pub const SOCKET_DIRS: &[&str] = &["/run", "/var/run", "/tmp", "/var/tmp", "/dev/shm"];
+
+/// The directories of [`SOCKET_DIRS`] that can be hidden from a server granted
+/// `granted`: real directories here (not symbolic links, `/var/run` usually is one),
+/// holding none of the granted paths as written or resolved. A grant under one (a
+/// working directory in `/tmp`, `/etc/resolv.conf` pointing into `/run`) keeps it
+/// visible, because hiding it would hide the grant.
+#[must_use]
+pub fn hideable(granted: &[PathBuf]) -> Vec<PathBuf> {
+    let resolved: Vec<PathBuf> = granted.iter().filter_map(|path| path.canonicalize().ok()).collect();
+    SOCKET_DIRS
+        .iter()
+        .map(PathBuf::from)
+        .filter(|dir| dir.symlink_metadata().is_ok_and(|m| m.is_dir()))
+        .filter(|dir| !granted.iter().chain(&resolved).any(|path| path.starts_with(dir)))
+        .collect()
+}
+
 /// The paths of `list` that exist here.
 #[must_use]
 pub fn existing(list: &[&str]) -> Vec<PathBuf> {
@@ -73,7 +96,25 @@ pub fn too_broad_for_a_workdir(path: &Path) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
+
+    #[test]
+    fn a_socket_directory_holding_a_grant_is_not_hidden() {
+        let work = tempfile::tempdir_in("/tmp").unwrap();
+        let hidden = hideable(&[PathBuf::from("/usr"), work.path().to_path_buf()]);
+        assert!(!hidden.contains(&PathBuf::from("/tmp")), "{hidden:?}");
+        assert!(hidden.iter().all(|dir| SOCKET_DIRS.contains(&dir.to_str().unwrap_or_default())));
+        if Path::new("/run").is_dir() && !Path::new("/run").is_symlink() {
+            assert!(hidden.contains(&PathBuf::from("/run")), "{hidden:?}");
+        }
+        // A symbolic link into one keeps it too, as does a link that is the directory.
+        let link = work.path().join("link");
+        std::os::unix::fs::symlink("/run", &link).unwrap();
+        assert!(!hideable(&[link]).contains(&PathBuf::from("/run")));
+        assert!(!hideable(&[]).iter().any(|dir| dir.is_symlink()));
+    }
 
     #[test]
     fn no_default_grant_reaches_a_private_key_directory() {

@@ -26,6 +26,10 @@ pub enum Mechanism {
     NoNewPrivs,
     /// No capabilities: the ambient and bounding sets and the three process sets emptied.
     Capabilities,
+    /// The directories where other programs' sockets live, hidden (Landlock ABI 9
+    /// restricts connecting to a socket by its path; before it, an empty tmpfs over each
+    /// in a mount namespace of the server's own).
+    UnixSocketPaths,
     /// `setrlimit` of memory, CPU, open files and file size.
     ResourceLimits,
     /// A bound on the number of processes (a `pids` cgroup or `RLIMIT_NPROC`).
@@ -42,6 +46,7 @@ impl fmt::Display for Mechanism {
             Self::NetworkNamespace => "a network namespace",
             Self::NoNewPrivs => "no_new_privs",
             Self::Capabilities => "dropping every capability",
+            Self::UnixSocketPaths => "hiding the directories of other programs' Unix sockets",
             Self::ResourceLimits => "resource limits",
             Self::ProcessCount => "a process count limit",
         })
@@ -77,6 +82,9 @@ pub struct ConfinementReport {
     pub no_new_privs: bool,
     /// Whether the process was left no capability (nothing to drop counts as done).
     pub capabilities_dropped: bool,
+    /// Whether every directory of [`paths::hideable`](crate::paths::hideable) was
+    /// covered in a mount namespace of the server's own (false when none could be).
+    pub socket_dirs_hidden: bool,
     /// Whether the resource limits were applied.
     pub resource_limits: bool,
     /// What bounds the number of processes.
@@ -101,6 +109,9 @@ impl ConfinementReport {
             (Mechanism::NetworkNamespace, !self.wants_namespace || self.network_namespace),
             (Mechanism::NoNewPrivs, self.no_new_privs),
             (Mechanism::Capabilities, self.capabilities_dropped),
+            // Asked for with the network namespace: a server granted the host's network
+            // runs without a user namespace, where only root can make a mount namespace.
+            (Mechanism::UnixSocketPaths, !self.wants_namespace || self.landlock_abi >= 9 || self.socket_dirs_hidden),
             (Mechanism::ResourceLimits, self.resource_limits),
             (Mechanism::ProcessCount, !self.wants_process_bound || self.processes != ProcessBound::None),
         ];

@@ -9,11 +9,13 @@
 //! let confined = prepared.finish(spawned.as_ref().err())?;     // what the child did
 //! ```
 
+use std::ffi::CString;
 use std::fs::{DirBuilder, Permissions};
 use std::io;
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStringExt as _;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use rustix::io::Errno;
@@ -69,11 +71,21 @@ pub fn prepare(confinement: &Confinement, program: &Path, workdir: &Path) -> Res
     let cgroup = confinement.limits.processes.and_then(PidsCgroup::create);
     let (cgroup, cgroup_procs) = cgroup.map_or((None, None), |(group, procs)| (Some(group), Some(procs)));
     let wants_namespace = confinement.network == Network::None;
+    let granted: Vec<PathBuf> = [program, workdir]
+        .into_iter()
+        .map(Path::to_path_buf)
+        .chain(confinement.read_exec.iter().chain(&confinement.read_only).chain(&confinement.read_write).cloned())
+        .collect();
+    let hide: Vec<CString> = paths::hideable(&granted)
+        .into_iter()
+        .filter_map(|dir| CString::new(dir.into_os_string().into_vec()).ok())
+        .collect();
     let plan = ChildPlan {
         ruleset: Some(ruleset),
         limits: limits::plan(&confinement.limits),
         nproc: limits::nproc(&confinement.limits),
         namespace: wants_namespace,
+        hide,
         required: confinement.enforcement == Enforcement::Required,
         cgroup_procs,
         status,
@@ -108,10 +120,10 @@ impl Prepared {
     /// [`ConfinementError::Unavailable`] when the child stopped because a required
     /// mechanism failed.
     pub fn finish(self, spawn_error: Option<&io::Error>) -> Result<Confined, ConfinementError> {
-        let mut record: Record = [0; 13];
+        let mut record: Record = [0; 14];
         let read = rustix::io::read(&self.status, &mut record).unwrap_or(0);
         if read != record.len() || record[slot::MAGIC] != MAGIC {
-            record = [0; 13];
+            record = [0; 14];
         }
         if let Some(error) = spawn_error {
             let step = usize::from(record[slot::FAILED]);
@@ -150,6 +162,7 @@ impl Prepared {
             user_namespace: namespace == DONE,
             no_new_privs: record[slot::NO_NEW_PRIVS] == DONE,
             capabilities_dropped: record[slot::CAPABILITIES] == DONE,
+            socket_dirs_hidden: record[slot::HIDDEN] == DONE,
             resource_limits: record[slot::LIMITS] == DONE,
             processes,
             wants_namespace: self.wants_namespace,

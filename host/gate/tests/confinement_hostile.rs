@@ -133,6 +133,36 @@ async fn a_server_holds_no_capability_even_when_started_by_root() {
 }
 
 #[tokio::test]
+async fn another_programs_unix_socket_is_out_of_reach() {
+    // A socket in /dev/shm, one of the directories where other programs' sockets live
+    // (the session bus, an SSH agent and the Docker socket live in the others).
+    let path = std::path::PathBuf::from(format!("/dev/shm/wasmgate-test-{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let servers = granted_and_isolated().await;
+    let [granted, isolated] = &servers;
+    assert!(isolated.report.as_ref().unwrap().socket_dirs_hidden, "with a user namespace a server always can");
+    for server in &servers {
+        let report = server.report.as_ref().unwrap();
+        let (ok, detail, _) = server.attack("unix_connect", json!({"path": path})).await;
+        if report.socket_dirs_hidden {
+            // An empty tmpfs of mode 0 is there instead: no way in, no socket.
+            assert!(!ok && (detail == "EACCES" || detail == "ENOENT"), "a hidden directory's socket: {detail}");
+        } else {
+            // Only a server granted the network, started by a gateway that is not root,
+            // gets no mount namespace: nothing requires one there (CONFINEMENT.md).
+            assert!(ok && !report.network_namespace && report.missing().is_empty(), "{detail}: {report:?}");
+        }
+        server.assert_still_serving().await;
+        server.client.close().await;
+    }
+    let reached = listener.accept().is_ok();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(reached, !granted.report.as_ref().unwrap().socket_dirs_hidden, "only an unhidden server reached it");
+}
+
+#[tokio::test]
 async fn an_unbounded_fork_stops_at_the_process_limit_and_its_children_die_with_the_server() {
     let limits = ResourceLimits { processes: Some(16), ..ResourceLimits::default() };
     let server = hostile(|c| c.limits(limits)).await;
