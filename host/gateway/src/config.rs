@@ -142,6 +142,27 @@ pub struct ProviderConfig {
     pub call_timeout_ms: Option<u64>,
 }
 
+/// The first key set on `provider` that its kind does not use.
+pub(crate) fn misplaced_key(provider: &ProviderConfig) -> Option<&'static str> {
+    let stdio = provider.command.is_some();
+    let http = provider.url.is_some();
+    let component = provider.component.is_some();
+    [
+        ("args", !provider.args.is_empty(), stdio),
+        ("env", !provider.env.is_empty(), stdio),
+        ("read_exec", !provider.read_exec.is_empty(), stdio),
+        ("token_env", provider.token_env.is_some(), http),
+        ("dirs", !provider.dirs.is_empty(), component),
+    ]
+    .into_iter()
+    .find(|(_, set, used)| *set && !*used)
+    .map(|(key, ..)| key)
+}
+
+fn key_path(key: &str, provider: &str) -> String {
+    format!("providers.{provider}.{key}")
+}
+
 /// A directory granted to a WASM tool component.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -217,6 +238,15 @@ impl ProviderConfig {
             ProviderKind::Stdio
         }
     }
+
+    /// How the kind is named in messages: `stdio`, `HTTP` or `component`.
+    fn kind_name(&self) -> &'static str {
+        match self.kind() {
+            ProviderKind::Stdio => "stdio",
+            ProviderKind::Http => "HTTP",
+            ProviderKind::Component => "component",
+        }
+    }
 }
 
 impl Config {
@@ -273,6 +303,17 @@ impl Config {
                     &key,
                     "a provider needs exactly one of `command`, `url` or `component`",
                     "give a stdio server's `command`, an HTTP server's `url`, or a WASM tool `component`",
+                ));
+            }
+            if let Some(key) = misplaced_key(&provider) {
+                return Err(src.error(
+                    span,
+                    &key_path(key, name.as_str()),
+                    format!(
+                        "`{key}` does nothing for a {} provider, so it would be silently ignored",
+                        provider.kind_name()
+                    ),
+                    "remove it, or give the provider the kind it is for",
                 ));
             }
             if let Some((problem, fix)) = match provider.call_timeout_ms {

@@ -100,6 +100,11 @@ pub fn import(path: &Path, providers: &mut BTreeMap<String, ProviderConfig>) -> 
         let command = entry.command.map(|c| if c.components().count() > 1 { base.join(c) } else { c });
         let provider =
             ProviderConfig { command, args: entry.args, env: entry.env, url: entry.url, ..ProviderConfig::default() };
+        if let Some(unused) = crate::config::misplaced_key(&provider) {
+            let problem =
+                format!("`{unused}` does nothing for a server reached by `url`, so it would be silently ignored");
+            return Err(src.error(at..at, &key, problem, "remove it"));
+        }
         providers.insert(name, provider);
     }
     Ok(())

@@ -93,6 +93,10 @@ fn mcp_servers_json_is_imported_and_checked() {
     let e = parse(&text).unwrap_err().to_string();
     assert!(e.contains("unknown field `headers`"), "{e}");
 
+    std::fs::write(&json, r#"{"mcpServers": {"web": {"url": "http://x/mcp", "env": {"K": "v"}}}}"#).unwrap();
+    let e = parse(&text).unwrap_err().to_string();
+    assert!(e.contains("`env` does nothing") && e.contains("mcpServers.web"), "{e}");
+
     // `type`, as Claude Code writes it, must fit the entry.
     std::fs::write(
         &json,
@@ -116,6 +120,19 @@ fn mcp_servers_json_is_imported_and_checked() {
     // A file of any length is read only up to the limit (a FIFO or a device has no size).
     let e = parse("mcp_servers = \"/dev/zero\"\n").unwrap_err().to_string();
     assert!(e.contains("over 1048576 bytes"), "{e}");
+}
+
+#[test]
+fn a_key_the_providers_kind_does_not_use_is_refused() {
+    for (text, key, kind) in [
+        ("[providers.a]\ncommand = \"x\"\ndirs = [{ host = \"d\", guest = \"/d\" }]\n", "dirs", "stdio"),
+        ("[providers.a]\ncomponent = \"a.wasm\"\ntoken_env = \"T\"\n", "token_env", "component"),
+        ("[providers.a]\nurl = \"http://x/mcp\"\nargs = [\"-v\"]\n", "args", "HTTP"),
+        ("[providers.a]\nurl = \"http://x/mcp\"\nread_exec = [\"/opt\"]\n", "read_exec", "HTTP"),
+    ] {
+        let e = error(text);
+        assert!(e.contains(&format!("`providers.a.{key}`")) && e.contains(&format!("for a {kind} provider")), "{e}");
+    }
 }
 
 #[test]
