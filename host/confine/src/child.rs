@@ -40,6 +40,9 @@ pub(crate) struct ChildPlan {
     /// Directories to cover with an empty tmpfs in a fresh mount namespace
     /// ([`paths::hideable`](crate::paths::hideable)), as C strings made before the fork.
     pub(crate) hide: Vec<CString>,
+    /// Whether `hide` covers `/run` (or there is none): where the buses, the user's
+    /// runtime directory and the Docker socket live, and so what the report asks for.
+    pub(crate) hides_run: bool,
     /// Whether a failed `setrlimit`, `no_new_privs` or Landlock step stops the spawn.
     pub(crate) required: bool,
     /// The server's `pids` cgroup's `cgroup.procs`, opened for writing.
@@ -122,7 +125,12 @@ impl ChildPlan {
         }
         // Before Landlock, which forbids a sandboxed process to change its mounts. Best
         // effort: without a user namespace only root may make a mount namespace.
-        record[slot::HIDDEN] = if self.hide.is_empty() || self.hide_socket_dirs().is_ok() { DONE } else { FAILED };
+        if !self.hide.is_empty() {
+            let hidden = self.hide_socket_dirs().is_ok() && self.hides_run;
+            record[slot::HIDDEN] = if hidden { DONE } else { FAILED };
+        } else if self.hides_run {
+            record[slot::HIDDEN] = DONE;
+        }
         // Only in a user namespace of its own does RLIMIT_NPROC count just the server's
         // tasks; outside one it would count every process of the user.
         if let (Some(limit), true) = (self.nproc, own_user_namespace) {
@@ -168,14 +176,14 @@ impl ChildPlan {
         Ok(())
     }
 
-    /// Enters a mount namespace of its own, private so nothing propagates back, and
-    /// covers each directory of `hide` with an empty, tiny tmpfs. Allocation-free: the
-    /// paths are C strings already.
+    /// Enters a mount namespace of its own, a slave of the host's (the host's unmounts
+    /// still reach it, nothing it mounts reaches the host), and covers each directory of
+    /// `hide` with an empty, tiny tmpfs. Allocation-free: the paths are C strings already.
     fn hide_socket_dirs(&self) -> io::Result<()> {
         use rustix::mount::{MountFlags, MountPropagationFlags, mount, mount_change};
         // SAFETY (of `unshare_unsafe`): as for the namespaces above.
         unsafe { unshare_unsafe(UnshareFlags::NEWNS) }?;
-        mount_change(c"/", MountPropagationFlags::REC | MountPropagationFlags::PRIVATE)?;
+        mount_change(c"/", MountPropagationFlags::REC | MountPropagationFlags::DOWNSTREAM)?;
         let flags = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
         for dir in &self.hide {
             mount(c"tmpfs", dir.as_c_str(), c"tmpfs", flags, Some(c"mode=0,size=4k"))?;

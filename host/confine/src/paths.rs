@@ -67,17 +67,26 @@ pub const SOCKET_DIRS: &[&str] = &["/run", "/var/run", "/tmp", "/var/tmp", "/dev
 /// `granted`: real directories here (not symbolic links, `/var/run` usually is one),
 /// holding none of the granted paths as written or resolved. A grant under one (a
 /// working directory in `/tmp`, `/etc/resolv.conf` pointing into `/run`) keeps it
-/// visible, because hiding it would hide the grant.
+/// visible, because hiding it would hide the grant. A server without `network` needs
+/// no name resolution, so [`NAME_RESOLUTION`] keeps nothing visible for it.
 #[must_use]
-pub fn hideable(granted: &[PathBuf]) -> Vec<PathBuf> {
+pub fn hideable(granted: &[PathBuf], network: bool) -> Vec<PathBuf> {
+    let granted: Vec<&PathBuf> = granted
+        .iter()
+        .filter(|path| network || !NAME_RESOLUTION.iter().any(|n| path.as_path() == Path::new(n)))
+        .collect();
     let resolved: Vec<PathBuf> = granted.iter().filter_map(|path| path.canonicalize().ok()).collect();
     SOCKET_DIRS
         .iter()
         .map(PathBuf::from)
         .filter(|dir| dir.symlink_metadata().is_ok_and(|m| m.is_dir()))
-        .filter(|dir| !granted.iter().chain(&resolved).any(|path| path.starts_with(dir)))
+        .filter(|dir| !granted.iter().copied().chain(&resolved).any(|path| path.starts_with(dir)))
         .collect()
 }
+
+/// Grants only name resolution uses, which on systemd-resolved and resolvconf systems
+/// point into `/run`.
+pub const NAME_RESOLUTION: &[&str] = &["/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf"];
 
 /// The paths of `list` that exist here.
 #[must_use]
@@ -103,7 +112,7 @@ mod tests {
     #[test]
     fn a_socket_directory_holding_a_grant_is_not_hidden() {
         let work = tempfile::tempdir_in("/tmp").unwrap();
-        let hidden = hideable(&[PathBuf::from("/usr"), work.path().to_path_buf()]);
+        let hidden = hideable(&[PathBuf::from("/usr"), work.path().to_path_buf()], true);
         assert!(!hidden.contains(&PathBuf::from("/tmp")), "{hidden:?}");
         assert!(hidden.iter().all(|dir| SOCKET_DIRS.contains(&dir.to_str().unwrap_or_default())));
         if Path::new("/run").is_dir() && !Path::new("/run").is_symlink() {
@@ -112,8 +121,11 @@ mod tests {
         // A symbolic link into one keeps it too, as does a link that is the directory.
         let link = work.path().join("link");
         std::os::unix::fs::symlink("/run", &link).unwrap();
-        assert!(!hideable(&[link]).contains(&PathBuf::from("/run")));
-        assert!(!hideable(&[]).iter().any(|dir| dir.is_symlink()));
+        assert!(!hideable(std::slice::from_ref(&link), true).contains(&PathBuf::from("/run")));
+        assert!(!hideable(&[], true).iter().any(|dir| dir.is_symlink()));
+        // Name resolution is no reason to keep a directory for a server without a network.
+        let resolv = [PathBuf::from(NAME_RESOLUTION[0])];
+        assert_eq!(hideable(&resolv, false), hideable(&[], false));
     }
 
     #[test]

@@ -76,16 +76,17 @@ pub fn prepare(confinement: &Confinement, program: &Path, workdir: &Path) -> Res
         .map(Path::to_path_buf)
         .chain(confinement.read_exec.iter().chain(&confinement.read_only).chain(&confinement.read_write).cloned())
         .collect();
-    let hide: Vec<CString> = paths::hideable(&granted)
-        .into_iter()
-        .filter_map(|dir| CString::new(dir.into_os_string().into_vec()).ok())
-        .collect();
+    let hidden = paths::hideable(&granted, !wants_namespace);
+    let hides_run = !Path::new("/run").is_dir() || hidden.iter().any(|dir| dir == Path::new("/run"));
+    let hide: Vec<CString> =
+        hidden.into_iter().filter_map(|dir| CString::new(dir.into_os_string().into_vec()).ok()).collect();
     let plan = ChildPlan {
         ruleset: Some(ruleset),
         limits: limits::plan(&confinement.limits),
         nproc: limits::nproc(&confinement.limits),
         namespace: wants_namespace,
         hide,
+        hides_run,
         required: confinement.enforcement == Enforcement::Required,
         cgroup_procs,
         status,
