@@ -79,33 +79,20 @@ pub(crate) fn escape(bytes: &[u8]) -> String {
     out
 }
 
+/// The integration tests' log capture, shared rather than written again.
+#[cfg(test)]
+#[path = "../../tests/logs/mod.rs"]
+mod logs;
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use std::io::Write;
-    use std::sync::{Arc, Mutex};
-
     use super::*;
-
-    #[derive(Clone, Default)]
-    struct Captured(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Captured {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
 
     #[tokio::test]
     async fn stderr_is_drained_to_the_end_but_logged_only_within_budget() {
-        let captured = Captured::default();
-        let writer = captured.clone();
-        let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
-        let _guard = tracing::subscriber::set_default(subscriber);
+        let captured = logs::Captured::default();
+        let _guard = tracing::subscriber::set_default(captured.subscriber());
         let mut input = Vec::new();
         for n in 0..10_000 {
             input.extend_from_slice(format!("line {n:05}\n").as_bytes());
@@ -114,7 +101,7 @@ mod tests {
         input.push(b'\n');
         let budget = StderrBudget { line_bytes: 32, lines_per_second: 1_000_000, total_bytes: 100 };
         drain("srv".into(), &input[..], budget).await;
-        let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let log = captured.text();
         let logged = log.lines().filter(|l| l.contains("line 0")).count();
         assert_eq!(logged, 10, "100 bytes of 10-byte lines: {log}");
         assert!(log.contains("over its logging budget") && log.contains("dropped=9991"), "{log}");
