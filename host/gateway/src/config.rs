@@ -144,23 +144,17 @@ pub struct ProviderConfig {
 
 /// The first key set on `provider` that its kind does not use.
 pub(crate) fn misplaced_key(provider: &ProviderConfig) -> Option<&'static str> {
-    let stdio = provider.command.is_some();
-    let http = provider.url.is_some();
-    let component = provider.component.is_some();
+    let kind = provider.kind();
     [
-        ("args", !provider.args.is_empty(), stdio),
-        ("env", !provider.env.is_empty(), stdio),
-        ("read_exec", !provider.read_exec.is_empty(), stdio),
-        ("token_env", provider.token_env.is_some(), http),
-        ("dirs", !provider.dirs.is_empty(), component),
+        ("args", !provider.args.is_empty(), ProviderKind::Stdio),
+        ("env", !provider.env.is_empty(), ProviderKind::Stdio),
+        ("read_exec", !provider.read_exec.is_empty(), ProviderKind::Stdio),
+        ("token_env", provider.token_env.is_some(), ProviderKind::Http),
+        ("dirs", !provider.dirs.is_empty(), ProviderKind::Component),
     ]
     .into_iter()
-    .find(|(_, set, used)| *set && !*used)
+    .find(|(_, set, used_by)| *set && *used_by != kind)
     .map(|(key, ..)| key)
-}
-
-fn key_path(key: &str, provider: &str) -> String {
-    format!("providers.{provider}.{key}")
 }
 
 /// A directory granted to a WASM tool component.
@@ -305,12 +299,12 @@ impl Config {
                     "give a stdio server's `command`, an HTTP server's `url`, or a WASM tool `component`",
                 ));
             }
-            if let Some(key) = misplaced_key(&provider) {
+            if let Some(unused) = misplaced_key(&provider) {
                 return Err(src.error(
                     span,
-                    &key_path(key, name.as_str()),
+                    &format!("{key}.{unused}"),
                     format!(
-                        "`{key}` does nothing for a {} provider, so it would be silently ignored",
+                        "`{unused}` does nothing for a {} provider, so it would be silently ignored",
                         provider.kind_name()
                     ),
                     "remove it, or give the provider the kind it is for",
@@ -330,7 +324,7 @@ impl Config {
             }
             // A bare name is looked up in PATH when the server starts; a path with a
             // separator is the config file's, like every other path in it.
-            provider.command = provider.command.map(|c| if c.components().count() > 1 { at(c) } else { c });
+            provider.command = provider.command.map(|c| file_relative_command(base, c));
             provider.component = provider.component.map(at);
             provider.read_exec = provider.read_exec.into_iter().map(at).collect();
             for dir in &mut provider.dirs {
@@ -359,16 +353,18 @@ impl Config {
     }
 }
 
+/// A provider's `command` as written in a file in `base`: a bare name is left for the
+/// `PATH` lookup when the server starts; a path with a separator is the file's, like
+/// every other path in it.
+pub(crate) fn file_relative_command(base: &Path, command: PathBuf) -> PathBuf {
+    if command.components().count() > 1 { base.join(command) } else { command }
+}
+
 /// The text of a configuration file of at most [`MAX_CONFIG_BYTES`], read with that
 /// bound (not from its metadata: a pipe or a device has no length until read).
 pub(crate) fn read_bounded(path: &Path) -> std::io::Result<String> {
-    use std::io::Read as _;
-    let mut text = String::new();
-    std::fs::File::open(path)?.take(MAX_CONFIG_BYTES + 1).read_to_string(&mut text)?;
-    if text.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(std::io::Error::other(format!("the file is over {MAX_CONFIG_BYTES} bytes")));
-    }
-    Ok(text)
+    let text = wasmgate_policy::capped::read_capped_text(std::fs::File::open(path)?, MAX_CONFIG_BYTES)?;
+    text.ok_or_else(|| std::io::Error::other(format!("the file is over {MAX_CONFIG_BYTES} bytes")))
 }
 
 /// `$XDG_STATE_HOME/wasmgate`, or `$HOME/.local/state/wasmgate`. A relative value is

@@ -18,7 +18,7 @@ use wasmgate_policy::PolicyError;
 use wasmgate_policy::error::Source;
 use wasmgate_policy::name::validate_provider;
 
-use crate::config::ProviderConfig;
+use crate::config::{ProviderConfig, file_relative_command};
 
 #[derive(Debug, Deserialize)]
 struct File {
@@ -62,6 +62,7 @@ pub fn import(path: &Path, providers: &mut BTreeMap<String, ProviderConfig>) -> 
         let offset = offset_of(&text, e.line(), e.column());
         src.error(offset..offset, "mcpServers", e.to_string(), "the file must be {\"mcpServers\": {\"name\": {...}}}")
     })?;
+    let base = path.parent().unwrap_or(Path::new(""));
     for (name, entry) in file.mcp_servers {
         if entry.disabled {
             continue;
@@ -95,9 +96,7 @@ pub fn import(path: &Path, providers: &mut BTreeMap<String, ProviderConfig>) -> 
         if let Some((problem, fix)) = problem {
             return Err(src.error(at..at, &key, problem, fix));
         }
-        // A command with a separator is the file's, as paths in wasmgate.toml are its.
-        let base = path.parent().unwrap_or(Path::new(""));
-        let command = entry.command.map(|c| if c.components().count() > 1 { base.join(c) } else { c });
+        let command = entry.command.map(|c| file_relative_command(base, c));
         let provider =
             ProviderConfig { command, args: entry.args, env: entry.env, url: entry.url, ..ProviderConfig::default() };
         if let Some(unused) = crate::config::misplaced_key(&provider) {

@@ -23,6 +23,7 @@
 //!   look-alike tricks.
 
 pub mod canonical;
+pub mod capped;
 pub mod constraint;
 pub mod detect;
 pub mod diff;

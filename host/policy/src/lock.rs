@@ -129,18 +129,14 @@ impl Lock {
     /// Reads a lock file. A missing file is an empty lock (every tool is new); any other problem is
     /// an error, so a damaged lock file never silently un-reviews or re-reviews tools.
     pub fn load(path: &Path) -> Result<Lock, LockError> {
-        use std::io::Read;
         let read = |source| LockError::Read { path: path.to_owned(), source };
         let file = match std::fs::File::open(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Lock::default()),
             other => other.map_err(read)?,
         };
-        // Read at most one byte past the limit, whatever the path is (a device, a pipe).
-        let mut bytes = Vec::new();
-        file.take(MAX_LOCK_BYTES + 1).read_to_end(&mut bytes).map_err(read)?;
-        if bytes.len() as u64 > MAX_LOCK_BYTES {
+        let Some(bytes) = crate::capped::read_capped(file, MAX_LOCK_BYTES).map_err(read)? else {
             return Err(read(std::io::Error::other(format!("larger than {MAX_LOCK_BYTES} bytes"))));
-        }
+        };
         Lock::from_json(&bytes, path)
     }
 

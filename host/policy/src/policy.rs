@@ -23,17 +23,13 @@ impl Policy {
     /// Reads and validates a policy file. Relative formatter paths are resolved against the file's
     /// directory.
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
-        use std::io::Read;
         let read = |source| PolicyError::Read { path: path.to_owned(), source };
         let origin = path.display().to_string();
-        // Read at most one byte past the limit: the path may be a pipe or a device of any length.
-        let mut text = String::new();
-        std::fs::File::open(path)
-            .and_then(|f| f.take(MAX_POLICY_BYTES as u64 + 1).read_to_string(&mut text))
-            .map_err(read)?;
-        if text.len() > MAX_POLICY_BYTES {
-            return Err(PolicyError::TooLarge { origin, len: text.len() });
-        }
+        let limit = MAX_POLICY_BYTES as u64;
+        let text = std::fs::File::open(path).and_then(|f| crate::capped::read_capped_text(f, limit)).map_err(read)?;
+        let Some(text) = text else {
+            return Err(PolicyError::TooLarge { origin, len: MAX_POLICY_BYTES + 1 });
+        };
         let mut policy = Policy::from_toml(&text, &origin)?;
         let base = path.parent().unwrap_or(Path::new(""));
         for provider in policy.providers.values_mut() {
@@ -67,7 +63,7 @@ impl Policy {
                     ),
                 )
             })?;
-            let provider = provider(&src, &key, raw)?;
+            let provider = provider(&src, name.get_ref(), &key, raw)?;
             providers.insert(name.into_inner(), provider);
         }
         Ok(Policy { providers })
@@ -144,7 +140,8 @@ impl Policy {
     }
 }
 
-fn provider(src: &Source<'_>, key: &str, raw: RawProvider) -> Result<ProviderPolicy, PolicyError> {
+/// The policy of provider `provider_name`, whose table is `key` (`providers.<name>`).
+fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) -> Result<ProviderPolicy, PolicyError> {
     let mut read_paths = Vec::new();
     for p in raw.read_paths {
         if !Path::new(p.get_ref()).is_absolute() {
@@ -196,9 +193,8 @@ fn provider(src: &Source<'_>, key: &str, raw: RawProvider) -> Result<ProviderPol
                 "use the provider's tool name exactly (1 to 128 characters from A-Z, a-z, 0-9, '_', '.', '-')",
             ));
         }
-        // `key` is `providers.<name>`: a rule for `<name>__tool` is for a name the
-        // gateway shows, which is never looked up here, so it would silently never apply.
-        let provider_name = key.strip_prefix("providers.").unwrap_or(key);
+        // A rule for `<name>__tool` is for a name the gateway shows, which is never
+        // looked up here, so it would silently never apply.
         if let Some(tool) = name.get_ref().strip_prefix(&format!("{provider_name}{}", crate::name::SEPARATOR)) {
             return Err(src.error(
                 name.span(),
