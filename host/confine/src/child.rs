@@ -40,9 +40,6 @@ pub(crate) struct ChildPlan {
     /// Directories to cover with an empty tmpfs in a fresh mount namespace
     /// ([`paths::hideable`](crate::paths::hideable)), as C strings made before the fork.
     pub(crate) hide: Vec<CString>,
-    /// Whether `hide` covers `/run` (or there is none): where the buses, the user's
-    /// runtime directory and the Docker socket live, and so what the report asks for.
-    pub(crate) hides_run: bool,
     /// Whether a failed `setrlimit`, `no_new_privs` or Landlock step stops the spawn.
     pub(crate) required: bool,
     /// The server's `pids` cgroup's `cgroup.procs`, opened for writing.
@@ -92,12 +89,12 @@ impl ChildPlan {
     }
 
     fn run(&mut self) -> io::Result<()> {
-        let mut record: Record = [0; 14];
+        let mut record = Record::default();
         record[slot::MAGIC] = MAGIC;
         let outcome = self.steps(&mut record);
         if let Err(e) = &outcome {
             let errno = e.raw_os_error().unwrap_or(0);
-            record[slot::ERRNO..slot::CAPABILITIES].copy_from_slice(&errno.to_le_bytes());
+            record[slot::ERRNO..slot::ERRNO + 4].copy_from_slice(&errno.to_le_bytes());
         }
         // A lost record reads as "nothing applied" in the parent, which fails safe.
         let _ = rustix::io::write(&self.status, &record);
@@ -125,12 +122,7 @@ impl ChildPlan {
         }
         // Before Landlock, which forbids a sandboxed process to change its mounts. Best
         // effort: without a user namespace only root may make a mount namespace.
-        if !self.hide.is_empty() {
-            let hidden = self.hide_socket_dirs().is_ok() && self.hides_run;
-            record[slot::HIDDEN] = if hidden { DONE } else { FAILED };
-        } else if self.hides_run {
-            record[slot::HIDDEN] = DONE;
-        }
+        record[slot::HIDDEN] = if self.hide.is_empty() || self.hide_socket_dirs().is_ok() { DONE } else { FAILED };
         // Only in a user namespace of its own does RLIMIT_NPROC count just the server's
         // tasks; outside one it would count every process of the user.
         if let (Some(limit), true) = (self.nproc, own_user_namespace) {
@@ -143,12 +135,7 @@ impl ChildPlan {
                 self.stop(record, slot::LIMITS, e.into())?;
             }
         }
-        if let Err(e) = set_no_new_privs(true) {
-            record[slot::NO_NEW_PRIVS] = FAILED;
-            self.stop(record, slot::NO_NEW_PRIVS, e.into())?;
-        } else {
-            record[slot::NO_NEW_PRIVS] = DONE;
-        }
+        self.mark(record, slot::NO_NEW_PRIVS, set_no_new_privs(true).map_err(io::Error::from))?;
         if let Some(ruleset) = self.ruleset.take() {
             match ruleset.restrict_self() {
                 Ok(status) if status.ruleset != RulesetStatus::NotEnforced => {
@@ -158,12 +145,7 @@ impl ChildPlan {
                 Err(_) => self.stop(record, slot::LANDLOCK_ABI, io::Error::last_os_error())?,
             }
         }
-        if let Err(e) = drop_capabilities() {
-            record[slot::CAPABILITIES] = FAILED;
-            self.stop(record, slot::CAPABILITIES, e)?;
-        } else {
-            record[slot::CAPABILITIES] = DONE;
-        }
+        self.mark(record, slot::CAPABILITIES, drop_capabilities())?;
         // Dies with the gateway: a gateway killed with SIGKILL runs no cleanup, and its
         // servers must not outlive it. Last, because a change of credentials (entering a
         // user namespace) clears the setting; the signal follows the forking thread, a
@@ -191,6 +173,20 @@ impl ChildPlan {
         Ok(())
     }
 
+    /// Records how `step` went: done, or failed, which under `required` ends the spawn.
+    fn mark(&self, record: &mut Record, step: usize, outcome: io::Result<()>) -> io::Result<()> {
+        match outcome {
+            Ok(()) => {
+                record[step] = DONE;
+                Ok(())
+            }
+            Err(e) => {
+                record[step] = FAILED;
+                self.stop(record, step, e)
+            }
+        }
+    }
+
     /// Under `required`, ends the spawn at `step`; otherwise carries on.
     fn stop(&self, record: &mut Record, step: usize, error: io::Error) -> io::Result<()> {
         if self.required {
@@ -211,7 +207,7 @@ impl ChildPlan {
 fn drop_capabilities() -> io::Result<()> {
     use rustix::thread::{CapabilitySet, CapabilitySets, capabilities, set_capabilities};
     let held = capabilities(None)?;
-    if held.permitted.is_empty() && !rustix::process::geteuid().is_root() && !getuid().is_root() {
+    if held.permitted.is_empty() && !rustix::process::geteuid().is_root() && !is_root() {
         return Ok(());
     }
     rustix::thread::clear_ambient_capability_set()?;

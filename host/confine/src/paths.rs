@@ -70,17 +70,15 @@ pub const SOCKET_DIRS: &[&str] = &["/run", "/var/run", "/tmp", "/var/tmp", "/dev
 /// visible, because hiding it would hide the grant. A server without `network` needs
 /// no name resolution, so [`NAME_RESOLUTION`] keeps nothing visible for it.
 #[must_use]
-pub fn hideable(granted: &[PathBuf], network: bool) -> Vec<PathBuf> {
-    let granted: Vec<&PathBuf> = granted
-        .iter()
-        .filter(|path| network || !NAME_RESOLUTION.iter().any(|n| path.as_path() == Path::new(n)))
-        .collect();
+pub fn hideable<'a>(granted: impl IntoIterator<Item = &'a Path>, network: bool) -> Vec<PathBuf> {
+    let granted: Vec<&Path> =
+        granted.into_iter().filter(|path| network || !NAME_RESOLUTION.iter().any(|n| *path == Path::new(n))).collect();
     let resolved: Vec<PathBuf> = granted.iter().filter_map(|path| path.canonicalize().ok()).collect();
     SOCKET_DIRS
         .iter()
         .map(PathBuf::from)
         .filter(|dir| dir.symlink_metadata().is_ok_and(|m| m.is_dir()))
-        .filter(|dir| !granted.iter().copied().chain(&resolved).any(|path| path.starts_with(dir)))
+        .filter(|dir| !granted.iter().copied().chain(resolved.iter().map(PathBuf::as_path)).any(|p| p.starts_with(dir)))
         .collect()
 }
 
@@ -112,7 +110,7 @@ mod tests {
     #[test]
     fn a_socket_directory_holding_a_grant_is_not_hidden() {
         let work = tempfile::tempdir_in("/tmp").unwrap();
-        let hidden = hideable(&[PathBuf::from("/usr"), work.path().to_path_buf()], true);
+        let hidden = hideable([Path::new("/usr"), work.path()], true);
         assert!(!hidden.contains(&PathBuf::from("/tmp")), "{hidden:?}");
         assert!(hidden.iter().all(|dir| SOCKET_DIRS.contains(&dir.to_str().unwrap_or_default())));
         if Path::new("/run").is_dir() && !Path::new("/run").is_symlink() {
@@ -121,11 +119,10 @@ mod tests {
         // A symbolic link into one keeps it too, as does a link that is the directory.
         let link = work.path().join("link");
         std::os::unix::fs::symlink("/run", &link).unwrap();
-        assert!(!hideable(std::slice::from_ref(&link), true).contains(&PathBuf::from("/run")));
-        assert!(!hideable(&[], true).iter().any(|dir| dir.is_symlink()));
+        assert!(!hideable([link.as_path()], true).contains(&PathBuf::from("/run")));
+        assert!(!hideable([], true).iter().any(|dir| dir.is_symlink()));
         // Name resolution is no reason to keep a directory for a server without a network.
-        let resolv = [PathBuf::from(NAME_RESOLUTION[0])];
-        assert_eq!(hideable(&resolv, false), hideable(&[], false));
+        assert_eq!(hideable([Path::new(NAME_RESOLUTION[0])], false), hideable([], false));
     }
 
     #[test]

@@ -82,6 +82,17 @@ pub(crate) fn build(
     Ok(created)
 }
 
+/// Every path [`build`] grants, whatever the rights: the program, the policy's paths and
+/// the working directory.
+pub(crate) fn granted<'a>(
+    confinement: &'a Confinement,
+    program: &'a Path,
+    workdir: &'a Path,
+) -> impl Iterator<Item = &'a Path> {
+    let listed = confinement.read_exec.iter().chain(&confinement.read_only).chain(&confinement.read_write);
+    [program, workdir].into_iter().chain(listed.map(PathBuf::as_path))
+}
+
 /// Adds one rule per path. A file gets only the rights that apply to files.
 fn add_paths(
     mut ruleset: RulesetCreated,

@@ -15,7 +15,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStringExt as _;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use rustix::io::Errno;
@@ -37,6 +37,9 @@ pub struct Prepared {
     enforcement: Enforcement,
     tcp_restricted: bool,
     wants_namespace: bool,
+    /// Whether the directories to hide include `/run` (or there is none): where the
+    /// buses, the user's runtime directory and the Docker socket live.
+    hides_run: bool,
     wants_process_bound: bool,
     wanted_landlock_abi: u8,
 }
@@ -71,12 +74,7 @@ pub fn prepare(confinement: &Confinement, program: &Path, workdir: &Path) -> Res
     let cgroup = confinement.limits.processes.and_then(PidsCgroup::create);
     let (cgroup, cgroup_procs) = cgroup.map_or((None, None), |(group, procs)| (Some(group), Some(procs)));
     let wants_namespace = confinement.network == Network::None;
-    let granted: Vec<PathBuf> = [program, workdir]
-        .into_iter()
-        .map(Path::to_path_buf)
-        .chain(confinement.read_exec.iter().chain(&confinement.read_only).chain(&confinement.read_write).cloned())
-        .collect();
-    let hidden = paths::hideable(&granted, !wants_namespace);
+    let hidden = paths::hideable(ruleset::granted(confinement, program, workdir), !wants_namespace);
     let hides_run = !Path::new("/run").is_dir() || hidden.iter().any(|dir| dir == Path::new("/run"));
     let hide: Vec<CString> =
         hidden.into_iter().filter_map(|dir| CString::new(dir.into_os_string().into_vec()).ok()).collect();
@@ -86,7 +84,6 @@ pub fn prepare(confinement: &Confinement, program: &Path, workdir: &Path) -> Res
         nproc: limits::nproc(&confinement.limits),
         namespace: wants_namespace,
         hide,
-        hides_run,
         required: confinement.enforcement == Enforcement::Required,
         cgroup_procs,
         status,
@@ -99,6 +96,7 @@ pub fn prepare(confinement: &Confinement, program: &Path, workdir: &Path) -> Res
         enforcement: confinement.enforcement,
         tcp_restricted: confinement.network != Network::Unrestricted,
         wants_namespace,
+        hides_run,
         wants_process_bound: confinement.limits.processes.is_some(),
         wanted_landlock_abi: child::abi_number(confinement.min_landlock_abi),
     })
@@ -121,15 +119,15 @@ impl Prepared {
     /// [`ConfinementError::Unavailable`] when the child stopped because a required
     /// mechanism failed.
     pub fn finish(self, spawn_error: Option<&io::Error>) -> Result<Confined, ConfinementError> {
-        let mut record: Record = [0; 14];
+        let mut record = Record::default();
         let read = rustix::io::read(&self.status, &mut record).unwrap_or(0);
         if read != record.len() || record[slot::MAGIC] != MAGIC {
-            record = [0; 14];
+            record = Record::default();
         }
         if let Some(error) = spawn_error {
             let step = usize::from(record[slot::FAILED]);
             if step != 0 {
-                let errno = i32::from_le_bytes([record[8], record[9], record[10], record[11]]);
+                let errno = i32::from_le_bytes([0, 1, 2, 3].map(|i| record[slot::ERRNO + i]));
                 let mechanism = match step {
                     slot::LIMITS => Mechanism::ResourceLimits,
                     slot::NO_NEW_PRIVS => Mechanism::NoNewPrivs,
@@ -163,7 +161,7 @@ impl Prepared {
             user_namespace: namespace == DONE,
             no_new_privs: record[slot::NO_NEW_PRIVS] == DONE,
             capabilities_dropped: record[slot::CAPABILITIES] == DONE,
-            socket_dirs_hidden: record[slot::HIDDEN] == DONE,
+            socket_dirs_hidden: self.hides_run && record[slot::HIDDEN] == DONE,
             resource_limits: record[slot::LIMITS] == DONE,
             processes,
             wants_namespace: self.wants_namespace,
