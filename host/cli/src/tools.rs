@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use wasmgate_gateway::ToolState;
 use wasmgate_guard::Unattended;
-use wasmgate_policy::sanitize::escape_for_display;
 
 use crate::open::ConfigArgs;
 
@@ -20,9 +19,9 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<()> {
         for status in statuses.iter().filter(|s| s.provider == provider.name) {
             println!("  {:<48} {}", status.exposed, status.state);
             if let ToolState::Changed(diff) = &status.state {
-                // The diff quotes the provider's text: escaped, as `review` shows it.
+                // The diff escapes the provider's text itself (`Diff`'s Display).
                 for line in diff.lines() {
-                    println!("      {}", escape_for_display(line));
+                    println!("      {line}");
                 }
             }
         }

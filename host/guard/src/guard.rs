@@ -185,7 +185,7 @@ impl Guard {
         let requested =
             Event::Requested { verdict: Verdict::Allow.as_str().to_owned(), reason: reason.into(), arguments };
         self.record(vec![entry(requested), entry(Event::Started)]).await?;
-        Ok(Access { guard: Arc::clone(self), call, provider: provider.to_owned(), what: what.to_owned(), ended: false })
+        Ok(Access::new(self, call, provider, what))
     }
 
     /// Records a call that was refused before any tool was found for it (a name that is
@@ -219,6 +219,11 @@ pub struct Access {
 }
 
 impl Access {
+    /// The outcome of `call` of `provider`'s `what`, to be recorded.
+    fn new(guard: &Arc<Guard>, call: String, provider: &str, what: &str) -> Self {
+        Access { guard: Arc::clone(guard), call, provider: provider.to_owned(), what: what.to_owned(), ended: false }
+    }
+
     /// Records the outcome: `finished` (with injection flags), `withheld` or `failed`.
     pub fn end(mut self, event: Event) {
         self.ended = true;
@@ -305,13 +310,7 @@ impl Guarded {
         guard.record(records).await?;
         // From here the call has started: if this future is dropped before it ends (a
         // host's timeout, a shutdown), the outcome is recorded as `cancelled` all the same.
-        let outcome = Access {
-            guard: Arc::clone(guard),
-            call: call.clone(),
-            provider: self.provider.clone(),
-            what: self.tool.clone(),
-            ended: false,
-        };
+        let outcome = Access::new(guard, call.clone(), &self.provider, &self.tool);
         match self.inner.execute(input.clone(), cancel).await {
             Ok(result) => {
                 let action = guard.policy.provider(&self.provider).map_or(InjectionAction::Flag, |p| p.injection);

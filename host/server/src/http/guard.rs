@@ -12,10 +12,9 @@
 //!    taken; a request is 429, and so is any POST beyond those few reads, so that a client
 //!    at its limit cannot hold more connections by sending bodies slowly.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
@@ -23,7 +22,7 @@ use subtle::ConstantTimeEq;
 use wasmgate_protocol::codes::INVALID_REQUEST;
 
 use super::Shared;
-use super::limit::PermitBody;
+use super::limit::{PermitBody, peer_ip};
 use super::reply::refuse;
 
 /// The middleware; see the module docs.
@@ -49,8 +48,7 @@ pub(crate) async fn guard(State(shared): State<Arc<Shared>>, request: Request, n
         response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         return response;
     }
-    let peer =
-        request.extensions().get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
+    let peer = peer_ip(request.extensions().get());
     let Some(permit) = shared.clients.acquire(peer, config.per_client_concurrency) else {
         tracing::info!(%peer, limit = config.per_client_concurrency, "per-client concurrency limit reached");
         if request.method() == Method::POST

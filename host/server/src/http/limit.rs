@@ -9,12 +9,13 @@
 //! open: streams are the cheapest way to pin server resources, and they count.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use axum::body::Body;
+use axum::extract::ConnectInfo;
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 
@@ -40,6 +41,11 @@ impl ClientLimits {
 
 /// The client a peer address belongs to: all loopback addresses (IPv4, IPv6 and
 /// IPv4-mapped) are one, an IPv6 address counts as its /64, an IPv4 address as itself.
+/// The address a request came from, or `0.0.0.0` when the listener does not say.
+pub(crate) fn peer_ip(connected: Option<&ConnectInfo<SocketAddr>>) -> IpAddr {
+    connected.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |ConnectInfo(peer)| peer.ip())
+}
+
 pub(crate) fn client_key(peer: IpAddr) -> IpAddr {
     let peer = match peer {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(peer, IpAddr::V4),

@@ -16,7 +16,7 @@
 //! the connection (in 2026-07-28 that is how a client cancels) or, in a session, when
 //! `notifications/cancelled` names it.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -33,6 +33,7 @@ use wasmgate_protocol::{Id, Message, Request, classify, error_response, parse_me
 
 use super::Shared;
 use super::guard::{OVER_LIMIT_BODY_BYTES, OverLimit, too_many};
+use super::limit::peer_ip;
 use super::reply::{json, refuse, sse, status};
 use super::sessions::{Refused, SESSION_ID, Session, named, repeated};
 use crate::engine::ask::Live;
@@ -47,7 +48,7 @@ pub(crate) async fn post(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let peer = connected.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |Extension(ConnectInfo(peer))| peer.ip());
+    let peer = peer_ip(connected.as_ref().map(|Extension(connected)| connected));
     let over_limit = over_limit.is_some();
     let max_body_bytes = if over_limit { OVER_LIMIT_BODY_BYTES } else { shared.http.max_body_bytes };
     let read = tokio::time::timeout(shared.http.body_read_timeout, Limited::new(body, max_body_bytes).collect());
