@@ -67,9 +67,8 @@ mod tests {
             (0x1D173, 0x1D17A),
             (0xE0000, 0xE0FFF),
         ];
-        // Every Default_Ignorable_Code_Point of Unicode 16 but the plain controls the
-        // sanitizer handles on its own terms.
-        for c in [0x00AD, 0xFE0F, 0xFFF0, 0xE0080, 0xE01F0, 0xE0FFF] {
+        // Unassigned default-ignorables inside the last range, which its ends do not show.
+        for c in [0xE0080, 0xE01F0] {
             assert!(is_invisible(char::from_u32(c).unwrap_or('x')), "U+{c:04X}");
         }
         for (first, last) in ranges {

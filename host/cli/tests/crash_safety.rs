@@ -20,24 +20,25 @@ const CALLERS: usize = 8;
 /// Calls answered before the gateway is killed.
 const BEFORE_KILL: usize = 40;
 
+/// The fields of `/proc/<pid>/stat` after the parenthesised command (state, then ppid,
+/// ...), or `None` when the process is gone.
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(stat.rsplit_once(')')?.1.split_whitespace().map(str::to_owned).collect())
+}
+
 /// The pids whose parent is `parent`, from /proc.
 fn children(parent: u32) -> Vec<u32> {
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            // The fields after the parenthesised command: state, then ppid.
-            let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-            rest.split_whitespace().nth(1).and_then(|ppid| ppid.parse::<u32>().ok()) == Some(parent)
-        })
+        .filter(|pid| stat_fields(*pid).and_then(|f| f.get(1)?.parse::<u32>().ok()) == Some(parent))
         .collect()
 }
 
 /// Whether `pid` still runs: a zombie has finished, whoever reaps it.
 fn running(pid: u32) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    stat_fields(pid).is_some_and(|f| f.first().is_some_and(|state| state != "Z"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,10 +6,7 @@
 
 mod common;
 
-use std::path::Path;
-
 use serde_json::json;
-use wasmgate_guests::hostile::TOOL_PROVIDER;
 use wasmgate_sandbox::{CallError, Grants, Limits, SandboxError, TRANSFER_SLACK, ToolCallError, ToolProvider};
 
 use common::{call, call_both, hostile, ro_grant, rw_grant, sandbox, text};
@@ -132,8 +129,7 @@ fn a_tool_that_panics_is_a_trap_with_its_message() {
 /// `output_bytes`; the provider then still answers.
 fn huge_under(output_bytes: usize) -> SandboxError {
     let sandbox = sandbox();
-    let limits = Limits { output_bytes, ..common::quick_limits() };
-    let tools = sandbox.load_tool_provider_file("hostile", Path::new(TOOL_PROVIDER), limits).unwrap();
+    let tools = common::hostile_with(&sandbox, Limits { output_bytes, ..common::quick_limits() });
     let err = sandbox_error(&tools, "huge", "{}", &Grants::none());
     assert_still_answers(&tools);
     err

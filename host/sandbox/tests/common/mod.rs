@@ -23,7 +23,12 @@ pub fn calendar(sandbox: &Sandbox) -> ToolProvider {
 }
 
 pub fn hostile(sandbox: &Sandbox) -> ToolProvider {
-    sandbox.load_tool_provider_file("hostile", Path::new(hostile_paths::TOOL_PROVIDER), quick_limits()).unwrap()
+    hostile_with(sandbox, quick_limits())
+}
+
+/// The hostile tool provider under `limits`.
+pub fn hostile_with(sandbox: &Sandbox, limits: Limits) -> ToolProvider {
+    sandbox.load_tool_provider_file("hostile", Path::new(hostile_paths::TOOL_PROVIDER), limits).unwrap()
 }
 
 /// `dir` granted read-write as `/data`.
