@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the interop peers of the tests into <workspace>/target/peers/:
-#   target/peers/venv          Python venv with the `mcp` SDK (the servers in host/gate/tests/fixtures/*.py,
+#   target/peers/venv          Python venv with the `mcp` SDK (the servers in host/client/tests/fixtures/*.py,
 #                              the clients in host/server/tests/fixtures and host/cli/tests/fixtures)
 #   target/peers/npm           @modelcontextprotocol/server-everything
 #   target/peers/inspector     @modelcontextprotocol/inspector (its CLI mode)

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use wasmgate_guests::{JSON_TEXT, hostile};
 use wasmgate_sandbox::{
-    FormatError, FormatRequest, Formatter, Limits, MAX_HOST_RESOURCES, Sandbox, SandboxConfig, SandboxError,
+    CallLimits, FormatError, FormatRequest, Formatter, MAX_HOST_RESOURCES, Sandbox, SandboxConfig, SandboxError,
     TRANSFER_SLACK,
 };
 
@@ -18,11 +18,11 @@ fn sandbox() -> Sandbox {
     Sandbox::new(SandboxConfig { max_concurrent_calls: 8, ..SandboxConfig::default() }).unwrap()
 }
 
-fn quick_limits() -> Limits {
-    Limits { deadline: Duration::from_millis(200), ..Limits::default() }
+fn quick_limits() -> CallLimits {
+    CallLimits { deadline: Duration::from_millis(200), ..CallLimits::default() }
 }
 
-fn load(sandbox: &Sandbox, path: &str, limits: Limits) -> Formatter {
+fn load(sandbox: &Sandbox, path: &str, limits: CallLimits) -> Formatter {
     sandbox.load_formatter_file(Path::new(path), limits).unwrap()
 }
 
@@ -49,7 +49,7 @@ fn format(formatter: &Formatter, request: FormatRequest) -> Result<String, Sandb
 
 /// After a hostile call, the same sandbox still renders a normal result.
 fn assert_sandbox_still_formats(sandbox: &Sandbox) {
-    let json_text = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+    let json_text = sandbox.load_formatter("json-text", JSON_TEXT, CallLimits::default()).unwrap();
     let text = json_text
         .format(FormatRequest {
             content: r#"[{"type":"text","text":"Lunch at noon"}]"#.into(),
@@ -155,7 +155,7 @@ fn sleeping_on_wasi_timers_hits_the_deadline_too() {
 fn an_endless_loop_runs_out_of_fuel_when_fuel_is_metered() {
     let sandbox =
         Sandbox::new(SandboxConfig { fuel: true, max_concurrent_calls: 4, ..SandboxConfig::default() }).unwrap();
-    let limits = Limits { fuel: Some(5_000_000), deadline: Duration::from_secs(30), ..Limits::default() };
+    let limits = CallLimits { fuel: Some(5_000_000), deadline: Duration::from_secs(30), ..CallLimits::default() };
     let result = format(&load(&sandbox, hostile::SPIN_FOREVER, limits), request("x"));
     assert!(matches!(result, Err(SandboxError::FuelExhausted { limit: 5_000_000 })), "{result:?}");
     assert_sandbox_still_formats(&sandbox);
@@ -188,7 +188,7 @@ fn a_hundred_megabytes_of_text_cannot_even_be_built_under_the_default_memory_cap
 #[test]
 fn a_hundred_megabytes_of_text_is_refused_by_the_host_before_it_is_copied() {
     let sandbox = sandbox();
-    let limits = Limits { memory_bytes: 256 << 20, deadline: Duration::from_secs(10), ..Limits::default() };
+    let limits = CallLimits { memory_bytes: 256 << 20, deadline: Duration::from_secs(10), ..CallLimits::default() };
     assert_eq!(limits.transfer_bytes(), (2 << 20) + TRANSFER_SLACK);
     let result = format(&load(&sandbox, hostile::HUGE_OUTPUT, limits.clone()), request("x"));
     assert!(
@@ -204,7 +204,7 @@ fn holding_host_resources_without_end_stops_at_the_resource_cap() {
     // Each pollable lives in the host's table, outside the guest's memory cap: without
     // a bound the guest would hold all 100,000 and return.
     let sandbox = sandbox();
-    let limits = Limits { deadline: Duration::from_secs(10), ..Limits::default() };
+    let limits = CallLimits { deadline: Duration::from_secs(10), ..CallLimits::default() };
     let result = format(&load(&sandbox, hostile::HOARD_RESOURCES, limits), request("x"));
     assert!(matches!(result, Err(SandboxError::ResourceLimit { limit }) if limit == MAX_HOST_RESOURCES), "{result:?}");
     assert_sandbox_still_formats(&sandbox);

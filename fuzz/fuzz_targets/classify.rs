@@ -7,10 +7,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wasmgate_protocol::{Limits, classify, decode, parse_message};
+use wasmgate_protocol::{MessageLimits, classify, decode, parse_message};
 
 fuzz_target!(|data: &[u8]| {
-    let limits = Limits { max_message_bytes: 1 << 20, max_depth: 64 };
+    let limits = MessageLimits { max_message_bytes: 1 << 20, max_depth: 64 };
     let decoded = decode(data, limits);
     if let Ok(value) = parse_message(data, limits) {
         let classified = classify(value.clone());

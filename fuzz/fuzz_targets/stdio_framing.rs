@@ -1,5 +1,5 @@
 //! Any bytes, in any chunking, through both newline framers of the gateway: the
-//! client's `LineReader` (a stdio server's stdout, `wasmgate-gate`) and the server
+//! client's `LineReader` (a stdio server's stdout, `wasmgate-client`) and the server
 //! face's `next_line` (a downstream client's stdin, `wasmgate-server`). Each must
 //! return exactly the lines of a reference split of the input, whatever sizes
 //! the reads come in:
@@ -24,8 +24,8 @@ use std::task::{Context, Poll, Waker};
 
 use libfuzzer_sys::fuzz_target;
 use tokio::io::{AsyncBufRead, AsyncRead, ReadBuf};
-use wasmgate_gate::transport::OVERSIZED_PREFIX_BYTES;
-use wasmgate_gate::transport::fuzzing::{Line as ClientLine, LineReader};
+use wasmgate_client::transport::OVERSIZED_PREFIX_BYTES;
+use wasmgate_client::transport::fuzzing::{Line as ClientLine, LineReader};
 use wasmgate_server::stdio::fuzzing::{Line as ServerLine, next_line};
 
 /// Caps worth trying: tiny ones (most lines are over), ones around the oversized

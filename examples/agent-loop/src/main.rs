@@ -14,9 +14,9 @@ use serde_json::json;
 use wasmgate_adapter::{Formatters, McpProvider, McpToolset};
 use wasmgate_agent::script::{answer, calls};
 use wasmgate_agent::{AgentConfig, AllowAll, CancellationToken, Message, ScriptedModel, run_agent};
-use wasmgate_gate::confine::provider_workdir;
-use wasmgate_gate::{ClientConfig, Confinement, StdioConfig, StdioTransport};
-use wasmgate_sandbox::{Limits, Sandbox, SandboxConfig};
+use wasmgate_client::confine::provider_workdir;
+use wasmgate_client::{ClientConfig, Confinement, StdioConfig, StdioTransport};
+use wasmgate_sandbox::{CallLimits, Sandbox, SandboxConfig};
 
 const EVERYTHING: &str = "target/peers/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
 
@@ -30,7 +30,7 @@ async fn main() -> anyhow::Result<()> {
     }
 
     let sandbox = Sandbox::new(SandboxConfig::default())?;
-    let json_text = sandbox.load_formatter("json-text", wasmgate_guests::JSON_TEXT, Limits::default())?;
+    let json_text = sandbox.load_formatter("json-text", wasmgate_guests::JSON_TEXT, CallLimits::default())?;
     let formatters = Arc::new(Formatters::new(json_text));
     // The server runs confined (the default): its own working directory under the
     // gateway's state directory, read-only access to its `node_modules`, nothing else.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use wasmgate_example_calendar::setup::EXAMPLE_DIR;
-use wasmgate_sandbox::{FormatRequest, Limits, Sandbox, SandboxConfig};
+use wasmgate_sandbox::{CallLimits, FormatRequest, Sandbox, SandboxConfig};
 
 fn template_dir() -> PathBuf {
     Path::new(EXAMPLE_DIR).join("../formatter-template").canonicalize().unwrap()
@@ -53,7 +53,7 @@ fn the_formatter_template_builds_as_the_doc_says_and_formats_a_result_in_the_san
     let wasm = target_dir().join("wasm32-wasip2/release/formatter_template.wasm");
 
     let sandbox = Sandbox::new(SandboxConfig { cache_dir: None, ..SandboxConfig::default() }).unwrap();
-    let formatter = sandbox.load_formatter_file(&wasm, Limits::default()).unwrap();
+    let formatter = sandbox.load_formatter_file(&wasm, CallLimits::default()).unwrap();
     let result = formatter
         .format(FormatRequest {
             tool_name: "weather__forecast".into(),

@@ -6,14 +6,14 @@
 //! `inputSchema`), so review hashes and pins it as it would an MCP tool. A tool whose
 //! name cannot be exposed or whose schema cannot be compiled is withheld, with a
 //! warning in the logs. Every call runs in a fresh instance with only the provider's
-//! [`Grants`], under its [`Limits`] (see [`component_tool`](crate::component_tool)).
+//! [`Grants`], under its [`CallLimits`] (see [`component_tool`](crate::component_tool)).
 
 use std::sync::Arc;
 
 use serde_json::json;
 use wasmgate_agent::{BoxFuture, Tool};
 use wasmgate_policy::name::validate_provider;
-use wasmgate_sandbox::{Grants, Limits, ToolDefinition, ToolProvider};
+use wasmgate_sandbox::{CallLimits, Grants, ToolDefinition, ToolProvider};
 
 use crate::component_tool::{Component, adapt};
 use crate::error::AdapterError;
@@ -48,7 +48,7 @@ impl ComponentProvider {
         name: &str,
         provider: ToolProvider,
         grants: Grants,
-        limits: Limits,
+        limits: CallLimits,
         formatters: Arc<Formatters>,
     ) -> Result<Self, AdapterError> {
         validate_provider(name)?;

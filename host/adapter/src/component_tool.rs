@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult, ToolSpec};
 use wasmgate_protocol::{CallToolResult, ProtocolError, parse_call_tool_result};
 use wasmgate_sandbox::{
-    CallError, CallOutcome, Formatter, Grants, Limits, ToolCallError, ToolDefinition, ToolProvider,
+    CallError, CallLimits, CallOutcome, Formatter, Grants, ToolCallError, ToolDefinition, ToolProvider,
 };
 
 use crate::contract::{checked_arguments, gone, rejected};
@@ -41,7 +41,7 @@ pub struct Component {
     /// What each call may use (directories, the clock); nothing else is granted.
     pub grants: Grants,
     /// The limits of each call.
-    pub limits: Limits,
+    pub limits: CallLimits,
     /// Held for the whole of each call when a directory is granted writable: see
     /// [`Component::new`].
     one_at_a_time: Option<Arc<tokio::sync::Mutex<()>>>,
@@ -56,7 +56,7 @@ impl Component {
     /// file locks, and two such calls at once would lose one's change. Only the host
     /// can order them. Calls with read-only or no directories still run side by side.
     #[must_use]
-    pub fn new(provider: String, component: ToolProvider, grants: Grants, limits: Limits) -> Self {
+    pub fn new(provider: String, component: ToolProvider, grants: Grants, limits: CallLimits) -> Self {
         let one_at_a_time = grants.dirs.iter().any(|dir| !dir.read_only).then(|| Arc::new(tokio::sync::Mutex::new(())));
         Component { provider, component, grants, limits, one_at_a_time }
     }

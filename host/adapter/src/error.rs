@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use wasmgate_gate::ClientError;
+use wasmgate_client::ClientError;
 use wasmgate_policy::NameError;
 use wasmgate_sandbox::{LoadError, SandboxError};
 

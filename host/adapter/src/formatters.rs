@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use wasmgate_policy::Glob;
-use wasmgate_sandbox::{Formatter, Limits, Sandbox};
+use wasmgate_sandbox::{CallLimits, Formatter, Sandbox};
 
 use crate::error::AdapterError;
 
@@ -46,7 +46,7 @@ impl Formatters {
         sandbox: &Sandbox,
         default: Formatter,
         rules: impl IntoIterator<Item = FormatterRule>,
-        limits: &Limits,
+        limits: &CallLimits,
     ) -> Result<Self, AdapterError> {
         let mut loaded: Vec<(FormatterRule, Arc<Formatter>)> = Vec::new();
         for rule in rules {

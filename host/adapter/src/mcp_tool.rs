@@ -18,7 +18,7 @@ use serde_json::Value;
 use wasmgate_agent::{
     BoxFuture, CancellationToken, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult, ToolSpec, context,
 };
-use wasmgate_gate::{CallOptions, ClientError, McpClient, ProgressFn};
+use wasmgate_client::{CallOptions, ClientError, McpClient, ProgressFn};
 use wasmgate_policy::sanitize;
 use wasmgate_protocol::ToolDefinition;
 use wasmgate_sandbox::Formatter;
@@ -147,7 +147,7 @@ const MAX_PROGRESS_MESSAGE: usize = 256;
 /// upstream's updates on, their messages sanitized and capped (they are server text).
 fn progress_relay() -> Option<ProgressFn> {
     let sink = context::current().progress?;
-    Some(Arc::new(move |update: wasmgate_gate::Progress| {
+    Some(Arc::new(move |update: wasmgate_client::Progress| {
         let message = update.message.map(|m| sanitize(&m).text.chars().take(MAX_PROGRESS_MESSAGE).collect());
         sink(context::Progress { progress: update.progress, total: update.total, message });
     }))

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use wasmgate_agent::{BoxFuture, Tool};
-use wasmgate_gate::{ClientConfig, ClientError, McpClient, Transport};
+use wasmgate_client::{ClientConfig, ClientError, McpClient, Transport};
 use wasmgate_policy::name::validate_provider;
 
 use crate::error::AdapterError;

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolError, ToolExecute, ToolResult, ToolSpec};
-use wasmgate_gate::{ClientError, McpClient};
+use wasmgate_client::{ClientError, McpClient};
 use wasmgate_policy::sanitize;
 use wasmgate_protocol::{CallToolResult, ContentBlock, ResourceInfo, ResultKind};
 use wasmgate_sandbox::Formatter;

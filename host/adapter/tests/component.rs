@@ -134,6 +134,6 @@ async fn a_toolbox_offers_mcp_servers_and_components_side_by_side() {
     let names: Vec<String> = mixed.current().await.into_iter().map(|t| t.spec.name).collect();
     assert_eq!(names, ["p__search", "cal__calendar_query", "cal__calendar_create", "cal__calendar_delete"]);
     let mcp_only = McpToolset::new(vec![mcp]);
-    let _client: &wasmgate_gate::McpClient = mcp_only.providers()[0].client();
+    let _client: &wasmgate_client::McpClient = mcp_only.providers()[0].client();
     assert_eq!(mcp_only.current().await.len(), 1);
 }

@@ -14,7 +14,7 @@ use common::formatters;
 use serde_json::json;
 use wasmgate_adapter::component_tool::adapt;
 use wasmgate_agent::{CancellationToken, ToolErrorKind};
-use wasmgate_sandbox::{Grants, Limits, ToolDefinition};
+use wasmgate_sandbox::{CallLimits, Grants, ToolDefinition};
 
 #[tokio::test]
 async fn arguments_that_break_the_input_schema_are_an_error_result_and_never_reach_the_component() {
@@ -98,7 +98,7 @@ async fn cancelling_before_the_call_returns_cancelled_and_runs_nothing() {
 #[tokio::test]
 async fn cancelling_a_running_call_returns_cancelled_not_the_deadline_it_would_reach() {
     let mut slow = component("evil", hostile_component(), Grants::none());
-    std::sync::Arc::make_mut(&mut slow).limits = Limits { deadline: Duration::from_secs(3), ..slow.limits.clone() };
+    std::sync::Arc::make_mut(&mut slow).limits = CallLimits { deadline: Duration::from_secs(3), ..slow.limits.clone() };
     let spin = single(&slow, "spin", json!({"type": "object"}));
     let cancel = CancellationToken::new();
     let running = {
@@ -119,7 +119,7 @@ async fn a_call_waiting_for_its_turn_at_a_writable_directory_can_be_cancelled() 
     assert!(!component("evil", hostile_component(), Grants::none()).one_call_at_a_time());
     let mut slow = component("evil", hostile_component(), data(dir.path(), false));
     assert!(slow.one_call_at_a_time(), "a writable directory orders the calls");
-    std::sync::Arc::make_mut(&mut slow).limits = Limits { deadline: Duration::from_secs(3), ..slow.limits.clone() };
+    std::sync::Arc::make_mut(&mut slow).limits = CallLimits { deadline: Duration::from_secs(3), ..slow.limits.clone() };
     let spin = single(&slow, "spin", json!({"type": "object"}));
     let (first_cancel, second_cancel) = (CancellationToken::new(), CancellationToken::new());
     let first = {

@@ -13,7 +13,7 @@ use wasmgate_agent::{
     AgentConfig, AgentError, AllowAll, CallStatus, CancellationToken, Message, SKIPPED, ScriptedModel, ToolErrorKind,
     run_agent,
 };
-use wasmgate_gate::{ClientConfig, CloseReason, McpClient, fake};
+use wasmgate_client::{ClientConfig, CloseReason, McpClient, fake};
 
 async fn turn(
     model: &ScriptedModel,

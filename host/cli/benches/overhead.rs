@@ -34,7 +34,7 @@ mod common;
 use common::python;
 use serde_json::{Map, Value, json};
 use tokio::runtime::Runtime;
-use wasmgate_gate::{
+use wasmgate_client::{
     CancellationToken, ClientConfig, HttpConfig, HttpTransport, McpClient, StdioConfig, StdioTransport,
 };
 
@@ -43,7 +43,7 @@ const BATCH: usize = 100;
 const ROUNDS: usize = 7;
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../gate/tests/fixtures").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../client/tests/fixtures").canonicalize().unwrap()
 }
 
 /// A reviewed gateway configuration: `echo` (the Python server, confined) and `tools`

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use clap::Args;
 use serde_json::Value;
-use wasmgate_sandbox::{FormatRequest, Limits, Sandbox, SandboxConfig};
+use wasmgate_sandbox::{CallLimits, FormatRequest, Sandbox, SandboxConfig};
 
 #[derive(Debug, Args)]
 pub struct FormatArgs {
@@ -44,10 +44,10 @@ pub fn run(args: FormatArgs) -> anyhow::Result<()> {
     let request = read_result(&args.result, args.tool, args.provider)?;
     let cache_dir = if args.no_cache { None } else { args.cache_dir.or_else(default_cache_dir) };
     let sandbox = Sandbox::new(SandboxConfig { cache_dir, max_concurrent_calls: 4, ..SandboxConfig::default() })?;
-    let limits = Limits {
+    let limits = CallLimits {
         deadline: Duration::from_millis(args.deadline_ms),
         output_bytes: args.max_output,
-        ..Limits::default()
+        ..CallLimits::default()
     };
     let formatter = match &args.formatter {
         Some(path) => sandbox.load_formatter_file(path, limits)?,

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use common::{serve_http, setup, stderr, wasmgate};
 use serde_json::{Value, json};
-use wasmgate_gate::{CancellationToken, ClientConfig, HttpConfig, HttpTransport, McpClient};
+use wasmgate_client::{CancellationToken, ClientConfig, HttpConfig, HttpTransport, McpClient};
 
 /// Concurrent callers (below the per-client limit of 16 open requests).
 const CALLERS: usize = 8;
@@ -53,7 +53,7 @@ async fn a_gateway_killed_under_load_restarts_and_its_audit_log_accounts_for_eve
     // The echo provider outlives the end of its input (as a hostile server may): only
     // the parent-death signal can stop it when the gateway is killed.
     let config = std::fs::read_to_string(dir.path().join("wasmgate.toml")).unwrap();
-    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gate/tests/fixtures/stdio_server.py");
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("../client/tests/fixtures/stdio_server.py");
     let server = format!("{:?}", server.canonicalize().unwrap().display().to_string());
     let stubborn = "import runpy, sys, time\ntry:\n    runpy.run_path(sys.argv[1], run_name='__main__')\nfinally:\n    time.sleep(600)";
     let config = config.replace(&format!("args = [{server}]"), &format!("args = [\"-c\", {stubborn:?}, {server}]"));

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use common::{python, stderr, stdout, wasmgate};
 use serde_json::{Map, Value, json};
-use wasmgate_gate::{
+use wasmgate_client::{
     CallOptions, CancellationToken, ClientConfig, ClientError, McpClient, StdioConfig, StdioTransport,
 };
 use wasmgate_protocol::CallToolResult;
@@ -49,7 +49,7 @@ fn configure(args: &[&str]) -> tempfile::TempDir {
 /// As [`configure`], with `extra` lines in the hostile provider's table.
 fn configure_with(args: &[&str], extra: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let gate_fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gate/tests/fixtures").canonicalize().unwrap();
+    let gate_fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../client/tests/fixtures").canonicalize().unwrap();
     let hostile = cli_fixtures().join("hostile_upstream.py").display().to_string();
     let (python, dirs) = python();
     let dirs: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::{serve_http, setup, stderr, wasmgate};
 use serde_json::{Map, json};
-use wasmgate_gate::{
+use wasmgate_client::{
     CancellationToken, ClientConfig, HttpConfig, HttpTransport, McpClient, StdioConfig, StdioTransport,
 };
 use wasmgate_protocol::ProtocolVersion;

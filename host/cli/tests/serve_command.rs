@@ -8,7 +8,7 @@ use common::{command, serve_http, setup, stderr, wasmgate};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
-use wasmgate_gate::{
+use wasmgate_client::{
     CancellationToken, ClientConfig, HttpConfig, HttpTransport, InputDeclined, InputHandler, InputRequest, McpClient,
     StdioConfig, StdioTransport,
 };
@@ -140,7 +140,7 @@ struct Person {
 }
 
 impl InputHandler for Person {
-    fn answer(&self, request: InputRequest) -> wasmgate_gate::BoxFuture<'_, Result<Value, InputDeclined>> {
+    fn answer(&self, request: InputRequest) -> wasmgate_client::BoxFuture<'_, Result<Value, InputDeclined>> {
         let message = request.params.as_ref().and_then(|p| p["message"].as_str()).unwrap_or_default().to_owned();
         self.asked.lock().unwrap().push(message);
         let answer = json!({"action": "accept", "content": {"approve": self.approve}});

@@ -12,7 +12,7 @@ use common::{python, stderr, wasmgate};
 use serde_json::{Map, Value, json};
 use std::sync::{Arc, Mutex};
 
-use wasmgate_gate::{
+use wasmgate_client::{
     CallOptions, CancellationToken, ClientConfig, ClientError, McpClient, ProgressFn, StdioConfig, StdioTransport,
 };
 use wasmgate_protocol::{CompleteRequest, ResourceContents};
@@ -180,7 +180,7 @@ async fn upstream_progress_reaches_the_client_through_the_whole_pipeline() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&seen);
     let progress: ProgressFn =
-        Arc::new(move |p: wasmgate_gate::Progress| log.lock().unwrap().push((p.progress, p.total)));
+        Arc::new(move |p: wasmgate_client::Progress| log.lock().unwrap().push((p.progress, p.total)));
     let options = CallOptions { progress: Some(progress), ..CallOptions::default() };
     let result = client
         .call_tool_with("up__test_tool_with_progress", Map::new(), CancellationToken::new(), options)

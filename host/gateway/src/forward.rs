@@ -27,7 +27,7 @@ use serde_json::{Map, Value, json};
 use wasmgate_adapter::McpProvider;
 use wasmgate_agent::{CancellationToken, ToolResult};
 use wasmgate_audit::Event;
-use wasmgate_gate::ClientError;
+use wasmgate_client::ClientError;
 use wasmgate_guard::Guard;
 use wasmgate_guard::screen::{Screened, screen};
 use wasmgate_policy::{InjectionAction, ProviderPolicy, detect, prefixed_name, sanitize, split_prefixed};

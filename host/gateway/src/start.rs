@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use wasmgate_adapter::{ComponentProvider, FormatterRule, Formatters, McpProvider, ToolSource};
 use wasmgate_audit::{AuditLog, Entry, Event, Options, Redaction};
-use wasmgate_gate::confine::provider_workdir;
-use wasmgate_gate::{
+use wasmgate_client::confine::provider_workdir;
+use wasmgate_client::{
     Bearer, ClientConfig, Confinement, Enforcement, HttpConfig, HttpTransport, Network, StdioConfig, StdioTransport,
 };
 use wasmgate_guard::{Approver, Guard, GuardedToolset};
-use wasmgate_policy::{Confinement as Required, Lock, Policy, ProviderPolicy};
-use wasmgate_sandbox::{DirGrant, Formatter, Grants, Limits, Sandbox, SandboxConfig};
+use wasmgate_policy::{ConfinementLevel, Lock, Policy, ProviderPolicy};
+use wasmgate_sandbox::{CallLimits, DirGrant, Formatter, Grants, Sandbox, SandboxConfig};
 
 use crate::config::{Config, LimitsConfig, ProviderConfig, ProviderKind};
 use crate::error::StartError;
@@ -156,9 +156,9 @@ fn warn_incomplete(audit: &AuditLog, provider: &str, report: &str) {
     }
 }
 
-fn limits(config: &LimitsConfig, rules: Option<&ProviderPolicy>) -> Limits {
+fn limits(config: &LimitsConfig, rules: Option<&ProviderPolicy>) -> CallLimits {
     let over = rules.map(|r| r.limits).unwrap_or_default();
-    let mut limits = Limits::default();
+    let mut limits = CallLimits::default();
     if let Some(ms) = over.deadline_ms.or(config.deadline_ms) {
         limits.deadline = Duration::from_millis(ms);
     }
@@ -176,7 +176,7 @@ fn formatters(
     json_text: &Formatter,
     provider: &str,
     rules: Option<&ProviderPolicy>,
-    limits: &Limits,
+    limits: &CallLimits,
 ) -> Result<Arc<Formatters>, StartError> {
     let json_text = json_text.with_limits(limits.clone()).map_err(|e| StartError::Sandbox(e.to_string()))?;
     let rules = rules.map(|r| r.formatters.clone()).unwrap_or_default().into_iter().map(|rule| FormatterRule {
@@ -191,7 +191,7 @@ fn component(
     sandbox: &Sandbox,
     name: &str,
     provider: &ProviderConfig,
-    limits: Limits,
+    limits: CallLimits,
     formatters: Arc<Formatters>,
 ) -> Result<ComponentProvider, StartError> {
     let path = provider.component.clone().unwrap_or_default();
@@ -228,7 +228,7 @@ fn stdio(
         if !rules.network_ports.is_empty() {
             confinement = confinement.network(Network::Tcp { connect: rules.network_ports.clone(), bind: Vec::new() });
         }
-        if rules.confinement == Required::BestEffort {
+        if rules.confinement == ConfinementLevel::BestEffort {
             confinement.enforcement = Enforcement::BestEffort;
         }
     }
@@ -272,6 +272,6 @@ mod tests {
         let limits = limits(&config, policy.provider("p"));
         assert_eq!(limits.deadline, Duration::from_millis(200));
         assert_eq!(limits.memory_bytes, 1 << 20);
-        assert_eq!(limits.output_bytes, Limits::default().output_bytes);
+        assert_eq!(limits.output_bytes, CallLimits::default().output_bytes);
     }
 }

@@ -10,11 +10,11 @@ use serde_json::{Value, json};
 use wasmgate_adapter::{ComponentProvider, Formatters, McpProvider, ToolSource};
 use wasmgate_agent::{CancellationToken, Tool, Toolset};
 use wasmgate_audit::{AuditLog, Options};
-use wasmgate_gate::{ClientConfig, FakeServer, fake};
+use wasmgate_client::{ClientConfig, FakeServer, fake};
 use wasmgate_guard::{Guard, GuardedToolset, Unattended, approver::NOBODY};
 use wasmgate_policy::{Lock, Policy};
 use wasmgate_protocol::Id;
-use wasmgate_sandbox::{DirGrant, Grants, Limits, Sandbox, SandboxConfig};
+use wasmgate_sandbox::{CallLimits, DirGrant, Grants, Sandbox, SandboxConfig};
 
 const POLICY: &str = r#"
 [providers.calendar.tools]
@@ -24,7 +24,7 @@ calendar_delete = "deny"
 "#;
 
 fn formatters(sandbox: &Sandbox) -> Arc<Formatters> {
-    let json_text = sandbox.load_formatter("json-text", wasmgate_guests::JSON_TEXT, Limits::default()).unwrap();
+    let json_text = sandbox.load_formatter("json-text", wasmgate_guests::JSON_TEXT, CallLimits::default()).unwrap();
     Arc::new(Formatters::new(json_text))
 }
 
@@ -60,11 +60,11 @@ async fn a_wasm_component_tool_goes_through_allow_ask_and_deny() {
     std::fs::create_dir(&data).unwrap();
     let sandbox = Sandbox::new(SandboxConfig::default()).unwrap();
     let component = sandbox
-        .load_tool_provider_file("calendar", Path::new(wasmgate_guests::CALENDAR_PATH), Limits::default())
+        .load_tool_provider_file("calendar", Path::new(wasmgate_guests::CALENDAR_PATH), CallLimits::default())
         .unwrap();
     let grants = Grants::none().with_dir(DirGrant::read_write(&data, "/data"));
     let calendar =
-        ComponentProvider::new("calendar", component, grants, Limits::default(), formatters(&sandbox)).unwrap();
+        ComponentProvider::new("calendar", component, grants, CallLimits::default(), formatters(&sandbox)).unwrap();
     let tools = guarded(Arc::new(calendar), dir.path()).await.current().await;
 
     deny_and_ask_paths(&tools).await;

@@ -1,7 +1,7 @@
 //! The policy file as written: serde structs that mirror the TOML one to one and reject unknown
 //! keys. [`crate::policy`] validates them and builds the [`crate::Policy`] that the host uses.
 
-use crate::provider::{Confinement, InjectionAction};
+use crate::provider::{ConfinementLevel, InjectionAction};
 use crate::verdict::Verdict;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
@@ -22,7 +22,7 @@ pub(crate) struct RawProvider {
     pub unlisted: Option<Verdict>,
     pub trust_annotations: Option<bool>,
     pub injection: Option<InjectionAction>,
-    pub confinement: Option<Confinement>,
+    pub confinement: Option<ConfinementLevel>,
     #[serde(default)]
     pub read_paths: Vec<Spanned<String>>,
     #[serde(default)]

@@ -49,6 +49,8 @@ pub use glob::Glob;
 pub use lock::{Lock, LockError, ReviewState};
 pub use name::{NameError, prefixed_name, split_prefixed};
 pub use policy::Policy;
-pub use provider::{Confinement, FormatterRule, InjectionAction, Limits, ProviderPolicy, ToolRule, climbs};
+pub use provider::{
+    ConfinementLevel, FormatterRule, InjectionAction, LimitOverrides, ProviderPolicy, ToolRule, climbs,
+};
 pub use sanitize::{Sanitized, sanitize};
 pub use verdict::{Decision, Verdict};

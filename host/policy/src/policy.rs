@@ -6,7 +6,7 @@ use crate::error::{MAX_POLICY_BYTES, PolicyError, Source};
 use crate::file::{RawConstraint, RawPolicy, RawProvider};
 use crate::glob::Glob;
 use crate::name::{MAX_PROVIDER_NAME, is_valid_tool_name, validate_provider};
-use crate::provider::{FormatterRule, Limits, ProviderPolicy, ToolRule};
+use crate::provider::{FormatterRule, LimitOverrides, ProviderPolicy, ToolRule};
 use crate::verdict::{Decision, Verdict};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -167,8 +167,8 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
         network_ports.push(port.into_inner());
     }
     let limits = match raw.limits {
-        None => Limits::default(),
-        Some(l) => Limits {
+        None => LimitOverrides::default(),
+        Some(l) => LimitOverrides {
             deadline_ms: positive(src, &format!("{key}.limits.deadline_ms"), l.deadline_ms)?,
             memory_bytes: positive(src, &format!("{key}.limits.memory_bytes"), l.memory_bytes)?,
             output_bytes: positive(src, &format!("{key}.limits.output_bytes"), l.output_bytes)?,

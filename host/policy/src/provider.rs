@@ -24,7 +24,7 @@ pub enum InjectionAction {
 /// Whether a stdio server may start when the kernel cannot confine it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Confinement {
+pub enum ConfinementLevel {
     /// Refuse to start the provider unless full confinement is in force (the default).
     #[default]
     Required,
@@ -34,7 +34,7 @@ pub enum Confinement {
 
 /// Sandbox limit overrides for this provider's formatter calls; `None` keeps the host default.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Limits {
+pub struct LimitOverrides {
     /// Wall-clock deadline per formatter call, in milliseconds.
     pub deadline_ms: Option<u64>,
     /// Linear memory cap per formatter instance, in bytes.
@@ -77,11 +77,11 @@ pub struct ProviderPolicy {
     /// What to do with a flagged result.
     pub injection: InjectionAction,
     /// Sandbox limit overrides.
-    pub limits: Limits,
+    pub limits: LimitOverrides,
     /// Formatter selection, first match wins.
     pub formatters: Vec<FormatterRule>,
     /// Confinement requirement for a stdio server.
-    pub confinement: Confinement,
+    pub confinement: ConfinementLevel,
     /// Extra absolute paths a stdio server may read.
     pub read_paths: Vec<PathBuf>,
     /// TCP ports a stdio server may connect to (none: no network).

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use std::path::Path;
-use wasmgate_policy::{Confinement, InjectionAction, Policy, PolicyError, Verdict};
+use wasmgate_policy::{ConfinementLevel, InjectionAction, Policy, PolicyError, Verdict};
 
 const CALENDAR: &str = r#"
 [providers.calendar]
@@ -124,7 +124,7 @@ wasm = "/opt/wasmgate/json.wasm"
     assert_eq!(c.unlisted, Verdict::Ask);
     assert!(c.trust_annotations);
     assert_eq!(c.injection, InjectionAction::Withhold);
-    assert_eq!(c.confinement, Confinement::BestEffort);
+    assert_eq!(c.confinement, ConfinementLevel::BestEffort);
     assert_eq!(c.read_paths, [Path::new("/usr/share/zoneinfo")]);
     assert_eq!(c.network_ports, [443, 8443]);
     assert_eq!(
@@ -141,7 +141,7 @@ fn defaults_are_deny_untrusted_flag_and_required_confinement() {
     assert_eq!(c.unlisted, Verdict::Deny);
     assert!(!c.trust_annotations);
     assert_eq!(c.injection, InjectionAction::Flag);
-    assert_eq!(c.confinement, Confinement::Required);
+    assert_eq!(c.confinement, ConfinementLevel::Required);
     assert!(c.read_paths.is_empty() && c.network_ports.is_empty() && c.formatters.is_empty());
     assert_eq!(c.limits, Default::default());
     assert_eq!(c.formatter_for("x"), None);
@@ -335,7 +335,7 @@ fn the_policy_reference_example_parses_and_decides_as_documented() {
     let c = p.provider("calendar").unwrap();
     assert_eq!(
         (c.injection, c.confinement, c.network_ports.as_slice()),
-        (InjectionAction::Flag, Confinement::Required, &[443][..])
+        (InjectionAction::Flag, ConfinementLevel::Required, &[443][..])
     );
     let primary = json!({"calendar_id": "primary", "from": "2026-05-01"});
     assert_eq!(p.decide("calendar", "calendar_query", &primary).verdict, Verdict::Allow);

@@ -20,7 +20,7 @@ use crate::codes;
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProtocolError {
-    /// The raw message is longer than [`Limits::max_message_bytes`](crate::Limits).
+    /// The raw message is longer than [`MessageLimits::max_message_bytes`](crate::MessageLimits).
     #[error("message is {size} bytes, over the limit of {limit} bytes")]
     TooLarge {
         /// Length of the raw message in bytes.
@@ -34,7 +34,7 @@ pub enum ProtocolError {
         /// Offset of the first invalid byte sequence.
         valid_up_to: usize,
     },
-    /// Arrays and objects nest deeper than [`Limits::max_depth`](crate::Limits).
+    /// Arrays and objects nest deeper than [`MessageLimits::max_depth`](crate::MessageLimits).
     #[error("message nests arrays/objects deeper than the limit of {limit} levels")]
     TooDeep {
         /// The configured limit.

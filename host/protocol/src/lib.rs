@@ -11,7 +11,7 @@
 //! The modules, in the order a message meets them:
 //!
 //! * [`limits`]: raw bytes to `Value`, after size, UTF-8, depth and duplicate-key checks
-//!   ([`parse_message`], [`Limits`]); the depth/duplicate scanner itself is the private
+//!   ([`parse_message`], [`MessageLimits`]); the depth/duplicate scanner itself is the private
 //!   `scan` module.
 //! * [`jsonrpc`]: `Value` to one of the four JSON-RPC message kinds ([`classify`],
 //!   [`Message`]) and the envelope builders; [`id`]: the request [`Id`].
@@ -70,7 +70,7 @@ pub use jsonrpc::{
     ErrorObject, ErrorResponse, Message, Notification, Request, Response, classify, error_response, notification,
     request, result_response,
 };
-pub use limits::{Limits, decode, parse_message};
+pub use limits::{MessageLimits, decode, parse_message};
 pub use mcp::{ClientContext, ClientInfo, Implementation};
 pub use prompts::{
     GetPromptResult, PromptArgument, PromptInfo, PromptMessage, PromptsPage, Role, parse_get_prompt_result,

@@ -21,7 +21,7 @@ use crate::{ProtocolError, scan};
 
 /// Resource limits applied to every incoming message before it is parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+pub struct MessageLimits {
     /// Maximum raw size in bytes.
     ///
     /// Default 4 MiB: tool results legitimately carry base64 images, audio and embedded
@@ -37,12 +37,12 @@ pub struct Limits {
     pub max_depth: usize,
 }
 
-impl Limits {
+impl MessageLimits {
     /// The defaults (4 MiB, 64 levels).
     pub const DEFAULT: Self = Self { max_message_bytes: 4 * 1024 * 1024, max_depth: 64 };
 }
 
-impl Default for Limits {
+impl Default for MessageLimits {
     fn default() -> Self {
         Self::DEFAULT
     }
@@ -55,7 +55,7 @@ impl Default for Limits {
 /// In order of checking: [`TooLarge`](ProtocolError::TooLarge),
 /// [`NotUtf8`](ProtocolError::NotUtf8), [`TooDeep`](ProtocolError::TooDeep),
 /// [`InvalidJson`](ProtocolError::InvalidJson), [`DuplicateKey`](ProtocolError::DuplicateKey).
-pub fn parse_message(bytes: &[u8], limits: Limits) -> Result<Value, ProtocolError> {
+pub fn parse_message(bytes: &[u8], limits: MessageLimits) -> Result<Value, ProtocolError> {
     if bytes.len() > limits.max_message_bytes {
         return Err(ProtocolError::TooLarge { size: bytes.len(), limit: limits.max_message_bytes });
     }
@@ -73,7 +73,7 @@ pub fn parse_message(bytes: &[u8], limits: Limits) -> Result<Value, ProtocolErro
 /// # Errors
 ///
 /// Any error of either step.
-pub fn decode(bytes: &[u8], limits: Limits) -> Result<Message, ProtocolError> {
+pub fn decode(bytes: &[u8], limits: MessageLimits) -> Result<Message, ProtocolError> {
     classify(parse_message(bytes, limits)?)
 }
 
@@ -84,14 +84,14 @@ mod tests {
 
     #[test]
     fn size_is_checked_before_anything_else() {
-        let limits = Limits { max_message_bytes: 4, max_depth: 64 };
+        let limits = MessageLimits { max_message_bytes: 4, max_depth: 64 };
         assert_eq!(parse_message(b"\xff\xff\xff\xff\xff", limits), Err(ProtocolError::TooLarge { size: 5, limit: 4 }));
         assert!(parse_message(b"1234", limits).is_ok());
     }
 
     #[test]
     fn depth_equal_to_the_limit_is_accepted() {
-        let limits = Limits { max_message_bytes: 1024, max_depth: 3 };
+        let limits = MessageLimits { max_message_bytes: 1024, max_depth: 3 };
         assert!(parse_message(b"[[[]]]", limits).is_ok());
         assert_eq!(parse_message(b"[[[[]]]]", limits), Err(ProtocolError::TooDeep { limit: 3 }));
     }
@@ -99,14 +99,17 @@ mod tests {
     #[test]
     fn default_depth_fits_under_serde_json_recursion_limit() {
         let text = format!("{}{}", "[".repeat(64), "]".repeat(64));
-        assert!(parse_message(text.as_bytes(), Limits::DEFAULT).is_ok());
+        assert!(parse_message(text.as_bytes(), MessageLimits::DEFAULT).is_ok());
     }
 
     #[test]
     fn duplicate_key_is_reported_only_for_valid_json() {
-        assert!(matches!(parse_message(br#"{"a":1,"a":2"#, Limits::DEFAULT), Err(ProtocolError::InvalidJson(_))));
+        assert!(matches!(
+            parse_message(br#"{"a":1,"a":2"#, MessageLimits::DEFAULT),
+            Err(ProtocolError::InvalidJson(_))
+        ));
         assert_eq!(
-            parse_message(br#"{"a":1,"a":2}"#, Limits::DEFAULT),
+            parse_message(br#"{"a":1,"a":2}"#, MessageLimits::DEFAULT),
             Err(ProtocolError::DuplicateKey { key: "a".into() })
         );
     }

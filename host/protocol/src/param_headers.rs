@@ -11,7 +11,7 @@
 //! `null` argument sends no header.
 
 //!
-//! Pure: the client encodes the values into headers (`wasmgate-gate`), the server
+//! Pure: the client encodes the values into headers (`wasmgate-client`), the server
 //! checks the headers it received against them (`wasmgate-server`).
 
 use std::collections::HashSet;

@@ -10,8 +10,8 @@ use wasmgate_protocol::result::ResultKind;
 use wasmgate_protocol::subscriptions::{self, SubscriptionFilter, parse_acknowledged};
 use wasmgate_protocol::version::{check_initialize_version, parse_unsupported_version};
 use wasmgate_protocol::{
-    ClientContext, ClientInfo, ContentBlock, Id, Limits, Message, ProtocolVersion, ResourceContents, SUPPORTED, codes,
-    decode, parse_call_tool_result, parse_discover_result, parse_initialize_result, parse_message,
+    ClientContext, ClientInfo, ContentBlock, Id, Message, MessageLimits, ProtocolVersion, ResourceContents, SUPPORTED,
+    codes, decode, parse_call_tool_result, parse_discover_result, parse_initialize_result, parse_message,
     parse_read_resource_result, parse_resources_list, parse_result_kind, parse_tools_list, result::CacheScope,
 };
 
@@ -21,12 +21,12 @@ fn golden_dir() -> PathBuf {
 
 fn golden(rel: &str) -> Value {
     let bytes = std::fs::read(golden_dir().join(rel)).expect(rel);
-    parse_message(&bytes, Limits::DEFAULT).expect(rel)
+    parse_message(&bytes, MessageLimits::DEFAULT).expect(rel)
 }
 
 fn message(rel: &str) -> Message {
     let bytes = std::fs::read(golden_dir().join(rel)).expect(rel);
-    decode(&bytes, Limits::DEFAULT).expect(rel)
+    decode(&bytes, MessageLimits::DEFAULT).expect(rel)
 }
 
 fn result_of(rel: &str) -> Value {
@@ -56,8 +56,8 @@ fn every_golden_file_decodes_and_reserialises_exactly() {
         for file in std::fs::read_dir(era.unwrap().path()).unwrap() {
             let path = file.unwrap().path();
             let bytes = std::fs::read(&path).unwrap();
-            let value = parse_message(&bytes, Limits::DEFAULT).unwrap();
-            let message = decode(&bytes, Limits::DEFAULT).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let value = parse_message(&bytes, MessageLimits::DEFAULT).unwrap();
+            let message = decode(&bytes, MessageLimits::DEFAULT).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             assert_eq!(message.into_value(), value, "{}", path.display());
             seen += 1;
         }

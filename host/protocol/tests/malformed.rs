@@ -5,8 +5,8 @@
 use serde_json::{Map, Value, json};
 use wasmgate_protocol::result::InputRequired;
 use wasmgate_protocol::{
-    ClientContext, ClientInfo, Id, Limits, Message, ProtocolError, ProtocolVersion, decode, parse_call_tool_result,
-    parse_discover_result, parse_initialize_result, parse_message, parse_tools_list,
+    ClientContext, ClientInfo, Id, Message, MessageLimits, ProtocolError, ProtocolVersion, decode,
+    parse_call_tool_result, parse_discover_result, parse_initialize_result, parse_message, parse_tools_list,
 };
 
 fn bad_id(reason: &str) -> ProtocolError {
@@ -141,7 +141,7 @@ fn envelope_cases() -> Vec<(&'static str, &'static str, ProtocolError)> {
 #[test]
 fn every_malformed_envelope_is_rejected_with_its_exact_error() {
     for (name, text, expected) in envelope_cases() {
-        assert_eq!(decode(text.as_bytes(), Limits::DEFAULT), Err(expected), "case {name:?}: {text}");
+        assert_eq!(decode(text.as_bytes(), MessageLimits::DEFAULT), Err(expected), "case {name:?}: {text}");
     }
 }
 
@@ -162,7 +162,7 @@ fn invalid_json_texts_are_rejected_as_invalid_json() {
         b"{'jsonrpc':'2.0'}",
     ];
     for text in cases {
-        let got = decode(text, Limits::DEFAULT);
+        let got = decode(text, MessageLimits::DEFAULT);
         assert!(matches!(got, Err(ProtocolError::InvalidJson(_))), "{:?} gave {got:?}", String::from_utf8_lossy(text));
     }
 }
@@ -170,25 +170,25 @@ fn invalid_json_texts_are_rejected_as_invalid_json() {
 #[test]
 fn hundred_thousand_deep_nesting_is_rejected_by_the_depth_check_without_stack_overflow() {
     let arrays = "[".repeat(100_000);
-    assert_eq!(parse_message(arrays.as_bytes(), Limits::DEFAULT), Err(ProtocolError::TooDeep { limit: 64 }));
+    assert_eq!(parse_message(arrays.as_bytes(), MessageLimits::DEFAULT), Err(ProtocolError::TooDeep { limit: 64 }));
     let objects = r#"{"a":"#.repeat(100_000);
-    assert_eq!(parse_message(objects.as_bytes(), Limits::DEFAULT), Err(ProtocolError::TooDeep { limit: 64 }));
+    assert_eq!(parse_message(objects.as_bytes(), MessageLimits::DEFAULT), Err(ProtocolError::TooDeep { limit: 64 }));
     let inside_params =
         format!(r#"{{"jsonrpc":"2.0","method":"a","params":{{"x":{}1{}}}}}"#, "[".repeat(70), "]".repeat(70));
-    assert_eq!(decode(inside_params.as_bytes(), Limits::DEFAULT), Err(ProtocolError::TooDeep { limit: 64 }));
+    assert_eq!(decode(inside_params.as_bytes(), MessageLimits::DEFAULT), Err(ProtocolError::TooDeep { limit: 64 }));
 }
 
 #[test]
 fn brackets_inside_strings_do_not_count_as_nesting() {
     let text =
         format!(r#"{{"jsonrpc":"2.0","method":"a","params":{{"s":"{}\"{}"}}}}"#, "[".repeat(1000), "{".repeat(1000));
-    assert!(matches!(decode(text.as_bytes(), Limits::DEFAULT), Ok(Message::Notification(_))));
+    assert!(matches!(decode(text.as_bytes(), MessageLimits::DEFAULT), Ok(Message::Notification(_))));
 }
 
 #[test]
 fn ten_megabyte_string_is_rejected_by_size_before_parsing() {
     let text = format!(r#"{{"jsonrpc":"2.0","method":"a","params":{{"s":"{}"}}}}"#, "x".repeat(10 * 1024 * 1024));
-    let got = decode(text.as_bytes(), Limits::DEFAULT);
+    let got = decode(text.as_bytes(), MessageLimits::DEFAULT);
     assert_eq!(got, Err(ProtocolError::TooLarge { size: text.len(), limit: 4 * 1024 * 1024 }));
 }
 
@@ -197,8 +197,8 @@ fn non_utf8_bytes_are_rejected_with_their_offset() {
     let mut text = br#"{"jsonrpc":"2.0","method":"a"#.to_vec();
     let offset = text.len();
     text.extend_from_slice(b"\xff\xfe\"}");
-    assert_eq!(decode(&text, Limits::DEFAULT), Err(ProtocolError::NotUtf8 { valid_up_to: offset }));
-    assert_eq!(decode(b"\xc3\x28", Limits::DEFAULT), Err(ProtocolError::NotUtf8 { valid_up_to: 0 }));
+    assert_eq!(decode(&text, MessageLimits::DEFAULT), Err(ProtocolError::NotUtf8 { valid_up_to: offset }));
+    assert_eq!(decode(b"\xc3\x28", MessageLimits::DEFAULT), Err(ProtocolError::NotUtf8 { valid_up_to: 0 }));
 }
 
 #[test]
@@ -207,12 +207,15 @@ fn duplicate_keys_are_rejected_not_resolved_last_wins() {
     let raw: Value = serde_json::from_str(r#"{"name":"safe","name":"rm_rf"}"#).unwrap();
     assert_eq!(raw["name"], "rm_rf");
     let text = r#"{"jsonrpc":"2.0","method":"a","params":{"name":"safe","\u006eame":"rm_rf"}}"#;
-    assert_eq!(decode(text.as_bytes(), Limits::DEFAULT), Err(ProtocolError::DuplicateKey { key: "name".into() }));
+    assert_eq!(
+        decode(text.as_bytes(), MessageLimits::DEFAULT),
+        Err(ProtocolError::DuplicateKey { key: "name".into() })
+    );
 }
 
 #[test]
 fn limits_are_configurable() {
-    let tight = Limits { max_message_bytes: 64, max_depth: 2 };
+    let tight = MessageLimits { max_message_bytes: 64, max_depth: 2 };
     assert!(decode(br#"{"jsonrpc":"2.0","method":"a","params":{}}"#, tight).is_ok());
     assert_eq!(
         decode(br#"{"jsonrpc":"2.0","method":"a","params":{"x":[]}}"#, tight),
@@ -224,7 +227,7 @@ fn limits_are_configurable() {
 
 #[test]
 fn valid_edge_cases_are_accepted() {
-    let ok = |text: &str| decode(text.as_bytes(), Limits::DEFAULT).unwrap_or_else(|e| panic!("{text}: {e}"));
+    let ok = |text: &str| decode(text.as_bytes(), MessageLimits::DEFAULT).unwrap_or_else(|e| panic!("{text}: {e}"));
     assert_eq!(ok(r#"{"jsonrpc":"2.0","id":-9223372036854775808,"method":"a"}"#).id(), Some(&Id::Int(i64::MIN)));
     assert_eq!(ok(r#"{"jsonrpc":"2.0","id":"","method":"a"}"#).id(), Some(&Id::String(String::new())));
     assert!(
@@ -500,7 +503,7 @@ fn truncated_and_corrupted_golden_messages_never_panic() {
             }
             for v in variants {
                 runs += 1;
-                let Ok(value) = parse_message(&v, Limits::DEFAULT) else { continue };
+                let Ok(value) = parse_message(&v, MessageLimits::DEFAULT) else { continue };
                 let _ = parse_tools_list(&value, 10);
                 let _ = wasmgate_protocol::parse_resources_list(&value, 10);
                 let _ = wasmgate_protocol::parse_read_resource_result(&value);

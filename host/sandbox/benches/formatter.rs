@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use serde_json::json;
 use wasmgate_guests::{ECHO_TOOLS_PATH, JSON_TEXT};
-use wasmgate_sandbox::{FormatRequest, Formatter, Grants, Limits, Sandbox, SandboxConfig, ToolProvider};
+use wasmgate_sandbox::{CallLimits, FormatRequest, Formatter, Grants, Sandbox, SandboxConfig, ToolProvider};
 
 const SIZES: [(&str, usize); 3] = [("200B", 200), ("10KB", 10_000), ("1MB", 1_000_000)];
 
@@ -35,7 +35,7 @@ fn result_of_size(target: usize) -> FormatRequest {
     }
 }
 
-fn native(request: &FormatRequest, limits: &Limits) -> String {
+fn native(request: &FormatRequest, limits: &CallLimits) -> String {
     json_text::render::render(json_text::render::Input {
         content: &request.content,
         structured: request.structured_content.as_deref(),
@@ -45,9 +45,9 @@ fn native(request: &FormatRequest, limits: &Limits) -> String {
     .unwrap()
 }
 
-fn limits() -> Limits {
+fn limits() -> CallLimits {
     // The default limits, with room for the 1 MB case's output.
-    Limits { output_bytes: 4 << 20, ..Limits::default() }
+    CallLimits { output_bytes: 4 << 20, ..CallLimits::default() }
 }
 
 fn bench_sizes(c: &mut Criterion, formatter: &Formatter) {
@@ -98,7 +98,7 @@ fn bench_load(c: &mut Criterion, cache_dir: &Path) {
     group.sample_size(10);
     let compiling = Sandbox::new(SandboxConfig { max_concurrent_calls: 2, ..SandboxConfig::default() }).unwrap();
     group.bench_function("compile", |b| {
-        b.iter(|| compiling.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap())
+        b.iter(|| compiling.load_formatter("json-text", JSON_TEXT, CallLimits::default()).unwrap())
     });
     let cached = Sandbox::new(SandboxConfig {
         max_concurrent_calls: 2,
@@ -106,10 +106,10 @@ fn bench_load(c: &mut Criterion, cache_dir: &Path) {
         ..SandboxConfig::default()
     })
     .unwrap();
-    cached.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap(); // fill the cache
+    cached.load_formatter("json-text", JSON_TEXT, CallLimits::default()).unwrap(); // fill the cache
     group.sample_size(50);
     group.bench_function("precompiled", |b| {
-        b.iter(|| cached.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap())
+        b.iter(|| cached.load_formatter("json-text", JSON_TEXT, CallLimits::default()).unwrap())
     });
     // The raw wasmtime steps behind the two paths, without the cache's checksum,
     // the import linking and the trial instantiation that `load_formatter` adds.

@@ -24,12 +24,12 @@ use crate::state::StoreState;
 const CORE_INSTANCES_PER_COMPONENT: u32 = 32;
 
 /// Engine-wide settings, fixed when the [`Sandbox`] is built. Per-call limits
-/// are in [`crate::Limits`].
+/// are in [`crate::CallLimits`].
 #[derive(Debug, Clone)]
 pub struct SandboxConfig {
-    /// Upper bound for any call's `Limits::memory_bytes`; sizes the pool's slots.
+    /// Upper bound for any call's `CallLimits::memory_bytes`; sizes the pool's slots.
     pub max_memory_bytes: usize,
-    /// Compile fuel metering into guest code, so `Limits::fuel` can be used.
+    /// Compile fuel metering into guest code, so `CallLimits::fuel` can be used.
     /// It costs about 40% of compute; the epoch deadline alone costs about 25%.
     pub fuel: bool,
     /// How many calls may run at once. With the pooling allocator this sizes

@@ -21,30 +21,30 @@ pub use crate::bindings::{CallError, FormatError};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SandboxError {
-    /// The request was larger than `Limits::input_bytes`; no guest code ran.
+    /// The request was larger than `CallLimits::input_bytes`; no guest code ran.
     #[error("input of {size} bytes exceeds the {limit}-byte input limit")]
     InputTooLarge { size: usize, limit: usize },
-    /// The guest returned more than `Limits::output_bytes` of text.
+    /// The guest returned more than `CallLimits::output_bytes` of text.
     #[error("output of {size} bytes exceeds the {limit}-byte output limit")]
     OutputTooLarge { size: usize, limit: usize },
     /// The guest tried to hand the host one value (its output, or the arguments of
-    /// one host call) of more than `limit` bytes: [`Limits::transfer_bytes`](crate::Limits::transfer_bytes),
+    /// one host call) of more than `limit` bytes: [`CallLimits::transfer_bytes`](crate::CallLimits::transfer_bytes),
     /// twice `output_bytes` plus [`TRANSFER_SLACK`](crate::TRANSFER_SLACK). The host
     /// refused it before copying any of it, so an oversized output costs the host nothing.
     #[error(
         "the guest tried to hand over more than {limit} bytes at once, past its output limit; refused before copying"
     )]
     TransferTooLarge { limit: usize },
-    /// The call ran past `Limits::deadline` and was interrupted.
+    /// The call ran past `CallLimits::deadline` and was interrupted.
     #[error("deadline of {limit:?} exceeded")]
     DeadlineExceeded { limit: Duration },
-    /// The call burned all of `Limits::fuel`.
+    /// The call burned all of `CallLimits::fuel`.
     #[error("fuel limit of {limit} exhausted")]
     FuelExhausted { limit: u64 },
-    /// The guest tried to grow memory past `Limits::memory_bytes`.
+    /// The guest tried to grow memory past `CallLimits::memory_bytes`.
     #[error("memory limit of {limit} bytes reached")]
     MemoryLimit { limit: usize },
-    /// The guest tried to grow a table past `Limits::table_elements`.
+    /// The guest tried to grow a table past `CallLimits::table_elements`.
     #[error("table limit of {limit} elements reached")]
     TableLimit { limit: usize },
     /// The guest tried to hold more than `limit` host resources (WASI streams,
@@ -84,7 +84,7 @@ pub enum SandboxError {
 impl SandboxError {
     /// Sorts a failed call: limits first (a refused growth is why the guest
     /// trapped), then the trap code, then anything else the host saw.
-    pub(crate) fn from_call(err: wasmtime::Error, hits: LimitHits, limits: &crate::Limits, stderr: String) -> Self {
+    pub(crate) fn from_call(err: wasmtime::Error, hits: LimitHits, limits: &crate::CallLimits, stderr: String) -> Self {
         if hits.memory {
             return SandboxError::MemoryLimit { limit: limits.memory_bytes };
         }

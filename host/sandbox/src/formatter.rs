@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::bindings::{FormatError, FormatterAsync, FormatterPre, FormatterPreAsync, ToolResult};
 use crate::engine::Sandbox;
 use crate::error::{LoadError, SandboxError, bounded};
-use crate::limits::Limits;
+use crate::limits::CallLimits;
 use crate::prepared::{Ready, Spare};
 use crate::runner::{LazyPre, Runner, guest_stderr, read_component, run_blocking};
 use crate::state::{Mode, StoreState};
@@ -51,7 +51,7 @@ pub struct Formatter {
     pre_async: Arc<LazyPre<FormatterPreAsync<StoreState>>>,
     /// The instance of the next async call, made ahead under `limits`.
     spare: Arc<Spare<(), FormatterAsync>>,
-    limits: Limits,
+    limits: CallLimits,
 }
 
 impl std::fmt::Debug for Formatter {
@@ -62,7 +62,7 @@ impl std::fmt::Debug for Formatter {
 
 impl Sandbox {
     /// Loads a formatter from a `.wasm` file; errors name the file.
-    pub fn load_formatter_file(&self, path: &Path, limits: Limits) -> Result<Formatter, LoadError> {
+    pub fn load_formatter_file(&self, path: &Path, limits: CallLimits) -> Result<Formatter, LoadError> {
         let bytes = read_component(path)?;
         self.load_formatter(&path.display().to_string(), &bytes, limits)
     }
@@ -73,7 +73,7 @@ impl Sandbox {
     /// Fails if the bytes are not a component, if it imports anything beyond
     /// WASI, if it does not export the `format` interface, if `limits` do not
     /// fit this sandbox, or if it cannot be instantiated within them.
-    pub fn load_formatter(&self, name: &str, bytes: &[u8], limits: Limits) -> Result<Formatter, LoadError> {
+    pub fn load_formatter(&self, name: &str, bytes: &[u8], limits: CallLimits) -> Result<Formatter, LoadError> {
         let runner = Runner::new(self);
         runner.check(&limits).map_err(|reason| LoadError::Limits { name: name.to_owned(), reason })?;
         let component = self.compile(name, bytes)?;
@@ -96,7 +96,7 @@ impl Formatter {
     /// # Errors
     ///
     /// [`LoadError::Limits`] when the component cannot run within `limits`.
-    pub fn with_limits(&self, limits: Limits) -> Result<Formatter, LoadError> {
+    pub fn with_limits(&self, limits: CallLimits) -> Result<Formatter, LoadError> {
         self.runner.check(&limits).map_err(|reason| LoadError::Limits { name: self.name.clone(), reason })?;
         Formatter { limits, spare: Arc::default(), ..self.clone() }.trial()
     }
@@ -119,7 +119,7 @@ impl Formatter {
     }
 
     /// The limits every call gets unless it passes its own.
-    pub fn limits(&self) -> &Limits {
+    pub fn limits(&self) -> &CallLimits {
         &self.limits
     }
 
@@ -129,7 +129,7 @@ impl Formatter {
     }
 
     /// Renders one result under `limits` (which must fit the sandbox, as at load).
-    pub fn format_with(&self, request: FormatRequest, limits: &Limits) -> Result<String, SandboxError> {
+    pub fn format_with(&self, request: FormatRequest, limits: &CallLimits) -> Result<String, SandboxError> {
         self.runner.check(limits).map_err(SandboxError::InvalidLimits)?;
         self.run(request, limits)
     }
@@ -168,7 +168,7 @@ impl Formatter {
         });
     }
 
-    fn run(&self, request: FormatRequest, limits: &Limits) -> Result<String, SandboxError> {
+    fn run(&self, request: FormatRequest, limits: &CallLimits) -> Result<String, SandboxError> {
         let input = self.input(request, limits)?;
         let run = || {
             let mut store = self.runner.store(StoreState::new(limits, Mode::Blocking), limits)?;
@@ -183,7 +183,7 @@ impl Formatter {
     }
 
     /// The guest's input, once the request is known to fit `limits`.
-    fn input(&self, request: FormatRequest, limits: &Limits) -> Result<ToolResult, SandboxError> {
+    fn input(&self, request: FormatRequest, limits: &CallLimits) -> Result<ToolResult, SandboxError> {
         let size = request.input_len();
         if size > limits.input_bytes {
             return Err(SandboxError::InputTooLarge { size, limit: limits.input_bytes });
@@ -203,7 +203,7 @@ impl Formatter {
         &self,
         outcome: wasmtime::Result<Result<String, FormatError>>,
         store: &wasmtime::Store<StoreState>,
-        limits: &Limits,
+        limits: &CallLimits,
     ) -> Result<String, SandboxError> {
         let stderr = guest_stderr(store, &self.name);
         match outcome {
@@ -221,7 +221,7 @@ impl Formatter {
 async fn instantiate_async(
     runner: &Runner,
     pre: &LazyPre<FormatterPreAsync<StoreState>>,
-    limits: &Limits,
+    limits: &CallLimits,
 ) -> Result<Ready<FormatterAsync>, SandboxError> {
     let mut store = runner.store_async(StoreState::new(limits, Mode::Async), limits)?;
     match pre.get(FormatterPreAsync::new)?.instantiate_async(&mut store).await {

@@ -5,7 +5,7 @@
 //! Layout:
 //! - [`engine`]: the one `Engine` per process ([`Sandbox`], [`SandboxConfig`]),
 //!   the pooling allocator and the epoch ticker behind deadlines;
-//! - [`limits`]: per-call [`Limits`] and the store's resource limiter;
+//! - [`limits`]: per-call [`CallLimits`] and the store's resource limiter;
 //! - [`formatter`]: loading a `formatter` component ([`Formatter`]) and
 //!   calling it, one new `Store` and instance per call;
 //! - [`tool_provider`]: loading a `tool-provider` component
@@ -25,7 +25,7 @@
 //!
 //! A call never sees anything of the previous one: the instance, its memory,
 //! its tables and its WASI state are new each time (pooled slots are reset).
-//! What a call may use is bounded by [`Limits`]: deadline, optional fuel,
+//! What a call may use is bounded by [`CallLimits`]: deadline, optional fuel,
 //! memory, input, output, tables, instances and stderr.
 
 mod bindings;
@@ -46,6 +46,6 @@ pub use engine::{Sandbox, SandboxConfig};
 pub use error::{CallError, FormatError, LoadError, SandboxError, ToolCallError};
 pub use formatter::{FormatRequest, Formatter};
 pub use grants::{DirGrant, Grants};
-pub use limits::{Limits, MAX_HOST_RESOURCES, TRANSFER_SLACK};
+pub use limits::{CallLimits, MAX_HOST_RESOURCES, TRANSFER_SLACK};
 pub use tool_output::{CallOutcome, ToolDefinition};
 pub use tool_provider::ToolProvider;

@@ -8,7 +8,7 @@ use wasmtime::ResourceLimiter;
 /// Limits applied to every call. Each one is always on; the defaults suit a
 /// formatter rendering one tool result.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Limits {
+pub struct CallLimits {
     /// Wall-clock time a call may run, enforced by epoch interruption.
     pub deadline: Duration,
     /// Fuel (roughly, wasm instructions) a call may burn. `None` means no
@@ -35,7 +35,7 @@ pub struct Limits {
     pub stderr_bytes: usize,
 }
 
-/// What a guest may hand the host in one value beyond twice `Limits::output_bytes`:
+/// What a guest may hand the host in one value beyond twice `CallLimits::output_bytes`:
 /// room for the framing of a legitimate output (a tool list's entries, an error's text).
 pub const TRANSFER_SLACK: usize = 64 << 10;
 
@@ -44,7 +44,7 @@ pub const TRANSFER_SLACK: usize = 64 << 10;
 /// growing host memory that `memory_bytes` does not count.
 pub const MAX_HOST_RESOURCES: usize = 4096;
 
-impl Limits {
+impl CallLimits {
     /// The most the host copies out of the guest in one value: its output, or the
     /// arguments of one host call. Anything larger is refused before it is copied
     /// (`SandboxError::TransferTooLarge`). Twice the output cap: a guest whose strings
@@ -54,9 +54,9 @@ impl Limits {
     }
 }
 
-impl Default for Limits {
+impl Default for CallLimits {
     fn default() -> Self {
-        Limits {
+        CallLimits {
             deadline: Duration::from_secs(1),
             fuel: None,
             memory_bytes: 64 << 20,
@@ -91,7 +91,7 @@ pub(crate) struct StoreLimiter {
 }
 
 impl StoreLimiter {
-    pub fn new(limits: &Limits) -> Self {
+    pub fn new(limits: &CallLimits) -> Self {
         StoreLimiter {
             memory_bytes: limits.memory_bytes,
             table_elements: limits.table_elements,

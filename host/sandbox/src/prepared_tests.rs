@@ -9,7 +9,7 @@ use tokio::runtime::Runtime;
 use wasmgate_guests::hostile;
 
 use crate::{
-    FormatRequest, Formatter, Grants, Limits, Sandbox, SandboxConfig, SandboxError, ToolCallError, ToolProvider,
+    CallLimits, FormatRequest, Formatter, Grants, Sandbox, SandboxConfig, SandboxError, ToolCallError, ToolProvider,
 };
 
 fn sandbox(max_concurrent_calls: u32, prepared_instances: u32) -> Sandbox {
@@ -20,7 +20,7 @@ fn one_thread() -> Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }
 
-fn formatter(sandbox: &Sandbox, path: &str, limits: Limits) -> Formatter {
+fn formatter(sandbox: &Sandbox, path: &str, limits: CallLimits) -> Formatter {
     sandbox.load_formatter_file(Path::new(path), limits).unwrap()
 }
 
@@ -41,7 +41,7 @@ async fn settle(done: impl Fn() -> bool) {
 #[test]
 fn a_formatter_instance_made_ahead_serves_exactly_one_call() {
     let sandbox = sandbox(2, 4);
-    let remember = formatter(&sandbox, hostile::REMEMBER_CALLS, Limits::default());
+    let remember = formatter(&sandbox, hostile::REMEMBER_CALLS, CallLimits::default());
     one_thread().block_on(async {
         assert!(!remember.has_prepared_instance(), "nothing is made before the first call");
         for n in 0..4 {
@@ -61,7 +61,7 @@ fn a_formatter_instance_made_ahead_serves_exactly_one_call() {
 fn an_instance_made_ahead_gets_its_whole_deadline_from_the_call() {
     let deadline = Duration::from_millis(300);
     let sandbox = sandbox(2, 4);
-    let spin = formatter(&sandbox, hostile::SPIN_FOREVER, Limits { deadline, ..Limits::default() });
+    let spin = formatter(&sandbox, hostile::SPIN_FOREVER, CallLimits { deadline, ..CallLimits::default() });
     one_thread().block_on(async {
         let err = spin.format_async(request("first")).await.unwrap_err();
         assert!(matches!(err, SandboxError::DeadlineExceeded { .. }), "{err}");
@@ -84,7 +84,7 @@ fn an_instance_made_ahead_gets_its_whole_deadline_from_the_call() {
 fn instances_made_ahead_never_take_a_slot_from_a_call() {
     // One slot for calls, two set aside: both instances made ahead fit beside a call.
     let sandbox = sandbox(1, 2);
-    let json = Limits::default();
+    let json = CallLimits::default();
     let (a, b) =
         (formatter(&sandbox, hostile::REMEMBER_CALLS, json.clone()), formatter(&sandbox, hostile::PANIC, json));
     one_thread().block_on(async {
@@ -94,7 +94,7 @@ fn instances_made_ahead_never_take_a_slot_from_a_call() {
         settle(|| b.has_prepared_instance()).await;
         assert_eq!(sandbox.reserve.free(), 0);
     });
-    let quick = sandbox.load_formatter("json-text", wasmgate_guests::JSON_TEXT, Limits::default()).unwrap();
+    let quick = sandbox.load_formatter("json-text", wasmgate_guests::JSON_TEXT, CallLimits::default()).unwrap();
     quick.format(request("c")).unwrap();
     assert!(a.has_prepared_instance() && b.has_prepared_instance());
 }
@@ -103,8 +103,8 @@ fn instances_made_ahead_never_take_a_slot_from_a_call() {
 fn what_waits_is_bounded_by_the_reserve() {
     let (sandbox, runtime) = (sandbox(2, 1), one_thread());
     let (a, b) = (
-        formatter(&sandbox, hostile::REMEMBER_CALLS, Limits::default()),
-        formatter(&sandbox, hostile::REMEMBER_CALLS, Limits::default()),
+        formatter(&sandbox, hostile::REMEMBER_CALLS, CallLimits::default()),
+        formatter(&sandbox, hostile::REMEMBER_CALLS, CallLimits::default()),
     );
     runtime.block_on(async {
         a.format_async(request("a")).await.unwrap();
@@ -125,7 +125,7 @@ fn what_waits_is_bounded_by_the_reserve() {
     });
     // Nothing made ahead: every call makes and tears down its own instance.
     let none = sandbox_without_reserve();
-    let remember = formatter(&none, hostile::REMEMBER_CALLS, Limits::default());
+    let remember = formatter(&none, hostile::REMEMBER_CALLS, CallLimits::default());
     one_thread().block_on(async {
         for _ in 0..3 {
             assert_eq!(remember.format_async(request("t")).await.unwrap(), "call 1 saw t");
@@ -147,7 +147,7 @@ fn sandbox_without_reserve() -> Sandbox {
 const TOOL_DEADLINE: Duration = Duration::from_millis(300);
 
 fn tools(sandbox: &Sandbox) -> ToolProvider {
-    let limits = Limits { deadline: TOOL_DEADLINE, ..Limits::default() };
+    let limits = CallLimits { deadline: TOOL_DEADLINE, ..CallLimits::default() };
     sandbox.load_tool_provider_file("hostile", Path::new(hostile::TOOL_PROVIDER), limits).unwrap()
 }
 
@@ -156,7 +156,7 @@ fn a_tool_instance_made_ahead_serves_one_call_with_the_same_grants_and_limits() 
     let sandbox = sandbox(2, 4);
     let tools = tools(&sandbox);
     let limits = tools.limits().clone();
-    let count = |grants: Grants, limits: Limits| {
+    let count = |grants: Grants, limits: CallLimits| {
         let tools = tools.clone();
         async move {
             let outcome = tools.call_async("count", "{}", &grants, &limits).await.unwrap();
@@ -170,7 +170,7 @@ fn a_tool_instance_made_ahead_serves_one_call_with_the_same_grants_and_limits() 
         }
         // Made for other limits, it is not used: this call makes its own, and the next
         // one is made for these limits.
-        let other = Limits { output_bytes: limits.output_bytes - 1, ..limits.clone() };
+        let other = CallLimits { output_bytes: limits.output_bytes - 1, ..limits.clone() };
         assert!(count(Grants::none(), other).await.contains("call 1"));
         settle(|| tools.has_prepared_instance()).await;
 
@@ -201,7 +201,7 @@ fn a_tool_instance_made_ahead_serves_one_call_with_the_same_grants_and_limits() 
 #[test]
 fn a_runtime_dropped_before_it_made_the_next_instance_leaves_none_half_made() {
     let sandbox = sandbox(2, 4);
-    let remember = formatter(&sandbox, hostile::REMEMBER_CALLS, Limits::default());
+    let remember = formatter(&sandbox, hostile::REMEMBER_CALLS, CallLimits::default());
     // Each call on a runtime of its own, dropped as soon as the call returns: the task
     // that would make the next instance never runs.
     for _ in 0..2 {
@@ -220,7 +220,7 @@ fn a_runtime_dropped_before_it_made_the_next_instance_leaves_none_half_made() {
 fn start_up_made_ahead_counts_against_the_calls_deadline() {
     let sandbox = sandbox(1, 1);
     let runner = crate::runner::Runner::new(&sandbox);
-    let limits = Limits { deadline: Duration::from_millis(300), ..Limits::default() };
+    let limits = CallLimits { deadline: Duration::from_millis(300), ..CallLimits::default() };
     let state = crate::state::StoreState::new(&limits, crate::state::Mode::Async);
     let mut store = runner.store_async(state, &limits).unwrap();
     store.data_mut().startup = Duration::from_millis(200);

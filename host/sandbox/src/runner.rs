@@ -13,7 +13,7 @@ use wasmtime::{Engine, PoolConcurrencyLimitError, Store, UpdateDeadline};
 use crate::cache::Cache;
 use crate::engine::{Sandbox, deadline_ticks};
 use crate::error::{LoadError, SandboxError, bounded};
-use crate::limits::Limits;
+use crate::limits::CallLimits;
 use crate::prepared::{self, Reserve};
 use crate::state::{Mode, StoreState};
 
@@ -48,7 +48,7 @@ impl Runner {
 
     /// Limits this sandbox can honour: memory within its pool slots, fuel
     /// only if it meters fuel.
-    pub fn check(&self, limits: &Limits) -> Result<(), String> {
+    pub fn check(&self, limits: &CallLimits) -> Result<(), String> {
         if limits.memory_bytes > self.max_memory_bytes {
             return Err(format!(
                 "memory limit {} exceeds the sandbox maximum {} (raise SandboxConfig::max_memory_bytes)",
@@ -63,7 +63,7 @@ impl Runner {
 
     /// A fresh store for one instance, with every limit armed. The deadline
     /// is set before instantiation: start-up code runs under it too.
-    pub fn store(&self, state: StoreState, limits: &Limits) -> Result<Store<StoreState>, SandboxError> {
+    pub fn store(&self, state: StoreState, limits: &CallLimits) -> Result<Store<StoreState>, SandboxError> {
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
         store.set_hostcall_fuel(limits.transfer_bytes());
@@ -82,7 +82,7 @@ impl Runner {
     /// is interrupted (`Trap::Interrupt`, as in a blocking call) once
     /// `limits.deadline` of wall-clock time has passed since the store was made, or
     /// since [`Runner::restart_deadline`].
-    pub fn store_async(&self, state: StoreState, limits: &Limits) -> Result<Store<StoreState>, SandboxError> {
+    pub fn store_async(&self, state: StoreState, limits: &CallLimits) -> Result<Store<StoreState>, SandboxError> {
         let mut store = self.store(state, limits)?;
         store.epoch_deadline_callback(|store| {
             Ok(match store.data().ends_at {
@@ -97,7 +97,7 @@ impl Runner {
     /// Gives an async store `limits.deadline` from now, less what its instantiation took
     /// if it was made ahead of its call (`StoreState::startup`): the same deadline as a
     /// call whose instance is made on its path.
-    pub fn restart_deadline(store: &mut Store<StoreState>, limits: &Limits) {
+    pub fn restart_deadline(store: &mut Store<StoreState>, limits: &CallLimits) {
         let left = limits.deadline.saturating_sub(store.data().startup);
         store.data_mut().ends_at = Instant::now().checked_add(left);
         store.set_epoch_deadline(1);
@@ -119,7 +119,7 @@ impl Runner {
     pub fn trial<I>(
         &self,
         label: &str,
-        limits: &Limits,
+        limits: &CallLimits,
         instantiate: impl FnOnce(&mut Store<StoreState>) -> wasmtime::Result<I> + Send,
     ) -> Result<(), LoadError> {
         let tried = off_async_thread(|| {
@@ -135,7 +135,12 @@ impl Runner {
 
     /// Why an instantiation failed: the pool is full, a limit tripped in
     /// start-up code, or something else.
-    pub fn instantiate_error(&self, err: wasmtime::Error, store: &Store<StoreState>, limits: &Limits) -> SandboxError {
+    pub fn instantiate_error(
+        &self,
+        err: wasmtime::Error,
+        store: &Store<StoreState>,
+        limits: &CallLimits,
+    ) -> SandboxError {
         if err.downcast_ref::<PoolConcurrencyLimitError>().is_some() {
             return SandboxError::Busy { slots: self.slots };
         }

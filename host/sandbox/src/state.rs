@@ -23,7 +23,7 @@ use wasmtime_wasi::{FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtx
 
 use crate::error::SandboxError;
 use crate::grants::Grants;
-use crate::limits::{Limits, MAX_HOST_RESOURCES, StoreLimiter};
+use crate::limits::{CallLimits, MAX_HOST_RESOURCES, StoreLimiter};
 use crate::pipe::BoundedPipe;
 
 pub(crate) struct StoreState {
@@ -43,7 +43,7 @@ pub(crate) struct StoreState {
 impl StoreState {
     /// The empty context, for formatters (and for loading tool providers). `mode`
     /// says whether the call runs on a thread of its own or on an async task.
-    pub fn new(limits: &Limits, mode: Mode) -> Self {
+    pub fn new(limits: &CallLimits, mode: Mode) -> Self {
         StoreState {
             wasi: None,
             mode,
@@ -57,7 +57,7 @@ impl StoreState {
 
     /// The empty context plus `grants`, for one tool call. Fails, naming the
     /// grant, if a grant is malformed or a host directory cannot be opened.
-    pub fn with_grants(limits: &Limits, grants: &Grants, mode: Mode) -> Result<Self, SandboxError> {
+    pub fn with_grants(limits: &CallLimits, grants: &Grants, mode: Mode) -> Result<Self, SandboxError> {
         grants.check().map_err(SandboxError::Grant)?;
         let stderr = BoundedPipe::new(limits.stderr_bytes);
         let mut builder = base_context(&stderr, mode);

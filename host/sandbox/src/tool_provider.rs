@@ -11,7 +11,7 @@ use crate::engine::Sandbox;
 use crate::error::{LoadError, SandboxError, ToolCallError, bounded};
 use crate::formatter::MAX_ERROR_TEXT;
 use crate::grants::Grants;
-use crate::limits::Limits;
+use crate::limits::CallLimits;
 use crate::prepared::{Ready, Spare};
 use crate::runner::{LazyPre, Runner, guest_stderr, read_component, run_blocking};
 use crate::state::{Mode, StoreState};
@@ -29,8 +29,8 @@ pub struct ToolProvider {
     pre_async: Arc<LazyPre<ToolProviderPreAsync<StoreState>>>,
     /// The instance of the next async call, made ahead for the grants and limits of the
     /// last one.
-    spare: Arc<Spare<(Grants, Limits), ToolProviderAsync>>,
-    limits: Limits,
+    spare: Arc<Spare<(Grants, CallLimits), ToolProviderAsync>>,
+    limits: CallLimits,
 }
 
 impl std::fmt::Debug for ToolProvider {
@@ -42,7 +42,12 @@ impl std::fmt::Debug for ToolProvider {
 impl Sandbox {
     /// Loads a tool provider from a `.wasm` file. `name` identifies it in
     /// logs; errors name both it and the file.
-    pub fn load_tool_provider_file(&self, name: &str, path: &Path, limits: Limits) -> Result<ToolProvider, LoadError> {
+    pub fn load_tool_provider_file(
+        &self,
+        name: &str,
+        path: &Path,
+        limits: CallLimits,
+    ) -> Result<ToolProvider, LoadError> {
         let bytes = read_component(path)?;
         self.load_provider(name, &format!("{name} ({})", path.display()), &bytes, limits)
     }
@@ -54,11 +59,17 @@ impl Sandbox {
     /// WASI, if it does not export the `tools` interface, if `limits` do not
     /// fit this sandbox, or if it cannot be instantiated within them (tried
     /// once, with nothing granted).
-    pub fn load_tool_provider(&self, name: &str, bytes: &[u8], limits: Limits) -> Result<ToolProvider, LoadError> {
+    pub fn load_tool_provider(&self, name: &str, bytes: &[u8], limits: CallLimits) -> Result<ToolProvider, LoadError> {
         self.load_provider(name, name, bytes, limits)
     }
 
-    fn load_provider(&self, name: &str, label: &str, bytes: &[u8], limits: Limits) -> Result<ToolProvider, LoadError> {
+    fn load_provider(
+        &self,
+        name: &str,
+        label: &str,
+        bytes: &[u8],
+        limits: CallLimits,
+    ) -> Result<ToolProvider, LoadError> {
         let runner = Runner::new(self);
         let limits_error = |reason: String| LoadError::Limits { name: label.to_owned(), reason };
         runner.check(&limits).map_err(limits_error)?;
@@ -93,7 +104,7 @@ impl ToolProvider {
 
     /// The limits it was loaded with: those of [`ToolProvider::list_tools`],
     /// and a sensible default for calls.
-    pub fn limits(&self) -> &Limits {
+    pub fn limits(&self) -> &CallLimits {
         &self.limits
     }
 
@@ -126,7 +137,7 @@ impl ToolProvider {
         name: &str,
         arguments_json: &str,
         grants: &Grants,
-        limits: &Limits,
+        limits: &CallLimits,
     ) -> Result<CallOutcome, ToolCallError> {
         self.check_call(arguments_json.len() + name.len(), arguments_json, limits)?;
         let call = || {
@@ -149,7 +160,7 @@ impl ToolProvider {
         name: &str,
         arguments_json: &str,
         grants: &Grants,
-        limits: &Limits,
+        limits: &CallLimits,
     ) -> Result<CallOutcome, ToolCallError> {
         self.check_call(arguments_json.len() + name.len(), arguments_json, limits)?;
         // A call granted directories is never made ahead (see `prepare_next`): it leaves
@@ -176,7 +187,7 @@ impl ToolProvider {
     /// module). Not for a call granted directories: those are opened for each call when
     /// it starts, so a call sees the directory as it is then, and one that may write
     /// runs only after the previous call has ended.
-    fn prepare_next(&self, grants: &Grants, limits: &Limits) {
+    fn prepare_next(&self, grants: &Grants, limits: &CallLimits) {
         if !grants.dirs.is_empty() {
             return;
         }
@@ -190,7 +201,7 @@ impl ToolProvider {
 
     /// What is checked before any guest code runs: the limits, the input size, and
     /// that the arguments are a JSON object.
-    fn check_call(&self, size: usize, arguments_json: &str, limits: &Limits) -> Result<(), ToolCallError> {
+    fn check_call(&self, size: usize, arguments_json: &str, limits: &CallLimits) -> Result<(), ToolCallError> {
         self.runner.check(limits).map_err(SandboxError::InvalidLimits)?;
         if size > limits.input_bytes {
             return Err(SandboxError::InputTooLarge { size, limit: limits.input_bytes }.into());
@@ -204,7 +215,7 @@ impl ToolProvider {
         &self,
         called: wasmtime::Result<Result<crate::bindings::CallOutcome, CallError>>,
         store: &Store<StoreState>,
-        limits: &Limits,
+        limits: &CallLimits,
     ) -> Result<CallOutcome, ToolCallError> {
         let stderr = guest_stderr(store, &self.name);
         match called {
@@ -217,7 +228,7 @@ impl ToolProvider {
     fn instantiate(
         &self,
         state: StoreState,
-        limits: &Limits,
+        limits: &CallLimits,
     ) -> Result<(Store<StoreState>, crate::bindings::ToolProvider), SandboxError> {
         let mut store = self.runner.store(state, limits)?;
         match self.pre.instantiate(&mut store) {
@@ -233,7 +244,7 @@ async fn instantiate_async(
     runner: &Runner,
     pre: &LazyPre<ToolProviderPreAsync<StoreState>>,
     grants: &Grants,
-    limits: &Limits,
+    limits: &CallLimits,
 ) -> Result<Ready<ToolProviderAsync>, SandboxError> {
     let mut store = runner.store_async(StoreState::with_grants(limits, grants, Mode::Async)?, limits)?;
     match pre.get(ToolProviderPreAsync::new)?.instantiate_async(&mut store).await {

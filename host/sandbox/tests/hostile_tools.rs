@@ -7,7 +7,7 @@
 mod common;
 
 use serde_json::json;
-use wasmgate_sandbox::{CallError, Grants, Limits, SandboxError, TRANSFER_SLACK, ToolCallError, ToolProvider};
+use wasmgate_sandbox::{CallError, CallLimits, Grants, SandboxError, TRANSFER_SLACK, ToolCallError, ToolProvider};
 
 use common::{call, call_both, hostile, ro_grant, rw_grant, sandbox, text};
 
@@ -109,7 +109,7 @@ fn a_tool_call_past_its_memory_cap_is_memory_limit() {
     let sandbox = sandbox();
     let tools = hostile(&sandbox);
     let err = sandbox_error(&tools, "alloc", "{}", &Grants::none());
-    assert!(matches!(err, SandboxError::MemoryLimit { limit } if limit == Limits::default().memory_bytes), "{err}");
+    assert!(matches!(err, SandboxError::MemoryLimit { limit } if limit == CallLimits::default().memory_bytes), "{err}");
     assert_still_answers(&tools);
 }
 
@@ -129,7 +129,7 @@ fn a_tool_that_panics_is_a_trap_with_its_message() {
 /// `output_bytes`; the provider then still answers.
 fn huge_under(output_bytes: usize) -> SandboxError {
     let sandbox = sandbox();
-    let tools = common::hostile_with(&sandbox, Limits { output_bytes, ..common::quick_limits() });
+    let tools = common::hostile_with(&sandbox, CallLimits { output_bytes, ..common::quick_limits() });
     let err = sandbox_error(&tools, "huge", "{}", &Grants::none());
     assert_still_answers(&tools);
     err

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use wasmgate_guests::{JSON_TEXT, hostile};
-use wasmgate_sandbox::{FormatError, FormatRequest, Limits, LoadError, Sandbox, SandboxConfig, SandboxError};
+use wasmgate_sandbox::{CallLimits, FormatError, FormatRequest, LoadError, Sandbox, SandboxConfig, SandboxError};
 
 fn small_sandbox() -> Sandbox {
     Sandbox::new(SandboxConfig { max_concurrent_calls: 4, ..SandboxConfig::default() }).unwrap()
@@ -27,7 +27,7 @@ fn text_result(text: &str) -> FormatRequest {
 #[test]
 fn the_default_formatter_renders_structured_content_and_strips_escapes() {
     let sandbox = small_sandbox();
-    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, CallLimits::default()).unwrap();
     let request = FormatRequest {
         content:
             r#"[{"type":"text","text":"\u001b[2Jagenda\u202e"},{"type":"image","data":"AAAA","mimeType":"image/png"}]"#
@@ -42,7 +42,7 @@ fn the_default_formatter_renders_structured_content_and_strips_escapes() {
 #[test]
 fn a_result_flagged_as_error_is_still_formatted() {
     let sandbox = small_sandbox();
-    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, CallLimits::default()).unwrap();
     let text = formatter.format(FormatRequest { is_error: true, ..text_result("unknown city") }).unwrap();
     assert_eq!(text, "The tool reported an error:\nunknown city");
 }
@@ -50,7 +50,7 @@ fn a_result_flagged_as_error_is_still_formatted() {
 #[test]
 fn invalid_json_content_is_a_typed_format_error() {
     let sandbox = small_sandbox();
-    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, CallLimits::default()).unwrap();
     let result = formatter.format(FormatRequest { content: "{not json".into(), ..text_result("") });
     assert!(
         matches!(&result, Err(SandboxError::Format(FormatError::InvalidInput(why))) if why.starts_with("content is not JSON")),
@@ -61,7 +61,7 @@ fn invalid_json_content_is_a_typed_format_error() {
 #[test]
 fn the_formatter_keeps_within_the_output_budget_it_is_given() {
     let sandbox = small_sandbox();
-    let limits = Limits { output_bytes: 1000, ..Limits::default() };
+    let limits = CallLimits { output_bytes: 1000, ..CallLimits::default() };
     let formatter = sandbox.load_formatter("json-text", JSON_TEXT, limits).unwrap();
     let text = formatter.format(text_result(&"long line ".repeat(10_000))).unwrap();
     assert!(text.len() <= 1000, "{}", text.len());
@@ -71,7 +71,7 @@ fn the_formatter_keeps_within_the_output_budget_it_is_given() {
 #[test]
 fn input_over_the_cap_is_refused_before_any_guest_code_runs() {
     let sandbox = small_sandbox();
-    let limits = Limits { input_bytes: 100, ..Limits::default() };
+    let limits = CallLimits { input_bytes: 100, ..CallLimits::default() };
     let formatter = sandbox.load_formatter("json-text", JSON_TEXT, limits).unwrap();
     let result = formatter.format(text_result(&"x".repeat(200)));
     assert!(matches!(result, Err(SandboxError::InputTooLarge { limit: 100, .. })), "{result:?}");
@@ -80,8 +80,8 @@ fn input_over_the_cap_is_refused_before_any_guest_code_runs() {
 #[test]
 fn per_call_limits_override_the_defaults() {
     let sandbox = small_sandbox();
-    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
-    let tight = Limits { input_bytes: 10, ..Limits::default() };
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, CallLimits::default()).unwrap();
+    let tight = CallLimits { input_bytes: 10, ..CallLimits::default() };
     assert!(matches!(
         formatter.format_with(text_result("hello world"), &tight),
         Err(SandboxError::InputTooLarge { .. })
@@ -92,8 +92,8 @@ fn per_call_limits_override_the_defaults() {
 #[test]
 fn a_table_cap_below_what_the_component_needs_is_a_table_limit() {
     let sandbox = small_sandbox();
-    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
-    let tight = Limits { table_elements: 1, ..Limits::default() };
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, CallLimits::default()).unwrap();
+    let tight = CallLimits { table_elements: 1, ..CallLimits::default() };
     let result = formatter.format_with(text_result("x"), &tight);
     assert!(matches!(result, Err(SandboxError::TableLimit { limit: 1 })), "{result:?}");
     let at_load = sandbox.load_formatter("json-text", JSON_TEXT, tight).unwrap_err();
@@ -103,8 +103,8 @@ fn a_table_cap_below_what_the_component_needs_is_a_table_limit() {
 #[test]
 fn a_memory_cap_below_the_initial_memory_is_a_memory_limit() {
     let sandbox = small_sandbox();
-    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
-    let tight = Limits { memory_bytes: 64 << 10, ..Limits::default() };
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, CallLimits::default()).unwrap();
+    let tight = CallLimits { memory_bytes: 64 << 10, ..CallLimits::default() };
     let result = formatter.format_with(text_result("x"), &tight);
     assert!(matches!(result, Err(SandboxError::MemoryLimit { limit }) if limit == 64 << 10), "{result:?}");
 }
@@ -114,7 +114,7 @@ fn a_result_larger_than_the_formatters_first_memory_grows_it_and_comes_back_whol
     // json-text starts with 2 MiB of memory (guest-tools/json-text/build.rs)
     // and grows it only when a call needs more: here the input alone does.
     let sandbox = small_sandbox();
-    let limits = Limits { output_bytes: 16 << 20, ..Limits::default() };
+    let limits = CallLimits { output_bytes: 16 << 20, ..CallLimits::default() };
     let formatter = sandbox.load_formatter("json-text", JSON_TEXT, limits.clone()).unwrap();
     let text: String = (0..250_000).map(|i| format!("line {i}\n")).collect();
     assert!(text.len() > 2 << 20);
@@ -137,8 +137,8 @@ fn a_result_larger_than_the_formatters_first_memory_grows_it_and_comes_back_whol
 #[test]
 fn a_result_that_outgrows_the_memory_cap_is_a_memory_limit_and_the_next_call_is_clean() {
     let sandbox = small_sandbox();
-    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
-    let tight = Limits { memory_bytes: 4 << 20, ..Limits::default() };
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, CallLimits::default()).unwrap();
+    let tight = CallLimits { memory_bytes: 4 << 20, ..CallLimits::default() };
     // Copying the 3 MiB input in needs 5 MiB of memory; the host refuses the
     // growth and the formatter's allocator ends the call.
     let result = formatter.format_with(text_result(&"x".repeat(3 << 20)), &tight);
@@ -154,11 +154,11 @@ fn slots_reset_the_same_whatever_they_keep_resident() {
         let sandbox =
             Sandbox::new(SandboxConfig { keep_resident_bytes, max_concurrent_calls: 1, ..SandboxConfig::default() })
                 .unwrap();
-        let remember = sandbox.load_formatter_file(Path::new(hostile::REMEMBER_CALLS), Limits::default()).unwrap();
+        let remember = sandbox.load_formatter_file(Path::new(hostile::REMEMBER_CALLS), CallLimits::default()).unwrap();
         for _ in 0..3 {
             assert_eq!(remember.format(text_result("x")).unwrap(), "call 1 saw demo_tool");
         }
-        let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+        let formatter = sandbox.load_formatter("json-text", JSON_TEXT, CallLimits::default()).unwrap();
         let big = formatter.format(text_result(&"big ".repeat(500_000))).unwrap();
         assert!(big.starts_with("big big ") && big.ends_with("[... output truncated by the formatter]"));
         assert_eq!(formatter.format(text_result("small")).unwrap(), "small");
@@ -169,9 +169,9 @@ fn slots_reset_the_same_whatever_they_keep_resident() {
 fn count_caps_too_low_for_the_component_fail_at_load() {
     let sandbox = small_sandbox();
     for limits in [
-        Limits { instances: 0, ..Limits::default() },
-        Limits { tables: 0, ..Limits::default() },
-        Limits { memories: 0, ..Limits::default() },
+        CallLimits { instances: 0, ..CallLimits::default() },
+        CallLimits { tables: 0, ..CallLimits::default() },
+        CallLimits { memories: 0, ..CallLimits::default() },
     ] {
         let err = sandbox.load_formatter("json-text", JSON_TEXT, limits.clone()).unwrap_err();
         assert!(matches!(err, LoadError::Limits { .. }), "{limits:?}: {err}");
@@ -182,14 +182,16 @@ fn count_caps_too_low_for_the_component_fail_at_load() {
 #[test]
 fn limits_beyond_the_sandbox_are_refused_at_load_with_the_fix() {
     let sandbox = small_sandbox();
-    let err =
-        sandbox.load_formatter("f", JSON_TEXT, Limits { memory_bytes: 1 << 40, ..Limits::default() }).unwrap_err();
+    let err = sandbox
+        .load_formatter("f", JSON_TEXT, CallLimits { memory_bytes: 1 << 40, ..CallLimits::default() })
+        .unwrap_err();
     assert!(err.to_string().contains("raise SandboxConfig::max_memory_bytes"), "{err}");
-    let err = sandbox.load_formatter("f", JSON_TEXT, Limits { fuel: Some(1), ..Limits::default() }).unwrap_err();
+    let err =
+        sandbox.load_formatter("f", JSON_TEXT, CallLimits { fuel: Some(1), ..CallLimits::default() }).unwrap_err();
     assert!(err.to_string().contains("SandboxConfig::fuel = true"), "{err}");
     // The same check applies to limits passed per call.
-    let formatter = sandbox.load_formatter("f", JSON_TEXT, Limits::default()).unwrap();
-    let too_big = Limits { memory_bytes: 1 << 40, ..Limits::default() };
+    let formatter = sandbox.load_formatter("f", JSON_TEXT, CallLimits::default()).unwrap();
+    let too_big = CallLimits { memory_bytes: 1 << 40, ..CallLimits::default() };
     let result = formatter.format_with(text_result("x"), &too_big);
     assert!(matches!(&result, Err(SandboxError::InvalidLimits(why)) if why.contains("max_memory_bytes")), "{result:?}");
 }
@@ -202,7 +204,7 @@ fn bytes_that_are_not_a_component_fail_at_load_naming_it() {
         ("a core module", b"\0asm\x01\0\0\0".to_vec()),
         ("a truncated component", JSON_TEXT[..JSON_TEXT.len() / 2].to_vec()),
     ] {
-        let err = sandbox.load_formatter("plugin.wasm", &bytes, Limits::default()).unwrap_err();
+        let err = sandbox.load_formatter("plugin.wasm", &bytes, CallLimits::default()).unwrap_err();
         assert!(matches!(err, LoadError::Invalid { .. }), "{what}: {err}");
         assert!(err.to_string().starts_with("plugin.wasm is not a valid WebAssembly component"), "{what}: {err}");
     }
@@ -211,7 +213,8 @@ fn bytes_that_are_not_a_component_fail_at_load_naming_it() {
 #[test]
 fn a_component_of_another_world_is_not_a_formatter() {
     let sandbox = small_sandbox();
-    let err = sandbox.load_formatter_file(Path::new(wasmgate_guests::ECHO_TOOLS_PATH), Limits::default()).unwrap_err();
+    let err =
+        sandbox.load_formatter_file(Path::new(wasmgate_guests::ECHO_TOOLS_PATH), CallLimits::default()).unwrap_err();
     assert!(matches!(err, LoadError::WrongWorld { world: "formatter", .. }), "{err}");
     let text = err.to_string();
     assert!(text.contains("echo_tools.wasm is not a formatter component"), "{text}");
@@ -221,7 +224,7 @@ fn a_component_of_another_world_is_not_a_formatter() {
 #[test]
 fn a_missing_file_is_a_read_error_naming_the_path() {
     let sandbox = small_sandbox();
-    let err = sandbox.load_formatter_file(Path::new("/nonexistent/fmt.wasm"), Limits::default()).unwrap_err();
+    let err = sandbox.load_formatter_file(Path::new("/nonexistent/fmt.wasm"), CallLimits::default()).unwrap_err();
     assert!(matches!(err, LoadError::Read { .. }));
     assert!(err.to_string().contains("/nonexistent/fmt.wasm"), "{err}");
 }
@@ -243,7 +246,7 @@ fn cached_sandbox(dir: &Path, fuel: bool) -> Sandbox {
 }
 
 fn assert_formats(sandbox: &Sandbox) {
-    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, CallLimits::default()).unwrap();
     assert_eq!(formatter.format(text_result("cached")).unwrap(), "cached");
 }
 
@@ -259,7 +262,7 @@ fn compiled_components_are_cached_and_reused() {
     let warm = cached_sandbox(&dir, false);
     assert_formats(&warm);
     // A hit maps the verified file rather than copying it.
-    let kept = warm.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+    let kept = warm.load_formatter("json-text", JSON_TEXT, CallLimits::default()).unwrap();
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
     assert!(maps.contains(&*files[0].to_string_lossy()), "the cached artifact is not mapped");
     drop(kept);
@@ -302,7 +305,7 @@ fn a_cache_directory_others_can_write_is_not_used() {
 #[test]
 fn calls_run_concurrently_from_many_threads() {
     let sandbox = small_sandbox();
-    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, CallLimits::default()).unwrap();
     std::thread::scope(|scope| {
         for t in 0..4 {
             let formatter = &formatter;
@@ -325,10 +328,10 @@ fn calls_beyond_the_pool_are_refused_as_busy() {
     let spin = sandbox
         .load_formatter_file(
             Path::new(hostile::SPIN_FOREVER),
-            Limits { deadline: Duration::from_secs(2), ..Limits::default() },
+            CallLimits { deadline: Duration::from_secs(2), ..CallLimits::default() },
         )
         .unwrap();
-    let quick = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
+    let quick = sandbox.load_formatter("json-text", JSON_TEXT, CallLimits::default()).unwrap();
     let done = std::sync::atomic::AtomicBool::new(false);
     let saw_busy = std::thread::scope(|scope| {
         // One thread keeps the only slot busy (retrying until it holds it)...
@@ -353,12 +356,12 @@ fn calls_beyond_the_pool_are_refused_as_busy() {
 #[test]
 fn a_loaded_formatter_takes_other_limits_with_the_same_checks_as_a_load() {
     let sandbox = small_sandbox();
-    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, Limits::default()).unwrap();
-    let tight = formatter.with_limits(Limits { output_bytes: 64, ..Limits::default() }).unwrap();
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, CallLimits::default()).unwrap();
+    let tight = formatter.with_limits(CallLimits { output_bytes: 64, ..CallLimits::default() }).unwrap();
     assert_eq!(tight.limits().output_bytes, 64);
-    assert_eq!(formatter.limits().output_bytes, Limits::default().output_bytes, "the original is unchanged");
-    let err = formatter.with_limits(Limits { memory_bytes: 1 << 40, ..Limits::default() }).unwrap_err();
+    assert_eq!(formatter.limits().output_bytes, CallLimits::default().output_bytes, "the original is unchanged");
+    let err = formatter.with_limits(CallLimits { memory_bytes: 1 << 40, ..CallLimits::default() }).unwrap_err();
     assert!(err.to_string().contains("raise SandboxConfig::max_memory_bytes"), "{err}");
-    let err = formatter.with_limits(Limits { instances: 0, ..Limits::default() }).unwrap_err();
+    let err = formatter.with_limits(CallLimits { instances: 0, ..CallLimits::default() }).unwrap_err();
     assert!(matches!(err, LoadError::Limits { .. }), "{err}");
 }

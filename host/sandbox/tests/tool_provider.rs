@@ -11,14 +11,14 @@ use std::path::Path;
 
 use serde_json::json;
 use wasmgate_guests::{CALENDAR_PATH, ECHO_TOOLS_PATH, JSON_TEXT_PATH};
-use wasmgate_sandbox::{CallError, Grants, Limits, LoadError, SandboxError, ToolCallError};
+use wasmgate_sandbox::{CallError, CallLimits, Grants, LoadError, SandboxError, ToolCallError};
 
 use common::{calendar, call, ro_grant, rw_grant, sandbox, text};
 
 #[test]
 fn echo_tools_lists_its_tool_and_echoes_its_argument() {
     let sandbox = sandbox();
-    let echo = sandbox.load_tool_provider_file("echo", Path::new(ECHO_TOOLS_PATH), Limits::default()).unwrap();
+    let echo = sandbox.load_tool_provider_file("echo", Path::new(ECHO_TOOLS_PATH), CallLimits::default()).unwrap();
     let tools = echo.list_tools().unwrap();
     assert_eq!(tools.len(), 1);
     assert_eq!(tools[0].name, "echo");
@@ -164,7 +164,7 @@ fn arguments_outside_the_schema_are_typed_invalid_arguments() {
 fn input_over_the_cap_is_refused_before_any_guest_code_runs() {
     let sandbox = sandbox();
     let cal = calendar(&sandbox);
-    let tight = Limits { input_bytes: 64, ..Limits::default() };
+    let tight = CallLimits { input_bytes: 64, ..CallLimits::default() };
     let args = json!({"user": "a", "title": "x".repeat(100)}).to_string();
     let result = cal.call("calendar_create", &args, &Grants::none(), &tight);
     assert!(matches!(result, Err(ToolCallError::Sandbox(SandboxError::InputTooLarge { limit: 64, .. }))), "{result:?}");
@@ -173,7 +173,8 @@ fn input_over_the_cap_is_refused_before_any_guest_code_runs() {
 #[test]
 fn a_formatter_loaded_as_a_tool_provider_is_a_wrong_world_error_naming_it() {
     let sandbox = sandbox();
-    let err = sandbox.load_tool_provider_file("json-text", Path::new(JSON_TEXT_PATH), Limits::default()).unwrap_err();
+    let err =
+        sandbox.load_tool_provider_file("json-text", Path::new(JSON_TEXT_PATH), CallLimits::default()).unwrap_err();
     assert!(matches!(err, LoadError::WrongWorld { world: "tool-provider", .. }), "{err}");
     let text = err.to_string();
     assert!(text.starts_with("json-text ("), "{text}");
@@ -185,9 +186,9 @@ fn a_formatter_loaded_as_a_tool_provider_is_a_wrong_world_error_naming_it() {
 fn a_missing_component_file_or_bad_bytes_fail_at_load_naming_them() {
     let sandbox = sandbox();
     let err =
-        sandbox.load_tool_provider_file("cal", Path::new("/nonexistent/cal.wasm"), Limits::default()).unwrap_err();
+        sandbox.load_tool_provider_file("cal", Path::new("/nonexistent/cal.wasm"), CallLimits::default()).unwrap_err();
     assert!(matches!(err, LoadError::Read { .. }) && err.to_string().contains("/nonexistent/cal.wasm"), "{err}");
-    let err = sandbox.load_tool_provider("cal", b"not wasm", Limits::default()).unwrap_err();
+    let err = sandbox.load_tool_provider("cal", b"not wasm", CallLimits::default()).unwrap_err();
     assert!(matches!(err, LoadError::Invalid { .. }) && err.to_string().starts_with("cal is not"), "{err}");
 }
 
@@ -195,14 +196,16 @@ fn a_missing_component_file_or_bad_bytes_fail_at_load_naming_them() {
 fn limits_a_tool_provider_cannot_run_within_fail_at_load_or_per_call() {
     let sandbox = sandbox();
     let bytes = std::fs::read(CALENDAR_PATH).unwrap();
-    let err = sandbox.load_tool_provider("calendar", &bytes, Limits { instances: 2, ..Limits::default() }).unwrap_err();
+    let err = sandbox
+        .load_tool_provider("calendar", &bytes, CallLimits { instances: 2, ..CallLimits::default() })
+        .unwrap_err();
     assert!(matches!(err, LoadError::Limits { .. }), "{err}");
     assert!(err.to_string().starts_with("calendar cannot run within the sandbox limits"), "{err}");
     let cal = calendar(&sandbox);
-    let too_big = Limits { memory_bytes: 1 << 40, ..Limits::default() };
+    let too_big = CallLimits { memory_bytes: 1 << 40, ..CallLimits::default() };
     let result = cal.call("calendar_query", r#"{"user":"a"}"#, &Grants::none(), &too_big);
     assert!(matches!(result, Err(ToolCallError::Sandbox(SandboxError::InvalidLimits(_)))), "{result:?}");
-    let tiny_memory = Limits { memory_bytes: 64 << 10, ..Limits::default() };
+    let tiny_memory = CallLimits { memory_bytes: 64 << 10, ..CallLimits::default() };
     let result = cal.call("calendar_query", r#"{"user":"a"}"#, &Grants::none(), &tiny_memory);
     assert!(matches!(result, Err(ToolCallError::Sandbox(SandboxError::MemoryLimit { .. }))), "{result:?}");
 }

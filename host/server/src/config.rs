@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use wasmgate_protocol::server::ServerIdentity;
-use wasmgate_protocol::{Limits, ProtocolVersion};
+use wasmgate_protocol::{MessageLimits, ProtocolVersion};
 
 /// Configuration shared by both transports.
 #[derive(Debug, Clone)]
@@ -17,7 +17,7 @@ pub struct ServerConfig {
     /// 2025-11-25, 2025-06-18 and 2025-03-26 (the Streamable HTTP ones).
     pub versions: Vec<ProtocolVersion>,
     /// Size and depth limits of every incoming message (4 MiB, 64 levels by default).
-    pub limits: Limits,
+    pub limits: MessageLimits,
     /// Tools per `tools/list` page; later pages are reached by an opaque cursor.
     /// Default 100; 0 is read as 1.
     pub page_size: usize,
@@ -49,7 +49,7 @@ impl ServerConfig {
                 ProtocolVersion::V2025_11_25,
                 ProtocolVersion::V2026_07_28,
             ],
-            limits: Limits::DEFAULT,
+            limits: MessageLimits::DEFAULT,
             page_size: 100,
             max_calls_in_flight: 64,
             shutdown_grace: Duration::from_secs(10),

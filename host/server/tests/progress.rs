@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 use wasmgate_agent::{Progress, Tool, ToolResult, ToolSpec, context};
-use wasmgate_gate::{CallOptions, CancellationToken, McpClient, ProgressFn};
+use wasmgate_client::{CallOptions, CancellationToken, McpClient, ProgressFn};
 use wasmgate_protocol::ProtocolVersion;
 use wasmgate_server::{HttpConfig, ToolsBackend};
 
@@ -38,7 +38,7 @@ async fn call_with_progress(client: &McpClient) -> (Vec<(f64, Option<String>)>, 
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&seen);
     let progress: ProgressFn =
-        Arc::new(move |p: wasmgate_gate::Progress| log.lock().unwrap().push((p.progress, p.message)));
+        Arc::new(move |p: wasmgate_client::Progress| log.lock().unwrap().push((p.progress, p.message)));
     let options = CallOptions { progress: Some(progress), ..CallOptions::default() };
     let result = bounded("the call", client.call_tool_with("steps", Map::new(), CancellationToken::new(), options))
         .await

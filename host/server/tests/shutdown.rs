@@ -84,7 +84,7 @@ async fn http_shutdown_ends_open_subscriptions_and_idle_connections() {
     let mut server = Http::start(fixture.backend.clone(), long.clone(), HttpConfig::default()).await;
     let client = common::http_client(&server.url, &wasmgate_protocol::SUPPORTED).await;
     let mut watch = client.tools_watch();
-    bounded("the subscription", watch.wait_for(|s| *s == wasmgate_gate::ToolsWatch::Active)).await.unwrap();
+    bounded("the subscription", watch.wait_for(|s| *s == wasmgate_client::ToolsWatch::Active)).await.unwrap();
     server.shutdown();
     // Nothing is in flight but a subscription and pooled connections: well within the grace period.
     let started = std::time::Instant::now();

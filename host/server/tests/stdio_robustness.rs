@@ -7,7 +7,7 @@ mod common;
 
 use common::{Fixture, Stdio, config, initialize, plain, stamped};
 use serde_json::json;
-use wasmgate_protocol::Limits;
+use wasmgate_protocol::MessageLimits;
 use wasmgate_server::ServerConfig;
 
 #[tokio::test]
@@ -38,7 +38,7 @@ async fn an_invalid_request_is_refused_with_its_id_when_readable() {
 
 #[tokio::test]
 async fn a_line_over_the_size_limit_is_refused_without_being_buffered_and_reading_goes_on() {
-    let limits = Limits { max_message_bytes: 1024, ..Limits::DEFAULT };
+    let limits = MessageLimits { max_message_bytes: 1024, ..MessageLimits::DEFAULT };
     let mut server = Stdio::start(Fixture::new().backend, ServerConfig { limits, ..config() });
     let big = plain(1, "tools/call", json!({"name": "echo", "arguments": {"text": "x".repeat(2000)}}));
     server.send(big).await;

@@ -10,16 +10,16 @@ use wasmgate_adapter::ComponentProvider;
 use wasmgate_adapter::component_tool::{Component, adapt};
 use wasmgate_agent::{CancellationToken, Tool, ToolError, ToolResult};
 use wasmgate_guests::{CALENDAR_PATH, ECHO_TOOLS_PATH, hostile};
-use wasmgate_sandbox::{DirGrant, Grants, Limits, ToolDefinition, ToolProvider};
+use wasmgate_sandbox::{CallLimits, DirGrant, Grants, ToolDefinition, ToolProvider};
 
 use super::{SANDBOX, formatters, limits};
 
 /// Limits with room to spare for well-behaved components on a busy machine.
-pub fn roomy_limits() -> Limits {
-    Limits { deadline: Duration::from_secs(5), ..limits() }
+pub fn roomy_limits() -> CallLimits {
+    CallLimits { deadline: Duration::from_secs(5), ..limits() }
 }
 
-fn load(name: &str, path: &str, limits: Limits) -> ToolProvider {
+fn load(name: &str, path: &str, limits: CallLimits) -> ToolProvider {
     SANDBOX.load_tool_provider_file(name, Path::new(path), limits).unwrap()
 }
 

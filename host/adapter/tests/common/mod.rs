@@ -12,9 +12,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use wasmgate_adapter::{FormatterRule, Formatters, McpProvider};
-use wasmgate_gate::{ClientConfig, CloseReason, FakeServer, fake};
+use wasmgate_client::{ClientConfig, CloseReason, FakeServer, fake};
 use wasmgate_protocol::Id;
-use wasmgate_sandbox::{Formatter, Limits, Sandbox, SandboxConfig};
+use wasmgate_sandbox::{CallLimits, Formatter, Sandbox, SandboxConfig};
 
 /// How an upstream answers one `tools/call`.
 #[derive(Debug, Clone)]
@@ -154,15 +154,20 @@ async fn serve(mut server: FakeServer, upstream: Arc<Upstream>) {
 pub static SANDBOX: LazyLock<Sandbox> = LazyLock::new(|| Sandbox::new(SandboxConfig::default()).unwrap());
 
 /// Limits small enough that hostile formatters trip them quickly.
-pub fn limits() -> Limits {
-    Limits { deadline: Duration::from_millis(300), memory_bytes: 32 << 20, output_bytes: 64 << 10, ..Limits::default() }
+pub fn limits() -> CallLimits {
+    CallLimits {
+        deadline: Duration::from_millis(300),
+        memory_bytes: 32 << 20,
+        output_bytes: 64 << 10,
+        ..CallLimits::default()
+    }
 }
 
 /// The built-in json-text formatter, with a deadline no stall of a loaded machine
 /// reaches: it formats every ordinary result, and only hostile guests should time out.
 pub fn json_text() -> Formatter {
     static JSON_TEXT: LazyLock<Formatter> = LazyLock::new(|| {
-        let limits = Limits { deadline: Duration::from_secs(5), ..limits() };
+        let limits = CallLimits { deadline: Duration::from_secs(5), ..limits() };
         SANDBOX.load_formatter("json-text", wasmgate_guests::JSON_TEXT, limits).unwrap()
     });
     JSON_TEXT.clone()

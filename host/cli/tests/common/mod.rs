@@ -81,7 +81,7 @@ pub fn python() -> (PathBuf, Vec<PathBuf>) {
 pub fn setup() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("data")).unwrap();
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gate/tests/fixtures").canonicalize().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../client/tests/fixtures").canonicalize().unwrap();
     let (python, dirs) = python();
     let config = format!(
         r#"state_dir = "state"

@@ -7,19 +7,21 @@ use std::time::Duration;
 
 use serde_json::Value;
 use wasmgate_guests::{CALENDAR_PATH, hostile as hostile_paths};
-use wasmgate_sandbox::{CallOutcome, DirGrant, Grants, Limits, Sandbox, SandboxConfig, ToolCallError, ToolProvider};
+use wasmgate_sandbox::{
+    CallLimits, CallOutcome, DirGrant, Grants, Sandbox, SandboxConfig, ToolCallError, ToolProvider,
+};
 
 pub fn sandbox() -> Sandbox {
     Sandbox::new(SandboxConfig { max_concurrent_calls: 4, ..SandboxConfig::default() }).unwrap()
 }
 
 /// Limits with a short deadline, so a spinning guest ends quickly.
-pub fn quick_limits() -> Limits {
-    Limits { deadline: Duration::from_millis(200), ..Limits::default() }
+pub fn quick_limits() -> CallLimits {
+    CallLimits { deadline: Duration::from_millis(200), ..CallLimits::default() }
 }
 
 pub fn calendar(sandbox: &Sandbox) -> ToolProvider {
-    sandbox.load_tool_provider_file("calendar", Path::new(CALENDAR_PATH), Limits::default()).unwrap()
+    sandbox.load_tool_provider_file("calendar", Path::new(CALENDAR_PATH), CallLimits::default()).unwrap()
 }
 
 pub fn hostile(sandbox: &Sandbox) -> ToolProvider {
@@ -27,7 +29,7 @@ pub fn hostile(sandbox: &Sandbox) -> ToolProvider {
 }
 
 /// The hostile tool provider under `limits`.
-pub fn hostile_with(sandbox: &Sandbox, limits: Limits) -> ToolProvider {
+pub fn hostile_with(sandbox: &Sandbox, limits: CallLimits) -> ToolProvider {
     sandbox.load_tool_provider_file("hostile", Path::new(hostile_paths::TOOL_PROVIDER), limits).unwrap()
 }
 

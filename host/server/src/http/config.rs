@@ -50,7 +50,7 @@ impl HttpConfig {
             path: "/mcp".into(),
             bearer_token: None,
             allowed_origins: Vec::new(),
-            max_body_bytes: wasmgate_protocol::Limits::DEFAULT.max_message_bytes,
+            max_body_bytes: wasmgate_protocol::MessageLimits::DEFAULT.max_message_bytes,
             max_header_bytes: 16 * 1024,
             body_read_timeout: std::time::Duration::from_secs(30),
             per_client_concurrency: 16,

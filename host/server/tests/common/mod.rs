@@ -13,7 +13,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use wasmgate_agent::{CancellationToken, Tool, ToolError, ToolErrorKind, ToolResult, ToolSpec};
-use wasmgate_gate::{ClientConfig, McpClient};
+use wasmgate_client::{ClientConfig, McpClient};
 use wasmgate_protocol::ProtocolVersion;
 use wasmgate_server::{HttpConfig, ServeError, ServerConfig, ToolsBackend, serve_http, serve_stdio};
 
@@ -225,7 +225,7 @@ impl Http {
 
 /// Our own client over HTTP, limited to `versions`.
 pub async fn http_client(url: &str, versions: &[ProtocolVersion]) -> McpClient {
-    let transport = wasmgate_gate::HttpTransport::new(&wasmgate_gate::HttpConfig::new("wasmgate", url)).unwrap();
+    let transport = wasmgate_client::HttpTransport::new(&wasmgate_client::HttpConfig::new("wasmgate", url)).unwrap();
     let config = ClientConfig { versions: versions.to_vec(), ..ClientConfig::default() };
     bounded("the client to connect", McpClient::connect("wasmgate", transport, config)).await.unwrap()
 }
@@ -233,7 +233,7 @@ pub async fn http_client(url: &str, versions: &[ProtocolVersion]) -> McpClient {
 /// Our own client over the in-memory stdio pipe: the client's fake transport, bridged
 /// to the server's lines (the fake hands over messages; the bridge frames them).
 pub async fn stdio_client(backend: ToolsBackend, versions: &[ProtocolVersion]) -> (McpClient, JoinHandle<()>) {
-    let (transport, mut fake) = wasmgate_gate::fake::fake();
+    let (transport, mut fake) = wasmgate_client::fake::fake();
     let (mut input, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, output) = tokio::io::duplex(1 << 16);
     let server =

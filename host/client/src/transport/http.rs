@@ -1,0 +1,398 @@
+//! The Streamable HTTP transport (client side), with reqwest and rustls.
+//!
+//! Every message is its own POST. A request's answer is a JSON body or an SSE stream
+//! scoped to that request (notifications first, the response last); each request's
+//! exchange runs in its own task, registered by request id, so
+//! [`release`](Transport::release) can drop exactly that stream: in the 2026-07-28 era
+//! closing the stream *is* the cancellation. Notifications and responses (answers to
+//! server requests in the handshake era) are posted inline and must get a 2xx (202).
+//!
+//! Bounds: connect and read (idle) timeouts; a JSON body or a single SSE event may not
+//! exceed the message cap, an SSE stream not the response cap; an error body is read
+//! only up to 64 KiB. Redirects are not followed (a bearer token must not travel to
+//! wherever a server points) and no proxy is taken from the environment.
+//!
+//! Handshake-era sessions: the `Mcp-Session-Id` of the `initialize` response is sent
+//! on every later request. A 404 to a request that carried it means the server forgot
+//! the session: the session is dropped and the exchange fails with
+//! [`TransportError::SessionExpired`], on which the client initializes again. On close,
+//! the session is ended with `DELETE`.
+//!
+//! SSE bodies, and the handshake era's standalone GET stream on which a server sends
+//! what answers no request (`notifications/tools/list_changed` among others), are read
+//! by the `stream` submodule.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE};
+use reqwest::{RequestBuilder, Response, StatusCode};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+use wasmgate_protocol::{Id, Message, MessageLimits, ProtocolVersion, decode};
+
+use super::headers::{SESSION_ID, mcp_headers};
+use super::stderr::escape;
+use super::{BoxFuture, INBOUND_CAPACITY, Inbound, StreamEnd, Transport};
+use crate::error::{CloseReason, TransportError};
+
+mod stream;
+
+use stream::is_event_stream;
+
+/// At most this much of an error body is read, and 512 bytes of it kept for logs.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// Where the bearer token comes from. `Debug` never shows the token.
+#[derive(Clone)]
+pub enum Bearer {
+    /// The token itself.
+    Token(String),
+    /// The name of an environment variable of the gateway holding the token.
+    FromEnv(String),
+}
+
+impl std::fmt::Debug for Bearer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Token(_) => f.write_str("Token(<redacted>)"),
+            Self::FromEnv(var) => f.debug_tuple("FromEnv").field(var).finish(),
+        }
+    }
+}
+
+/// Where the server is and how to bound the exchange.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// The server's name, for logs and errors.
+    pub name: String,
+    /// The MCP endpoint, e.g. `https://example.com/mcp`.
+    pub url: String,
+    /// Sent as `Authorization: Bearer ...` when set.
+    pub bearer: Option<Bearer>,
+    /// Time to establish a connection (default 10 s).
+    pub connect_timeout: Duration,
+    /// Longest silence while reading a response (default 300 s; per-call timeouts are the
+    /// client's, this only catches dead connections).
+    pub read_timeout: Duration,
+    /// Largest JSON body or single SSE event (default: the protocol's 4 MiB message limit).
+    pub max_message_bytes: usize,
+    /// Largest response stream in total (default 16 MiB).
+    pub max_response_bytes: usize,
+}
+
+impl HttpConfig {
+    /// A server at `url` with the default bounds and no token.
+    #[must_use]
+    pub fn new(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            url: url.into(),
+            bearer: None,
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(300),
+            max_message_bytes: MessageLimits::DEFAULT.max_message_bytes,
+            max_response_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// A Streamable HTTP connection to one MCP endpoint.
+#[derive(Debug)]
+pub struct HttpTransport {
+    shared: Arc<Shared>,
+    inbound: Option<mpsc::Receiver<Inbound>>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    name: String,
+    url: reqwest::Url,
+    client: reqwest::Client,
+    token: Option<String>,
+    max_message: usize,
+    max_response: usize,
+    tx: mpsc::Sender<Inbound>,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    session: Option<String>,
+    version: Option<ProtocolVersion>,
+    exchanges: HashMap<Id, AbortHandle>,
+    /// The handshake-era GET stream's reader, if one is open.
+    server_stream: Option<AbortHandle>,
+    closed: bool,
+}
+
+impl HttpTransport {
+    /// Prepares the connection (nothing is sent yet).
+    ///
+    /// # Errors
+    ///
+    /// [`TransportError::Config`] for a URL that is not http(s), a token variable that is
+    /// not set, or a TLS setup failure.
+    pub fn new(config: &HttpConfig) -> Result<Self, TransportError> {
+        let url = reqwest::Url::parse(&config.url)
+            .map_err(|e| TransportError::Config(format!("{}: invalid URL {:?}: {e}", config.name, config.url)))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(TransportError::Config(format!("{}: URL must be http or https", config.name)));
+        }
+        let token = match &config.bearer {
+            None => None,
+            Some(Bearer::Token(token)) => Some(token.clone()),
+            Some(Bearer::FromEnv(var)) => Some(std::env::var(var).map_err(|_| {
+                TransportError::Config(format!("{}: bearer token variable {var} is not set", config.name))
+            })?),
+        };
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .read_timeout(config.read_timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .user_agent(concat!("wasmgate/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| TransportError::Config(format!("{}: HTTP client: {}", config.name, chain(&e))))?;
+        let (tx, inbound) = mpsc::channel(INBOUND_CAPACITY);
+        let shared = Shared {
+            name: config.name.clone(),
+            url,
+            client,
+            token,
+            max_message: config.max_message_bytes,
+            max_response: config.max_response_bytes,
+            tx,
+            state: Mutex::new(State::default()),
+        };
+        Ok(Self { shared: Arc::new(shared), inbound: Some(inbound) })
+    }
+}
+
+impl Shared {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The POST for `body`, and whether it carries a session id.
+    fn post(&self, body: &Value, extra: Vec<(String, String)>) -> (RequestBuilder, bool) {
+        let (session, version) = {
+            let state = self.state();
+            (state.session.clone(), state.version)
+        };
+        let mut request = self
+            .client
+            .post(self.url.clone())
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(CONTENT_TYPE, "application/json")
+            .body(body.to_string());
+        for (name, value) in mcp_headers(body, version) {
+            request = request.header(name, value);
+        }
+        for (name, value) in extra {
+            request = request.header(name, value);
+        }
+        if let Some(token) = &self.token {
+            request = request.header(AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let has_session = session.is_some();
+        if let Some(session) = session {
+            request = request.header(SESSION_ID, session);
+        }
+        (request, has_session)
+    }
+
+    async fn exchange(self: Arc<Self>, id: Id, method: String, request: RequestBuilder, had_session: bool) {
+        let error = match self.run_exchange(&method, request, had_session).await {
+            Ok(()) => TransportError::NoResponse,
+            Err(error) => error,
+        };
+        self.state().exchanges.remove(&id);
+        let _ = self.tx.send(Inbound::Exchange { id, error }).await;
+    }
+
+    async fn run_exchange(
+        &self,
+        method: &str,
+        request: RequestBuilder,
+        had_session: bool,
+    ) -> Result<(), TransportError> {
+        let mut response = request.send().await.map_err(|e| TransportError::Io(chain(&e)))?;
+        let status = response.status();
+        if !status.is_success() {
+            let error = self.refusal(status, response, had_session).await;
+            if matches!(error, TransportError::SessionExpired) {
+                // The client initializes again after a request's 404; the new
+                // `initialize` must not name the dead session.
+                self.state().session = None;
+            }
+            return Err(error);
+        }
+        if method == "initialize"
+            && let Some(session) = response.headers().get(SESSION_ID).and_then(|v| v.to_str().ok())
+        {
+            self.state().session = Some(session.to_owned());
+        }
+        if !is_event_stream(&response) {
+            let body = read_bounded(&mut response, self.max_message).await?;
+            if !body.is_empty() {
+                self.deliver(Inbound::Frame(body)).await?;
+            }
+            return Ok(());
+        }
+        self.pump_sse(response).await
+    }
+
+    async fn deliver(&self, event: Inbound) -> Result<(), TransportError> {
+        self.tx.send(event).await.map_err(|_| TransportError::Closed(CloseReason::ClosedByClient))
+    }
+
+    /// The error for a non-2xx answer. A 404 to a POST that named the session is
+    /// `SessionExpired`; only a request's forgets the session (see `run_exchange`): after a
+    /// notification's nobody initializes again, and the next request's 404 must still be
+    /// recognised as the session's end.
+    async fn refusal(&self, status: StatusCode, mut response: Response, had_session: bool) -> TransportError {
+        if status == StatusCode::NOT_FOUND && had_session {
+            tracing::info!(server = %self.name, "HTTP session expired");
+            return TransportError::SessionExpired;
+        }
+        let body = read_bounded(&mut response, MAX_ERROR_BODY).await.unwrap_or_default();
+        let rpc = match decode(&body, MessageLimits::DEFAULT) {
+            Ok(Message::ErrorResponse(e)) => Some(Box::new(e.error)),
+            _ => None,
+        };
+        TransportError::Http { status: status.as_u16(), rpc, body: escape(&body[..body.len().min(512)]) }
+    }
+}
+
+/// Reads a whole body of at most `limit` bytes.
+async fn read_bounded(response: &mut Response, limit: usize) -> Result<Bytes, TransportError> {
+    let declared = response.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if declared.is_some_and(|len| len > limit) {
+        return Err(TransportError::TooLarge { limit });
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| TransportError::Io(chain(&e)))? {
+        if body.len() + chunk.len() > limit {
+            return Err(TransportError::TooLarge { limit });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(body))
+}
+
+/// An error with its sources, since reqwest's own message is only the outermost layer.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(inner) = source {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    text
+}
+
+impl Transport for HttpTransport {
+    fn take_inbound(&mut self) -> Option<mpsc::Receiver<Inbound>> {
+        self.inbound.take()
+    }
+
+    fn send(&self, message: Value) -> BoxFuture<'_, Result<(), TransportError>> {
+        self.send_with_headers(message, Vec::new())
+    }
+
+    fn send_with_headers(
+        &self,
+        message: Value,
+        headers: Vec<(String, String)>,
+    ) -> BoxFuture<'_, Result<(), TransportError>> {
+        Box::pin(async move {
+            let shared = &self.shared;
+            let (request, had_session) = shared.post(&message, headers);
+            let method = message.get("method").and_then(Value::as_str);
+            let id = message.get("id").and_then(|id| Id::from_value(id).ok());
+            if let (Some(method), Some(id)) = (method, id) {
+                let mut state = shared.state();
+                if state.closed {
+                    return Err(TransportError::Closed(CloseReason::ClosedByClient));
+                }
+                let task = Arc::clone(shared).exchange(id.clone(), method.to_owned(), request, had_session);
+                let handle = tokio::spawn(task).abort_handle();
+                state.exchanges.insert(id, handle);
+                return Ok(());
+            }
+            if shared.state().closed {
+                return Err(TransportError::Closed(CloseReason::ClosedByClient));
+            }
+            // A notification or a response: the server acknowledges it with 202.
+            let response = request.send().await.map_err(|e| TransportError::Io(chain(&e)))?;
+            let status = response.status();
+            if status.is_success() { Ok(()) } else { Err(shared.refusal(status, response, had_session).await) }
+        })
+    }
+
+    fn release(&self, id: &Id) {
+        if let Some(handle) = self.shared.state().exchanges.remove(id) {
+            handle.abort();
+        }
+    }
+
+    fn cancel_closes_stream(&self) -> bool {
+        true
+    }
+
+    fn mirrors_param_headers(&self) -> bool {
+        true
+    }
+
+    fn set_protocol_version(&self, version: ProtocolVersion) {
+        self.shared.state().version = Some(version);
+    }
+
+    fn server_stream(&self) -> Option<BoxFuture<'static, Result<StreamEnd, TransportError>>> {
+        Some(Box::pin(Arc::clone(&self.shared).open_server_stream()))
+    }
+
+    fn close(&self) -> BoxFuture<'_, CloseReason> {
+        Box::pin(async move {
+            let shared = &self.shared;
+            let (session, exchanges) = {
+                let mut state = shared.state();
+                if std::mem::replace(&mut state.closed, true) {
+                    return CloseReason::ClosedByClient;
+                }
+                if let Some(stream) = state.server_stream.take() {
+                    stream.abort();
+                }
+                (state.session.take(), std::mem::take(&mut state.exchanges))
+            };
+            for handle in exchanges.into_values() {
+                handle.abort();
+            }
+            if let Some(session) = session {
+                // Ending the session is a courtesy; a server may answer 405.
+                let mut request = shared.client.delete(shared.url.clone()).header(SESSION_ID, session);
+                if let Some(token) = &shared.token {
+                    request = request.header(AUTHORIZATION, format!("Bearer {token}"));
+                }
+                let ended = tokio::time::timeout(Duration::from_secs(5), request.send()).await;
+                tracing::debug!(server = %shared.name, ok = matches!(ended, Ok(Ok(_))), "HTTP session ended");
+            }
+            let _ = shared.tx.send(Inbound::Closed(CloseReason::ClosedByClient)).await;
+            CloseReason::ClosedByClient
+        })
+    }
+}
+
+impl Drop for HttpTransport {
+    fn drop(&mut self) {
+        let mut state = self.shared.state();
+        for handle in std::mem::take(&mut state.exchanges).into_values().chain(state.server_stream.take()) {
+            handle.abort();
+        }
+    }
+}
