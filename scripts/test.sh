@@ -8,26 +8,37 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/install-peers.sh # interop peers (Python mcp SDK, server-everything, Inspector, conformance) into target/peers
 
+# Every cargo project of the repository outside the main workspace: the guest
+# components' workspace, the formatter template, the fuzz targets.
+others=(guest-tools/Cargo.toml examples/formatter-template/Cargo.toml fuzz/Cargo.toml)
+
 echo "== cargo fmt --check" >&2
 cargo fmt --all -- --check
-(cd guest-tools && cargo fmt --all -- --check)
+for manifest in "${others[@]}"; do
+    cargo fmt --manifest-path "$manifest" --all -- --check
+done
 
 echo "== cargo clippy" >&2
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The guests for wasm32, as host/guests/build.rs builds them: json-text on its own
+# (it is no_std, and building it with the others would unify their `std` features
+# of serde and wit-bindgen into it), every other member together.
 cargo clippy --manifest-path guest-tools/Cargo.toml --workspace --exclude json-text --all-targets --locked \
     --target wasm32-wasip2 --target-dir target/guests -- -D warnings
-# json-text is no_std and built on its own (host/guests/build.rs): its component
-# for wasm32, and its tests natively (a wasm32 test build would link std).
 cargo clippy --manifest-path guest-tools/Cargo.toml -p json-text --lib --locked \
     --target wasm32-wasip2 --target-dir target/guests -- -D warnings
-cargo clippy --manifest-path guest-tools/Cargo.toml -p json-text --all-targets --locked \
+# Natively, every member with its tests (a wasm32 test build of json-text would link std);
+# the examples are checked, not linked: a component imports what only WASI provides.
+cargo clippy --manifest-path guest-tools/Cargo.toml --workspace --all-targets --locked \
     --target-dir target/guests-native -- -D warnings
+cargo clippy --manifest-path examples/formatter-template/Cargo.toml --all-targets --locked \
+    --target-dir target/formatter-template -- -D warnings
+cargo clippy --manifest-path examples/formatter-template/Cargo.toml --lib --locked --target wasm32-wasip2 \
+    --target-dir target/formatter-template -- -D warnings
+cargo clippy --manifest-path fuzz/Cargo.toml --all-targets --locked --target-dir target/fuzz-check -- -D warnings
 
 echo "== the guest logic, natively" >&2
-cargo test --manifest-path guest-tools/Cargo.toml -p json-text --locked --target-dir target/guests-native
-cargo test --manifest-path guest-tools/Cargo.toml -p calendar --locked --target-dir target/guests-native
-cargo test --manifest-path guest-tools/Cargo.toml -p calendar-text --locked --target-dir target/guests-native
-cargo test --manifest-path guest-tools/Cargo.toml -p invisible-chars --locked --target-dir target/guests-native
+cargo test --manifest-path guest-tools/Cargo.toml --workspace --lib --tests --locked --target-dir target/guests-native
 
 echo "== the workspace" >&2
 cargo test --workspace --locked

@@ -46,25 +46,10 @@ pub fn render(
 }
 
 /// `text` without escape sequences, without control characters (line breaks and tabs
-/// kept) and without the invisible and bidi characters that hide text from a reader.
+/// kept) and without the invisible and bidi characters that hide text from a reader:
+/// wasmgate's one screening, the `text-safety` crate.
 fn clean(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            // ESC [ ... final byte (a CSI sequence), or ESC and one more character.
-            '\u{1b}' => {
-                if chars.next() == Some('[') {
-                    chars.by_ref().find(|c| ('@'..='~').contains(c));
-                }
-            }
-            '\n' | '\t' => out.push(c),
-            '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{206f}' | '\u{feff}' => {}
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
+    text_safety::clean(text)
 }
 
 /// `text` cut to at most `max` bytes on a character boundary, marked when cut.
@@ -84,8 +69,11 @@ fn bounded(mut text: String, max: usize) -> String {
     text
 }
 
-/// The component's export: the `formatter` world of `wit/sandbox.wit`.
+/// The component's export: the `formatter` world of `wit/sandbox.wit`. The bindings
+/// wit-bindgen generates export the function by name, which is unsafe code by the
+/// compiler's definition; nothing else here is.
 #[cfg(target_arch = "wasm32")]
+#[allow(unsafe_code)]
 mod component {
     wit_bindgen::generate!({ world: "formatter", path: "wit" });
 
@@ -107,6 +95,8 @@ mod component {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::render;
 
     #[test]
@@ -117,6 +107,15 @@ mod tests {
         assert_eq!(out.unwrap(), "Error from w__f:\nab\n[non-text content not shown]");
         let out = render("w__f", r#"[{"type":"text","text":"\u001b[2J\u001b[31mred\u001b[0m"}]"#, None, false, 1000);
         assert_eq!(out.unwrap(), "Result of w__f:\nred");
+    }
+
+    #[test]
+    fn the_shared_table_holds_for_every_cleaned_string() {
+        for case in text_safety::cases::CASES {
+            let content = serde_json::json!([{"type": "text", "text": case.input}]).to_string();
+            let out = render("t", &content, None, false, 100_000).unwrap();
+            assert_eq!(out, format!("Result of t:\n{}", case.clean), "{}", case.name);
+        }
     }
 
     #[test]

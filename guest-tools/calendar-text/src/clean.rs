@@ -1,11 +1,11 @@
-//! Cleaning one untrusted string before a model or a terminal reads it.
-//!
-//! Removed: ANSI/VT escape sequences (whole), C0 and C1 control characters,
-//! zero-width and other invisible characters, bidi embeddings, overrides and
-//! isolates (U+202E can make `budget_\u{202e}fdp.exe` display as
-//! `budget_exe.pdf`), and Unicode tag characters (which can spell a hidden
-//! ASCII message). [`line`] also folds every run of whitespace into one space
-//! and bounds the length; [`text`] keeps line breaks.
+//! Cleaning one untrusted string before a model or a terminal reads it, with
+//! wasmgate's one screening (the `text-safety` crate): escape sequences,
+//! control characters, invisible, bidi and tag characters are removed (U+202E
+//! can make `budget_\u{202e}fdp.exe` display as `budget_exe.pdf`). [`line`]
+//! also folds every run of whitespace into one space and bounds the length;
+//! [`text`] keeps line breaks.
+
+use text_safety::Piece;
 
 /// `text` cleaned, on one line, at most `max_chars` characters; a longer
 /// field ends with `… (+N more characters)`.
@@ -38,68 +38,22 @@ pub fn line(text: &str, max_chars: usize) -> String {
     out
 }
 
-/// `text` cleaned, keeping line breaks (`\r\n` and `\r` become `\n`) and tabs.
+/// `text` cleaned, keeping line breaks (every kind becomes `\n`) and tabs.
 pub fn text(text: &str) -> String {
-    let normalized = text.replace("\r\n", "\n").replace('\r', "\n");
-    visible_chars(&normalized).filter(|c| !c.is_control() || matches!(c, '\n' | '\t')).collect()
+    text_safety::clean(text)
 }
 
-/// The characters of `text` without escape sequences and without invisible,
-/// bidi, tag and control characters (line breaks and tabs excepted, for the
-/// callers to treat as whitespace).
+/// The characters of `text` that a reader is given, every line break as `\n`
+/// (for [`line`] to treat as whitespace).
 fn visible_chars(text: &str) -> impl Iterator<Item = char> + '_ {
-    let mut chars = text.chars().peekable();
-    std::iter::from_fn(move || {
-        loop {
-            let c = chars.next()?;
-            match c {
-                '\u{1b}' => skip_escape(&mut chars),
-                '\u{9b}' => skip_csi(&mut chars),
-                '\n' | '\t' => return Some(c),
-                '\u{85}' | '\u{2028}' | '\u{2029}' => return Some('\n'),
-                c if c.is_control() || invisible_chars::is_invisible(c) => {}
-                c => return Some(c),
-            }
-        }
+    text_safety::scan(text).flat_map(|piece| {
+        let (kept, line_break) = match piece {
+            Piece::Text(kept) => (kept, None),
+            Piece::LineBreak => ("", Some('\n')),
+            Piece::Removed(_) => ("", None),
+        };
+        kept.chars().chain(line_break)
     })
-}
-
-type Chars<'a> = std::iter::Peekable<std::str::Chars<'a>>;
-
-/// Skips the rest of an escape sequence whose ESC was just read.
-fn skip_escape(chars: &mut Chars<'_>) {
-    match chars.peek() {
-        Some('[') => {
-            chars.next();
-            skip_csi(chars);
-        }
-        // OSC, DCS, SOS, PM, APC: a string ended by BEL or ESC \ (or the end).
-        Some(']' | 'P' | 'X' | '^' | '_') => {
-            while let Some(c) = chars.next() {
-                if c == '\u{7}' || (c == '\u{1b}' && chars.next_if_eq(&'\\').is_some()) {
-                    break;
-                }
-            }
-        }
-        Some(c) if c.is_ascii() && !c.is_ascii_control() => {
-            chars.next();
-        }
-        _ => {}
-    }
-}
-
-/// Skips CSI parameters, intermediates and the final byte.
-fn skip_csi(chars: &mut Chars<'_>) {
-    while let Some(&c) = chars.peek() {
-        if ('\u{40}'..='\u{7e}').contains(&c) {
-            chars.next();
-            return;
-        }
-        if !('\u{20}'..='\u{3f}').contains(&c) {
-            return;
-        }
-        chars.next();
-    }
 }
 
 #[cfg(test)]
@@ -139,6 +93,15 @@ mod tests {
         assert_eq!(line("ab cd", 2), "ab… (+3 more characters)");
         assert_eq!(line("abcd", 4), "abcd");
         assert_eq!(line(&"x".repeat(50_000), 10).len(), 10 + "… (+49990 more characters)".len());
+    }
+
+    #[test]
+    fn the_shared_table_holds_for_text_and_for_a_line() {
+        for case in text_safety::cases::CASES {
+            assert_eq!(text(case.input), case.clean, "{}", case.name);
+            let folded = case.clean.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert_eq!(line(case.input, 1000), folded, "{}", case.name);
+        }
     }
 
     #[test]

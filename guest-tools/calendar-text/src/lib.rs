@@ -25,6 +25,9 @@ pub mod render;
 pub mod when;
 
 #[cfg(target_arch = "wasm32")]
+// The bindings wit-bindgen generates export the component's functions by name, which is
+// unsafe code by the compiler's definition; nothing else here is.
+#[allow(unsafe_code)]
 mod component {
     wit_bindgen::generate!({ world: "formatter", path: "../../wit" });
 

@@ -97,6 +97,8 @@ pub fn span(start: &str, end: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
     use super::{LocalTime, span};
 
     #[test]

@@ -124,6 +124,8 @@ impl Calendar {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
     use super::{Calendar, NewEvent, check_text, check_user};
     use crate::date::DateTime;
 

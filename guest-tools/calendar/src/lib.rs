@@ -24,6 +24,9 @@ pub mod storage;
 pub mod tools;
 
 #[cfg(target_arch = "wasm32")]
+// The bindings wit-bindgen generates export the component's functions by name, which is
+// unsafe code by the compiler's definition; nothing else here is.
+#[allow(unsafe_code)]
 mod component {
     wit_bindgen::generate!({ world: "tool-provider", path: "../../wit" });
 

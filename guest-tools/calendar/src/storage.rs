@@ -131,6 +131,8 @@ fn io_error(what: &str, e: &io::Error) -> StorageError {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
     use super::{DirStorage, Storage, StorageError};
 
     fn temp_dir(name: &str) -> std::path::PathBuf {

@@ -11,6 +11,10 @@
 //! One example is not a formatter: `tool_provider` is a hostile tool-provider
 //! component with its own bindings, and does not use this library.
 
+// The bindings wit-bindgen generates export the component's functions by name, which is
+// unsafe code by the compiler's definition; nothing else here is.
+#![allow(unsafe_code)]
+
 wit_bindgen::generate!({
     world: "formatter",
     path: "../../wit",

@@ -19,6 +19,10 @@
 //! [`Bump`] is the bookkeeping alone, over plain addresses, so it is unit-tested
 //! natively; [`WasmHeap`] (wasm32 only) puts it over the real memory.
 
+// An allocator is unsafe code by nature: the global allocator and the canonical ABI's
+// `cabi_realloc` hand out raw memory. Each unsafe block says why it holds.
+#![allow(unsafe_code)]
+
 use core::alloc::Layout;
 
 /// Size of a WebAssembly page.
@@ -152,6 +156,7 @@ mod wasm {
     }
 
     /// The global allocator: a [`Bump`] over memory 0, from `__heap_base`.
+    #[allow(missing_debug_implementations)] // its state is raw addresses, nothing to show
     pub struct WasmHeap(UnsafeCell<Bump>);
 
     // SAFETY: a wasm32 component has one thread; nothing shares the heap.
@@ -231,6 +236,8 @@ mod wasm {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
     use super::*;
 
     fn layout(size: usize, align: usize) -> Layout {

@@ -163,6 +163,8 @@ fn human_size(bytes: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
     use super::*;
 
     fn render_content(content: &str) -> String {

@@ -166,7 +166,7 @@ pub enum LoadError {
 /// control, escape, bidi and other invisible characters become spaces, so a
 /// hostile guest can neither rewrite a screen nor disguise a line.
 pub(crate) fn log_safe(c: char) -> char {
-    if c.is_control() || invisible_chars::is_invisible(c) { ' ' } else { c }
+    if c.is_control() || text_safety::is_invisible(c) { ' ' } else { c }
 }
 
 /// A short, single-line form of a guest-supplied message, so a hostile guest

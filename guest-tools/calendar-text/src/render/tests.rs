@@ -1,3 +1,5 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use super::{Input, MAX_EVENTS, RenderError, TRUNCATED, render};
 
 fn input<'a>(tool_name: &'a str, content: &'a str, structured: Option<&'a str>) -> Input<'a> {

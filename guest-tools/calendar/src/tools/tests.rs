@@ -1,5 +1,7 @@
 //! The tools against an in-memory calendar file.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use serde_json::{Value, json};
 
 use super::{CallFailure, Outcome, call, definitions};

@@ -1,13 +1,10 @@
-//! The characters wasmgate treats as invisible, in one place.
+//! The characters wasmgate treats as invisible.
 //!
 //! Zero-width and format characters, bidi controls, tag characters, variation selectors
 //! and fillers that render as nothing: a reader cannot see them, so a hostile provider
 //! can use them to hide instructions from the user who reviews a result, to make a
 //! name look like another, or to make text display in an order other than the one a
-//! model reads. The host's sanitizer and guest-log filter and the formatter components
-//! (built for wasm32-wasip2, hence `no_std` and no dependencies) all remove exactly
-//! this set, so none of them can lag behind the others.
-#![no_std]
+//! model reads.
 
 /// Whether `c` is invisible or reorders text.
 #[inline]
