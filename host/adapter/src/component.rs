@@ -11,14 +11,14 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use wasmgate_agent::{BoxFuture, Tool};
+use wasmgate_agent::{BoxFuture, Offer, Tool, ToolSource};
 use wasmgate_policy::name::validate_provider;
 use wasmgate_sandbox::{CallLimits, Grants, ToolDefinition, ToolProvider};
 
 use crate::component_tool::{Component, adapt};
 use crate::error::AdapterError;
 use crate::formatters::Formatters;
-use crate::offer::{Offer, ToolSource, offer};
+use crate::offer::offer;
 
 /// A WASM tool component, adapted. Clones share the component and its offers.
 #[derive(Debug, Clone)]

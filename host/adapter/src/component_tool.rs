@@ -80,7 +80,8 @@ pub fn adapt(
     definition: &ToolDefinition,
     formatter: Arc<Formatter>,
 ) -> Result<Tool, Withheld> {
-    let input = schema::compile(&definition.input_schema).map_err(|e| format!("its inputSchema is unusable: {e}"))?;
+    let input = schema::compile(&definition.input_schema)
+        .map_err(|e| Withheld::new(format!("its inputSchema is unusable: {e}")))?;
     let spec = ToolSpec {
         name: exposed.clone(),
         description: definition.description.clone(),

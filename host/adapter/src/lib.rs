@@ -14,18 +14,21 @@
 //! * [`component`]: [`ComponentProvider`], a WASM tool component and its adapted tools;
 //! * [`toolbox`]: [`Toolbox`] (the current tools of several providers of any kind, for
 //!   the agent loop) and [`McpToolset`], a toolbox of MCP servers;
-//! * [`offer`]: [`Offer`], a tool with the definition it was made from (what review pins),
-//!   and the [`ToolSource`] trait every kind of provider implements;
+//! * [`offer`]: making an [`Offer`](wasmgate_agent::Offer) of a provider's tool, or
+//!   saying why it is [`Withheld`];
 //! * [`mcp_tool`], [`component_tool`]: one tool: argument validation, the call, the
 //!   failure mapping; `contract` holds what the two share;
 //! * [`render`]: the result through the formatter, the output schema check, [`WITHHELD`];
 //! * [`resources`]: the optional `<provider>.read_resource` tool (and why prompts are not consumed);
+//! * [`content`]: an MCP provider's resources, prompts and completion as the guard's
+//!   [`ContentSource`](wasmgate_guard::ContentSource);
 //! * [`formatters`]: which formatter renders which provider's and tool's results;
 //! * [`schema`]: compiling untrusted JSON Schemas safely (offline, linear-time regexes);
 //! * [`error`]: [`AdapterError`], what stops start-up.
 
 pub mod component;
 pub mod component_tool;
+pub mod content;
 mod contract;
 pub mod error;
 pub mod formatters;
@@ -41,8 +44,11 @@ pub use component::ComponentProvider;
 
 pub use error::AdapterError;
 pub use formatters::{FormatterRule, Formatters};
-pub use offer::{Offer, ToolSource};
+pub use offer::Withheld;
 pub use provider::McpProvider;
 pub use render::{SCHEMA_MISMATCH, WITHHELD};
 pub use resources::read_resource_tool;
 pub use toolbox::{McpToolset, Toolbox};
+/// What every kind of provider implements, and one tool with its definition (defined
+/// where the trust boundary can name them without this crate).
+pub use wasmgate_agent::{Offer, ToolSource};

@@ -30,7 +30,7 @@ use crate::schema;
 /// JSON-RPC "invalid params": how some servers reject arguments.
 const INVALID_PARAMS: i64 = -32602;
 
-pub use crate::offer::Withheld;
+use crate::offer::Withheld;
 
 /// Makes `definition` of `provider` a [`Tool`] named `exposed`.
 ///
@@ -45,9 +45,12 @@ pub fn adapt(
     definition: &ToolDefinition,
     formatter: Arc<Formatter>,
 ) -> Result<Tool, Withheld> {
-    let input = schema::compile(&definition.input_schema).map_err(|e| format!("its inputSchema is unusable: {e}"))?;
+    let input = schema::compile(&definition.input_schema)
+        .map_err(|e| Withheld::new(format!("its inputSchema is unusable: {e}")))?;
     let output = match &definition.output_schema {
-        Some(schema) => Some(schema::compile(schema).map_err(|e| format!("its outputSchema is unusable: {e}"))?),
+        Some(schema) => {
+            Some(schema::compile(schema).map_err(|e| Withheld::new(format!("its outputSchema is unusable: {e}")))?)
+        }
         None => None,
     };
     let spec = ToolSpec {

@@ -7,14 +7,14 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use wasmgate_agent::{BoxFuture, Tool};
+use wasmgate_agent::{BoxFuture, Offer, Tool, ToolSource};
 use wasmgate_client::{ClientConfig, ClientError, McpClient, Transport};
 use wasmgate_policy::name::validate_provider;
 
 use crate::error::AdapterError;
 use crate::formatters::Formatters;
 use crate::mcp_tool::adapt;
-use crate::offer::{Offer, ToolSource, offer};
+use crate::offer::offer;
 use crate::resources::{READ_RESOURCE, read_resource_tool};
 
 /// One upstream MCP server, adapted. Clones share the connection.

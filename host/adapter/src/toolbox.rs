@@ -4,9 +4,8 @@
 
 use std::sync::Arc;
 
-use wasmgate_agent::{BoxFuture, Tool, Toolset};
+use wasmgate_agent::{BoxFuture, Tool, ToolSource, Toolset};
 
-use crate::offer::ToolSource;
 use crate::provider::McpProvider;
 
 /// The tools of several providers, fresh for every model turn.

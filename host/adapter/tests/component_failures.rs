@@ -151,5 +151,5 @@ fn a_tool_whose_input_schema_cannot_be_compiled_is_withheld() {
     let definition = ToolDefinition { name: "calendar_query".into(), description: String::new(), input_schema: remote };
     let formatter = formatters(None).select("cal", "calendar_query");
     let why = adapt(&calendar, "cal__calendar_query".into(), &definition, formatter).unwrap_err();
-    assert!(why.contains("inputSchema is unusable"), "{why}");
+    assert!(why.reason().contains("inputSchema is unusable"), "{why}");
 }

@@ -14,13 +14,16 @@
 //! * [`model`]: the conversation ([`Message`]) and the [`ModelClient`] trait;
 //! * [`run`]: [`run_agent`], its [`Hooks`] (`before_tool_call`) and the [`Toolset`] it
 //!   asks for the current tools before each turn;
-//! * [`script`]: [`ScriptedModel`], a model that plays back fixed turns (tests, examples).
+//! * [`script`]: [`ScriptedModel`], a model that plays back fixed turns (tests, examples);
+//! * [`source`]: [`ToolSource`], what every kind of provider implements, and [`Offer`],
+//!   a tool with the definition it was made from (what review pins).
 
 pub mod context;
 pub mod error;
 pub mod model;
 pub mod run;
 pub mod script;
+pub mod source;
 pub mod tool;
 
 pub use context::{Answer, Ask, CallContext, Progress, ProgressSink};
@@ -28,5 +31,6 @@ pub use error::{ToolError, ToolErrorKind};
 pub use model::{CallStatus, Message, ModelClient, ModelError, ModelTurn, ToolCall};
 pub use run::{AgentConfig, AgentError, AllowAll, HookDecision, Hooks, SKIPPED, Toolset, run_agent};
 pub use script::ScriptedModel;
+pub use source::{Offer, ToolSource};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{BoxFuture, Tool, ToolExecute, ToolResult, ToolSpec};

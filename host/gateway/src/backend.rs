@@ -7,20 +7,20 @@
 //! and audit. The list is watched: a provider's change notification, or a different
 //! list on a later look, moves the counter the server announces to its clients.
 //!
-//! Resources, resource templates, prompts and completion are forwarded from the MCP
-//! providers whose policy allows some (see the `forward` module).
+//! Resources, resource templates, prompts and completion are the guard's
+//! [`GuardedContent`], mapped to the server's terms here.
 
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolResult, ToolSpec, Toolset as _};
-use wasmgate_guard::{Guard, GuardedToolset};
+use wasmgate_guard::content::{self, CompletionRef, GuardedContent};
+use wasmgate_guard::{ContentSource, Guard, GuardedToolset};
 use wasmgate_policy::{Policy, Verdict, split_prefixed};
-use wasmgate_protocol::server::{CompleteParams, GetPromptParams};
+use wasmgate_protocol::server::{self as wire, CompleteParams, GetPromptParams};
 use wasmgate_server::{Backend, CallFailure, Completion, Offers, Prompt, Refusal};
 
-use crate::forward::Forwarder;
 use crate::start::Gateway;
 
 /// The gateway as a server [`Backend`].
@@ -32,7 +32,7 @@ pub struct GatewayBackend {
     /// The tools served at the last look; `None` before the first.
     served: Mutex<Option<Vec<Tool>>>,
     changes: watch::Sender<u64>,
-    forwarder: Forwarder,
+    content: GuardedContent,
 }
 
 impl Gateway {
@@ -45,7 +45,10 @@ impl Gateway {
             policy: self.guard.policy().clone(),
             served: Mutex::default(),
             changes: watch::Sender::new(0),
-            forwarder: Forwarder::new(Arc::clone(&self.guard), self.mcp_providers().to_vec()),
+            content: GuardedContent::new(
+                Arc::clone(&self.guard),
+                self.mcp_providers().iter().map(|p| Arc::new(p.clone()) as Arc<dyn ContentSource>).collect(),
+            ),
         });
         for provider in self.mcp_providers() {
             let mut changes = provider.client().tool_list_changes();
@@ -146,27 +149,31 @@ impl Backend for GatewayBackend {
     }
 
     fn offers(&self) -> Offers {
-        self.forwarder.offers()
+        let offers = self.content.offers();
+        Offers { resources: offers.resources, prompts: offers.prompts, completions: offers.completions }
     }
 
     fn resources(&self) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
-        Box::pin(async move { Ok(self.forwarder.resources().await) })
+        Box::pin(async move { Ok(self.content.resources().await) })
     }
 
     fn resource_templates(&self) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
-        Box::pin(async move { Ok(self.forwarder.resource_templates().await) })
+        Box::pin(async move { Ok(self.content.resource_templates().await) })
     }
 
     fn read_resource(&self, uri: String, cancel: CancellationToken) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
-        Box::pin(self.forwarder.read_resource(uri, cancel))
+        Box::pin(async move { self.content.read_resource(&uri, cancel).await.map_err(refusal) })
     }
 
     fn prompts(&self) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
-        Box::pin(async move { Ok(self.forwarder.prompts().await) })
+        Box::pin(async move { Ok(self.content.prompts().await) })
     }
 
     fn get_prompt(&self, params: GetPromptParams, cancel: CancellationToken) -> BoxFuture<'_, Result<Prompt, Refusal>> {
-        Box::pin(self.forwarder.get_prompt(params, cancel))
+        Box::pin(async move {
+            let prompt = self.content.get_prompt(&params.name, params.arguments, cancel).await.map_err(refusal)?;
+            Ok(Prompt { description: prompt.description, messages: prompt.messages })
+        })
     }
 
     fn complete(
@@ -174,6 +181,28 @@ impl Backend for GatewayBackend {
         params: CompleteParams,
         cancel: CancellationToken,
     ) -> BoxFuture<'_, Result<Completion, Refusal>> {
-        Box::pin(self.forwarder.complete(params, cancel))
+        Box::pin(async move {
+            let reference = match params.reference {
+                wire::CompletionRef::Prompt(name) => CompletionRef::Prompt(name),
+                wire::CompletionRef::Resource(uri) => CompletionRef::Resource(uri),
+            };
+            let params = content::CompleteParams {
+                reference,
+                argument_name: params.argument_name,
+                argument_value: params.argument_value,
+                context_arguments: params.context_arguments,
+            };
+            let done = self.content.complete(params, cancel).await.map_err(refusal)?;
+            Ok(Completion { values: done.values, total: done.total, has_more: done.has_more })
+        })
+    }
+}
+
+/// The guard's refusal in the server's terms.
+fn refusal(refused: content::Refusal) -> Refusal {
+    match refused {
+        content::Refusal::ResourceNotFound(uri) => Refusal::ResourceNotFound(uri),
+        content::Refusal::InvalidParams(text) => Refusal::InvalidParams(text),
+        other => Refusal::Failed(other.to_string()),
     }
 }

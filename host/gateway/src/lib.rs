@@ -9,16 +9,14 @@
 //!   the key and the fix;
 //! * [`mcp_servers`]: importing a desktop client's `mcpServers` JSON as providers;
 //! * [`start`]: [`Gateway::start`], every provider started before anything is served;
-//! * [`backend`]: [`GatewayBackend`], the guarded tools for the MCP server face;
-//! * `forward` (private): resources, templates, prompts and completion forwarded from
-//!   the providers under the policy, their text cleaned and framed;
+//! * [`backend`]: [`GatewayBackend`], the guard's tools and content for the MCP server
+//!   face;
 //! * [`status`]: every tool's state (allowed, ask, denied, unreviewed, changed);
 //! * [`error`]: [`StartError`], which names what failed.
 
 pub mod backend;
 pub mod config;
 pub mod error;
-mod forward;
 pub mod mcp_servers;
 pub mod start;
 pub mod status;

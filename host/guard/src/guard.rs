@@ -20,8 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use serde_json::Value;
-use wasmgate_adapter::Offer;
-use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult};
+use wasmgate_agent::{BoxFuture, CancellationToken, Offer, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult};
 use wasmgate_audit::{AuditLog, Entry, Event};
 use wasmgate_policy::{Decision, InjectionAction, Lock, LockError, Policy, ReviewState, Verdict};
 

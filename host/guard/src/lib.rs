@@ -1,6 +1,12 @@
-//! The trust boundary around every tool, whatever is behind it (an MCP server, a WASM
-//! tool component): review and pinning, allow / ask / deny, results screened as
-//! untrusted data, and a write-ahead audit record of every call.
+//! The trust boundary around everything a provider offers, whatever is behind it (an
+//! MCP server, a WASM tool component): review and pinning, allow / ask / deny, every
+//! text from a provider screened as untrusted data, and a write-ahead audit record of
+//! every call and read.
+//!
+//! It stands on the agent's vocabulary (`Tool`, `ToolSource`), the policy and the
+//! audit log only: no MCP client, no sandbox, no network. Providers come in through two
+//! traits, [`ToolSource`](wasmgate_agent::ToolSource) for tools and [`ContentSource`]
+//! for resources, prompts and completion, which the adapter implements.
 //!
 //! # Layout
 //!
@@ -8,16 +14,20 @@
 //!   guarded tool's call sequence, and the audit trail of reads that are not calls
 //!   ([`Access`]);
 //! * [`toolset`]: [`GuardedToolset`], the reviewed tools of every source for the loop;
+//! * [`content`]: [`GuardedContent`], resources, templates, prompts and completion
+//!   under the policy: routing, cleaning, screening, audit;
 //! * [`screen`]: detection, the policy's injection action, framing;
 //! * [`approver`]: the [`Approver`] trait, [`Unattended`], [`TerminalApprover`] and
 //!   [`CallerApprover`].
 
 pub mod approver;
+pub mod content;
 pub mod guard;
 pub mod screen;
 pub mod toolset;
 
 pub use approver::{Approval, ApprovalRequest, Approver, CallerApprover, Subject, TerminalApprover, Unattended};
+pub use content::{ContentSource, GuardedContent};
 pub use guard::{Access, Admission, Guard};
 pub use screen::{INJECTION_WITHHELD, UNFRAMED};
 pub use toolset::{GuardedToolset, WithheldTool};

@@ -5,8 +5,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use wasmgate_adapter::{Offer, ToolSource};
-use wasmgate_agent::{BoxFuture, Tool, Toolset};
+use wasmgate_agent::{BoxFuture, Offer, Tool, ToolSource, Toolset};
 use wasmgate_audit::{Entry, Event};
 use wasmgate_policy::{ReviewState, definition_hash};
 

@@ -112,7 +112,18 @@ impl Setup {
         approver: Arc<dyn Approver>,
         audit_path: Option<PathBuf>,
     ) -> Self {
-        let policy = Policy::from_toml(POLICY, "test policy").unwrap();
+        Self::with_policy(dir, POLICY, reviewed, approver, audit_path)
+    }
+
+    /// A guard with the policy `policy`.
+    pub fn with_policy(
+        dir: tempfile::TempDir,
+        policy: &str,
+        reviewed: &[(&Source, Value)],
+        approver: Arc<dyn Approver>,
+        audit_path: Option<PathBuf>,
+    ) -> Self {
+        let policy = Policy::from_toml(policy, "test policy").unwrap();
         let mut lock = Lock::default();
         for (source, definition) in reviewed {
             lock.approve(&source.provider, definition).unwrap();

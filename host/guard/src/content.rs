@@ -1,0 +1,771 @@
+//! [`GuardedContent`]: resources, resource templates, prompts and completion of the
+//! providers that have them, served under the policy. The trust decisions for
+//! everything a provider offers besides tools are made here, against the plain
+//! [`ContentSource`] every such provider implements (an MCP server, through the
+//! adapter).
+//!
+//! * **Deny unless allowed.** A provider's resources are served only when its policy
+//!   has `resources` globs, and then only the URIs (and templates, read as text) that
+//!   match; prompts likewise with `prompts` globs over the provider's own names.
+//! * **Names prefixed, URIs kept.** A prompt is served as `<provider>__<name>`, like a
+//!   tool. A resource keeps its URI, so `file://` and `https://` URIs stay meaningful to
+//!   the client, and its name is prefixed. A read is routed by the policy, not by what
+//!   providers claim: to the one provider whose globs allow the URI. A URI two
+//!   providers' globs allow is served by neither (a provider cannot answer for
+//!   another's URIs), and contents whose URI the provider may not serve are dropped.
+//! * **Text cleaned and framed.** Titles and descriptions are sanitized, capped, and
+//!   left out when the injection detector flags them. Text contents and prompt
+//!   messages are screened like tool results: detection, the provider's `injection`
+//!   action (`ask` withholds: nobody is asked about a read), sanitizing and a framed
+//!   block. Binary contents, images and audio pass as sent (the transport bounded
+//!   their size); content of an unknown type is replaced by a note.
+//! * **Audited.** Every read and prompt fetch has the records of a call: `requested`
+//!   and `started` durable before it runs, then how it ended.
+//! * **One provider failing fails only its part.** A list that fails is left out with a
+//!   warning; the others are served.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use wasmgate_agent::{BoxFuture, CancellationToken, ToolResult};
+use wasmgate_audit::Event;
+use wasmgate_policy::{InjectionAction, ProviderPolicy, detect, prefixed_name, sanitize, split_prefixed};
+
+use crate::guard::Guard;
+use crate::screen::{Screened, screen};
+
+/// The most characters of a title or description served.
+pub const MAX_DESCRIPTION_CHARS: usize = 1024;
+
+/// The most completion values served (the protocol's own cap).
+pub const MAX_COMPLETION_VALUES: usize = 100;
+
+/// Longest prompt argument name served, in characters.
+pub const MAX_ARGUMENT_NAME_CHARS: usize = 64;
+
+/// The frame's subject for resource text and for prompt text.
+const READ_SUBJECT: &str = "read_resource";
+const PROMPT_SUBJECT: &str = "get_prompt";
+
+/// What the client reads instead of content of a type the gateway does not know.
+pub const UNKNOWN_CONTENT: &str = "[content of an unknown type was withheld by wasmgate]";
+
+/// A resource as its provider lists it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resource {
+    /// Its URI.
+    pub uri: String,
+    /// The provider's name for it.
+    pub name: String,
+    /// A title for people.
+    pub title: Option<String>,
+    /// What it is.
+    pub description: Option<String>,
+    /// Its media type.
+    pub mime_type: Option<String>,
+    /// Its size in bytes.
+    pub size: Option<u64>,
+}
+
+/// A resource template as its provider lists it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResourceTemplate {
+    /// Its RFC 6570 URI template.
+    pub uri_template: String,
+    /// The provider's name for it.
+    pub name: String,
+    /// A title for people.
+    pub title: Option<String>,
+    /// What it is.
+    pub description: Option<String>,
+    /// The media type of what it reads.
+    pub mime_type: Option<String>,
+}
+
+/// One entry of what a resource read returned.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Contents {
+    /// Text.
+    Text {
+        /// The URI the provider says it is of.
+        uri: String,
+        /// The text.
+        text: String,
+    },
+    /// Binary data, base64 (`uri`, `mimeType`, `blob` are passed on as sent).
+    Blob {
+        /// The URI the provider says it is of.
+        uri: String,
+        /// The entry as sent.
+        raw: Value,
+    },
+}
+
+impl Contents {
+    /// The URI the provider says the entry is of.
+    #[must_use]
+    pub fn uri(&self) -> &str {
+        match self {
+            Self::Text { uri, .. } | Self::Blob { uri, .. } => uri,
+        }
+    }
+}
+
+/// A prompt as its provider lists it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PromptInfo {
+    /// The provider's name for it.
+    pub name: String,
+    /// A title for people.
+    pub title: Option<String>,
+    /// What it is for.
+    pub description: Option<String>,
+    /// Its arguments.
+    pub arguments: Vec<PromptArgument>,
+}
+
+/// One argument of a prompt.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PromptArgument {
+    /// Its name, which the client sends back to fill the prompt.
+    pub name: String,
+    /// What it means.
+    pub description: Option<String>,
+    /// Whether the prompt needs it.
+    pub required: bool,
+}
+
+/// Who a prompt message speaks as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The user.
+    User,
+    /// The assistant.
+    Assistant,
+}
+
+impl Role {
+    /// The wire name.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Assistant => "assistant",
+        }
+    }
+}
+
+/// One message of a prompt the provider produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptMessage {
+    /// Who it speaks as.
+    pub role: Role,
+    /// One content block, as sent.
+    pub content: Value,
+}
+
+/// A prompt the provider produced.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PromptMessages {
+    /// Its description.
+    pub description: Option<String>,
+    /// Its messages.
+    pub messages: Vec<PromptMessage>,
+}
+
+/// What is being completed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompletionRef {
+    /// An argument of a prompt, by the prompt's served (prefixed) name.
+    Prompt(String),
+    /// A variable of a resource template.
+    Resource(String),
+}
+
+/// A `completion/complete` request from a client.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompleteParams {
+    /// The prompt or resource template.
+    pub reference: CompletionRef,
+    /// The argument being completed.
+    pub argument_name: String,
+    /// What the user has typed so far.
+    pub argument_value: String,
+    /// Arguments already resolved, every value a string.
+    pub context_arguments: Option<Map<String, Value>>,
+}
+
+/// A completion request as sent to one provider: the reference in its own names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompletionRequest {
+    /// `{"type": "ref/prompt", "name"}` or `{"type": "ref/resource", "uri"}`.
+    pub reference: Value,
+    /// The argument being completed.
+    pub argument_name: String,
+    /// What the user has typed so far.
+    pub argument_value: String,
+    /// Arguments already resolved.
+    pub context_arguments: Option<Map<String, Value>>,
+}
+
+/// Suggested values for an argument.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Completion {
+    /// The values.
+    pub values: Vec<String>,
+    /// How many there are in all, if known.
+    pub total: Option<u64>,
+    /// Whether there are more than those given.
+    pub has_more: Option<bool>,
+}
+
+/// Why a provider gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SourceError {
+    /// The provider refused what was asked: it does not exist, or the arguments are
+    /// not valid (JSON-RPC -32602, -32002).
+    #[error("the provider refused the request: {0}")]
+    Refused(String),
+    /// The provider does not offer this at all.
+    #[error("the provider does not support it: {0}")]
+    Unsupported(String),
+    /// Anything else: the connection, a malformed answer, a timeout, a cancellation.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// A provider of resources, prompts and completion.
+pub trait ContentSource: Send + Sync + std::fmt::Debug {
+    /// The provider's configured name.
+    fn provider(&self) -> &str;
+
+    /// Its resources.
+    fn resources(&self) -> BoxFuture<'_, Result<Vec<Resource>, SourceError>>;
+
+    /// Its resource templates.
+    fn resource_templates(&self) -> BoxFuture<'_, Result<Vec<ResourceTemplate>, SourceError>>;
+
+    /// Reads the resource at `uri`.
+    fn read_resource<'a>(
+        &'a self,
+        uri: &'a str,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'a, Result<Vec<Contents>, SourceError>>;
+
+    /// Its prompts.
+    fn prompts(&self) -> BoxFuture<'_, Result<Vec<PromptInfo>, SourceError>>;
+
+    /// The prompt `name` (the provider's own name) filled with `arguments`.
+    fn get_prompt<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Map<String, Value>,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'a, Result<PromptMessages, SourceError>>;
+
+    /// Completes an argument.
+    fn complete(
+        &self,
+        request: CompletionRequest,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'_, Result<Completion, SourceError>>;
+}
+
+/// What is served besides tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Offers {
+    /// Resources and resource templates.
+    pub resources: bool,
+    /// Prompts.
+    pub prompts: bool,
+    /// Completion (of prompt arguments and template variables).
+    pub completions: bool,
+}
+
+/// A prompt as served.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Prompt {
+    /// Its description, cleaned; absent when it reads like instructions.
+    pub description: Option<String>,
+    /// The messages (`role`, `content`), screened.
+    pub messages: Vec<Value>,
+}
+
+/// Why a request for content got no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// No resource is served at this URI.
+    #[error("Resource not found: {0}")]
+    ResourceNotFound(String),
+    /// The request names something not served, or arguments a provider refused.
+    #[error("{0}")]
+    InvalidParams(String),
+    /// Serving it failed; the text is stable and names no internals.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Resources, templates, prompts and completion of every content source, guarded.
+#[derive(Debug)]
+pub struct GuardedContent {
+    guard: Arc<Guard>,
+    sources: Vec<Arc<dyn ContentSource>>,
+}
+
+impl GuardedContent {
+    /// The content of `sources`, served under `guard`'s policy and audit log.
+    #[must_use]
+    pub fn new(guard: Arc<Guard>, sources: Vec<Arc<dyn ContentSource>>) -> Self {
+        Self { guard, sources }
+    }
+
+    fn rules(&self, provider: &str) -> Option<&ProviderPolicy> {
+        self.guard.policy().provider(provider)
+    }
+
+    /// The sources whose policy offers resources (or prompts), with their rules.
+    fn offering(
+        &self,
+        which: fn(&ProviderPolicy) -> bool,
+    ) -> impl Iterator<Item = (&Arc<dyn ContentSource>, &ProviderPolicy)> {
+        self.sources.iter().filter_map(move |s| self.rules(s.provider()).filter(|r| which(r)).map(|r| (s, r)))
+    }
+
+    /// What the policy lets be served.
+    #[must_use]
+    pub fn offers(&self) -> Offers {
+        let resources = self.offering(ProviderPolicy::offers_resources).next().is_some();
+        let prompts = self.offering(ProviderPolicy::offers_prompts).next().is_some();
+        Offers { resources, prompts, completions: resources || prompts }
+    }
+
+    /// Whether `provider` is the one provider the policy routes `uri` to.
+    fn routes(&self, uri: &str, provider: &str) -> bool {
+        self.guard.policy().resource_readers(uri) == [provider]
+    }
+
+    /// The `Resource` entries served: the allowed ones of every provider, cleaned.
+    pub async fn resources(&self) -> Vec<Value> {
+        let mut served = Vec::new();
+        for (source, rules) in self.offering(ProviderPolicy::offers_resources) {
+            let name = source.provider();
+            let list = match source.resources().await {
+                Ok(list) => list,
+                Err(e) => {
+                    tracing::warn!(provider = name, error = %e, "resources/list failed: its resources are left out");
+                    continue;
+                }
+            };
+            for resource in list.into_iter().filter(|r| rules.allows_resource(&r.uri)) {
+                if !self.routes(&resource.uri, name) {
+                    tracing::warn!(provider = name, uri = %resource.uri, "resource left out: more than one provider's policy allows its URI");
+                    continue;
+                }
+                let mut entry = Map::new();
+                entry.insert("uri".into(), Value::String(resource.uri));
+                described(&mut entry, name, &resource.name, resource.title.as_deref(), resource.description.as_deref());
+                if let Some(mime) = resource.mime_type {
+                    entry.insert("mimeType".into(), Value::String(clean(&mime)));
+                }
+                if let Some(size) = resource.size {
+                    entry.insert("size".into(), Value::from(size));
+                }
+                served.push(Value::Object(entry));
+            }
+        }
+        served
+    }
+
+    /// The `ResourceTemplate` entries served.
+    pub async fn resource_templates(&self) -> Vec<Value> {
+        let mut served = Vec::new();
+        for (source, rules) in self.offering(ProviderPolicy::offers_resources) {
+            let name = source.provider();
+            let list = match source.resource_templates().await {
+                Ok(list) => list,
+                Err(e) => {
+                    tracing::warn!(provider = name, error = %e, "resources/templates/list failed: its templates are left out");
+                    continue;
+                }
+            };
+            for template in list.into_iter().filter(|t| rules.allows_resource(&t.uri_template)) {
+                let mut entry = Map::new();
+                entry.insert("uriTemplate".into(), Value::String(template.uri_template));
+                described(&mut entry, name, &template.name, template.title.as_deref(), template.description.as_deref());
+                if let Some(mime) = template.mime_type {
+                    entry.insert("mimeType".into(), Value::String(clean(&mime)));
+                }
+                served.push(Value::Object(entry));
+            }
+        }
+        served
+    }
+
+    /// The one source the policy routes `uri` to.
+    fn reader(&self, uri: &str) -> Result<&Arc<dyn ContentSource>, Refusal> {
+        if wasmgate_policy::climbs(uri) {
+            return Err(Refusal::InvalidParams(format!(
+                "{uri} has a `..` path segment: resource globs match URIs as written, so such a URI is never read"
+            )));
+        }
+        let readers = self.guard.policy().resource_readers(uri);
+        match readers.as_slice() {
+            [one] => {
+                self.sources.iter().find(|s| s.provider() == *one).ok_or_else(|| Refusal::ResourceNotFound(uri.into()))
+            }
+            [] => Err(Refusal::ResourceNotFound(uri.into())),
+            many => Err(Refusal::InvalidParams(format!(
+                "the policy lets more than one provider ({}) serve {uri}, so none does: narrow their `resources` globs",
+                many.join(", ")
+            ))),
+        }
+    }
+
+    /// The `contents` of the resource at `uri`, read from the one provider the policy
+    /// routes it to, audited and screened.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`] for a URI not served, or when the audit log or the provider fails.
+    pub async fn read_resource(&self, uri: &str, cancel: CancellationToken) -> Result<Vec<Value>, Refusal> {
+        let source = self.reader(uri)?;
+        let name = source.provider();
+        let arguments = json!({ "uri": uri });
+        let access = self.guard.begin_access(name, "resources/read", arguments, "the policy allows this URI").await;
+        let access = access.map_err(|e| Refusal::Failed(e.to_string()))?;
+        let read = match source.read_resource(uri, cancel).await {
+            Ok(read) => read,
+            Err(e) => {
+                let refusal = match &e {
+                    SourceError::Refused(_) => Refusal::ResourceNotFound(uri.to_owned()),
+                    _ => Refusal::Failed(format!("the provider {name} could not read the resource")),
+                };
+                access.end(Event::Failed { error: e.to_string() });
+                return Err(refusal);
+            }
+        };
+        let mut screened = Screening::new(self.action(name));
+        let mut contents = Vec::new();
+        for entry in read {
+            if entry.uri() != uri && !self.routes(entry.uri(), name) {
+                tracing::warn!(provider = name, uri = %entry.uri(), "contents for a URI this provider may not serve dropped");
+                continue;
+            }
+            contents.push(match entry {
+                Contents::Text { uri, text } => {
+                    let text = screened.text(name, READ_SUBJECT, text).await;
+                    json!({ "uri": uri, "mimeType": "text/plain", "text": text })
+                }
+                Contents::Blob { raw, .. } => binary(&raw, &["uri", "mimeType", "blob"]),
+            });
+        }
+        access.end(screened.event());
+        Ok(contents)
+    }
+
+    /// The `Prompt` entries served: the allowed ones of every provider, prefixed and cleaned.
+    pub async fn prompts(&self) -> Vec<Value> {
+        let mut served = Vec::new();
+        for (source, rules) in self.offering(ProviderPolicy::offers_prompts) {
+            let name = source.provider();
+            let list = match source.prompts().await {
+                Ok(list) => list,
+                Err(e) => {
+                    tracing::warn!(provider = name, error = %e, "prompts/list failed: its prompts are left out");
+                    continue;
+                }
+            };
+            for prompt in list.into_iter().filter(|p| rules.allows_prompt(&p.name)) {
+                let Ok(exposed) = prefixed_name(name, &prompt.name) else { continue };
+                let Some(arguments) = prompt_arguments(&prompt.arguments) else {
+                    tracing::warn!(provider = name, "a prompt whose argument names are not plain was left out");
+                    continue;
+                };
+                let mut entry = Map::new();
+                entry.insert("name".into(), Value::String(exposed));
+                titled(&mut entry, prompt.title.as_deref(), prompt.description.as_deref());
+                entry.insert("arguments".into(), Value::Array(arguments));
+                served.push(Value::Object(entry));
+            }
+        }
+        served
+    }
+
+    /// The source and its own prompt name for a served prompt name, if the policy
+    /// serves it.
+    fn prompt(&self, exposed: &str) -> Option<(&Arc<dyn ContentSource>, String)> {
+        let (provider, prompt) = split_prefixed(exposed)?;
+        let rules = self.rules(provider)?;
+        let found = self.sources.iter().find(|s| s.provider() == provider)?;
+        rules.allows_prompt(prompt).then(|| (found, prompt.to_owned()))
+    }
+
+    /// The prompt served as `exposed`, filled with `arguments`, audited and screened.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`] for a prompt not served, arguments the provider refused, or when
+    /// the audit log or the provider fails.
+    pub async fn get_prompt(
+        &self,
+        exposed: &str,
+        arguments: Map<String, Value>,
+        cancel: CancellationToken,
+    ) -> Result<Prompt, Refusal> {
+        let unknown = || Refusal::InvalidParams(format!("Unknown prompt: {exposed}"));
+        let (source, prompt) = self.prompt(exposed).ok_or_else(unknown)?;
+        let name = source.provider();
+        let audited = json!({ "name": prompt, "arguments": arguments });
+        let access = self.guard.begin_access(name, "prompts/get", audited, "the policy allows this prompt").await;
+        let access = access.map_err(|e| Refusal::Failed(e.to_string()))?;
+        let result = match source.get_prompt(&prompt, arguments, cancel).await {
+            Ok(result) => result,
+            Err(e) => {
+                let refusal = match &e {
+                    SourceError::Refused(_) => {
+                        Refusal::InvalidParams(format!("the provider {name} refused the prompt's arguments"))
+                    }
+                    _ => Refusal::Failed(format!("the provider {name} could not produce the prompt")),
+                };
+                access.end(Event::Failed { error: e.to_string() });
+                return Err(refusal);
+            }
+        };
+        let mut screened = Screening::new(self.action(name));
+        let mut messages = Vec::new();
+        for message in result.messages {
+            let content = screened.content(name, message.content).await;
+            messages.push(json!({ "role": message.role.as_str(), "content": content }));
+        }
+        access.end(screened.event());
+        Ok(Prompt { description: result.description.as_deref().and_then(describe), messages })
+    }
+
+    /// Values for an argument of a served prompt or a template's variable, cleaned.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`] for a prompt or template not served, or when the provider fails.
+    pub async fn complete(&self, params: CompleteParams, cancel: CancellationToken) -> Result<Completion, Refusal> {
+        let (source, reference) = match &params.reference {
+            CompletionRef::Prompt(exposed) => {
+                let (source, prompt) =
+                    self.prompt(exposed).ok_or_else(|| Refusal::InvalidParams(format!("Unknown prompt: {exposed}")))?;
+                (source, json!({ "type": "ref/prompt", "name": prompt }))
+            }
+            CompletionRef::Resource(template) => {
+                (self.reader(template)?, json!({ "type": "ref/resource", "uri": template }))
+            }
+        };
+        let request = CompletionRequest {
+            reference,
+            argument_name: params.argument_name,
+            argument_value: params.argument_value,
+            context_arguments: params.context_arguments,
+        };
+        match source.complete(request, cancel).await {
+            Ok(result) => {
+                let mut values: Vec<String> =
+                    result.values.iter().map(|v| clean(v)).filter(|v| !v.is_empty()).collect();
+                values.truncate(MAX_COMPLETION_VALUES);
+                Ok(Completion { values, total: result.total, has_more: result.has_more })
+            }
+            Err(SourceError::Unsupported(_)) => Ok(Completion::default()),
+            Err(e) => {
+                tracing::warn!(provider = source.provider(), error = %e, "completion/complete failed");
+                Err(Refusal::Failed(format!("the provider {} could not complete the argument", source.provider())))
+            }
+        }
+    }
+
+    fn action(&self, provider: &str) -> InjectionAction {
+        self.rules(provider).map_or(InjectionAction::Flag, |r| r.injection)
+    }
+}
+
+/// `text` sanitized (control, escape, invisible and bidi characters removed) and capped.
+fn clean(text: &str) -> String {
+    sanitize(text).text.chars().take(MAX_DESCRIPTION_CHARS).collect()
+}
+
+/// A prompt's arguments as served, or `None` when a name is not plain (empty, long, or
+/// changed by cleaning). A name cannot be cleaned like a description: the client sends
+/// it back to fill the prompt, so the prompt is left out instead.
+fn prompt_arguments(arguments: &[PromptArgument]) -> Option<Vec<Value>> {
+    arguments
+        .iter()
+        .map(|a| {
+            let plain = (1..=MAX_ARGUMENT_NAME_CHARS).contains(&a.name.chars().count()) && clean(&a.name) == a.name;
+            if !plain {
+                return None;
+            }
+            let mut arg = Map::new();
+            arg.insert("name".into(), Value::String(a.name.clone()));
+            if let Some(text) = a.description.as_deref().and_then(describe) {
+                arg.insert("description".into(), Value::String(text));
+            }
+            arg.insert("required".into(), Value::Bool(a.required));
+            Some(Value::Object(arg))
+        })
+        .collect()
+}
+
+/// A prompt's `resource_link` as served: its name cleaned, and its URI kept only when
+/// cleaning would not change it (the client may read it back, so it is not rewritten).
+fn resource_link(block: &Value) -> Value {
+    let uri = block.get("uri").and_then(Value::as_str).unwrap_or_default();
+    if uri.is_empty() || clean(uri) != uri {
+        return json!({ "type": "text", "text": UNKNOWN_CONTENT });
+    }
+    let name = block.get("name").and_then(Value::as_str).map(clean).unwrap_or_default();
+    json!({ "type": "resource_link", "uri": uri, "name": name })
+}
+
+/// A title or description as served: cleaned, or left out when empty or when it reads
+/// like instructions to the model.
+fn describe(text: &str) -> Option<String> {
+    let text = clean(text);
+    if text.trim().is_empty() {
+        return None;
+    }
+    if !detect(&text).is_empty() {
+        tracing::warn!("a description that looks like instructions was left out");
+        return None;
+    }
+    Some(text)
+}
+
+/// Sets `name` (prefixed by the provider), `title` and `description` of an entry.
+fn described(
+    entry: &mut Map<String, Value>,
+    provider: &str,
+    name: &str,
+    title: Option<&str>,
+    description: Option<&str>,
+) {
+    entry.insert("name".into(), Value::String(format!("{provider}__{}", clean(name))));
+    titled(entry, title, description);
+}
+
+/// Sets the `title` and `description` of an entry that pass [`describe`].
+fn titled(entry: &mut Map<String, Value>, title: Option<&str>, description: Option<&str>) {
+    for (key, text) in [("title", title), ("description", description)] {
+        if let Some(text) = text.and_then(describe) {
+            entry.insert(key.into(), Value::String(text));
+        }
+    }
+}
+
+/// The listed string fields of a binary entry, as sent.
+fn binary(raw: &Value, fields: &[&str]) -> Value {
+    let mut kept = Map::new();
+    for field in fields {
+        if let Some(value) = raw.get(*field).filter(|v| v.is_string()) {
+            kept.insert((*field).into(), value.clone());
+        }
+    }
+    Value::Object(kept)
+}
+
+/// Screens the text of one read or prompt, and sums up what it found for the audit log.
+struct Screening {
+    action: InjectionAction,
+    flags: Vec<String>,
+    withheld: bool,
+}
+
+impl Screening {
+    fn new(action: InjectionAction) -> Self {
+        Self { action, flags: Vec::new(), withheld: false }
+    }
+
+    /// `text` screened: framed (with a warning when flagged), or the withheld note.
+    async fn text(&mut self, provider: &str, subject: &str, text: String) -> String {
+        let Screened { result, event } =
+            screen(provider, subject, ToolResult::text(text), self.action, |_| std::future::ready(false)).await;
+        match event {
+            Event::Finished { flags, .. } => self.flags.extend(flags),
+            Event::Withheld { flags, .. } => {
+                self.withheld = true;
+                self.flags.extend(flags);
+            }
+            _ => {}
+        }
+        result.content
+    }
+
+    /// One content block of a prompt message, screened.
+    async fn content(&mut self, provider: &str, block: Value) -> Value {
+        let kind = block.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
+        match kind.as_str() {
+            "text" => {
+                let text = block.get("text").and_then(Value::as_str).unwrap_or_default().to_owned();
+                json!({ "type": "text", "text": self.text(provider, PROMPT_SUBJECT, text).await })
+            }
+            "image" | "audio" => {
+                let mut kept = binary(&block, &["type", "data", "mimeType"]);
+                kept["type"] = Value::String(kind);
+                kept
+            }
+            "resource" => match block.get("resource") {
+                Some(resource) if resource.get("text").is_some_and(Value::is_string) => {
+                    let text = resource.get("text").and_then(Value::as_str).unwrap_or_default().to_owned();
+                    let uri = resource.get("uri").cloned().unwrap_or(Value::Null);
+                    let text = self.text(provider, PROMPT_SUBJECT, text).await;
+                    json!({ "type": "resource", "resource": { "uri": uri, "mimeType": "text/plain", "text": text } })
+                }
+                Some(resource) if resource.get("blob").is_some_and(Value::is_string) => {
+                    json!({ "type": "resource", "resource": binary(resource, &["uri", "mimeType", "blob"]) })
+                }
+                _ => json!({ "type": "text", "text": UNKNOWN_CONTENT }),
+            },
+            "resource_link" => resource_link(&block),
+            _ => json!({ "type": "text", "text": UNKNOWN_CONTENT }),
+        }
+    }
+
+    /// The audit record of the whole read.
+    fn event(self) -> Event {
+        let mut flags = self.flags;
+        flags.sort_unstable();
+        flags.dedup();
+        if self.withheld {
+            Event::Withheld { reason: "instruction-like content".into(), flags }
+        } else {
+            Event::Finished { is_error: false, flags }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn argument(name: &str) -> PromptArgument {
+        PromptArgument { name: name.into(), description: Some("d".into()), required: true }
+    }
+
+    #[test]
+    fn a_prompt_with_an_argument_name_that_is_not_plain_is_left_out() {
+        let served = prompt_arguments(&[argument("city"), argument("start_date")]).unwrap();
+        assert_eq!(served[1], json!({"name": "start_date", "description": "d", "required": true}));
+        for bad in ["", "city\u{202e}", "a\u{1b}[2Jb", "x\u{200b}", &"n".repeat(65)] {
+            assert!(prompt_arguments(&[argument("city"), argument(bad)]).is_none(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_resource_link_keeps_only_a_plain_uri() {
+        let link = |uri: &str| resource_link(&json!({"type": "resource_link", "uri": uri, "name": "n\u{202e}"}));
+        assert_eq!(
+            link("file:///docs/a.md"),
+            json!({"type": "resource_link", "uri": "file:///docs/a.md", "name": "n"})
+        );
+        for bad in ["", "file:///docs/\u{202e}dm.exe", "file:///a\u{1b}[2J"] {
+            assert_eq!(link(bad), json!({"type": "text", "text": UNKNOWN_CONTENT}), "{bad:?}");
+        }
+    }
+}
