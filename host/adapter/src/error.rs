@@ -12,7 +12,7 @@ use wasmgate_sandbox::{LoadError, SandboxError};
 #[non_exhaustive]
 pub enum AdapterError {
     /// A provider could not be connected to, or would not list its tools.
-    #[error("cannot start provider {provider:?}: {source}")]
+    #[error("cannot start provider {provider:?}")]
     Unreachable {
         /// The provider's configured name.
         provider: String,
@@ -20,7 +20,7 @@ pub enum AdapterError {
         source: Box<ClientError>,
     },
     /// A configured formatter file is not a usable formatter component.
-    #[error("formatter {}: {source}", path.display())]
+    #[error("cannot load the formatter {}", path.display())]
     Formatter {
         /// The configured file.
         path: PathBuf,
@@ -29,7 +29,7 @@ pub enum AdapterError {
     },
     /// A WASM tool component would not list its tools (a trap, a limit, a list that
     /// breaks the contract).
-    #[error("cannot start provider {provider:?}: its component would not list its tools: {source}")]
+    #[error("cannot start provider {provider:?}: its component would not list its tools")]
     Component {
         /// The provider's configured name.
         provider: String,

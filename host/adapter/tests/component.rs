@@ -94,8 +94,13 @@ fn a_bad_provider_name_or_a_list_that_breaks_the_contract_stops_start_up_naming_
     let hostile = common::components::hostile_component();
     let error = ComponentProvider::new("evil", hostile, Grants::none(), limits, formatters(None)).unwrap_err();
     assert!(matches!(&error, AdapterError::Component { provider, .. } if provider == "evil"), "{error:?}");
-    assert!(error.to_string().contains("\"evil\""), "{error}");
-    assert!(error.to_string().contains("bad name!"), "the host reads what is wrong: {error}");
+    let report = std::iter::successors(Some(&error as &dyn std::error::Error), |e| e.source())
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ");
+    assert!(report.starts_with("cannot start provider \"evil\": "), "{report}");
+    assert!(report.contains("bad name!"), "the host reads what is wrong: {report}");
+    assert_eq!(report.matches("evil").count(), 1, "each cause once: {report}");
 }
 
 #[tokio::test]

@@ -1,7 +1,13 @@
-//! [`StartError`]: why the gateway did not start. Each names what failed and what to do.
+//! [`StartError`]: why the gateway did not start. Each names what failed and keeps the
+//! underlying error as its source, so a report (`{:#}` of anyhow, or walking
+//! `source()`) reads `cannot start provider "calendar": <why>` once, with every cause.
+
+use std::path::PathBuf;
 
 use wasmgate_adapter::AdapterError;
+use wasmgate_audit::AuditError;
 use wasmgate_policy::{LockError, PolicyError};
+use wasmgate_sandbox::LoadError;
 
 /// Start-up failed.
 #[derive(Debug, thiserror::Error)]
@@ -13,21 +19,39 @@ pub enum StartError {
     /// The lock file of reviewed definitions is unusable.
     #[error(transparent)]
     Lock(#[from] LockError),
+    /// The audit log's directory cannot be made: no log, no calls.
+    #[error("cannot create the audit log's directory {}", path.display())]
+    AuditDir {
+        /// The directory.
+        path: PathBuf,
+        /// Why not.
+        source: std::io::Error,
+    },
     /// The audit log cannot be opened: no log, no calls.
-    #[error("cannot open the audit log: {0}")]
-    Audit(String),
+    #[error("cannot open the audit log")]
+    Audit(#[source] AuditError),
     /// The sandbox or a built-in component could not be set up.
-    #[error("cannot set up the sandbox: {0}")]
-    Sandbox(String),
+    #[error("cannot set up the sandbox")]
+    Sandbox(#[source] LoadError),
     /// A provider could not be started or reached.
-    #[error("cannot start provider {provider:?}: {reason}")]
+    #[error("cannot start provider {provider:?}")]
     Provider {
         /// The provider's name.
         provider: String,
         /// What went wrong.
-        reason: String,
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
     /// A provider's tools or formatters could not be set up.
     #[error(transparent)]
     Adapter(#[from] AdapterError),
+}
+
+impl StartError {
+    /// Provider `provider` could not be started, because of `source`.
+    pub(crate) fn provider(
+        provider: &str,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        Self::Provider { provider: provider.to_owned(), source: source.into() }
+    }
 }

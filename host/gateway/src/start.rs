@@ -61,22 +61,21 @@ impl Gateway {
                 .recursive(true)
                 .mode(0o700)
                 .create(parent)
-                .map_err(|e| StartError::Audit(format!("{}: {e}", parent.display())))?;
+                .map_err(|source| StartError::AuditDir { path: parent.to_owned(), source })?;
         }
-        let audit =
-            Arc::new(AuditLog::open(&config.audit.path, options).map_err(|e| StartError::Audit(e.to_string()))?);
+        let audit = Arc::new(AuditLog::open(&config.audit.path, options).map_err(StartError::Audit)?);
         let cache_dir =
             if config.sandbox.no_cache { None } else { config.sandbox.cache_dir.clone().or_else(cache_dir) };
         let mut sandbox_config = SandboxConfig { cache_dir, ..SandboxConfig::default() };
         if let Some(prepared) = config.sandbox.prepared_instances {
             sandbox_config.prepared_instances = prepared;
         }
-        let sandbox = Sandbox::new(sandbox_config).map_err(|e| StartError::Sandbox(e.to_string()))?;
+        let sandbox = Sandbox::new(sandbox_config).map_err(StartError::Sandbox)?;
 
         // Loaded once; each provider gets it under its own limits.
         let json_text = sandbox
             .load_formatter("json-text", wasmgate_guests::JSON_TEXT, limits(&config.limits, None))
-            .map_err(|e| StartError::Sandbox(e.to_string()))?;
+            .map_err(StartError::Sandbox)?;
         let mut sources: Vec<Arc<dyn ToolSource>> = Vec::new();
         let mut providers = Vec::new();
         let mut mcp = Vec::new();
@@ -95,18 +94,17 @@ impl Gateway {
                     sources.push(Arc::new(source));
                 }
                 ProviderKind::Stdio | ProviderKind::Http => {
-                    let unreachable = |e: String| StartError::Provider { provider: name.clone(), reason: e };
                     let mut client = ClientConfig::default();
                     if let Some(ms) = provider.call_timeout_ms {
                         client.call_timeout = std::time::Duration::from_millis(ms);
                     }
                     let connected = if kind == ProviderKind::Http {
                         let transport =
-                            HttpTransport::new(&http(name, provider)).map_err(|e| unreachable(e.to_string()))?;
+                            HttpTransport::new(&http(name, provider)).map_err(|e| StartError::provider(name, e))?;
                         McpProvider::connect(name, transport, client, formatters).await
                     } else {
                         let transport = StdioTransport::spawn(&stdio(config, name, provider, rules)?)
-                            .map_err(|e| unreachable(e.to_string()))?;
+                            .map_err(|e| StartError::provider(name, e))?;
                         if let Some(report) = transport.confinement() {
                             confinement = Some(report.to_string());
                             if !report.is_complete() {
@@ -178,7 +176,7 @@ fn formatters(
     rules: Option<&ProviderPolicy>,
     limits: &CallLimits,
 ) -> Result<Arc<Formatters>, StartError> {
-    let json_text = json_text.with_limits(limits.clone()).map_err(|e| StartError::Sandbox(e.to_string()))?;
+    let json_text = json_text.with_limits(limits.clone()).map_err(StartError::Sandbox)?;
     let rules = rules.map(|r| r.formatters.clone()).unwrap_or_default().into_iter().map(|rule| FormatterRule {
         provider: provider.to_owned(),
         tool: rule.tools.as_str().to_owned(),
@@ -195,9 +193,8 @@ fn component(
     formatters: Arc<Formatters>,
 ) -> Result<ComponentProvider, StartError> {
     let path = provider.component.clone().unwrap_or_default();
-    let loaded = sandbox
-        .load_tool_provider_file(name, &path, limits.clone())
-        .map_err(|e| StartError::Provider { provider: name.to_owned(), reason: e.to_string() })?;
+    let loaded =
+        sandbox.load_tool_provider_file(name, &path, limits.clone()).map_err(|e| StartError::provider(name, e))?;
     let grants = provider.dirs.iter().fold(Grants::none(), |grants, dir| {
         grants.with_dir(DirGrant {
             host_path: dir.host.clone(),
@@ -220,8 +217,7 @@ fn stdio(
     provider: &ProviderConfig,
     rules: Option<&ProviderPolicy>,
 ) -> Result<StdioConfig, StartError> {
-    let workdir = provider_workdir(&config.state_dir, name)
-        .map_err(|e| StartError::Provider { provider: name.to_owned(), reason: e.to_string() })?;
+    let workdir = provider_workdir(&config.state_dir, name).map_err(|e| StartError::provider(name, e))?;
     let mut confinement = provider.read_exec.iter().fold(Confinement::default(), |c, p| c.read_exec(p));
     if let Some(rules) = rules {
         confinement = rules.read_paths.iter().fold(confinement, |c, p| c.read_only(p));

@@ -13,7 +13,7 @@ pub const MAX_POLICY_BYTES: usize = 1 << 20;
 #[non_exhaustive]
 pub enum PolicyError {
     /// The file could not be read.
-    #[error("cannot read policy file {path}: {source}")]
+    #[error("cannot read {path}")]
     Read {
         /// The file.
         path: PathBuf,

@@ -52,7 +52,7 @@ pub enum ReviewState {
 #[non_exhaustive]
 pub enum LockError {
     /// Reading failed.
-    #[error("cannot read lock file {path}: {source}")]
+    #[error("cannot read lock file {path}")]
     Read {
         /// The lock file.
         path: PathBuf,
@@ -61,7 +61,7 @@ pub enum LockError {
         source: std::io::Error,
     },
     /// Writing failed; the previous lock file is intact.
-    #[error("cannot write lock file {path}: {source}; the previous lock file is unchanged")]
+    #[error("cannot write lock file {path} (the previous lock file is unchanged)")]
     Write {
         /// The lock file.
         path: PathBuf,

@@ -144,7 +144,7 @@ fn describe_call_error(error: &CallError) -> String {
 #[non_exhaustive]
 pub enum LoadError {
     /// The file could not be read.
-    #[error("cannot read component {path}: {source}")]
+    #[error("cannot read component {path}")]
     Read { path: PathBuf, source: std::io::Error },
     /// The bytes are not a valid WebAssembly component (a core module, a
     /// truncated file, garbage).

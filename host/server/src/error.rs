@@ -5,9 +5,9 @@
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     /// Reading from or writing to the stdio streams failed.
-    #[error("stdio: {0}")]
+    #[error("stdio")]
     Stdio(#[source] std::io::Error),
     /// The HTTP listener failed.
-    #[error("HTTP listener: {0}")]
+    #[error("HTTP listener")]
     Listener(#[source] std::io::Error),
 }

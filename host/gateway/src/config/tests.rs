@@ -118,8 +118,12 @@ fn mcp_servers_json_is_imported_and_checked() {
     assert_eq!(config.providers["bare"].command.as_deref(), Some(Path::new("node")));
 
     // A file of any length is read only up to the limit (a FIFO or a device has no size).
-    let e = parse("mcp_servers = \"/dev/zero\"\n").unwrap_err().to_string();
-    assert!(e.contains("over 1048576 bytes"), "{e}");
+    let e = parse("mcp_servers = \"/dev/zero\"\n").unwrap_err();
+    let report = std::iter::successors(Some(&e as &dyn std::error::Error), |e| e.source())
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ");
+    assert_eq!(report, "cannot read /dev/zero: the file is over 1048576 bytes");
 }
 
 #[test]
