@@ -47,10 +47,19 @@ fn review_pins_the_tools_and_calls_go_through_the_whole_pipeline() {
     let query = wasmgate(dir, &["call", "--unattended", "calendar__calendar_query", "--args", r#"{"user": "alice"}"#]);
     assert!(query.status.success(), "{}", stderr(&query));
     assert!(stdout(&query).contains("<untrusted-data boundary="), "{}", stdout(&query));
+    // Rendered by the formatter in the sandbox: the result's structuredContent
+    // `{"events": []}` becomes a line the raw result does not contain.
+    assert!(stdout(&query).contains("No events for alice.\nevents: (none)"), "{}", stdout(&query));
+    assert!(!stdout(&query).contains("\"events\""), "{}", stdout(&query));
 
     let echo = wasmgate(dir, &["call", "--unattended", "echo__echo", "--args", r#"{"text": "hello"}"#]);
     assert!(echo.status.success(), "{}", stderr(&echo));
     assert!(stdout(&echo).contains("hello"), "{}", stdout(&echo));
+    // An MCP provider's JSON text block is rendered as lines too, not passed on raw.
+    let json_text = r#"{"text": "{\"status\": \"ok\", \"items\": []}"}"#;
+    let echo = wasmgate(dir, &["call", "--unattended", "echo__echo", "--args", json_text]);
+    assert!(stdout(&echo).contains("status: ok\nitems: (none)"), "{}", stdout(&echo));
+    assert!(!stdout(&echo).contains("\"status\""), "{}", stdout(&echo));
 
     let audit = dir.join("state/audit.jsonl");
     let verify = wasmgate(dir, &["audit", "verify", audit.to_str().unwrap()]);

@@ -195,6 +195,7 @@ async fn check_inspector(home: &Path, target: &[&str], era: &str, version: &str)
     let text = block_text(&result["result"]);
     assert!(text.starts_with("<untrusted-data boundary="), "the framed calendar result: {text}");
     assert!(text.contains(r#"provider="calendar" tool="calendar_query""#), "{text}");
+    assert!(text.contains("No events for alice.\nevents: (none)"), "rendered by the formatter: {text}");
 
     let create = ["--method", "tools/call", "--tool-name", "calendar__calendar_create", "--tool-args-json"];
     let args = r#"{"user":"alice","title":"x","start":"2026-12-03T12:00","end":"2026-12-03T13:00"}"#;
@@ -262,6 +263,7 @@ fn check_python(seen: &Value, version: &str) {
     let query = seen["query"]["text"][0].as_str().unwrap();
     assert!(query.starts_with("<untrusted-data boundary="), "the framed calendar result: {query}");
     assert!(query.contains(r#"provider="calendar" tool="calendar_query""#), "{query}");
+    assert!(query.contains("No events for alice.\nevents: (none)"), "rendered by the formatter: {query}");
 
     assert_eq!(seen["create"]["is_error"], true, "{seen}");
     assert!(seen["create"]["text"][0].as_str().unwrap().starts_with("denied: approval is required"), "{seen}");

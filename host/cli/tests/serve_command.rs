@@ -42,6 +42,9 @@ async fn exercise(client: &McpClient) {
         .unwrap();
     assert!(!query.is_error);
     assert!(text(&query).contains("<untrusted-data boundary="), "{}", text(&query));
+    // Rendered by the formatter in the sandbox, not passed on raw.
+    assert!(text(&query).contains("No events for alice.\nevents: (none)"), "{}", text(&query));
+    assert!(!text(&query).contains("\"events\""), "{}", text(&query));
 
     let create = json!({"user": "alice", "title": "x", "start": "2026-12-03T12:00", "end": "2026-12-03T13:00"});
     let asked = client.call_tool("calendar__calendar_create", args(create), CancellationToken::new()).await.unwrap();

@@ -104,15 +104,33 @@ fn own_pids_group() -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use super::PidsCgroup;
+    #![allow(clippy::unwrap_used)]
+
+    use super::sweep;
 
     #[test]
-    fn a_group_just_made_is_not_swept_by_the_next() {
-        // Where no v1 `pids` controller can be used, there is nothing to sweep.
-        let Some((first, _procs)) = PidsCgroup::create(8) else { return };
-        // Its server has not joined yet: the group is empty when the next one sweeps.
-        let second = PidsCgroup::create(8);
-        assert!(second.is_some());
-        assert!(first.dir.is_dir(), "a concurrent spawn removed a group about to be joined");
+    fn a_sweep_removes_only_the_empty_groups_of_gateways_that_have_exited() {
+        // A plain directory stands in for the `pids` hierarchy: a group is a directory,
+        // and one without a `cgroup.procs` listing has no members.
+        let parent = tempfile::tempdir().unwrap();
+        let mut exited = std::process::Command::new("true").spawn().unwrap();
+        let dead = exited.id();
+        exited.wait().unwrap();
+        let live = std::process::id();
+        let group = |name: String| {
+            let dir = parent.path().join(name);
+            std::fs::create_dir(&dir).unwrap();
+            dir
+        };
+        let just_made = group(format!("wasmgate-{live}-7"));
+        let left_behind = group(format!("wasmgate-{dead}-0"));
+        let still_running = group(format!("wasmgate-{dead}-1"));
+        std::fs::write(still_running.join("cgroup.procs"), format!("{live}\n")).unwrap();
+        let not_ours = group("system.slice".into());
+        sweep(parent.path());
+        assert!(just_made.is_dir(), "a live gateway's empty group may be about to be joined");
+        assert!(!left_behind.exists(), "an exited gateway's empty group is removed");
+        assert!(still_running.is_dir(), "a group with a process in it stays");
+        assert!(not_ours.is_dir());
     }
 }

@@ -137,6 +137,30 @@ async fn no_provider_can_shadow_another_providers_tool() {
 }
 
 #[tokio::test]
+async fn a_providers_annotations_claiming_safety_change_no_verdict() {
+    // A provider may call any tool read-only and harmless; review pins what it claims,
+    // and the policy alone decides.
+    let harmless = json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true});
+    let defs = ["calendar_create", "calendar_delete", "unlisted"].map(|n| {
+        let mut d = definition(n, "a tool");
+        d["annotations"] = harmless.clone();
+        d
+    });
+    let source = Source::new("calendar", defs.to_vec());
+    let reviewed: Vec<_> = defs.iter().map(|d| (&*source, d.clone())).collect();
+    let setup = Setup::new(&reviewed, Arc::new(Unattended));
+    let tools = setup.toolset(std::slice::from_ref(&source)).current().await;
+    assert_eq!(names(&tools), ["calendar__calendar_create", "calendar__calendar_delete", "calendar__unlisted"]);
+    let run = |i: usize| tools[i].execute(json!({}), CancellationToken::new());
+    assert_eq!(run(0).await.unwrap().content, format!("denied: {NOBODY}"), "ask still asks");
+    assert_eq!(run(1).await.unwrap().content, "denied: the policy denies `calendar_delete`");
+    assert!(run(2).await.unwrap().content.starts_with("denied: `unlisted` is not listed"));
+    assert_eq!(source.calls(), 0, "nothing ran");
+    let verdicts: Vec<_> = setup.records().iter().filter_map(|r| r["verdict"].as_str().map(str::to_owned)).collect();
+    assert_eq!(verdicts, ["ask", "deny", "deny"]);
+}
+
+#[tokio::test]
 async fn allow_runs_deny_refuses_and_ask_goes_to_the_approver() {
     let defs = ["calendar_query", "calendar_create", "calendar_delete", "unlisted"].map(|n| definition(n, "a tool"));
     let source = Source::new("calendar", defs.to_vec());

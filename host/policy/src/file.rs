@@ -20,7 +20,6 @@ pub(crate) struct RawPolicy {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawProvider {
     pub unlisted: Option<Verdict>,
-    pub trust_annotations: Option<bool>,
     pub injection: Option<InjectionAction>,
     pub confinement: Option<ConfinementLevel>,
     #[serde(default)]

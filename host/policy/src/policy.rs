@@ -213,7 +213,6 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
     let prompts = globs(src, &format!("{key}.prompts"), raw.prompts, "a prompt name or glob such as \"summarize_*\"")?;
     Ok(ProviderPolicy {
         unlisted: raw.unlisted.unwrap_or(Verdict::Deny),
-        trust_annotations: raw.trust_annotations.unwrap_or(false),
         injection: raw.injection.unwrap_or_default(),
         limits,
         formatters,

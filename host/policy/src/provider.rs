@@ -70,10 +70,6 @@ pub struct ToolRule {
 pub struct ProviderPolicy {
     /// The verdict for tools not listed under `tools` (deny unless set).
     pub unlisted: Verdict,
-    /// Whether the provider's tool annotations (`readOnlyHint`, ...) may be shown to the agent as
-    /// hints. Annotations never change a decision either way: [`crate::Policy::decide`] does not
-    /// read them.
-    pub trust_annotations: bool,
     /// What to do with a flagged result.
     pub injection: InjectionAction,
     /// Sandbox limit overrides.

@@ -100,7 +100,6 @@ fn every_provider_setting_is_parsed_and_exposed() {
         r#"
 [providers.calendar]
 unlisted = "ask"
-trust_annotations = true
 injection = "withhold"
 confinement = "best-effort"
 read_paths = ["/usr/share/zoneinfo"]
@@ -122,7 +121,6 @@ wasm = "/opt/wasmgate/json.wasm"
     );
     let c = p.provider("calendar").unwrap();
     assert_eq!(c.unlisted, Verdict::Ask);
-    assert!(c.trust_annotations);
     assert_eq!(c.injection, InjectionAction::Withhold);
     assert_eq!(c.confinement, ConfinementLevel::BestEffort);
     assert_eq!(c.read_paths, [Path::new("/usr/share/zoneinfo")]);
@@ -139,22 +137,11 @@ wasm = "/opt/wasmgate/json.wasm"
 fn defaults_are_deny_untrusted_flag_and_required_confinement() {
     let c = parse("[providers.p]\n").provider("p").cloned().unwrap();
     assert_eq!(c.unlisted, Verdict::Deny);
-    assert!(!c.trust_annotations);
     assert_eq!(c.injection, InjectionAction::Flag);
     assert_eq!(c.confinement, ConfinementLevel::Required);
     assert!(c.read_paths.is_empty() && c.network_ports.is_empty() && c.formatters.is_empty());
     assert_eq!(c.limits, Default::default());
     assert_eq!(c.formatter_for("x"), None);
-}
-
-#[test]
-fn trusting_annotations_does_not_change_any_decision() {
-    let trusted = parse("[providers.p]\ntrust_annotations = true\n[providers.p.tools]\nwrite = \"ask\"\n");
-    let untrusted = parse("[providers.p]\n[providers.p.tools]\nwrite = \"ask\"\n");
-    let args = json!({"readOnlyHint": true});
-    for tool in ["write", "other"] {
-        assert_eq!(trusted.decide("p", tool, &args), untrusted.decide("p", tool, &args));
-    }
 }
 
 #[test]
@@ -190,11 +177,11 @@ fn an_endless_policy_path_is_read_only_up_to_the_limit() {
 
 #[test]
 fn an_unknown_key_names_its_line_and_key_and_suggests_the_right_one() {
-    let (line, key, problem, fix) = invalid("[providers.calendar]\ninjection = \"flag\"\ntrust_anotations = true\n");
+    let (line, key, problem, fix) = invalid("[providers.calendar]\nunlisted = \"deny\"\ninjecton = \"flag\"\n");
     assert_eq!(line, 3);
-    assert_eq!(key, "providers.calendar.trust_anotations");
-    assert_eq!(problem, "unknown key `trust_anotations`");
-    assert!(fix.starts_with("did you mean `trust_annotations`?"), "{fix}");
+    assert_eq!(key, "providers.calendar.injecton");
+    assert_eq!(problem, "unknown key `injecton`");
+    assert!(fix.starts_with("did you mean `injection`?"), "{fix}");
 }
 
 #[test]

@@ -106,8 +106,25 @@ mod tests {
     }
 
     #[test]
-    fn every_named_code_has_a_name() {
+    fn every_named_code_has_a_name_and_no_two_share_one() {
+        let named = [
+            PARSE_ERROR,
+            INVALID_REQUEST,
+            METHOD_NOT_FOUND,
+            INVALID_PARAMS,
+            INTERNAL_ERROR,
+            HEADER_MISMATCH,
+            MISSING_REQUIRED_CLIENT_CAPABILITY,
+            UNSUPPORTED_PROTOCOL_VERSION,
+            LEGACY_RESOURCE_NOT_FOUND,
+            LEGACY_URL_ELICITATION_REQUIRED,
+        ];
+        let mut names: Vec<&str> = named.iter().map(|&code| name(code).unwrap_or_default()).collect();
+        assert!(names.iter().all(|n| !n.is_empty()), "{names:?}");
         assert_eq!(name(UNSUPPORTED_PROTOCOL_VERSION), Some("UnsupportedProtocolVersion"));
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), named.len(), "{names:?}");
         assert_eq!(name(-1), None);
     }
 }
