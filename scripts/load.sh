@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The load tests of issue 8 (point 3), too long for the test suite: 64 concurrent
+# The load tests, too long for the test suite: 64 concurrent
 # HTTP clients against `wasmgate serve --http` on loopback (3,200 calls; p50, p99,
 # calls/s, the gateway's memory and open files before and after), and 10,000
 # sequential calls over stdio (no growth in memory or open files). Both are

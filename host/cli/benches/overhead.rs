@@ -1,4 +1,4 @@
-//! Gateway overhead (issue 8, point 5), side by side in one run:
+//! Gateway overhead, side by side in one run:
 //!
 //! * one small `echo` call from our `McpClient` to a trivial upstream (the gate crate's
 //!   stdlib Python server over stdio) called directly, and the same call through

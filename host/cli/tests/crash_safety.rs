@@ -1,6 +1,6 @@
 //! Crash safety: `wasmgate serve` killed with SIGKILL while calls are running starts
 //! again on the same state, and its audit log then verifies and holds a `started`
-//! record for every call that ran (issue 8, point 4).
+//! record for every call that ran.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

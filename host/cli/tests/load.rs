@@ -1,4 +1,4 @@
-//! Load (issue 8, point 3): `wasmgate serve --http` on loopback under 64 concurrent
+//! Load: `wasmgate serve --http` on loopback under 64 concurrent
 //! clients, and `wasmgate serve` over stdio under 10,000 sequential calls, with the
 //! gateway's memory and open files measured before and after. Long: both are ignored
 //! here and run by `scripts/load.sh`; the figures go in docs/PERFORMANCE.md.

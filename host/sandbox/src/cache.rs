@@ -43,8 +43,7 @@ use wasmtime::component::Component;
 use xxhash_rust::xxh3::{Xxh3, xxh3_128};
 
 /// Version 4: the artifact first, so wasmtime can map the file as it is, then its
-/// XXH3-128 checksum (little-endian) and this magic. Version 3 had a BLAKE3 hash
-/// there, version 2 led with it, version 1 used SHA-256; files of any of them are
+/// XXH3-128 checksum (little-endian) and this magic. A file with any other magic is
 /// rebuilt.
 const MAGIC: &[u8; 8] = b"WGCWASM4";
 const CHECKSUM: usize = 16;

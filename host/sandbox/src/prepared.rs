@@ -2,9 +2,9 @@
 //!
 //! A fresh instance per call costs an instantiation before the call and a store teardown
 //! after it (the pool slot's memory reset). On a small call through `wasmgate serve` the
-//! two instances of a WASM tool's call (the tool's and the formatter's) spent about a
-//! fifth of the gateway's time on them (docs/PERFORMANCE.md). Both now happen when the
-//! thread has nothing more urgent to do:
+//! two instances of a WASM tool's call (the tool's and the formatter's) would take about
+//! a fifth of the gateway's time (docs/PERFORMANCE.md). Both happen when the thread has
+//! nothing more urgent to do:
 //!
 //! - a finished call's store is handed to a task that first yields ([`retire`]), so the
 //!   answer goes out before the store is torn down;

@@ -158,9 +158,9 @@ mod tests {
         assert!(matches!(lines(b"123456789\n", 8).await[0], Line::Oversized { len: 9, .. }));
     }
 
-    /// Found by the `stdio_framing` fuzz target (input `0e 00 00 0a`: cap `usize::MAX`,
-    /// one empty line): `max + 1` overflowed, a panic with overflow checks and, without
-    /// them, a room of 0 that made every line oversized.
+    /// The `stdio_framing` fuzz target's input `0e 00 00 0a` (cap `usize::MAX`, one empty
+    /// line): `max + 1` must not overflow, which would panic with overflow checks and,
+    /// without them, leave a room of 0 that makes every line oversized.
     #[tokio::test]
     async fn a_reader_without_a_cap_returns_every_line() {
         assert_eq!(lines(b"\n", usize::MAX).await, vec![Line::Eof { partial: None }]);
