@@ -39,6 +39,14 @@ pub enum AuditError {
         /// What is wrong with the record.
         reason: String,
     },
+    /// An existing log was written under another chain (another key, or none).
+    #[error("cannot continue audit log {path}: {reason}")]
+    Chain {
+        /// The log file.
+        path: PathBuf,
+        /// What does not match, and what to do.
+        reason: String,
+    },
     /// Writing or syncing failed. The log is closed for the rest of this run.
     #[error(
         "cannot write audit log {path}: {message}; calls are refused: free disk space or fix the file system, \

@@ -87,17 +87,28 @@ pub struct Entry {
     /// What happened.
     #[serde(flatten)]
     pub event: Event,
+    /// For `requested`: the SHA-256 of the arguments' JSON after redaction and before they are
+    /// shrunk to fit the record, so shrinking cannot hide a field from whoever holds the
+    /// arguments and checks them against the log. Set by the log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments_sha256: Option<String>,
 }
 
 impl Entry {
     /// A record about one call.
     pub fn call(call: impl Into<String>, provider: impl Into<String>, tool: impl Into<String>, event: Event) -> Self {
-        Entry { call: Some(call.into()), provider: Some(provider.into()), tool: Some(tool.into()), event }
+        Entry {
+            call: Some(call.into()),
+            provider: Some(provider.into()),
+            tool: Some(tool.into()),
+            event,
+            arguments_sha256: None,
+        }
     }
 
     /// A record about the log or the host, not about one call.
     pub fn log(event: Event) -> Self {
-        Entry { call: None, provider: None, tool: None, event }
+        Entry { call: None, provider: None, tool: None, event, arguments_sha256: None }
     }
 
     /// Applies the size bounds from the module docs.

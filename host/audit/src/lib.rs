@@ -35,6 +35,7 @@ mod writer;
 #[cfg(test)]
 mod group_commit_tests;
 
+pub use chain::{Anchor, ChainKey};
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use durability::Durability;
 pub use error::AuditError;
@@ -42,4 +43,4 @@ pub use event::{Entry, Event};
 pub use log::{AuditLog, Options};
 pub use pending::Pending;
 pub use redact::Redaction;
-pub use verify::{Problem, Summary, Tail, VerifyError, verify, verify_with};
+pub use verify::{Options as VerifyOptions, Problem, Summary, Tail, VerifyError, verify, verify_options, verify_with};

@@ -1,13 +1,13 @@
 //! [`AuditLog`]: opening (and continuing) a log, appending records, closing it.
 
-use crate::chain::record_line;
+use crate::chain::{Chain, ChainKey, record_line};
 use crate::clock::{Clock, SystemClock, rfc3339};
 use crate::durability::Durability;
 use crate::error::AuditError;
 use crate::event::{Entry, Event};
 use crate::pending::{Completion, Pending};
 use crate::redact::Redaction;
-use crate::tail::recover;
+use crate::tail::{check_genesis, recover};
 use crate::writer::{Job, Shared, State, joined, run};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::Write as _;
@@ -24,6 +24,8 @@ pub struct Options {
     pub durability: Durability,
     /// Which argument values are redacted in `requested` records.
     pub redaction: Redaction,
+    /// The secret of a keyed chain (HMAC-SHA256); `None` chains with SHA-256.
+    pub key: Option<ChainKey>,
 }
 
 /// An open audit log. Share it between threads (`Arc<AuditLog>`); appends from all of them are
@@ -33,6 +35,7 @@ pub struct AuditLog {
     shared: Arc<Shared>,
     clock: Arc<dyn Clock>,
     redaction: Redaction,
+    chain: Chain,
     writer: Option<JoinHandle<()>>,
 }
 
@@ -65,7 +68,12 @@ impl AuditLog {
         if !existed {
             sync_parent(path).map_err(|e| open_err(&e))?;
         }
-        let tail = recover(&mut file).map_err(|reason| AuditError::Corrupt { path: path.to_owned(), reason })?;
+        let chain = Chain::new(options.key.clone());
+        let tail =
+            recover(&mut file, &chain).map_err(|reason| AuditError::Corrupt { path: path.to_owned(), reason })?;
+        if tail.next_seq > 1 {
+            check_genesis(&mut file, &chain).map_err(|reason| AuditError::Chain { path: path.to_owned(), reason })?;
+        }
         let shared = Arc::new(Shared {
             path: path.to_owned(),
             durability: options.durability,
@@ -90,7 +98,7 @@ impl AuditLog {
             .name("wasmgate-audit".into())
             .spawn(move || run(thread_shared, file))
             .map_err(|e| open_err(&e))?;
-        let log = AuditLog { shared, clock, redaction: options.redaction, writer: Some(writer) };
+        let log = AuditLog { shared, clock, redaction: options.redaction, chain, writer: Some(writer) };
         if tail.truncated > 0 {
             let message = format!(
                 "cut off an incomplete last record ({} bytes) left by a process stopped mid-write",
@@ -135,6 +143,7 @@ impl AuditLog {
                 // a pointer names.
                 if let Event::Requested { arguments, .. } = &mut e.event {
                     *arguments = self.redaction.apply(arguments);
+                    e.arguments_sha256 = Some(crate::chain::line_hash(arguments.to_string().as_bytes()));
                 }
                 let e = e.bounded();
                 serde_json::to_string(&e).map_err(|err| self.write_err(&err))
@@ -158,7 +167,7 @@ impl AuditLog {
             for (i, body) in bodies.into_iter().enumerate() {
                 let seq = st.next_seq;
                 let line = record_line(seq, &time, &st.prev, &body);
-                st.prev = crate::chain::line_hash(&line[..line.len() - 1]);
+                st.prev = self.chain.link(&line[..line.len() - 1]);
                 st.next_seq += 1;
                 let done = (i + 1 == count).then(|| Arc::clone(&completion));
                 lines.push(Job { line, seq, done, lazy });

@@ -6,9 +6,9 @@
 //! its append never returned, so no call ran on the strength of it. Opening the log truncates those
 //! bytes (and fsyncs) and reports how many there were, and the log records a `warning` saying so.
 
-use crate::chain::{genesis_hash, line_hash};
+use crate::chain::Chain;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 
 /// The longest last line that will be read back.
 pub const MAX_LINE_BYTES: u64 = 4 << 20;
@@ -23,10 +23,11 @@ pub(crate) struct Tail {
     pub truncated: u64,
 }
 
-/// Reads (and repairs) the tail of `file`. Non-regular files (`/dev/full`) start a fresh chain.
-pub(crate) fn recover(file: &mut File) -> Result<Tail, String> {
+/// Reads (and repairs) the tail of `file`, to continue it under `chain`. Non-regular files
+/// (`/dev/full`) start a fresh chain.
+pub(crate) fn recover(file: &mut File, chain: &Chain) -> Result<Tail, String> {
     let meta = file.metadata().map_err(|e| e.to_string())?;
-    let fresh = Tail { next_seq: 1, prev: genesis_hash(), truncated: 0 };
+    let fresh = Tail { next_seq: 1, prev: chain.genesis(), truncated: 0 };
     if !meta.is_file() || meta.len() == 0 {
         return Ok(fresh);
     }
@@ -50,7 +51,29 @@ pub(crate) fn recover(file: &mut File) -> Result<Tail, String> {
     let record: serde_json::Value = serde_json::from_slice(&line).map_err(|e| format!("not JSON: {e}"))?;
     let seq = record.get("seq").and_then(serde_json::Value::as_u64).ok_or("no `seq` number")?;
     let next_seq = seq.checked_add(1).ok_or("`seq` is at its maximum")?;
-    Ok(Tail { next_seq, prev: line_hash(&line), truncated })
+    Ok(Tail { next_seq, prev: chain.link(&line), truncated })
+}
+
+/// Whether the first record of a non-empty log chains to `chain`'s genesis. A log written with
+/// another key, or none, is refused: continuing it would break its chain.
+pub(crate) fn check_genesis(file: &mut File, chain: &Chain) -> Result<(), String> {
+    file.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
+    let mut first = Vec::new();
+    BufReader::new(&mut *file).take(MAX_LINE_BYTES + 1).read_until(b'\n', &mut first).map_err(|e| e.to_string())?;
+    let record: serde_json::Value =
+        serde_json::from_slice(first.strip_suffix(b"\n").unwrap_or(&first)).map_err(|e| format!("not JSON: {e}"))?;
+    if record.get("prev").and_then(serde_json::Value::as_str) == Some(chain.genesis().as_str()) {
+        return Ok(());
+    }
+    Err(if chain.is_keyed() {
+        "its chain is not keyed with the configured key (it was written without a key, or with another one): \
+         start a new log file, or configure the key it was written with"
+            .to_owned()
+    } else {
+        "its chain is keyed, or its first record was altered: configure the key it was written with \
+         (`[audit] key_file`), or start a new log file"
+            .to_owned()
+    })
 }
 
 /// The offset of the last `\n` before `before`, reading backwards in chunks.
@@ -76,6 +99,11 @@ mod tests {
     use super::*;
     use std::io::Write;
 
+    /// The first record of an unkeyed log, with `rest` after its `seq` and `prev`.
+    fn first(rest: &str) -> String {
+        format!("{{\"seq\":1,\"prev\":\"{}\"{rest}}}\n", crate::chain::genesis_hash())
+    }
+
     fn file_with(bytes: &[u8]) -> (tempfile::TempDir, File) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log");
@@ -87,51 +115,74 @@ mod tests {
     #[test]
     fn an_empty_log_starts_at_genesis() {
         let (_d, mut f) = file_with(b"");
-        assert_eq!(recover(&mut f).unwrap(), Tail { next_seq: 1, prev: genesis_hash(), truncated: 0 });
+        assert_eq!(
+            recover(&mut f, &Chain::default()).unwrap(),
+            Tail { next_seq: 1, prev: crate::chain::genesis_hash(), truncated: 0 }
+        );
     }
 
     #[test]
     fn the_chain_continues_after_the_last_complete_record() {
-        let (_d, mut f) = file_with(b"{\"seq\":1}\n{\"seq\":2}\n");
-        assert_eq!(recover(&mut f).unwrap(), Tail { next_seq: 3, prev: line_hash(b"{\"seq\":2}"), truncated: 0 });
+        let (_d, mut f) = file_with(format!("{}{{\"seq\":2}}\n", first("")).as_bytes());
+        assert_eq!(
+            recover(&mut f, &Chain::default()).unwrap(),
+            Tail { next_seq: 3, prev: crate::chain::line_hash(b"{\"seq\":2}"), truncated: 0 }
+        );
     }
 
     #[test]
     fn a_torn_last_record_is_cut_off() {
-        let (_d, mut f) = file_with(b"{\"seq\":1}\n{\"seq\":2,\"ti");
-        let tail = recover(&mut f).unwrap();
+        let (_d, mut f) = file_with(format!("{}{{\"seq\":2,\"ti", first("")).as_bytes());
+        let tail = recover(&mut f, &Chain::default()).unwrap();
         assert_eq!((tail.next_seq, tail.truncated), (2, 12));
-        assert_eq!(f.metadata().unwrap().len(), 10);
+        assert_eq!(f.metadata().unwrap().len(), first("").len() as u64);
         f.write_all(b"x").unwrap();
     }
 
     #[test]
     fn a_log_that_is_only_a_torn_record_starts_fresh() {
         let (_d, mut f) = file_with(b"{\"seq\":1,");
-        assert_eq!(recover(&mut f).unwrap(), Tail { next_seq: 1, prev: genesis_hash(), truncated: 9 });
+        assert_eq!(
+            recover(&mut f, &Chain::default()).unwrap(),
+            Tail { next_seq: 1, prev: crate::chain::genesis_hash(), truncated: 9 }
+        );
     }
 
     #[test]
     fn a_last_line_longer_than_a_chunk_is_found() {
-        let long = format!("{{\"seq\":1,\"x\":\"{}\"}}\n", "a".repeat(200_000));
+        let long = first(&format!(",\"x\":\"{}\"", "a".repeat(200_000)));
         let (_d, mut f) = file_with(long.as_bytes());
-        assert_eq!(recover(&mut f).unwrap().next_seq, 2);
+        assert_eq!(recover(&mut f, &Chain::default()).unwrap().next_seq, 2);
     }
 
     #[test]
     fn a_last_line_over_the_bound_is_an_error_not_an_allocation() {
-        let mut bytes = b"{\"seq\":1}\n".to_vec();
+        let mut bytes = first("").into_bytes();
         bytes.resize(bytes.len() + MAX_LINE_BYTES as usize + 1, b'x');
         bytes.push(b'\n');
         let (_d, mut f) = file_with(&bytes);
-        assert!(recover(&mut f).unwrap_err().contains("longer than"));
+        assert!(recover(&mut f, &Chain::default()).unwrap_err().contains("longer than"));
     }
 
     #[test]
     fn an_unreadable_last_record_is_an_error() {
         let (_d, mut f) = file_with(b"garbage\n");
-        assert!(recover(&mut f).unwrap_err().starts_with("not JSON"));
+        assert!(recover(&mut f, &Chain::default()).unwrap_err().starts_with("not JSON"));
         let (_d, mut f) = file_with(b"{\"seq\":-1}\n");
-        assert_eq!(recover(&mut f).unwrap_err(), "no `seq` number");
+        assert_eq!(recover(&mut f, &Chain::default()).unwrap_err(), "no `seq` number");
+    }
+
+    #[test]
+    fn a_log_is_continued_only_under_the_chain_it_was_written_with() {
+        let keyed = Chain::new(Some(crate::chain::ChainKey::new(vec![9; 32]).unwrap()));
+        let (_d, mut f) = file_with(first("").as_bytes());
+        assert!(check_genesis(&mut f, &keyed).unwrap_err().contains("not keyed with the configured key"));
+        check_genesis(&mut f, &Chain::default()).unwrap();
+        let keyed_log = format!("{{\"seq\":1,\"prev\":\"{}\"}}\n", keyed.genesis());
+        let (_d, mut f) = file_with(keyed_log.as_bytes());
+        assert!(check_genesis(&mut f, &Chain::default()).unwrap_err().contains("its chain is keyed"));
+        check_genesis(&mut f, &keyed).unwrap();
+        let tail = recover(&mut f, &keyed).unwrap();
+        assert_eq!(tail.prev, keyed.link(keyed_log.trim_end().as_bytes()));
     }
 }

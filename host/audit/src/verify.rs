@@ -8,10 +8,11 @@
 //! Opening the log with [`crate::AuditLog::open`] cuts such a tail off.
 //!
 //! What a chain cannot show: the removal of records from the end (truncation), or replacing the
-//! whole file. Keep [`Summary::last_hash`] somewhere the writer of the log cannot reach to detect
-//! those.
+//! whole file. Keep an [`Anchor`] ([`Summary::anchor`], `wasmgate audit anchor`) somewhere the
+//! writer of the log cannot reach, and verify with it ([`Options::anchor`]) to detect those. A
+//! keyed log ([`Options::key`]) also cannot be rebuilt by a writer without the key.
 
-use crate::chain::{genesis_hash, line_hash};
+use crate::chain::{Anchor, Chain, ChainKey, GENESIS, line_hash};
 use crate::tail::MAX_LINE_BYTES;
 use serde_json::Value;
 use std::fmt;
@@ -26,10 +27,24 @@ pub struct Summary {
     pub records: u64,
     /// The last record's `seq` (0 for an empty log).
     pub last_seq: u64,
-    /// The hash the next record must carry as `prev`; pin it elsewhere to detect truncation.
+    /// The hash the next record must carry as `prev`.
     pub last_hash: String,
+    /// The last record as an anchor: keep it elsewhere, and a log cut short behind it, or
+    /// rewritten up to it, fails verification with it.
+    pub anchor: Anchor,
     /// The line number of a torn last record, when [`Tail::AllowIncomplete`] let it pass.
     pub incomplete_last_line: Option<u64>,
+}
+
+/// How to verify.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// How to treat a torn last record.
+    pub tail: Tail,
+    /// The key of a keyed chain.
+    pub key: Option<ChainKey>,
+    /// A record the log must still hold, unchanged.
+    pub anchor: Option<Anchor>,
 }
 
 /// How to treat a torn last record.
@@ -81,6 +96,15 @@ pub enum Problem {
     },
     /// The last line has no newline: a record torn by a process stopped mid-write.
     IncompleteLastRecord,
+    /// The anchored record is not the one anchored: the log was rewritten up to it.
+    AnchorMismatch,
+    /// The log ends before the anchored record: it was cut short.
+    CutShort {
+        /// The anchored record's `seq`.
+        anchored: u64,
+        /// The log's last `seq`.
+        last: u64,
+    },
 }
 
 impl fmt::Display for Problem {
@@ -93,9 +117,18 @@ impl fmt::Display for Problem {
             Problem::Sequence { expected } => {
                 write!(f, "expected seq {expected}: a record was removed, duplicated or moved here")
             }
-            Problem::NotGenesis => {
-                write!(f, "the first record does not start the chain: the log's start was cut or altered")
+            Problem::NotGenesis => write!(
+                f,
+                "the first record does not start the chain: the log's start was cut or altered, or the log is keyed \
+                 and was verified without its key (or with another one)"
+            ),
+            Problem::AnchorMismatch => {
+                write!(f, "this is not the anchored record: the log was rewritten up to the anchor")
             }
+            Problem::CutShort { anchored, last } => write!(
+                f,
+                "the log ends at seq {last}, before the anchored record (seq {anchored}): records were removed from its end"
+            ),
             Problem::Altered { next_line } => {
                 write!(f, "record was altered after it was written: its hash does not match `prev` in line {next_line}")
             }
@@ -113,10 +146,41 @@ pub fn verify(path: &Path) -> Result<Summary, VerifyError> {
 
 /// Verifies the log at `path`.
 pub fn verify_with(path: &Path, tail: Tail) -> Result<Summary, VerifyError> {
+    verify_options(path, &Options { tail, ..Options::default() })
+}
+
+/// Verifies the log at `path` as `options` say.
+pub fn verify_options(path: &Path, options: &Options) -> Result<Summary, VerifyError> {
+    let summary = chain(path, options)?;
+    if let Some(anchor) = &options.anchor
+        && summary.last_seq < anchor.seq
+    {
+        let line = summary.records + 1;
+        return Err(VerifyError {
+            line,
+            seq: None,
+            problem: Problem::CutShort { anchored: anchor.seq, last: summary.last_seq },
+        });
+    }
+    Ok(summary)
+}
+
+fn chain(path: &Path, options: &Options) -> Result<Summary, VerifyError> {
+    let tail = options.tail;
+    let chain = Chain::new(options.key.clone());
     let err = |line, seq, problem| VerifyError { line, seq, problem };
     let file = std::fs::File::open(path).map_err(|e| err(0, None, Problem::Io(e.to_string())))?;
     let mut reader = BufReader::new(file);
-    let mut summary = Summary { records: 0, last_seq: 0, last_hash: genesis_hash(), incomplete_last_line: None };
+    let mut summary = Summary {
+        records: 0,
+        last_seq: 0,
+        last_hash: chain.genesis(),
+        anchor: Anchor { seq: 0, hash: line_hash(GENESIS) },
+        incomplete_last_line: None,
+    };
+    if let Some(anchor) = options.anchor.as_ref().filter(|a| a.seq == 0 && a.hash != summary.anchor.hash) {
+        return Err(err(0, Some(anchor.seq), Problem::AnchorMismatch));
+    }
     let mut buf = Vec::new();
     let mut line_no = 0u64;
     loop {
@@ -163,8 +227,13 @@ pub fn verify_with(path: &Path, tail: Tail) -> Result<Summary, VerifyError> {
                 return Err(err(line_no, Some(seq), Problem::MissingField(field)));
             }
         }
+        let hash = line_hash(line);
+        if options.anchor.as_ref().is_some_and(|a| a.seq == seq && a.hash != hash) {
+            return Err(err(line_no, Some(seq), Problem::AnchorMismatch));
+        }
         summary.records += 1;
         summary.last_seq = seq;
-        summary.last_hash = line_hash(line);
+        summary.last_hash = chain.link(line);
+        summary.anchor = Anchor { seq, hash };
     }
 }

@@ -44,8 +44,10 @@ fn records_are_json_lines_with_seq_time_prev_and_the_event() {
         format!(
             "{{\"seq\":1,\"time\":\"2026-05-01T09:30:00.125Z\",\"prev\":\"{}\",\"call\":\"c1\",\"provider\":\"calendar\",\
              \"tool\":\"calendar_query\",\"event\":\"requested\",\"verdict\":\"allow\",\"reason\":\"the policy allows \
-             `calendar_query`\",\"arguments\":{{\"from\":\"2026-05-01\",\"api_key\":\"[redacted]\"}}}}",
-            genesis_hash()
+             `calendar_query`\",\"arguments\":{{\"from\":\"2026-05-01\",\"api_key\":\"[redacted]\"}},\
+             \"arguments_sha256\":\"{}\"}}",
+            genesis_hash(),
+            wasmgate_audit::chain::line_hash(br#"{"from":"2026-05-01","api_key":"[redacted]"}"#)
         )
     );
     let second: Value = serde_json::from_str(&l[1]).unwrap();
@@ -90,6 +92,32 @@ fn oversized_arguments_are_redacted_before_they_are_shrunk() {
         redacted_record(Redaction::none().with_key("password"), json!({ name: "hunter2", "pad": "y".repeat(100_000) }));
     assert!(!line.contains("hunter2"), "{}", &line[..300]);
     assert!(line.contains("[redacted]"));
+}
+
+#[test]
+fn the_arguments_hash_covers_what_shrinking_leaves_out() {
+    // Past its 128th field an object's fields are left out of the record.
+    let with_bcc = |bcc: &str| {
+        let mut args = serde_json::Map::new();
+        for i in 0..200 {
+            args.insert(format!("f{i:03}"), Value::String("y".repeat(400)));
+        }
+        args.insert("bcc".into(), Value::String(bcc.into()));
+        Value::Object(args)
+    };
+    let args = with_bcc("mallory@example.invalid");
+    let line = redacted_record(Redaction::default(), args.clone());
+    let rec: Value = serde_json::from_str(&line).unwrap();
+    assert!(!line.contains("mallory"), "the field is shrunk out of the record");
+    let hash = rec["arguments_sha256"].as_str().unwrap();
+    let sha256 = |v: &Value| wasmgate_audit::chain::line_hash(v.to_string().as_bytes());
+    assert_eq!(hash, sha256(&args), "whoever holds the arguments can check them");
+    assert_ne!(hash, sha256(&with_bcc("someone@example.invalid")));
+    // Of the redacted arguments: the hash does not reveal a redacted secret either.
+    let line = redacted_record(Redaction::default(), json!({"password": "hunter2"}));
+    let rec: Value = serde_json::from_str(&line).unwrap();
+    let redacted = json!({"password": "[redacted]"}).to_string();
+    assert_eq!(rec["arguments_sha256"].as_str().unwrap(), wasmgate_audit::chain::line_hash(redacted.as_bytes()));
 }
 
 #[test]

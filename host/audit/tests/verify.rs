@@ -126,3 +126,85 @@ fn an_overlong_line_is_refused_without_reading_it_all() {
     std::fs::write(&path, vec![b'x'; (wasmgate_audit::tail::MAX_LINE_BYTES + 10) as usize]).unwrap();
     assert_eq!(verify(&path).unwrap_err().problem, Problem::TooLong);
 }
+
+fn key(byte: u8) -> wasmgate_audit::ChainKey {
+    wasmgate_audit::ChainKey::new(vec![byte; 32]).unwrap()
+}
+
+fn options(
+    key: Option<wasmgate_audit::ChainKey>,
+    anchor: Option<wasmgate_audit::Anchor>,
+) -> wasmgate_audit::VerifyOptions {
+    wasmgate_audit::VerifyOptions { key, anchor, ..wasmgate_audit::VerifyOptions::default() }
+}
+
+#[test]
+fn a_keyed_log_verifies_only_with_its_key_and_cannot_be_rebuilt_without_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let keyed = Options { key: Some(key(1)), ..Options::default() };
+    let log = AuditLog::open(&path, keyed.clone()).unwrap();
+    for i in 0..4 {
+        log.append(Entry::call(format!("c{i}"), "calendar", "calendar_query", Event::Started)).unwrap();
+    }
+    log.close().unwrap();
+    let summary = wasmgate_audit::verify_options(&path, &options(Some(key(1)), None)).unwrap();
+    assert_eq!(summary.records, 4);
+    for wrong in [None, Some(key(2))] {
+        let error = wasmgate_audit::verify_options(&path, &options(wrong, None)).unwrap_err();
+        assert_eq!((error.line, error.problem), (1, Problem::NotGenesis));
+    }
+    // Continued with the same key, the chain goes on; a writer without it is refused.
+    let log = AuditLog::open(&path, keyed).unwrap();
+    log.append(Entry::call("c4", "calendar", "calendar_query", Event::Started)).unwrap();
+    log.close().unwrap();
+    assert_eq!(wasmgate_audit::verify_options(&path, &options(Some(key(1)), None)).unwrap().records, 5);
+    let refused = AuditLog::open(&path, Options::default()).unwrap_err();
+    assert!(refused.to_string().contains("its chain is keyed"), "{refused}");
+
+    // Someone who can write the file changes a record and rebuilds the chain as the unkeyed
+    // log would be built: the keyed check finds the change.
+    let lines: Vec<String> = std::fs::read_to_string(&path).unwrap().lines().map(str::to_owned).collect();
+    let mut forged = Vec::new();
+    let mut prev = wasmgate_audit::chain::genesis_hash();
+    for line in &lines {
+        let mut record: serde_json::Value = serde_json::from_str(line).unwrap();
+        record["prev"] = serde_json::Value::String(prev.clone());
+        if record["seq"] == 3 {
+            record["tool"] = "calendar_delete".into();
+        }
+        let text = record.to_string();
+        prev = wasmgate_audit::chain::line_hash(text.as_bytes());
+        forged.push(text);
+    }
+    write_lines(&path, &forged);
+    assert!(verify(&path).is_ok(), "the forgery passes as an unkeyed log");
+    let error = wasmgate_audit::verify_options(&path, &options(Some(key(1)), None)).unwrap_err();
+    assert_eq!(error.problem, Problem::NotGenesis);
+}
+
+#[test]
+fn an_anchor_finds_a_log_cut_short_or_rewritten_behind_it() {
+    let (_d, path, lines) = log_of(6);
+    let anchor = verify(&path).unwrap().anchor;
+    assert_eq!(anchor.seq, 6);
+    assert!(wasmgate_audit::verify_options(&path, &options(None, Some(anchor.clone()))).is_ok());
+
+    // Cut short: the last two records removed. The chain alone still verifies.
+    write_lines(&path, &lines[..4]);
+    assert!(verify(&path).is_ok());
+    let error = wasmgate_audit::verify_options(&path, &options(None, Some(anchor.clone()))).unwrap_err();
+    assert_eq!(error.problem, Problem::CutShort { anchored: 6, last: 4 });
+    assert!(error.to_string().contains("records were removed from its end"), "{error}");
+
+    // Rewritten: a new log of the same length in its place.
+    let (_d2, other, _) = log_of(6);
+    std::fs::copy(&other, &path).unwrap();
+    let error = wasmgate_audit::verify_options(&path, &options(None, Some(anchor.clone()))).unwrap_err();
+    assert_eq!((error.seq, error.problem), (Some(6), Problem::AnchorMismatch));
+
+    // An anchor of an earlier record holds while the log grows after it.
+    write_lines(&path, &lines);
+    let early = wasmgate_audit::Anchor { seq: 2, hash: wasmgate_audit::chain::line_hash(lines[1].as_bytes()) };
+    assert!(wasmgate_audit::verify_options(&path, &options(None, Some(early))).is_ok());
+}

@@ -1,4 +1,5 @@
-//! `wasmgate audit verify`: an intact log verifies; a tampered record is named.
+//! `wasmgate audit verify` and `audit anchor`: an intact log verifies; a tampered record is named;
+//! a log cut short behind an anchor, or verified without its key, fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::{Command, Output};
@@ -55,4 +56,55 @@ fn a_torn_tail_fails_unless_allowed() {
     let out = verify(&["--allow-incomplete", path.to_str().unwrap()]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("incomplete"));
+}
+
+fn wasmgate(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wasmgate")).args(args).output().unwrap()
+}
+
+#[test]
+fn an_anchor_printed_now_finds_the_log_cut_short_later() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    write_log(&path);
+    let file = path.to_str().unwrap();
+    let out = wasmgate(&["audit", "anchor", file]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let anchor = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert!(anchor.starts_with("wasmgate-audit-anchor:3:"), "{anchor}");
+    let out = verify(&["--anchor", &anchor, file]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("the anchored record is there unchanged"));
+
+    let text = std::fs::read_to_string(&path).unwrap();
+    let kept: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, kept).unwrap();
+    assert!(verify(&[file]).status.success(), "the chain alone cannot tell");
+    let out = verify(&["--anchor", &anchor, file]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("the log ends at seq 2, before the anchored record (seq 3)"), "{stderr}");
+    let out = verify(&["--anchor", "not-an-anchor", file]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("as `wasmgate audit anchor` prints"));
+}
+
+#[test]
+fn a_keyed_log_verifies_with_its_key_file_only() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let key_path = dir.path().join("audit.key");
+    std::fs::write(&key_path, [42u8; 32]).unwrap();
+    std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let key = wasmgate_audit::ChainKey::load(&key_path).unwrap();
+    let log = AuditLog::open(&path, Options { key: Some(key), ..Options::default() }).unwrap();
+    log.append(Entry::call("c", "calendar", "calendar_query", Event::Started)).unwrap();
+    log.close().unwrap();
+    let (file, key_file) = (path.to_str().unwrap(), key_path.to_str().unwrap());
+    assert!(verify(&["--key", key_file, file]).status.success());
+    let out = verify(&[file]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("verified without its key"), "{out:?}");
+    std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = verify(&["--key", key_file, file]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("chmod 600"), "{out:?}");
 }

@@ -105,3 +105,25 @@ fn a_relative_xdg_state_home_is_ignored_and_the_state_goes_beside_the_config() {
     let strays: Vec<_> = std::fs::read_dir(elsewhere.path()).unwrap().collect();
     assert!(strays.is_empty(), "nothing was made where the gateway was started: {strays:?}");
 }
+
+#[test]
+fn a_keyed_audit_log_is_written_under_the_key_and_a_shared_key_file_stops_start_up() {
+    let dir = setup();
+    let dir = dir.path();
+    let config = std::fs::read_to_string(dir.join("wasmgate.toml")).unwrap();
+    std::fs::write(dir.join("wasmgate.toml"), format!("{config}\n[audit]\nkey_file = \"audit.key\"\n")).unwrap();
+    let key = dir.join("audit.key");
+    std::fs::write(&key, [5u8; 32]).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let refused = wasmgate(dir, &["tools"]);
+    assert!(!refused.status.success());
+    assert!(stderr(&refused).contains("chmod 600"), "{}", stderr(&refused));
+
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert!(wasmgate(dir, &["review", "--yes"]).status.success());
+    let log = dir.join("state/audit.jsonl");
+    let (log, key) = (log.to_str().unwrap(), key.to_str().unwrap());
+    let keyed = wasmgate(dir, &["audit", "verify", log, "--key", key]);
+    assert!(keyed.status.success(), "{}", stderr(&keyed));
+    assert!(!wasmgate(dir, &["audit", "verify", log]).status.success(), "not an unkeyed chain");
+}

@@ -11,6 +11,7 @@
 //! [audit]
 //! path = "audit.jsonl"            # default: <state_dir>/audit.jsonl
 //! durability = "every-call"       # or "batched" (with batch_ms) or "off"
+//! key_file = "audit.key"          # optional: a keyed chain (HMAC-SHA256), 0600, 32+ bytes
 //!
 //! [limits]                        # formatter limits, unless the policy overrides them
 //! deadline_ms = 1000
@@ -68,6 +69,7 @@ struct RawAudit {
     batch_ms: Option<u64>,
     #[serde(default)]
     redact: Vec<String>,
+    key_file: Option<PathBuf>,
 }
 
 /// Formatter limits (milliseconds and bytes), each optional.
@@ -197,6 +199,8 @@ pub struct AuditConfig {
     pub durability: Durability,
     /// Argument keys redacted beyond the defaults.
     pub redact: Vec<String>,
+    /// The key of a keyed chain, if any.
+    pub key_file: Option<PathBuf>,
 }
 
 /// A loaded, checked `wasmgate.toml`, with every path made absolute.
@@ -340,6 +344,7 @@ impl Config {
                 path: raw.audit.path.map(at).unwrap_or_else(|| state_dir.join("audit.jsonl")),
                 durability,
                 redact: raw.audit.redact,
+                key_file: raw.audit.key_file.map(at),
             },
             state_dir,
             limits: raw.limits,

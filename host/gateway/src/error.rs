@@ -27,6 +27,9 @@ pub enum StartError {
         /// Why not.
         source: std::io::Error,
     },
+    /// The audit chain's key file is unusable: no log, no calls.
+    #[error("cannot use the audit key file: {0}")]
+    AuditKey(String),
     /// The audit log cannot be opened: no log, no calls.
     #[error("cannot open the audit log")]
     Audit(#[source] AuditError),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wasmgate_adapter::{ComponentProvider, FormatterRule, Formatters, McpProvider, ToolSource};
-use wasmgate_audit::{AuditLog, Entry, Event, Options, Redaction};
+use wasmgate_audit::{AuditLog, ChainKey, Entry, Event, Options, Redaction};
 use wasmgate_client::confine::provider_workdir;
 use wasmgate_client::{
     Bearer, ClientConfig, Confinement, Enforcement, HttpConfig, HttpTransport, Network, StdioConfig, StdioTransport,
@@ -53,7 +53,8 @@ impl Gateway {
         let policy = Policy::load(&config.policy)?;
         let lock = if config.lock.exists() { Lock::load(&config.lock)? } else { Lock::default() };
         let redaction = config.audit.redact.iter().fold(Redaction::default(), |r, key| r.with_key(key));
-        let options = Options { durability: config.audit.durability, redaction };
+        let key = config.audit.key_file.as_deref().map(ChainKey::load).transpose().map_err(StartError::AuditKey)?;
+        let options = Options { durability: config.audit.durability, redaction, key };
         if let Some(parent) = config.audit.path.parent() {
             // Directories it creates are its owner's only: the audit log and the
             // state beside it hold call arguments.

@@ -66,6 +66,13 @@ fn errors_name_the_line_the_key_and_the_fix() {
 }
 
 #[test]
+fn an_audit_key_file_is_read_relative_to_the_config() {
+    let config = parse("[audit]\nkey_file = \"keys/audit.key\"\n").unwrap();
+    assert_eq!(config.audit.key_file.as_deref(), Some(Path::new("/etc/wg/keys/audit.key")));
+    assert_eq!(parse("").unwrap().audit.key_file, None);
+}
+
+#[test]
 fn mcp_servers_json_is_imported_and_checked() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("claude.json");
