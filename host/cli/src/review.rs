@@ -7,8 +7,8 @@ use std::sync::Arc;
 use anyhow::bail;
 use clap::Args;
 use wasmgate_guard::Unattended;
-use wasmgate_policy::ReviewState;
 use wasmgate_policy::sanitize::escape_for_display;
+use wasmgate_policy::{ReviewState, definition};
 
 use crate::open::ConfigArgs;
 
@@ -34,8 +34,20 @@ pub async fn run(args: ReviewArgs) -> anyhow::Result<()> {
         bail!("no terminal to ask on; review interactively, or pass --yes to approve everything shown");
     }
     let mut approved = 0;
+    let mut reviewable = 0;
     for item in &pending {
         let offer = &item.offer;
+        if let Some(why) = &item.unusable {
+            println!(
+                "\n{} of provider {} is reviewed but WITHHELD: {}",
+                offer.name,
+                offer.provider,
+                escape_for_display(why)
+            );
+            println!("(review cannot change that: the provider must send a definition without those characters)");
+            continue;
+        }
+        reviewable += 1;
         match &item.state {
             ReviewState::Changed { diff } => {
                 println!("\n{} of provider {} CHANGED since it was reviewed:", offer.name, offer.provider);
@@ -46,6 +58,16 @@ pub async fn run(args: ReviewArgs) -> anyhow::Result<()> {
                 let shown = serde_json::to_string_pretty(&offer.definition).unwrap_or_default();
                 println!("{}", escape_for_display(&shown));
             }
+        }
+        if let Some(Err(why)) = offer.definition.get("inputSchema").map(definition::clean_schema) {
+            println!("WITHHELD even if approved: its inputSchema: {}", escape_for_display(&why));
+        }
+        for (at, found) in definition::poisoned(&offer.definition) {
+            println!(
+                "WARNING: {at} reads like instructions to the model ({}). A tool's text reaches the model \
+                 beside the tool: approve it only if you trust what it asks.",
+                found.join("; ")
+            );
         }
         let yes = match answers.as_mut() {
             None => true,
@@ -63,7 +85,7 @@ pub async fn run(args: ReviewArgs) -> anyhow::Result<()> {
             println!("approved: {}__{}", offer.provider, offer.name);
         }
     }
-    println!("{approved} of {} definitions approved", pending.len());
+    println!("{approved} of {reviewable} definitions approved");
     gateway.close().await;
     Ok(())
 }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use wasmgate_gateway::ToolState;
 use wasmgate_guard::Unattended;
+use wasmgate_policy::sanitize::escape_for_display;
 
 use crate::open::ConfigArgs;
 
@@ -18,11 +19,15 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<()> {
         }
         for status in statuses.iter().filter(|s| s.provider == provider.name) {
             println!("  {:<48} {}", status.exposed, status.state);
-            if let ToolState::Changed(diff) = &status.state {
-                // The diff escapes the provider's text itself (`Diff`'s Display).
-                for line in diff.lines() {
-                    println!("      {line}");
+            match &status.state {
+                ToolState::Changed(diff) => {
+                    // The diff escapes the provider's text itself (`Diff`'s Display).
+                    for line in diff.lines() {
+                        println!("      {line}");
+                    }
                 }
+                ToolState::Unusable(why) => println!("      {}", escape_for_display(why)),
+                _ => {}
             }
         }
     }

@@ -459,6 +459,31 @@ async fn names_shaped_like_other_providers_tools_stay_under_their_own_prefix() {
 }
 
 #[tokio::test]
+async fn a_poisoned_definition_is_marked_at_review_and_its_hidden_text_never_served() {
+    let dir = configure(&["poisoned"]);
+    let review = wasmgate(dir.path(), &["review", "--yes"]);
+    assert!(review.status.success(), "{}", stderr(&review));
+    let shown = stdout(&review);
+    assert!(shown.contains("WARNING: /inputSchema/properties/a/description reads like instructions"), "{shown}");
+    assert!(
+        shown.contains("Adds two numbers.\\u{e0020}\\u{e0054}\\u{e0068}"),
+        "the hidden text shown escaped: {shown}"
+    );
+    assert!(shown.contains("WITHHELD even if approved") && shown.contains("/properties/kind/enum/1"), "{shown}");
+
+    let tools = wasmgate(dir.path(), &["tools"]);
+    let listed = stdout(&tools);
+    assert!(listed.lines().any(|l| l.contains("bad__pick") && l.ends_with("unusable")), "{listed}");
+
+    let (client, _pid) = serve(dir.path()).await;
+    let served = client.list_tools().await.unwrap();
+    let add = served.iter().find(|t| t.name == "bad__add").expect("bad__add is served");
+    assert_eq!(add.description.as_deref(), Some("Adds two numbers."), "the tag characters are gone");
+    assert!(!served.iter().any(|t| t.name == "bad__pick"), "an unusable definition is not served");
+    client.close().await;
+}
+
+#[tokio::test]
 async fn an_answer_that_is_not_utf8_fails_its_call() {
     let served = gateway("non-utf8").await;
     served.assert_failed("bad__trap").await;

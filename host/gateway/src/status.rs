@@ -1,5 +1,6 @@
 //! What `wasmgate tools` shows: every offered tool and whether the agent gets it.
 
+use wasmgate_guard::Admission;
 use wasmgate_policy::{ReviewState, Verdict};
 
 use crate::start::Gateway;
@@ -17,6 +18,8 @@ pub enum ToolState {
     Unreviewed,
     /// Changed since it was reviewed: withheld; what changed.
     Changed(String),
+    /// Reviewed, but its definition cannot be shown safely: withheld; why.
+    Unusable(String),
 }
 
 impl std::fmt::Display for ToolState {
@@ -27,6 +30,7 @@ impl std::fmt::Display for ToolState {
             Self::Denied => "denied",
             Self::Unreviewed => "unreviewed",
             Self::Changed(_) => "changed",
+            Self::Unusable(_) => "unusable",
         })
     }
 }
@@ -51,17 +55,19 @@ impl Gateway {
         for source in self.sources() {
             let (offers, _) = source.offers().await;
             for offer in offers {
-                let state = match self.guard.review_state(&offer) {
-                    ReviewState::New => ToolState::Unreviewed,
-                    ReviewState::Changed { diff } => ToolState::Changed(diff.to_string()),
-                    ReviewState::Reviewed => match self.guard.policy().static_verdict(&offer.provider, &offer.name) {
+                let exposed = offer.tool.spec.name.clone();
+                let (provider, tool) = (offer.provider.clone(), offer.name.clone());
+                let state = match self.guard.admit(offer) {
+                    Admission::Withheld(ReviewState::Changed { diff }) => ToolState::Changed(diff.to_string()),
+                    Admission::Withheld(_) => ToolState::Unreviewed,
+                    Admission::Unusable(why) => ToolState::Unusable(why),
+                    Admission::Offered(_) => match self.guard.policy().static_verdict(&provider, &tool) {
                         Verdict::Allow => ToolState::Allowed,
                         Verdict::Ask => ToolState::Ask,
                         Verdict::Deny => ToolState::Denied,
                     },
                 };
-                let exposed = offer.tool.spec.name.clone();
-                all.push(ToolStatus { provider: offer.provider, tool: offer.name, exposed, state });
+                all.push(ToolStatus { provider, tool, exposed, state });
             }
         }
         all

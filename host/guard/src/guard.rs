@@ -20,9 +20,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use serde_json::Value;
-use wasmgate_agent::{BoxFuture, CancellationToken, Offer, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult};
+use wasmgate_agent::{
+    BoxFuture, CancellationToken, Offer, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult, ToolSpec,
+};
 use wasmgate_audit::{AuditLog, Entry, Event};
-use wasmgate_policy::{Decision, InjectionAction, Lock, LockError, Policy, ReviewState, Verdict};
+use wasmgate_policy::{Decision, InjectionAction, Lock, LockError, Policy, ReviewState, Verdict, definition};
 
 use crate::approver::{Approval, ApprovalRequest, Approver, Subject};
 use crate::screen::{Screened, screen};
@@ -45,10 +47,14 @@ pub struct Guard {
 /// Whether an offered tool reaches the agent.
 #[derive(Debug)]
 pub enum Admission {
-    /// Reviewed and unchanged: the guarded tool.
+    /// Reviewed and unchanged: the guarded tool, its text cleaned.
     Offered(Tool),
     /// New or changed since review: withheld until reviewed.
     Withheld(ReviewState),
+    /// Reviewed, but its definition cannot be shown safely (a string of its schema that
+    /// means something to the tool carries invisible or control characters): withheld,
+    /// and review cannot change that.
+    Unusable(String),
 }
 
 impl Guard {
@@ -118,7 +124,10 @@ impl Guard {
     pub fn admit(self: &Arc<Self>, offer: Offer) -> Admission {
         match self.review_state(&offer) {
             ReviewState::Reviewed => {
-                let spec = offer.tool.spec.clone();
+                let spec = match screened(&offer.tool.spec) {
+                    Ok(spec) => spec,
+                    Err(why) => return Admission::Unusable(why),
+                };
                 let guarded = Guarded {
                     guard: Arc::clone(self),
                     provider: offer.provider,
@@ -237,6 +246,17 @@ impl Drop for Access {
             self.guard.note(Entry::call(&self.call, &self.provider, &self.what, event));
         }
     }
+}
+
+/// `spec` as a model may read it: the description and the prose of the input schema
+/// sanitized like a result (invisible, bidi, tag and control characters and escape
+/// sequences removed), or why it cannot be.
+fn screened(spec: &ToolSpec) -> Result<ToolSpec, String> {
+    Ok(ToolSpec {
+        name: spec.name.clone(),
+        description: definition::clean_text(&spec.description),
+        input_schema: definition::clean_schema(&spec.input_schema).map_err(|why| format!("its inputSchema: {why}"))?,
+    })
 }
 
 /// What a guarded read is recorded as, in the `tool` field of its records.

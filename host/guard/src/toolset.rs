@@ -16,8 +16,11 @@ use crate::guard::{Admission, Guard};
 pub struct WithheldTool {
     /// The offer as the provider made it.
     pub offer: Offer,
-    /// New, or changed (with what changed).
+    /// New, changed (with what changed), or reviewed.
     pub state: ReviewState,
+    /// Set when the definition is reviewed but cannot be shown safely: why (review
+    /// cannot change that; the provider must).
+    pub unusable: Option<String>,
 }
 
 /// Every source's reviewed tools, guarded.
@@ -78,8 +81,12 @@ impl GuardedToolset {
                 match self.guard.admit(offer.clone()) {
                     Admission::Offered(tool) => offered.push(tool),
                     Admission::Withheld(state) => {
-                        self.report(&offer, &state);
-                        withheld.push(WithheldTool { offer, state });
+                        self.report(&offer, Why::Review(&state));
+                        withheld.push(WithheldTool { offer, state, unusable: None });
+                    }
+                    Admission::Unusable(why) => {
+                        self.report(&offer, Why::Unusable(&why));
+                        withheld.push(WithheldTool { offer, state: ReviewState::Reviewed, unusable: Some(why) });
                     }
                 }
             }
@@ -90,7 +97,7 @@ impl GuardedToolset {
         offered
     }
 
-    fn report(&self, offer: &Offer, state: &ReviewState) {
+    fn report(&self, offer: &Offer, why: Why<'_>) {
         let hash = definition_hash(&offer.definition);
         let news = self.reported.lock().map_or(News::Known, |mut reported| {
             let provider = reported.entry(offer.provider.clone()).or_default();
@@ -107,17 +114,22 @@ impl GuardedToolset {
             seen.push_back(hash);
             News::Tool
         });
-        let message = match (news, state) {
+        let message = match (news, why) {
             (News::Known, _) => return,
             (News::TooMany, _) => format!(
                 "more than {REPORTED_TOOLS_PER_PROVIDER} tools of this provider are withheld; the rest are withheld \
                  without a record each (the first of them: {})",
                 offer.name
             ),
-            (News::Tool, ReviewState::Changed { diff }) => {
+            (News::Tool, Why::Review(ReviewState::Changed { diff })) => {
                 format!("tool {} changed since it was reviewed; withheld until reviewed again: {diff}", offer.name)
             }
-            (News::Tool, _) => format!("tool {} has not been reviewed; withheld until reviewed", offer.name),
+            (News::Tool, Why::Review(_)) => {
+                format!("tool {} has not been reviewed; withheld until reviewed", offer.name)
+            }
+            (News::Tool, Why::Unusable(why)) => {
+                format!("tool {} is withheld: its definition cannot be shown safely: {why}", offer.name)
+            }
         };
         tracing::warn!(provider = %offer.provider, tool = %offer.name, "{message}");
         let mut entry = Entry::log(Event::Warning { message });
@@ -127,6 +139,13 @@ impl GuardedToolset {
             tracing::error!(error = %e, "audit log cannot be written");
         }
     }
+}
+
+/// Why a tool is withheld, for its record.
+#[derive(Debug, Clone, Copy)]
+enum Why<'a> {
+    Review(&'a ReviewState),
+    Unusable(&'a str),
 }
 
 /// Whether a withheld tool is news for the audit log.

@@ -14,7 +14,8 @@
 //!   formatters; [`verdict`] is the answer ([`Verdict`], [`Decision`]); [`error`] locates mistakes
 //!   by line and key ([`PolicyError`]).
 //! * Review and pinning: [`canonical`] hashes a tool definition ([`definition_hash`]); [`lock`]
-//!   is the lock file ([`Lock`], [`ReviewState`]); [`diff`] says what changed.
+//!   is the lock file ([`Lock`], [`ReviewState`]); [`diff`] says what changed; [`definition`]
+//!   cleans a definition's text for the model and finds the parts that read like instructions.
 //! * Names: [`name`] maps `(provider, tool)` into MCP's tool name rules injectively
 //!   ([`prefixed_name`], [`split_prefixed`]).
 //! * Injection: [`sanitize`](mod@sanitize) strips control, escape and invisible characters; [`frame`](mod@frame) wraps a
@@ -25,6 +26,7 @@
 pub mod canonical;
 pub mod capped;
 pub mod constraint;
+pub mod definition;
 pub mod detect;
 pub mod diff;
 pub mod error;
