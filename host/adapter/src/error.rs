@@ -19,6 +19,14 @@ pub enum AdapterError {
         /// What the client reported (boxed: it is large, and start-up errors are rare).
         source: Box<ClientError>,
     },
+    /// A provider's transport could not be set up (a stdio server not spawned, a bad URL).
+    #[error("cannot start provider {provider:?}")]
+    Transport {
+        /// The provider's configured name.
+        provider: String,
+        /// What the transport reported.
+        source: wasmgate_client::TransportError,
+    },
     /// A configured formatter file is not a usable formatter component.
     #[error("cannot load the formatter {}", path.display())]
     Formatter {

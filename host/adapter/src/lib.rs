@@ -22,6 +22,8 @@
 //! * [`resources`]: the optional `<provider>.read_resource` tool (and why prompts are not consumed);
 //! * [`content`]: an MCP provider's resources, prompts and completion as the guard's
 //!   [`ContentSource`](wasmgate_guard::ContentSource);
+//! * [`supervised`]: [`Supervised`], an MCP provider kept running: withheld and retried
+//!   when it cannot start, started again when it goes down;
 //! * [`formatters`]: which formatter renders which provider's and tool's results;
 //! * [`schema`]: compiling untrusted JSON Schemas safely (offline, linear-time regexes);
 //! * [`error`]: [`AdapterError`], what stops start-up.
@@ -38,6 +40,7 @@ pub mod provider;
 pub mod render;
 pub mod resources;
 pub mod schema;
+pub mod supervised;
 pub mod toolbox;
 
 pub use component::ComponentProvider;
@@ -48,6 +51,7 @@ pub use offer::Withheld;
 pub use provider::McpProvider;
 pub use render::{SCHEMA_MISMATCH, WITHHELD};
 pub use resources::read_resource_tool;
+pub use supervised::{Backoff, Supervised};
 pub use toolbox::{McpToolset, Toolbox};
 /// What every kind of provider implements, and one tool with its definition (defined
 /// where the trust boundary can name them without this crate).

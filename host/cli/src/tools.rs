@@ -17,6 +17,10 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<()> {
         if let Some(confinement) = &provider.confinement {
             println!("  confinement: {confinement}");
         }
+        if let Some(why) = gateway.provider_trouble(&provider.name) {
+            // A provider's own words may be in it (a server's error message).
+            println!("  withheld: {}", escape_for_display(&why));
+        }
         for status in statuses.iter().filter(|s| s.provider == provider.name) {
             println!("  {:<48} {}", status.exposed, status.state);
             match &status.state {

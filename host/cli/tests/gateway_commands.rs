@@ -127,3 +127,24 @@ fn a_keyed_audit_log_is_written_under_the_key_and_a_shared_key_file_stops_start_
     assert!(keyed.status.success(), "{}", stderr(&keyed));
     assert!(!wasmgate(dir, &["audit", "verify", log]).status.success(), "not an unkeyed chain");
 }
+
+#[test]
+fn a_provider_that_cannot_start_is_withheld_and_the_others_served_unless_it_is_required() {
+    let dir = setup();
+    let dir = dir.path();
+    let config = std::fs::read_to_string(dir.join("wasmgate.toml")).unwrap();
+    let broken = "\n[providers.broken]\ncommand = \"/nonexistent/mcp-server\"\n";
+    std::fs::write(dir.join("wasmgate.toml"), format!("{config}{broken}")).unwrap();
+    let tools = wasmgate(dir, &["tools"]);
+    assert!(tools.status.success(), "{}", stderr(&tools));
+    let listed = stdout(&tools);
+    assert!(listed.contains("broken (stdio)\n  withheld: "), "{listed}");
+    assert!(listed.contains("echo__echo") && listed.contains("calendar__calendar_query"), "{listed}");
+    let log = std::fs::read_to_string(dir.join("state/audit.jsonl")).unwrap();
+    assert!(log.contains("provider broken is withheld: cannot start provider"), "{log}");
+
+    std::fs::write(dir.join("wasmgate.toml"), format!("{config}{broken}required = true\n")).unwrap();
+    let refused = wasmgate(dir, &["tools"]);
+    assert!(!refused.status.success());
+    assert!(stderr(&refused).contains("cannot start provider \"broken\""), "{}", stderr(&refused));
+}

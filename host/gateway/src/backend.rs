@@ -47,11 +47,11 @@ impl Gateway {
             changes: watch::Sender::new(0),
             content: GuardedContent::new(
                 Arc::clone(&self.guard),
-                self.mcp_providers().iter().map(|p| Arc::new(p.clone()) as Arc<dyn ContentSource>).collect(),
+                self.mcp_providers().iter().map(|p| Arc::clone(p) as Arc<dyn ContentSource>).collect(),
             ),
         });
         for provider in self.mcp_providers() {
-            let mut changes = provider.client().tool_list_changes();
+            let mut changes = provider.changes();
             let watcher = Arc::downgrade(&backend);
             tokio::spawn(async move {
                 while changes.changed().await.is_ok() {

@@ -26,6 +26,7 @@
 //! url = "https://search.example/mcp"
 //! token_env = "SEARCH_TOKEN"
 //! call_timeout_ms = 30000         # one tools/call may take this long (default 120 s)
+//! required = true                 # the gateway does not start without it (default: withheld, retried)
 //!
 //! [providers.diary]               # a WASM tool component
 //! component = "diary.wasm"
@@ -142,6 +143,11 @@ pub struct ProviderConfig {
     /// (default: the client's, 120 s). A component's calls are bounded by the
     /// limits' `deadline_ms` instead.
     pub call_timeout_ms: Option<u64>,
+    /// Whether the gateway may not start without this provider. By default a provider that
+    /// cannot be started is withheld (its tools absent, the reason in `wasmgate tools` and
+    /// the audit log) and tried again, and the others are served.
+    #[serde(default)]
+    pub required: bool,
 }
 
 /// The first key set on `provider` that its kind does not use.

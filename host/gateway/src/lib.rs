@@ -8,7 +8,8 @@
 //! * [`config`]: `wasmgate.toml` ([`Config`]), checked with errors that name the line,
 //!   the key and the fix;
 //! * [`mcp_servers`]: importing a desktop client's `mcpServers` JSON as providers;
-//! * [`start`]: [`Gateway::start`], every provider started before anything is served;
+//! * [`start`]: [`Gateway::start`], every provider started (or withheld and retried)
+//!   before anything is served;
 //! * [`backend`]: [`GatewayBackend`], the guard's tools and content for the MCP server
 //!   face;
 //! * [`status`]: every tool's state (allowed, ask, denied, unreviewed, changed);

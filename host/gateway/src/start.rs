@@ -1,12 +1,17 @@
 //! [`Gateway::start`]: from a [`Config`] to guarded tools. Every provider is started or
-//! reached before anything is served, and any failure stops start-up with an error that
-//! names the provider (or the file) and what is wrong.
+//! reached before anything is served (the MCP servers all at once). One that fails is
+//! withheld, its reason logged and audited, and an MCP server is tried again with
+//! backoff; the others are served. A provider marked `required` that fails stops
+//! start-up with an error that names it and what is wrong, as does a broken file.
 
 use std::os::unix::fs::DirBuilderExt as _;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use wasmgate_adapter::{ComponentProvider, FormatterRule, Formatters, McpProvider, ToolSource};
+use wasmgate_adapter::supervised::{Connect, Report};
+use wasmgate_adapter::{
+    AdapterError, Backoff, ComponentProvider, FormatterRule, Formatters, McpProvider, Supervised, ToolSource,
+};
 use wasmgate_audit::{AuditLog, ChainKey, Entry, Event, Options, Redaction};
 use wasmgate_client::confine::provider_workdir;
 use wasmgate_client::{
@@ -29,7 +34,7 @@ pub struct Gateway {
     /// What was started, per provider.
     pub providers: Vec<ProviderInfo>,
     sources: Vec<Arc<dyn ToolSource>>,
-    mcp: Vec<McpProvider>,
+    mcp: Vec<Arc<Supervised>>,
 }
 
 /// One started provider.
@@ -39,8 +44,14 @@ pub struct ProviderInfo {
     pub name: String,
     /// How it is reached.
     pub kind: ProviderKind,
-    /// For a stdio server: what the kernel confines (the report's one-line summary).
+    /// For a stdio server: what the kernel confines (the report's one-line summary of
+    /// its last start).
     pub confinement: Option<String>,
+    /// Why it is not served, when it could not be set up at all (a formatter or a
+    /// component that would not load, a working directory that cannot be made): it is
+    /// not tried again. An MCP server that cannot be reached is tried again instead; see
+    /// [`Gateway::provider_trouble`].
+    pub withheld: Option<String>,
 }
 
 impl Gateway {
@@ -79,56 +90,74 @@ impl Gateway {
             .map_err(StartError::Sandbox)?;
         let mut sources: Vec<Arc<dyn ToolSource>> = Vec::new();
         let mut providers = Vec::new();
-        let mut mcp = Vec::new();
+        let mut servers = Vec::new();
         for (name, provider) in &config.providers {
             let rules = policy.provider(name);
             if rules.is_none() {
                 tracing::warn!(provider = %name, "the policy does not mention this provider: all its tools are denied");
             }
-            let limits = limits(&config.limits, rules);
-            let formatters = formatters(&sandbox, &json_text, name, rules, &limits)?;
             let kind = provider.kind();
-            let mut confinement = None;
-            match kind {
+            let mut info = ProviderInfo { name: name.clone(), kind: kind.clone(), confinement: None, withheld: None };
+            let limits = limits(&config.limits, rules);
+            let planned = formatters(&sandbox, &json_text, name, rules, &limits).and_then(|formatters| match kind {
                 ProviderKind::Component => {
-                    let source = component(&sandbox, name, provider, limits, formatters)?;
-                    sources.push(Arc::new(source));
+                    Ok(Planned::Component(Box::new(component(&sandbox, name, provider, limits, formatters)?)))
                 }
                 ProviderKind::Stdio | ProviderKind::Http => {
-                    let mut client = ClientConfig::default();
-                    if let Some(ms) = provider.call_timeout_ms {
-                        client.call_timeout = std::time::Duration::from_millis(ms);
-                    }
-                    let connected = if kind == ProviderKind::Http {
-                        let transport =
-                            HttpTransport::new(&http(name, provider)).map_err(|e| StartError::provider(name, e))?;
-                        McpProvider::connect(name, transport, client, formatters).await
-                    } else {
-                        let transport = StdioTransport::spawn(&stdio(config, name, provider, rules)?)
-                            .map_err(|e| StartError::provider(name, e))?;
-                        if let Some(report) = transport.confinement() {
-                            confinement = Some(report.to_string());
-                            if !report.is_complete() {
-                                warn_incomplete(&audit, name, &report.to_string());
-                            }
-                        }
-                        McpProvider::connect(name, transport, client, formatters).await
-                    };
-                    let connected = connected?;
-                    mcp.push(connected.clone());
-                    sources.push(Arc::new(connected));
+                    let confined = Arc::new(Mutex::new(None));
+                    let connect = connector(config, name, provider, rules, formatters, &audit, &confined)?;
+                    Ok(Planned::Server(connect, confined))
+                }
+            });
+            match planned {
+                Ok(Planned::Component(component)) => sources.push(Arc::new(*component)),
+                Ok(Planned::Server(connect, confined)) => servers.push((providers.len(), connect, confined)),
+                Err(error) if provider.required => return Err(error),
+                Err(error) => {
+                    let why = report_of(&error);
+                    withhold(&audit, name, &format!("provider {name} is withheld: {why}"));
+                    info.withheld = Some(why);
                 }
             }
-            providers.push(ProviderInfo { name: name.clone(), kind, confinement });
+            providers.push(info);
+        }
+        // Every server's first start at once: a slow one delays start-up by its own wait only.
+        let firsts = futures_util::future::join_all(servers.iter().map(|(_, connect, _)| connect())).await;
+        let mut mcp = Vec::new();
+        for ((index, connect, confined), first) in servers.into_iter().zip(firsts) {
+            let name = providers[index].name.clone();
+            let first = match first {
+                Err(error) if config.providers.get(&name).is_some_and(|p| p.required) => {
+                    return Err(StartError::Adapter(error));
+                }
+                first => first,
+            };
+            let audit = Arc::clone(&audit);
+            let report: Report = Arc::new(move |provider: &str, message: &str| withhold(&audit, provider, message));
+            let supervised = Supervised::start(&name, first, connect, Backoff::default(), report);
+            providers[index].confinement = confined.lock().ok().and_then(|c| c.clone());
+            sources.push(Arc::clone(&supervised) as Arc<dyn ToolSource>);
+            mcp.push(supervised);
         }
         let guard = Guard::new(policy, lock, Some(config.lock.clone()), approver, audit);
         let toolset = Arc::new(GuardedToolset::new(Arc::clone(&guard), sources.clone()));
         Ok(Self { guard, toolset, providers, sources, mcp })
     }
 
-    /// The upstream MCP servers (for change notifications).
-    pub(crate) fn mcp_providers(&self) -> &[McpProvider] {
+    /// The upstream MCP servers, kept running.
+    #[must_use]
+    pub fn mcp_providers(&self) -> &[Arc<Supervised>] {
         &self.mcp
+    }
+
+    /// Why provider `name` is not served now, if it is not: it could not be set up, or
+    /// it is down and being started again.
+    #[must_use]
+    pub fn provider_trouble(&self, name: &str) -> Option<String> {
+        if let Some(why) = self.providers.iter().find(|p| p.name == name).and_then(|p| p.withheld.clone()) {
+            return Some(why);
+        }
+        self.mcp.iter().find(|s| s.name() == name).and_then(|s| s.running().err())
     }
 
     /// Every provider's tool source.
@@ -137,12 +166,97 @@ impl Gateway {
         &self.sources
     }
 
-    /// Closes every MCP connection (a stdio server's whole process group ends).
+    /// Closes every MCP connection (a stdio server's whole process group ends) and stops
+    /// starting them again.
     pub async fn close(&self) {
         for provider in &self.mcp {
             provider.close().await;
         }
     }
+}
+
+/// What to do with one configured provider.
+enum Planned {
+    Component(Box<ComponentProvider>),
+    Server(Connect, Arc<Mutex<Option<String>>>),
+}
+
+/// An error and its causes, for a person.
+fn report_of(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Records that a provider is withheld, down or up again: in the log and the audit log.
+fn withhold(audit: &AuditLog, provider: &str, message: &str) {
+    tracing::warn!(provider, "{message}");
+    let mut entry = Entry::log(Event::Warning { message: message.to_owned() });
+    entry.provider = Some(provider.to_owned());
+    if let Err(e) = audit.record_later([entry]) {
+        tracing::error!(error = %e, "audit log cannot be written");
+    }
+}
+
+/// How to start an MCP server provider, each time: its transport (a confined child
+/// process, or HTTP), then the connection and its first listing. `confined` holds the
+/// summary of the last start's confinement.
+fn connector(
+    config: &Config,
+    name: &str,
+    provider: &ProviderConfig,
+    rules: Option<&ProviderPolicy>,
+    formatters: Arc<Formatters>,
+    audit: &Arc<AuditLog>,
+    confined: &Arc<Mutex<Option<String>>>,
+) -> Result<Connect, StartError> {
+    let mut client = ClientConfig::default();
+    if let Some(ms) = provider.call_timeout_ms {
+        client.call_timeout = Duration::from_millis(ms);
+    }
+    let transport = match provider.kind() {
+        ProviderKind::Http => Transport::Http(Box::new(http(name, provider))),
+        _ => Transport::Stdio(Box::new(stdio(config, name, provider, rules)?)),
+    };
+    let (name, audit, confined) = (name.to_owned(), Arc::clone(audit), Arc::clone(confined));
+    Ok(Arc::new(move || {
+        let (name, transport, client, formatters) =
+            (name.clone(), transport.clone(), client.clone(), Arc::clone(&formatters));
+        let (audit, confined) = (Arc::clone(&audit), Arc::clone(&confined));
+        Box::pin(async move {
+            let failed = |source| AdapterError::Transport { provider: name.clone(), source };
+            match transport {
+                Transport::Http(http) => {
+                    let transport = HttpTransport::new(&http).map_err(failed)?;
+                    McpProvider::connect(&name, transport, client, formatters).await
+                }
+                Transport::Stdio(stdio) => {
+                    let transport = StdioTransport::spawn(&stdio).map_err(failed)?;
+                    if let Some(report) = transport.confinement() {
+                        if let Ok(mut slot) = confined.lock() {
+                            *slot = Some(report.to_string());
+                        }
+                        if !report.is_complete() {
+                            warn_incomplete(&audit, &name, &report.to_string());
+                        }
+                    }
+                    McpProvider::connect(&name, transport, client, formatters).await
+                }
+            }
+        })
+    }))
+}
+
+/// A provider's transport settings.
+#[derive(Clone)]
+enum Transport {
+    Stdio(Box<StdioConfig>),
+    Http(Box<HttpConfig>),
 }
 
 fn warn_incomplete(audit: &AuditLog, provider: &str, report: &str) {

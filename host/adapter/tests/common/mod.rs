@@ -80,7 +80,7 @@ pub fn text(text: &str, is_error: bool) -> Value {
 }
 
 /// Plays the upstream until the client goes away or the script says `Die`.
-async fn serve(mut server: FakeServer, upstream: Arc<Upstream>) {
+pub async fn serve(mut server: FakeServer, upstream: Arc<Upstream>) {
     while let Some(message) = server.recv().await {
         let method = message["method"].as_str().unwrap_or_default().to_owned();
         let Some(id) = Id::from_value(&message["id"]).ok() else {

@@ -182,6 +182,13 @@ impl McpClient {
         }
     }
 
+    /// Why the connection is closed (the server's process exited, the transport failed,
+    /// or [`close`](Self::close) was called), or `None` while it is open.
+    #[must_use]
+    pub fn closed(&self) -> Option<CloseReason> {
+        self.shared.closed_reason()
+    }
+
     /// The server's configured name.
     #[must_use]
     pub fn server(&self) -> &str {

@@ -1,0 +1,292 @@
+//! [`Supervised`]: an MCP provider kept running. One provider cannot stop the others:
+//!
+//! * one that cannot be started or reached, or that fails its first listing, is
+//!   withheld (it offers no tools, and says why) and tried again with backoff;
+//! * one whose connection closes (a stdio server that exits) is started again with
+//!   backoff; calls in flight when it went down end as the failure contract says (the
+//!   transport closed), and the next look offers the new process's tools.
+//!
+//! The backoff starts at [`Backoff::first`] and doubles up to [`Backoff::most`]; a
+//! provider that stayed up for [`Backoff::settled`] starts again from the first delay.
+//! Every move (withheld, up, down) is reported to `report`, which the gateway writes to
+//! its log and audit log, and moves the [`changes`](Supervised::changes) counter, so a
+//! server face announces the changed tool list.
+
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+use wasmgate_agent::{BoxFuture, CancellationToken, Offer, ToolSource};
+use wasmgate_guard::content::{
+    Completion, CompletionRequest, ContentSource, Contents, PromptInfo, PromptMessages, Resource, ResourceTemplate,
+    SourceError,
+};
+
+use crate::error::AdapterError;
+use crate::provider::McpProvider;
+
+/// Starts the provider once (connects, lists its tools).
+pub type Connect = Arc<dyn Fn() -> BoxFuture<'static, Result<McpProvider, AdapterError>> + Send + Sync>;
+
+/// Where a supervised provider's moves are reported (the gateway's log and audit log).
+pub type Report = Arc<dyn Fn(&str, &str) + Send + Sync>;
+
+/// How long to wait before the next start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    /// After the first failure.
+    pub first: Duration,
+    /// At most.
+    pub most: Duration,
+    /// Up this long, a provider that goes down starts again from `first`.
+    pub settled: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self { first: Duration::from_secs(1), most: Duration::from_secs(60), settled: Duration::from_secs(60) }
+    }
+}
+
+/// Whether the provider runs now.
+#[derive(Debug, Clone)]
+enum State {
+    Up(McpProvider),
+    Down(String),
+    Closed,
+}
+
+/// An MCP provider kept running; see the module docs.
+pub struct Supervised {
+    name: String,
+    state: Mutex<State>,
+    changes: watch::Sender<u64>,
+}
+
+impl std::fmt::Debug for Supervised {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supervised").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+/// How often a running provider's connection is looked at.
+const WATCH_EVERY: Duration = Duration::from_millis(250);
+
+impl Supervised {
+    /// Supervises provider `name`, whose first start ended in `first`, started again by
+    /// `connect` whenever it is down. Spawns the supervising task on the current runtime;
+    /// it ends when the returned value is dropped or closed.
+    #[must_use]
+    pub fn start(
+        name: &str,
+        first: Result<McpProvider, AdapterError>,
+        connect: Connect,
+        backoff: Backoff,
+        report: Report,
+    ) -> Arc<Self> {
+        let state = match first {
+            Ok(provider) => State::Up(provider),
+            Err(error) => {
+                let why = reason(&error);
+                report(name, &format!("provider {name} is withheld: {why}; trying again in {:?}", backoff.first));
+                State::Down(why)
+            }
+        };
+        let supervised =
+            Arc::new(Self { name: name.to_owned(), state: Mutex::new(state), changes: watch::Sender::new(0) });
+        tokio::spawn(supervise(Arc::downgrade(&supervised), connect, backoff, report));
+        supervised
+    }
+
+    /// The provider's configured name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The running provider, or why there is none.
+    ///
+    /// # Errors
+    ///
+    /// Why the provider is not running.
+    pub fn running(&self) -> Result<McpProvider, String> {
+        match &*self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner) {
+            State::Up(provider) => Ok(provider.clone()),
+            State::Down(why) => Err(format!("provider {} is not running: {why}", self.name)),
+            State::Closed => Err(format!("provider {} is closed", self.name)),
+        }
+    }
+
+    /// A counter that moves when the provider comes up, goes down, or its tool list
+    /// changes.
+    #[must_use]
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    fn set(&self, state: State) {
+        *self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = state;
+        self.changes.send_modify(|n| *n += 1);
+    }
+
+    /// Stops supervising and closes the provider (a stdio server's whole process group ends).
+    pub async fn close(&self) {
+        let previous = std::mem::replace(
+            &mut *self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
+            State::Closed,
+        );
+        if let State::Up(provider) = previous {
+            provider.close().await;
+        }
+    }
+}
+
+/// An error's text with its causes, for a person.
+fn reason(error: &AdapterError) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// The supervising task: watches a running provider, starts a down one again.
+async fn supervise(weak: Weak<Supervised>, connect: Connect, backoff: Backoff, report: Report) {
+    let mut delay = backoff.first;
+    loop {
+        let Some(supervised) = weak.upgrade() else { return };
+        let state = supervised.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let name = supervised.name.clone();
+        drop(supervised);
+        match state {
+            State::Closed => return,
+            State::Up(provider) => {
+                let started = tokio::time::Instant::now();
+                let mut list_changes = provider.client().tool_list_changes();
+                let closed = loop {
+                    tokio::select! {
+                        changed = list_changes.changed() => {
+                            if changed.is_err() { break None; }
+                            let Some(supervised) = weak.upgrade() else { return };
+                            supervised.changes.send_modify(|n| *n += 1);
+                        }
+                        () = tokio::time::sleep(WATCH_EVERY) => {}
+                    }
+                    if let Some(reason) = provider.client().closed() {
+                        break Some(reason.to_string());
+                    }
+                    if weak.strong_count() == 0 {
+                        return;
+                    }
+                };
+                let Some(supervised) = weak.upgrade() else { return };
+                if matches!(*supervised.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner), State::Closed)
+                {
+                    return;
+                }
+                let why = closed.unwrap_or_else(|| "its connection ended".to_owned());
+                if started.elapsed() >= backoff.settled {
+                    delay = backoff.first;
+                }
+                report(&name, &format!("provider {name} went down ({why}); starting it again in {delay:?}"));
+                provider.close().await;
+                supervised.set(State::Down(why));
+            }
+            State::Down(_) => {
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(backoff.most);
+                if weak.strong_count() == 0 {
+                    return;
+                }
+                let attempt = connect().await;
+                let Some(supervised) = weak.upgrade() else {
+                    if let Ok(provider) = attempt {
+                        provider.close().await;
+                    }
+                    return;
+                };
+                match attempt {
+                    Ok(provider) => {
+                        if matches!(
+                            *supervised.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
+                            State::Closed
+                        ) {
+                            provider.close().await;
+                            return;
+                        }
+                        report(&name, &format!("provider {name} is up"));
+                        supervised.set(State::Up(provider));
+                    }
+                    Err(error) => {
+                        let why = reason(&error);
+                        tracing::warn!(provider = %name, %why, next = ?delay, "provider still down");
+                        supervised.set(State::Down(why));
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl ToolSource for Supervised {
+    fn provider(&self) -> &str {
+        &self.name
+    }
+
+    /// A running provider's offers; none, and why, while it is down.
+    fn offers(&self) -> BoxFuture<'_, (Vec<Offer>, Option<String>)> {
+        Box::pin(async move {
+            match self.running() {
+                Ok(provider) => provider.offers().await,
+                Err(why) => (Vec::new(), Some(why)),
+            }
+        })
+    }
+}
+
+impl ContentSource for Supervised {
+    fn provider(&self) -> &str {
+        &self.name
+    }
+
+    fn resources(&self) -> BoxFuture<'_, Result<Vec<Resource>, SourceError>> {
+        Box::pin(async move { self.running().map_err(SourceError::Failed)?.resources().await })
+    }
+
+    fn resource_templates(&self) -> BoxFuture<'_, Result<Vec<ResourceTemplate>, SourceError>> {
+        Box::pin(async move { self.running().map_err(SourceError::Failed)?.resource_templates().await })
+    }
+
+    fn read_resource<'a>(
+        &'a self,
+        uri: &'a str,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'a, Result<Vec<Contents>, SourceError>> {
+        Box::pin(async move { self.running().map_err(SourceError::Failed)?.read_resource(uri, cancel).await })
+    }
+
+    fn prompts(&self) -> BoxFuture<'_, Result<Vec<PromptInfo>, SourceError>> {
+        Box::pin(async move { self.running().map_err(SourceError::Failed)?.prompts().await })
+    }
+
+    fn get_prompt<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Map<String, Value>,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'a, Result<PromptMessages, SourceError>> {
+        Box::pin(async move { self.running().map_err(SourceError::Failed)?.get_prompt(name, arguments, cancel).await })
+    }
+
+    fn complete(
+        &self,
+        request: CompletionRequest,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'_, Result<Completion, SourceError>> {
+        Box::pin(async move { self.running().map_err(SourceError::Failed)?.complete(request, cancel).await })
+    }
+}
