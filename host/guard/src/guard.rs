@@ -24,7 +24,10 @@ use wasmgate_agent::{
     BoxFuture, CancellationToken, Offer, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult, ToolSpec,
 };
 use wasmgate_audit::{AuditLog, Entry, Event};
-use wasmgate_policy::{Decision, InjectionAction, Lock, LockError, Policy, ReviewState, Verdict, definition};
+use wasmgate_policy::secrets::{self, Secret};
+use wasmgate_policy::{
+    Decision, InjectionAction, Lock, LockError, Policy, ReviewState, SecretsAction, Verdict, definition,
+};
 
 use crate::approver::{Approval, ApprovalRequest, Approver, Subject};
 use crate::screen::{Screened, screen};
@@ -248,6 +251,28 @@ impl Drop for Access {
     }
 }
 
+/// `decision` given the credentials `found` in the arguments and the provider's
+/// `secrets` action: a call the policy allows or asks about is asked about (`ask`),
+/// refused (`deny`) or let through with the finding in its reason (`flag`). A denied call
+/// stays denied.
+fn with_secrets(decision: Decision, found: &[Secret], action: SecretsAction) -> Decision {
+    if found.is_empty() || decision.verdict == Verdict::Deny {
+        return decision;
+    }
+    let mut kinds: Vec<String> = found.iter().map(|s| format!("{} at {}", s.kind, s.at)).collect();
+    kinds.dedup();
+    let what = format!("the arguments carry what looks like a credential ({})", kinds.join(", "));
+    match action {
+        SecretsAction::Deny => {
+            Decision { verdict: Verdict::Deny, reason: format!("{what}, and the policy refuses such calls") }
+        }
+        SecretsAction::Ask => Decision { verdict: Verdict::Ask, reason: format!("{what}; {}", decision.reason) },
+        SecretsAction::Flag => {
+            Decision { verdict: decision.verdict, reason: format!("{}; flagged: {what}", decision.reason) }
+        }
+    }
+}
+
 /// `spec` as a model may read it: the description and the prose of the input schema
 /// sanitized like a result (invisible, bidi, tag and control characters and escape
 /// sequences removed), or why it cannot be.
@@ -304,8 +329,12 @@ impl Guarded {
                 None => Decision { verdict: Verdict::Deny, reason: "a resource read needs a `uri` string".into() },
             },
         };
+        let found = secrets::find(&input);
+        let action = guard.policy.provider(&self.provider).map_or(SecretsAction::default(), |p| p.secrets);
+        let decision = with_secrets(decision, &found, action);
         let verdict = decision.verdict.as_str().to_owned();
-        let arguments = input.clone();
+        // A credential the model put in a call is not written down in the audit log.
+        let arguments = if found.is_empty() { input.clone() } else { secrets::redact(&input, &found) };
         let mut records = vec![entry(Event::Requested { verdict, reason: decision.reason.clone(), arguments })];
         let denied = match decision.verdict {
             Verdict::Deny => Some(decision.reason.clone()),

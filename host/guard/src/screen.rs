@@ -7,7 +7,7 @@ use std::future::Future;
 
 use wasmgate_agent::ToolResult;
 use wasmgate_audit::Event;
-use wasmgate_policy::{InjectionAction, detect, frame};
+use wasmgate_policy::{InjectionAction, detect, frame, secrets};
 
 /// What the model reads instead of a result withheld for instruction-like content.
 pub const INJECTION_WITHHELD: &str =
@@ -39,7 +39,15 @@ where
     Fut: Future<Output = bool>,
 {
     let found = detect(&result.content);
-    let flags: Vec<String> = found.iter().map(|f| f.rule.to_owned()).collect();
+    let mut flags: Vec<String> = found.iter().map(|f| f.rule.to_owned()).collect();
+    // A credential in a result is recorded (the provider leaked it into the conversation);
+    // it does not withhold the result.
+    let mut leaked: Vec<String> =
+        secrets::find_in_text(&result.content).iter().map(|s| format!("credential:{}", s.kind)).collect();
+    leaked.dedup();
+    if !leaked.is_empty() {
+        tracing::warn!(provider, tool, kinds = ?leaked, "a result carries what looks like a credential");
+    }
     let warnings: Vec<&str> = found.iter().map(|f| f.description).collect();
     let show = match action {
         _ if found.is_empty() => true,
@@ -47,6 +55,7 @@ where
         InjectionAction::Withhold => false,
         InjectionAction::Ask => release(warnings.iter().map(|w| (*w).to_owned()).collect()).await,
     };
+    flags.extend(leaked);
     if !show {
         let reason = "instruction-like content".to_owned();
         return Screened { result: ToolResult::error(INJECTION_WITHHELD), event: Event::Withheld { reason, flags } };

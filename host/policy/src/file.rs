@@ -21,6 +21,7 @@ pub(crate) struct RawPolicy {
 pub(crate) struct RawProvider {
     pub unlisted: Option<Verdict>,
     pub injection: Option<InjectionAction>,
+    pub secrets: Option<crate::secrets::SecretsAction>,
     pub confinement: Option<ConfinementLevel>,
     #[serde(default)]
     pub read_paths: Vec<Spanned<String>>,

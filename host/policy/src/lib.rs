@@ -21,7 +21,7 @@
 //! * Injection: [`sanitize`](mod@sanitize) strips control, escape and invisible characters; [`frame`](mod@frame) wraps a
 //!   result in a randomly delimited block ([`frame()`]); [`detect`](mod@detect) flags
 //!   instruction-like content ([`detect()`]), after [`fold`] undoes cheap
-//!   look-alike tricks.
+//!   look-alike tricks; [`secrets`] finds credentials in arguments and results.
 
 pub mod canonical;
 pub mod capped;
@@ -39,6 +39,7 @@ pub mod name;
 pub mod policy;
 pub mod provider;
 pub mod sanitize;
+pub mod secrets;
 pub mod verdict;
 
 pub use canonical::{canonical_json, definition_hash};
@@ -55,4 +56,5 @@ pub use provider::{
     ConfinementLevel, FormatterRule, InjectionAction, LimitOverrides, ProviderPolicy, ToolRule, climbs,
 };
 pub use sanitize::{Sanitized, sanitize};
+pub use secrets::SecretsAction;
 pub use verdict::{Decision, Verdict};

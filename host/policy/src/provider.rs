@@ -72,6 +72,8 @@ pub struct ProviderPolicy {
     pub unlisted: Verdict,
     /// What to do with a flagged result.
     pub injection: InjectionAction,
+    /// What to do with a call whose arguments carry what looks like a credential.
+    pub secrets: crate::secrets::SecretsAction,
     /// Sandbox limit overrides.
     pub limits: LimitOverrides,
     /// Formatter selection, first match wins.

@@ -101,6 +101,7 @@ fn every_provider_setting_is_parsed_and_exposed() {
 [providers.calendar]
 unlisted = "ask"
 injection = "withhold"
+secrets = "deny"
 confinement = "best-effort"
 read_paths = ["/usr/share/zoneinfo"]
 network_ports = [443, 8443]
@@ -122,6 +123,7 @@ wasm = "/opt/wasmgate/json.wasm"
     let c = p.provider("calendar").unwrap();
     assert_eq!(c.unlisted, Verdict::Ask);
     assert_eq!(c.injection, InjectionAction::Withhold);
+    assert_eq!(c.secrets, wasmgate_policy::SecretsAction::Deny);
     assert_eq!(c.confinement, ConfinementLevel::BestEffort);
     assert_eq!(c.read_paths, [Path::new("/usr/share/zoneinfo")]);
     assert_eq!(c.network_ports, [443, 8443]);
@@ -138,6 +140,7 @@ fn defaults_are_deny_untrusted_flag_and_required_confinement() {
     let c = parse("[providers.p]\n").provider("p").cloned().unwrap();
     assert_eq!(c.unlisted, Verdict::Deny);
     assert_eq!(c.injection, InjectionAction::Flag);
+    assert_eq!(c.secrets, wasmgate_policy::SecretsAction::Ask);
     assert_eq!(c.confinement, ConfinementLevel::Required);
     assert!(c.read_paths.is_empty() && c.network_ports.is_empty() && c.formatters.is_empty());
     assert_eq!(c.limits, Default::default());
