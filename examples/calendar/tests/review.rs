@@ -1,6 +1,6 @@
 //! The committed lock file is the reviewed state of both providers: every tool they
-//! offer matches it, and a server whose definitions change afterwards (a "rug pull")
-//! has those tools withheld until someone reviews them again.
+//! offer matches it, and so does their code; a server whose code changes afterwards
+//! does not run until someone reviews it again.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -47,7 +47,7 @@ async fn every_bundled_tool_matches_its_reviewed_definition_in_the_committed_loc
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_server_whose_definition_changed_since_review_has_that_tool_withheld() {
+async fn a_server_whose_code_changed_since_review_does_not_run_until_reviewed_again() {
     let dir = tempfile::tempdir().unwrap();
     let original = std::fs::read_to_string(Path::new(EXAMPLE_DIR).join("server.py")).unwrap();
     let honest = "Read-only. Only events owned by `user` are returned.";
@@ -58,12 +58,13 @@ async fn a_server_whose_definition_changed_since_review_has_that_tool_withheld()
     std::fs::write(&server, pulled).unwrap();
     let setup = Setup { server, ..Setup::new(dir.path().join("state")) };
 
-    let (statuses, offered) = statuses(&setup).await;
-    let ToolState::Changed(diff) = state_of(&statuses, "calendar__calendar_query") else {
-        panic!("calendar_query should be changed: {statuses:?}");
-    };
-    assert!(diff.starts_with("/description: "), "{diff}");
-    assert!(!offered.contains(&"calendar__calendar_query".to_owned()), "{offered:?}");
-    assert!(offered.contains(&"calendar__calendar_create".to_owned()), "the unchanged tools stay: {offered:?}");
-    assert!(offered.contains(&"diary__calendar_query".to_owned()), "{offered:?}");
+    let config = Config::load(&setup.write().unwrap()).unwrap();
+    let gateway = Gateway::start(&config, Arc::new(Unattended)).await.unwrap();
+    let why = gateway.provider_trouble("calendar").expect("the calendar server is withheld");
+    assert!(why.contains("its code changed since it was reviewed (arg:0: server.py (sha256 96ad"), "{why}");
+    assert!(why.contains("does not run until `wasmgate review` approves it"), "{why}");
+    let offered: Vec<String> = gateway.toolset.current().await.into_iter().map(|t| t.spec.name).collect();
+    assert!(!offered.iter().any(|n| n.starts_with("calendar__")), "{offered:?}");
+    assert!(offered.contains(&"diary__calendar_query".to_owned()), "the other provider is served: {offered:?}");
+    gateway.close().await;
 }

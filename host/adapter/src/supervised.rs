@@ -62,6 +62,9 @@ pub struct Supervised {
     name: String,
     state: Mutex<State>,
     changes: watch::Sender<u64>,
+    /// Cancelled by [`close`](Self::close): the supervising task ends at once.
+    stop: CancellationToken,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Supervised {
@@ -93,9 +96,16 @@ impl Supervised {
                 State::Down(why)
             }
         };
-        let supervised =
-            Arc::new(Self { name: name.to_owned(), state: Mutex::new(state), changes: watch::Sender::new(0) });
-        tokio::spawn(supervise(Arc::downgrade(&supervised), connect, backoff, report));
+        let stop = CancellationToken::new();
+        let supervised = Arc::new(Self {
+            name: name.to_owned(),
+            state: Mutex::new(state),
+            changes: watch::Sender::new(0),
+            stop: stop.clone(),
+            task: Mutex::new(None),
+        });
+        let task = tokio::spawn(supervise(Arc::downgrade(&supervised), connect, backoff, report, stop));
+        *supervised.task.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(task);
         supervised
     }
 
@@ -130,12 +140,19 @@ impl Supervised {
         self.changes.send_modify(|n| *n += 1);
     }
 
-    /// Stops supervising and closes the provider (a stdio server's whole process group ends).
+    /// Stops supervising and closes the provider (a stdio server's whole process group
+    /// ends). Returns once the supervising task has ended, and with it everything it held
+    /// (the report's audit log, say).
     pub async fn close(&self) {
         let previous = std::mem::replace(
             &mut *self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
             State::Closed,
         );
+        self.stop.cancel();
+        let task = self.task.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
         if let State::Up(provider) = previous {
             provider.close().await;
         }
@@ -155,7 +172,13 @@ fn reason(error: &AdapterError) -> String {
 }
 
 /// The supervising task: watches a running provider, starts a down one again.
-async fn supervise(weak: Weak<Supervised>, connect: Connect, backoff: Backoff, report: Report) {
+async fn supervise(
+    weak: Weak<Supervised>,
+    connect: Connect,
+    backoff: Backoff,
+    report: Report,
+    stop: CancellationToken,
+) {
     let mut delay = backoff.first;
     loop {
         let Some(supervised) = weak.upgrade() else { return };
@@ -169,6 +192,7 @@ async fn supervise(weak: Weak<Supervised>, connect: Connect, backoff: Backoff, r
                 let mut list_changes = provider.client().tool_list_changes();
                 let closed = loop {
                     tokio::select! {
+                        () = stop.cancelled() => return,
                         changed = list_changes.changed() => {
                             if changed.is_err() { break None; }
                             let Some(supervised) = weak.upgrade() else { return };
@@ -197,12 +221,18 @@ async fn supervise(weak: Weak<Supervised>, connect: Connect, backoff: Backoff, r
                 supervised.set(State::Down(why));
             }
             State::Down(_) => {
-                tokio::time::sleep(delay).await;
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(delay) => {}
+                }
                 delay = (delay * 2).min(backoff.most);
                 if weak.strong_count() == 0 {
                     return;
                 }
-                let attempt = connect().await;
+                let attempt = tokio::select! {
+                    () = stop.cancelled() => return,
+                    attempt = connect() => attempt,
+                };
                 let Some(supervised) = weak.upgrade() else {
                     if let Ok(provider) = attempt {
                         provider.close().await;

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use anyhow::bail;
 use clap::Args;
+use wasmgate_gateway::code;
 use wasmgate_guard::Unattended;
 use wasmgate_policy::sanitize::escape_for_display;
-use wasmgate_policy::{ReviewState, definition};
+use wasmgate_policy::{CodeState, ReviewState, definition};
 
 use crate::open::ConfigArgs;
 
@@ -23,6 +24,13 @@ pub struct ReviewArgs {
 }
 
 pub async fn run(args: ReviewArgs) -> anyhow::Result<()> {
+    if !args.yes && !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        let config = args.config.load()?;
+        if code::review(&config)?.iter().any(|r| r.code.is_ok() && r.state != CodeState::Reviewed) {
+            bail!("no terminal to ask on; review interactively, or pass --yes to approve everything shown");
+        }
+    }
+    review_code(&args)?;
     let gateway = args.config.start(Arc::new(Unattended)).await?;
     gateway.toolset.refresh().await;
     let pending = gateway.toolset.withheld();
@@ -88,4 +96,60 @@ pub async fn run(args: ReviewArgs) -> anyhow::Result<()> {
     println!("{approved} of {reviewable} definitions approved");
     gateway.close().await;
     Ok(())
+}
+
+/// Shows each provider's code that is new or changed since review (by role: the file,
+/// its SHA-256 and size) and pins the code approved. A provider whose code changed does
+/// not run until then; new code runs, to list its tools for review.
+fn review_code(args: &ReviewArgs) -> anyhow::Result<()> {
+    let config = args.config.load()?;
+    for review in code::review(&config)? {
+        let provider = &review.provider;
+        let code = match (&review.code, &review.state) {
+            (_, CodeState::Reviewed) => continue,
+            (Err(why), _) => {
+                println!("\nthe code of provider {provider} cannot be read: {}", escape_for_display(why));
+                continue;
+            }
+            (Ok(code), CodeState::New) => {
+                println!("\nthe code of provider {provider} is NEW:");
+                for (role, pin) in &code.pins {
+                    println!("  {role}: {} (sha256 {}, {} bytes)", escape_for_display(&pin.path), pin.sha256, pin.size);
+                }
+                if code.pins.is_empty() {
+                    println!("  (no file of its own to pin: an HTTP server, or a program of the system)");
+                }
+                code
+            }
+            (Ok(code), CodeState::Changed(changes)) => {
+                println!(
+                    "\nthe code of provider {provider} CHANGED since it was reviewed (it does not run until approved):"
+                );
+                for change in changes {
+                    println!("  {}", escape_for_display(&change.to_string()));
+                }
+                code
+            }
+        };
+        if let Some(fetches) = &code.fetches {
+            println!("WARNING: unpinnable: {}", escape_for_display(fetches));
+        }
+        if ask(args.yes, "approve this code?")? {
+            code::approve(&config, provider, code)?;
+            println!("approved the code of {provider}");
+        }
+    }
+    Ok(())
+}
+
+/// `yes`, or the answer of the person at the terminal.
+fn ask(yes: bool, question: &str) -> anyhow::Result<bool> {
+    if yes {
+        return Ok(true);
+    }
+    print!("{question} [y/N] ");
+    std::io::stdout().flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    Ok(matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
 }

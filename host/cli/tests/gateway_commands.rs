@@ -148,3 +148,72 @@ fn a_provider_that_cannot_start_is_withheld_and_the_others_served_unless_it_is_r
     assert!(!refused.status.success());
     assert!(stderr(&refused).contains("cannot start provider \"broken\""), "{}", stderr(&refused));
 }
+
+#[test]
+fn a_server_script_that_changes_after_review_does_not_run_until_its_code_is_reviewed_again() {
+    let dir = setup();
+    let dir = dir.path();
+    // The echo server from a copy this test can change.
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../client/tests/fixtures/stdio_server.py");
+    std::fs::create_dir(dir.join("server")).unwrap();
+    let script = dir.join("server/stdio_server.py");
+    std::fs::copy(&fixture, &script).unwrap();
+    let fixtures = fixture.parent().unwrap().canonicalize().unwrap();
+    for file in ["wasmgate.toml", "policy.toml"] {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        let text = text
+            .replace(&fixture.canonicalize().unwrap().display().to_string(), &script.display().to_string())
+            .replace(
+                &format!("{:?}", fixtures.display().to_string()),
+                &format!("{:?}", dir.join("server").display().to_string()),
+            );
+        std::fs::write(dir.join(file), text).unwrap();
+    }
+    let review = wasmgate(dir, &["review", "--yes"]);
+    assert!(review.status.success(), "{}", stderr(&review));
+    let shown = stdout(&review);
+    assert!(shown.contains("the code of provider echo is NEW:\n  arg:0: "), "{shown}");
+    assert!(shown.contains("approved the code of echo"), "{shown}");
+    assert!(stdout(&wasmgate(dir, &["tools"])).contains("echo__echo"));
+
+    std::fs::write(&script, std::fs::read_to_string(&script).unwrap() + "\n# changed after review\n").unwrap();
+    let tools = stdout(&wasmgate(dir, &["tools"]));
+    assert!(
+        tools.contains("echo (stdio)\n  withheld: ")
+            && tools.contains("its code changed since it was reviewed (arg:0: "),
+        "{tools}"
+    );
+    assert!(!tools.contains("echo__echo"), "it does not run: {tools}");
+    let again = stdout(&wasmgate(dir, &["review", "--yes"]));
+    assert!(again.contains("the code of provider echo CHANGED since it was reviewed"), "{again}");
+    assert!(stdout(&wasmgate(dir, &["tools"])).contains("echo__echo"), "reviewed again, it runs");
+}
+
+#[test]
+fn a_command_that_fetches_its_code_is_marked_at_review_and_refused_when_the_policy_says_so() {
+    let dir = setup();
+    let dir = dir.path();
+    let npx = dir.join("bin/npx");
+    std::fs::create_dir(dir.join("bin")).unwrap();
+    std::fs::write(&npx, "#!/bin/sh\nexit 1\n").unwrap();
+    std::fs::set_permissions(&npx, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = std::fs::read_to_string(dir.join("wasmgate.toml")).unwrap();
+    let fetched = format!(
+        "\n[providers.fetched]\ncommand = {:?}\nargs = [\"-y\", \"some-mcp-server\"]\n",
+        npx.display().to_string()
+    );
+    std::fs::write(dir.join("wasmgate.toml"), config + &fetched).unwrap();
+    let review = stdout(&wasmgate(dir, &["review", "--yes"]));
+    assert!(
+        review.contains("WARNING: unpinnable: `npx -y some-mcp-server` fetches its code each time it starts"),
+        "{review}"
+    );
+
+    let policy = std::fs::read_to_string(dir.join("policy.toml")).unwrap();
+    std::fs::write(dir.join("policy.toml"), policy + "\n[providers.fetched]\nfetched_code = \"deny\"\n").unwrap();
+    let tools = stdout(&wasmgate(dir, &["tools"]));
+    assert!(
+        tools.contains("fetched (stdio)\n  withheld: ") && tools.contains("the policy refuses code fetched at start"),
+        "{tools}"
+    );
+}

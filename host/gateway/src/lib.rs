@@ -8,6 +8,8 @@
 //! * [`config`]: `wasmgate.toml` ([`Config`]), checked with errors that name the line,
 //!   the key and the fix;
 //! * [`mcp_servers`]: importing a desktop client's `mcpServers` JSON as providers;
+//! * [`code`]: each provider's code (programs, scripts, components, formatters), pinned
+//!   in the lock file by role;
 //! * [`start`]: [`Gateway::start`], every provider started (or withheld and retried)
 //!   before anything is served;
 //! * [`backend`]: [`GatewayBackend`], the guard's tools and content for the MCP server
@@ -16,6 +18,7 @@
 //! * [`error`]: [`StartError`], which names what failed.
 
 pub mod backend;
+pub mod code;
 pub mod config;
 pub mod error;
 pub mod mcp_servers;

@@ -18,9 +18,10 @@ use wasmgate_client::{
     Bearer, ClientConfig, Confinement, Enforcement, HttpConfig, HttpTransport, Network, StdioConfig, StdioTransport,
 };
 use wasmgate_guard::{Approver, Guard, GuardedToolset};
-use wasmgate_policy::{ConfinementLevel, Lock, Policy, ProviderPolicy};
+use wasmgate_policy::{CodeState, ConfinementLevel, Lock, Policy, ProviderPolicy};
 use wasmgate_sandbox::{CallLimits, DirGrant, Formatter, Grants, Sandbox, SandboxConfig};
 
+use crate::code;
 use crate::config::{Config, LimitsConfig, ProviderConfig, ProviderKind};
 use crate::error::StartError;
 
@@ -99,16 +100,18 @@ impl Gateway {
             let kind = provider.kind();
             let mut info = ProviderInfo { name: name.clone(), kind: kind.clone(), confinement: None, withheld: None };
             let limits = limits(&config.limits, rules);
-            let planned = formatters(&sandbox, &json_text, name, rules, &limits).and_then(|formatters| match kind {
-                ProviderKind::Component => {
-                    Ok(Planned::Component(Box::new(component(&sandbox, name, provider, limits, formatters)?)))
-                }
-                ProviderKind::Stdio | ProviderKind::Http => {
-                    let confined = Arc::new(Mutex::new(None));
-                    let connect = connector(config, name, provider, rules, formatters, &audit, &confined)?;
-                    Ok(Planned::Server(connect, confined))
-                }
-            });
+            let planned = reviewed_code(&lock, name, provider, &policy)
+                .and_then(|()| formatters(&sandbox, &json_text, name, rules, &limits))
+                .and_then(|formatters| match kind {
+                    ProviderKind::Component => {
+                        Ok(Planned::Component(Box::new(component(&sandbox, name, provider, limits, formatters)?)))
+                    }
+                    ProviderKind::Stdio | ProviderKind::Http => {
+                        let confined = Arc::new(Mutex::new(None));
+                        let connect = connector(config, name, provider, rules, formatters, &audit, &confined)?;
+                        Ok(Planned::Server(connect, confined))
+                    }
+                });
             match planned {
                 Ok(Planned::Component(component)) => sources.push(Arc::new(*component)),
                 Ok(Planned::Server(connect, confined)) => servers.push((providers.len(), connect, confined)),
@@ -171,6 +174,30 @@ impl Gateway {
     pub async fn close(&self) {
         for provider in &self.mcp {
             provider.close().await;
+        }
+    }
+}
+
+/// Whether `provider`'s code may run: it is the reviewed code (or none was reviewed yet,
+/// and review will pin it), and it does not fetch code the policy refuses.
+fn reviewed_code(lock: &Lock, name: &str, provider: &ProviderConfig, policy: &Policy) -> Result<(), StartError> {
+    let found = code::of(name, provider, policy).map_err(|why| StartError::provider(name, why))?;
+    if let Some(fetches) = &found.fetches
+        && code::refuses_fetching(policy.provider(name))
+    {
+        return Err(StartError::provider(name, format!("the policy refuses code fetched at start: {fetches}")));
+    }
+    match lock.code_status(name, &found.pins) {
+        CodeState::Reviewed | CodeState::New => Ok(()),
+        CodeState::Changed(changes) => {
+            let changes: Vec<String> = changes.iter().map(ToString::to_string).collect();
+            Err(StartError::provider(
+                name,
+                format!(
+                    "its code changed since it was reviewed ({}); it does not run until `wasmgate review` approves it",
+                    changes.join("; ")
+                ),
+            ))
         }
     }
 }

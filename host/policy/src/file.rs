@@ -22,6 +22,7 @@ pub(crate) struct RawProvider {
     pub unlisted: Option<Verdict>,
     pub injection: Option<InjectionAction>,
     pub secrets: Option<crate::secrets::SecretsAction>,
+    pub fetched_code: Option<crate::provider::FetchedCode>,
     pub confinement: Option<ConfinementLevel>,
     #[serde(default)]
     pub read_paths: Vec<Spanned<String>>,

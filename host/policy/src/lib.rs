@@ -49,11 +49,11 @@ pub use diff::FieldChange;
 pub use error::PolicyError;
 pub use frame::{FrameError, Framed, frame};
 pub use glob::Glob;
-pub use lock::{Lock, LockError, ReviewState};
+pub use lock::{CodeChange, CodePin, CodeState, Lock, LockError, ReviewState};
 pub use name::{NameError, prefixed_name, split_prefixed};
 pub use policy::Policy;
 pub use provider::{
-    ConfinementLevel, FormatterRule, InjectionAction, LimitOverrides, ProviderPolicy, ToolRule, climbs,
+    ConfinementLevel, FetchedCode, FormatterRule, InjectionAction, LimitOverrides, ProviderPolicy, ToolRule, climbs,
 };
 pub use sanitize::{Sanitized, sanitize};
 pub use secrets::SecretsAction;

@@ -9,7 +9,14 @@
 //!   "providers": { "calendar": { "calendar_query": { "hash": "<sha256 hex>", "definition": { … } } } } }
 //! ```
 //!
-//! `definition` keeps the reviewed fields so that a later review can show what changed. On load,
+//! `definition` keeps the reviewed fields so that a later review can show what changed.
+//!
+//! `code` pins each provider's code by role (`command`, `arg:N`, `component`,
+//! `formatter:GLOB`): the SHA-256 and size of each file, with the path it was read from
+//! (for people: an artifact that moved but did not change is still the reviewed one).
+//! See [`CodePin`] and [`Lock::code_status`].
+//!
+//! On load,
 //! every entry's hash is recomputed from its definition; a mismatch means the file was edited by
 //! hand and is refused. Saving writes a temporary file in the same directory, fsyncs it, renames it
 //! over the lock file and fsyncs the directory, so a crash leaves either the old or the new lock.
@@ -117,12 +124,60 @@ struct Entry {
 struct LockFile {
     version: u32,
     providers: BTreeMap<String, BTreeMap<String, Entry>>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    code: BTreeMap<String, BTreeMap<String, CodePin>>,
 }
 
-/// The reviewed definitions, by provider and tool.
+/// One file of a provider's code, as reviewed: where it was, its SHA-256 and size.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CodePin {
+    /// The file it was read from.
+    pub path: String,
+    /// Its SHA-256, lowercase hex.
+    pub sha256: String,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// One role of a provider's code that is not as reviewed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeChange {
+    /// The role: `command`, `arg:N`, `component`, `formatter:GLOB`.
+    pub role: String,
+    /// What was reviewed, if anything.
+    pub reviewed: Option<CodePin>,
+    /// What is there now, if anything.
+    pub now: Option<CodePin>,
+}
+
+impl std::fmt::Display for CodeChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let show = |pin: &Option<CodePin>| match pin {
+            Some(pin) => format!("{} (sha256 {}, {} bytes)", pin.path, pin.sha256, pin.size),
+            None => "(none)".to_owned(),
+        };
+        write!(f, "{}: {} -> {}", self.role, show(&self.reviewed), show(&self.now))
+    }
+}
+
+/// Whether a provider's code is the reviewed code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CodeState {
+    /// Every role as reviewed.
+    Reviewed,
+    /// Never reviewed: no pin for this provider at all.
+    New,
+    /// Reviewed, and some role differs since (a file changed, appeared or went).
+    Changed(Vec<CodeChange>),
+}
+
+/// The reviewed definitions, by provider and tool, and the reviewed code, by provider
+/// and role.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Lock {
     providers: BTreeMap<String, BTreeMap<String, Entry>>,
+    code: BTreeMap<String, BTreeMap<String, CodePin>>,
 }
 
 impl Lock {
@@ -165,13 +220,27 @@ impl Lock {
                 }
             }
         }
-        Ok(Lock { providers: file.providers })
+        for pins in file.code.values() {
+            for pin in pins.values() {
+                let hex = pin.sha256.len() == 64
+                    && pin.sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+                if !hex {
+                    return Err(LockError::Parse {
+                        path: path.to_owned(),
+                        line: 1,
+                        column: 1,
+                        message: format!("a code pin of {} has no valid sha256", pin.path),
+                    });
+                }
+            }
+        }
+        Ok(Lock { providers: file.providers, code: file.code })
     }
 
     /// Writes the lock atomically (temporary file, fsync, rename, fsync of the directory).
     pub fn save(&self, path: &Path) -> Result<(), LockError> {
         let write = |source| LockError::Write { path: path.to_owned(), source };
-        let file = LockFile { version: LOCK_VERSION, providers: self.providers.clone() };
+        let file = LockFile { version: LOCK_VERSION, providers: self.providers.clone(), code: self.code.clone() };
         let mut text = serde_json::to_string_pretty(&file).map_err(|e| write(e.into()))?;
         text.push('\n');
         let dir = match path.parent() {
@@ -233,6 +302,37 @@ impl Lock {
     /// The pinned hash of a reviewed tool.
     pub fn hash(&self, provider: &str, tool: &str) -> Option<&str> {
         self.providers.get(provider)?.get(tool).map(|e| e.hash.as_str())
+    }
+
+    /// Whether `provider`'s code now (`now`, by role) is the reviewed code. Roles are
+    /// compared by hash and size; a file that moved without changing is still reviewed.
+    #[must_use]
+    pub fn code_status(&self, provider: &str, now: &BTreeMap<String, CodePin>) -> CodeState {
+        let Some(reviewed) = self.code.get(provider) else { return CodeState::New };
+        let same = |a: &CodePin, b: &CodePin| a.sha256 == b.sha256 && a.size == b.size;
+        let mut changes = Vec::new();
+        let roles: std::collections::BTreeSet<&String> = reviewed.keys().chain(now.keys()).collect();
+        for role in roles {
+            match (reviewed.get(role), now.get(role)) {
+                (Some(a), Some(b)) if same(a, b) => {}
+                (before, after) => {
+                    changes.push(CodeChange { role: role.clone(), reviewed: before.cloned(), now: after.cloned() });
+                }
+            }
+        }
+        if changes.is_empty() { CodeState::Reviewed } else { CodeState::Changed(changes) }
+    }
+
+    /// Records `code` as `provider`'s reviewed code, replacing what was reviewed before.
+    /// Call [`Lock::save`] to persist it.
+    ///
+    /// # Errors
+    ///
+    /// An invalid provider name.
+    pub fn approve_code(&mut self, provider: &str, code: BTreeMap<String, CodePin>) -> Result<(), LockError> {
+        validate_provider(provider)?;
+        self.code.insert(provider.to_owned(), code);
+        Ok(())
     }
 
     /// Every reviewed `(provider, tool)`, sorted.

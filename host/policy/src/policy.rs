@@ -215,6 +215,7 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
         unlisted: raw.unlisted.unwrap_or(Verdict::Deny),
         injection: raw.injection.unwrap_or_default(),
         secrets: raw.secrets.unwrap_or_default(),
+        fetched_code: raw.fetched_code.unwrap_or_default(),
         limits,
         formatters,
         confinement: raw.confinement.unwrap_or_default(),

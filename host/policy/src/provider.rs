@@ -21,6 +21,18 @@ pub enum InjectionAction {
     Ask,
 }
 
+/// Whether a stdio server whose command fetches its code at start (`npx -y`, `uvx`,
+/// `pipx run`) may start: that code is not pinned by the lock.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FetchedCode {
+    /// Start it; review marks it as unpinnable (the default).
+    #[default]
+    Allow,
+    /// Refuse to start it: the provider is withheld.
+    Deny,
+}
+
 /// Whether a stdio server may start when the kernel cannot confine it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -80,6 +92,8 @@ pub struct ProviderPolicy {
     pub formatters: Vec<FormatterRule>,
     /// Confinement requirement for a stdio server.
     pub confinement: ConfinementLevel,
+    /// Whether a command that fetches its code at start may run.
+    pub fetched_code: FetchedCode,
     /// Extra absolute paths a stdio server may read.
     pub read_paths: Vec<PathBuf>,
     /// TCP ports a stdio server may connect to (none: no network).

@@ -178,3 +178,43 @@ fn an_oversized_lock_file_is_refused_without_reading_all_of_it() {
 fn report(error: &dyn std::error::Error) -> String {
     std::iter::successors(Some(error), |e| e.source()).map(ToString::to_string).collect::<Vec<_>>().join(": ")
 }
+
+fn pin(path: &str, byte: char, size: u64) -> wasmgate_policy::CodePin {
+    wasmgate_policy::CodePin { path: path.into(), sha256: byte.to_string().repeat(64), size }
+}
+
+#[test]
+fn code_is_pinned_by_role_and_any_changed_added_or_removed_file_is_a_change() {
+    use std::collections::BTreeMap;
+    use wasmgate_policy::CodeState;
+    let reviewed: BTreeMap<String, _> =
+        [("arg:0".to_owned(), pin("server.py", 'a', 10)), ("formatter:*".to_owned(), pin("f.wasm", 'b', 20))].into();
+    let mut lock = Lock::default();
+    assert_eq!(lock.code_status("calendar", &reviewed), CodeState::New);
+    lock.approve_code("calendar", reviewed.clone()).unwrap();
+    assert_eq!(lock.code_status("calendar", &reviewed), CodeState::Reviewed);
+
+    let mut moved = reviewed.clone();
+    moved.insert("arg:0".into(), pin("/elsewhere/server.py", 'a', 10));
+    assert_eq!(lock.code_status("calendar", &moved), CodeState::Reviewed, "moved, not changed");
+
+    let mut changed = reviewed.clone();
+    changed.insert("arg:0".into(), pin("server.py", 'c', 10));
+    changed.insert("command".into(), pin("/opt/bin/server", 'd', 5));
+    changed.remove("formatter:*");
+    let CodeState::Changed(changes) = lock.code_status("calendar", &changed) else { panic!() };
+    let shown: Vec<String> = changes.iter().map(ToString::to_string).collect();
+    assert_eq!(shown.len(), 3, "{shown:?}");
+    assert!(shown[0].starts_with("arg:0: server.py (sha256 aaaa"), "{shown:?}");
+    assert!(shown[1].starts_with("command: (none) -> /opt/bin/server"), "{shown:?}");
+    assert!(shown[2].ends_with("-> (none)"), "{shown:?}");
+
+    // Saved and loaded again; a pin without a valid hash is refused.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wasmgate.lock");
+    lock.save(&path).unwrap();
+    assert_eq!(Lock::load(&path).unwrap().code_status("calendar", &reviewed), CodeState::Reviewed);
+    let text = std::fs::read_to_string(&path).unwrap().replace(&"a".repeat(64), "not-a-hash");
+    std::fs::write(&path, text).unwrap();
+    assert!(Lock::load(&path).unwrap_err().to_string().contains("invalid"), "a damaged pin is refused");
+}

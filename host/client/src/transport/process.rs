@@ -104,7 +104,11 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, TransportError> {
 /// absolute because the child runs in its own working directory: `exec` there would find
 /// a different file than the one confinement grants (perhaps one a server wrote into
 /// its own writable directory on an earlier run).
-fn resolve_program(command: &Path, env: &BTreeMap<OsString, OsString>) -> Result<PathBuf, TransportError> {
+///
+/// # Errors
+///
+/// A bare name not found in `PATH`, or an unknown current directory.
+pub fn resolve_program(command: &Path, env: &BTreeMap<OsString, OsString>) -> Result<PathBuf, TransportError> {
     if command.is_absolute() {
         return Ok(command.to_owned());
     }

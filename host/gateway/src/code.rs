@@ -1,0 +1,279 @@
+//! A provider's code: the files it runs from, pinned in the lock file by role like its
+//! tools' definitions, so code that changes under a reviewed lock is noticed before it
+//! runs.
+//!
+//! | role | what | pinned |
+//! |---|---|---|
+//! | `command` | a stdio server's program, as it will be found | unless it is in a system directory (`/usr`, `/bin`, `/sbin`, `/lib*`: the distribution's, updated by its package manager) or an argument names a file (then the program is an interpreter, and the file is the server) |
+//! | `arg:N` | a file an argument names by its absolute path (a script, a configuration) | always |
+//! | `component` | a WASM tool component | always |
+//! | `formatter:GLOB` | each formatter the policy selects for the provider | always |
+//!
+//! A command that fetches its code when it starts (`npx -y`, `uvx`, `pipx run`, ...)
+//! cannot be pinned: [`Code::fetches`] says so, review shows it, and the policy can refuse
+//! it (`fetched_code = "deny"`).
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::Read as _;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+use wasmgate_policy::lock::CodePin;
+use wasmgate_policy::{CodeState, Lock, LockError, Policy, ProviderPolicy};
+
+use crate::config::{Config, ProviderConfig, ProviderKind};
+use crate::error::StartError;
+
+/// The largest file hashed.
+pub const MAX_CODE_BYTES: u64 = 1 << 30;
+
+/// Directories whose programs belong to the system, not to a provider.
+const SYSTEM_DIRS: [&str; 6] = ["/usr/", "/bin/", "/sbin/", "/lib/", "/lib32/", "/lib64/"];
+
+/// A provider's code, by role.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Code {
+    /// Each pinned file.
+    pub pins: BTreeMap<String, CodePin>,
+    /// Set when the command fetches code at start, which no pin covers: what it runs and
+    /// what to do instead.
+    pub fetches: Option<String>,
+}
+
+/// One provider's code, and whether it is the reviewed code.
+#[derive(Debug, Clone)]
+pub struct Review {
+    /// The provider.
+    pub provider: String,
+    /// Its code now, or why it cannot be read.
+    pub code: Result<Code, String>,
+    /// Against the lock file (`New` when the code cannot be read).
+    pub state: CodeState,
+}
+
+/// Every provider's code against the lock file, for `wasmgate review`.
+///
+/// # Errors
+///
+/// The policy or the lock file cannot be read.
+pub fn review(config: &Config) -> Result<Vec<Review>, StartError> {
+    let policy = Policy::load(&config.policy)?;
+    let lock = Lock::load(&config.lock)?;
+    let base = config.lock.parent().map(Path::to_path_buf).unwrap_or_default();
+    Ok(config
+        .providers
+        .iter()
+        .map(|(name, provider)| {
+            let code = of(name, provider, &policy).map(|code| relative_to(code, &base));
+            let state = code.as_ref().map_or(CodeState::New, |code| lock.code_status(name, &code.pins));
+            Review { provider: name.clone(), code, state }
+        })
+        .collect())
+}
+
+/// Pins `code` as `provider`'s reviewed code in the lock file.
+///
+/// # Errors
+///
+/// The lock file cannot be read or written.
+pub fn approve(config: &Config, provider: &str, code: &Code) -> Result<(), LockError> {
+    let mut lock = Lock::load(&config.lock)?;
+    lock.approve_code(provider, code.pins.clone())?;
+    lock.save(&config.lock)
+}
+
+/// `code` with each pin's path shown relative to `base` (the lock file's directory) when
+/// both are absolute, so a committed lock file names no machine's directories.
+fn relative_to(mut code: Code, base: &Path) -> Code {
+    let base = std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf());
+    for pin in code.pins.values_mut() {
+        let path = Path::new(&pin.path);
+        if let Some(relative) = relative(path, &base) {
+            pin.path = relative;
+        }
+    }
+    code
+}
+
+/// `path` relative to `base`, both absolute: up to their common part, then down.
+fn relative(path: &Path, base: &Path) -> Option<String> {
+    if !path.is_absolute() || !base.is_absolute() {
+        return None;
+    }
+    let (from, to) = (lexical(base), lexical(path));
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let ups = from.len() - common;
+    // Only a path near the base is easier to read relative than absolute.
+    if common <= 1 || ups > 3 {
+        return None;
+    }
+    let mut parts: Vec<String> = vec!["..".to_owned(); ups];
+    parts.extend(to[common..].iter().map(|c| c.as_os_str().to_string_lossy().into_owned()));
+    Some(parts.join("/"))
+}
+
+/// The components of `path` with each `..` taking away the one before it (as written:
+/// no link is followed; for showing a path, not for opening it).
+fn lexical(path: &Path) -> Vec<std::path::Component<'_>> {
+    let mut parts = Vec::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir if matches!(parts.last(), Some(std::path::Component::Normal(_))) => {
+                parts.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => parts.push(other),
+        }
+    }
+    parts
+}
+
+/// The code of provider `name`, configured as `provider`, under `policy`.
+///
+/// # Errors
+///
+/// A file that cannot be found or read, naming it.
+pub fn of(name: &str, provider: &ProviderConfig, policy: &Policy) -> Result<Code, String> {
+    let mut code = Code::default();
+    match provider.kind() {
+        ProviderKind::Stdio => {
+            let command = provider.command.clone().unwrap_or_default();
+            let env: BTreeMap<OsString, OsString> =
+                provider.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))).collect();
+            let program = wasmgate_client::resolve_program(&command, &env).map_err(|e| e.to_string())?;
+            let mut names_a_file = false;
+            for (i, arg) in provider.args.iter().enumerate() {
+                let path = Path::new(arg);
+                if path.is_absolute() && path.is_file() {
+                    code.pins.insert(format!("arg:{i}"), pin(path)?);
+                    names_a_file = true;
+                }
+            }
+            let system = SYSTEM_DIRS.iter().any(|dir| program.starts_with(dir));
+            if !system && !names_a_file {
+                code.pins.insert("command".into(), pin(&program)?);
+            }
+            code.fetches = fetcher(&program, &provider.args);
+        }
+        ProviderKind::Component => {
+            let component = provider.component.clone().unwrap_or_default();
+            code.pins.insert("component".into(), pin(&component)?);
+        }
+        ProviderKind::Http => {}
+    }
+    for rule in policy.provider(name).map(|p| p.formatters.as_slice()).unwrap_or_default() {
+        code.pins.insert(format!("formatter:{}", rule.tools.as_str()), pin(&rule.wasm)?);
+    }
+    Ok(code)
+}
+
+/// The SHA-256 and size of the file at `path`.
+fn pin(path: &Path) -> Result<CodePin, String> {
+    let failed = |e: std::io::Error| format!("cannot read {} to pin it: {e}", path.display());
+    let file = std::fs::File::open(path).map_err(failed)?;
+    let meta = file.metadata().map_err(failed)?;
+    if !meta.is_file() {
+        return Err(format!("{} is not a regular file", path.display()));
+    }
+    let mut hasher = Sha256::new();
+    let read = std::io::copy(&mut file.take(MAX_CODE_BYTES + 1), &mut hasher).map_err(failed)?;
+    if read > MAX_CODE_BYTES {
+        return Err(format!("{} is larger than {MAX_CODE_BYTES} bytes", path.display()));
+    }
+    Ok(CodePin { path: path.display().to_string(), sha256: hex::encode(hasher.finalize()), size: read })
+}
+
+/// What a command that fetches its code at start runs, or `None`.
+fn fetcher(program: &Path, args: &[String]) -> Option<String> {
+    let name = program.file_name()?.to_str()?;
+    let first = args.iter().find(|a| !a.starts_with('-')).map(String::as_str).unwrap_or_default();
+    let fetches = match name {
+        "npx" | "bunx" | "pnpx" | "uvx" => true,
+        "pipx" | "uv" => matches!(first, "run" | "tool"),
+        "npm" | "pnpm" | "yarn" | "bun" => matches!(first, "exec" | "dlx" | "x"),
+        _ => false,
+    };
+    fetches.then(|| {
+        format!(
+            "`{name} {}` fetches its code each time it starts, so no pin covers it: install the package once \
+             into a folder of its own (at an exact version) and run it from there",
+            args.join(" ")
+        )
+    })
+}
+
+/// Whether the policy refuses a provider whose command fetches its code at start.
+#[must_use]
+pub fn refuses_fetching(rules: Option<&ProviderPolicy>) -> bool {
+    rules.is_some_and(|r| r.fetched_code == wasmgate_policy::FetchedCode::Deny)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn stdio(command: &str, args: &[&str]) -> ProviderConfig {
+        let text = format!("command = {command:?}\nargs = {args:?}\n");
+        toml::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn a_script_is_pinned_and_its_interpreter_is_not_and_a_program_of_its_own_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("server.py");
+        std::fs::write(&script, "print('hi')\n").unwrap();
+        let policy = Policy::from_toml("", "p").unwrap();
+        let code = of("p", &stdio("/usr/bin/env", &["python3", script.to_str().unwrap()]), &policy).unwrap();
+        assert_eq!(code.pins.keys().collect::<Vec<_>>(), ["arg:1"]);
+        assert_eq!(code.pins["arg:1"].size, 12);
+        assert_eq!(code.pins["arg:1"].sha256, hex::encode(Sha256::digest(b"print('hi')\n")));
+
+        let program = dir.path().join("server");
+        std::fs::write(&program, "#!/bin/sh\n").unwrap();
+        let code = of("p", &stdio(program.to_str().unwrap(), &["--port", "1"]), &policy).unwrap();
+        assert_eq!(code.pins.keys().collect::<Vec<_>>(), ["command"]);
+        assert!(of("p", &stdio("/usr/bin/env", &[]), &policy).unwrap().pins.is_empty(), "a system program");
+    }
+
+    #[test]
+    fn formatters_and_components_are_pinned_and_a_missing_file_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let wasm = dir.path().join("f.wasm");
+        std::fs::write(&wasm, b"\0asm").unwrap();
+        let policy =
+            Policy::from_toml(&format!("[[providers.p.formatters]]\ntools = \"*\"\nwasm = {wasm:?}\n"), "p").unwrap();
+        let component: ProviderConfig = toml::from_str(&format!("component = {wasm:?}\n")).unwrap();
+        let code = of("p", &component, &policy).unwrap();
+        assert_eq!(code.pins.keys().collect::<Vec<_>>(), ["component", "formatter:*"]);
+        let missing: ProviderConfig = toml::from_str("component = \"/nonexistent/x.wasm\"\n").unwrap();
+        assert!(of("p", &missing, &policy).unwrap_err().contains("cannot read /nonexistent/x.wasm"));
+    }
+
+    #[test]
+    fn a_path_near_the_lock_is_shown_relative_to_it() {
+        let rel = |p: &str, b: &str| relative(Path::new(p), Path::new(b));
+        assert_eq!(rel("/w/ex/cal/server.py", "/w/ex/cal").as_deref(), Some("server.py"));
+        assert_eq!(rel("/w/target/g/c.wasm", "/w/ex/cal").as_deref(), Some("../../target/g/c.wasm"));
+        assert_eq!(rel("/w/host/guests/../../w/target/c.wasm", "/w/ex/cal").as_deref(), Some("../../target/c.wasm"));
+        assert_eq!(rel("/usr/bin/python3", "/w/ex/cal"), None, "nothing in common but the root");
+        assert_eq!(rel("server.py", "/w"), None);
+    }
+
+    #[test]
+    fn commands_that_fetch_their_code_are_told_apart() {
+        let fetched = |program: &str, args: &[&str]| {
+            let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+            fetcher(Path::new(program), &args).is_some()
+        };
+        assert!(fetched("/usr/bin/npx", &["-y", "@modelcontextprotocol/server-everything"]));
+        assert!(fetched("/root/.local/bin/uvx", &["mcp-server-time"]));
+        assert!(fetched("/usr/bin/pipx", &["run", "mcp-server-fetch"]));
+        assert!(fetched("/usr/bin/npm", &["exec", "pkg"]));
+        assert!(!fetched("/usr/bin/node", &["server.js"]));
+        assert!(!fetched("/usr/bin/npm", &["start"]));
+        assert!(!fetched("/usr/bin/python3", &["-m", "server"]));
+    }
+}
