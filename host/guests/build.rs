@@ -50,6 +50,9 @@ fn main() {
     let calendar = wasm(&out_dir, "calendar");
     writeln!(code, "/// Path of `calendar`, the sample tool-provider component (events under a granted `/data`).").ok();
     writeln!(code, "pub const CALENDAR_PATH: &str = {:?};", calendar.display().to_string()).ok();
+    let secret_paths = wasm(&out_dir, "secret_paths");
+    writeln!(code, "/// Path of `secret-paths`, the sample screen component (docs/SCREEN.md).").ok();
+    writeln!(code, "pub const SECRET_PATHS_PATH: &str = {:?};", secret_paths.display().to_string()).ok();
     let calendar_text = wasm(&out_dir, "calendar_text");
     writeln!(code, "/// Path of `calendar-text`, the formatter that renders calendar events as agenda lines.").ok();
     writeln!(code, "pub const CALENDAR_TEXT_PATH: &str = {:?};", calendar_text.display().to_string()).ok();

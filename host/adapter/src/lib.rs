@@ -24,6 +24,7 @@
 //!   [`ContentSource`](wasmgate_guard::ContentSource);
 //! * [`supervised`]: [`Supervised`], an MCP provider kept running: withheld and retried
 //!   when it cannot start, started again when it goes down;
+//! * [`screens`]: a screen component as the guard's [`Screener`](wasmgate_guard::Screener);
 //! * [`formatters`]: which formatter renders which provider's and tool's results;
 //! * [`schema`]: compiling untrusted JSON Schemas safely (offline, linear-time regexes);
 //! * [`error`]: [`AdapterError`], what stops start-up.
@@ -40,6 +41,7 @@ pub mod provider;
 pub mod render;
 pub mod resources;
 pub mod schema;
+pub mod screens;
 pub mod supervised;
 pub mod toolbox;
 
@@ -51,6 +53,7 @@ pub use offer::Withheld;
 pub use provider::McpProvider;
 pub use render::{SCHEMA_MISMATCH, WITHHELD};
 pub use resources::read_resource_tool;
+pub use screens::ScreenComponent;
 pub use supervised::{Backoff, Supervised};
 pub use toolbox::{McpToolset, Toolbox};
 /// What every kind of provider implements, and one tool with its definition (defined

@@ -8,6 +8,7 @@
 //! | `arg:N` | a file an argument names by its absolute path (a script, a configuration) | always |
 //! | `component` | a WASM tool component | always |
 //! | `formatter:GLOB` | each formatter the policy selects for the provider | always |
+//! | `screen:N` | each screen component the policy runs on its texts | always |
 //!
 //! A command that fetches its code when it starts (`npx -y`, `uvx`, `pipx run`, ...)
 //! cannot be pinned: [`Code::fetches`] says so, review shows it, and the policy can refuse
@@ -164,6 +165,9 @@ pub fn of(name: &str, provider: &ProviderConfig, policy: &Policy) -> Result<Code
     }
     for rule in policy.provider(name).map(|p| p.formatters.as_slice()).unwrap_or_default() {
         code.pins.insert(format!("formatter:{}", rule.tools.as_str()), pin(&rule.wasm)?);
+    }
+    for (i, screen) in policy.provider(name).map(|p| p.screens.as_slice()).unwrap_or_default().iter().enumerate() {
+        code.pins.insert(format!("screen:{i}"), pin(screen)?);
     }
     Ok(code)
 }

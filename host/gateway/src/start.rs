@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use wasmgate_adapter::supervised::{Connect, Report};
 use wasmgate_adapter::{
-    AdapterError, Backoff, ComponentProvider, FormatterRule, Formatters, McpProvider, Supervised, ToolSource,
+    AdapterError, Backoff, ComponentProvider, FormatterRule, Formatters, McpProvider, ScreenComponent, Supervised,
+    ToolSource,
 };
 use wasmgate_audit::{AuditLog, ChainKey, Entry, Event, Options, Redaction};
 use wasmgate_client::confine::provider_workdir;
@@ -92,6 +93,7 @@ impl Gateway {
         let mut sources: Vec<Arc<dyn ToolSource>> = Vec::new();
         let mut providers = Vec::new();
         let mut servers = Vec::new();
+        let mut screens = Vec::new();
         for (name, provider) in &config.providers {
             let rules = policy.provider(name);
             if rules.is_none() {
@@ -101,6 +103,10 @@ impl Gateway {
             let mut info = ProviderInfo { name: name.clone(), kind: kind.clone(), confinement: None, withheld: None };
             let limits = limits(&config.limits, rules);
             let planned = reviewed_code(&lock, name, provider, &policy)
+                .and_then(|()| {
+                    screens.extend(load_screens(&sandbox, name, rules, &limits)?);
+                    Ok(())
+                })
                 .and_then(|()| formatters(&sandbox, &json_text, name, rules, &limits))
                 .and_then(|formatters| match kind {
                     ProviderKind::Component => {
@@ -143,6 +149,9 @@ impl Gateway {
             mcp.push(supervised);
         }
         let guard = Guard::new(policy, lock, Some(config.lock.clone()), approver, audit);
+        for (provider, screen) in screens {
+            guard.add_screener(&provider, Arc::new(screen));
+        }
         let toolset = Arc::new(GuardedToolset::new(Arc::clone(&guard), sources.clone()));
         Ok(Self { guard, toolset, providers, sources, mcp })
     }
@@ -200,6 +209,27 @@ fn reviewed_code(lock: &Lock, name: &str, provider: &ProviderConfig, policy: &Po
             ))
         }
     }
+}
+
+/// The screen components the policy selects for `provider`, each under the provider's
+/// limits. One that cannot be loaded withholds the provider: its texts are not served
+/// unscreened.
+fn load_screens(
+    sandbox: &Sandbox,
+    provider: &str,
+    rules: Option<&ProviderPolicy>,
+    limits: &CallLimits,
+) -> Result<Vec<(String, ScreenComponent)>, StartError> {
+    let paths = rules.map(|r| r.screens.as_slice()).unwrap_or_default();
+    paths
+        .iter()
+        .map(|path| {
+            let screen =
+                sandbox.load_screen_file(path, limits.clone()).map_err(|e| StartError::provider(provider, e))?;
+            let name = path.file_stem().map_or_else(|| "screen".to_owned(), |s| s.to_string_lossy().into_owned());
+            Ok((provider.to_owned(), ScreenComponent::new(&name, screen)))
+        })
+        .collect()
 }
 
 /// What to do with one configured provider.

@@ -32,7 +32,7 @@ use wasmgate_audit::Event;
 use wasmgate_policy::{InjectionAction, ProviderPolicy, detect, prefixed_name, sanitize, split_prefixed};
 
 use crate::guard::Guard;
-use crate::screen::{Screened, screen};
+use crate::screen::{Screened, Screener, screen};
 
 /// The most characters of a title or description served.
 pub const MAX_DESCRIPTION_CHARS: usize = 1024;
@@ -445,7 +445,7 @@ impl GuardedContent {
                 return Err(refusal);
             }
         };
-        let mut screened = Screening::new(self.action(name));
+        let mut screened = Screening::new(self.action(name), self.guard.screeners(name));
         let mut contents = Vec::new();
         for entry in read {
             if entry.uri() != uri && !self.routes(entry.uri(), name) {
@@ -532,7 +532,7 @@ impl GuardedContent {
                 return Err(refusal);
             }
         };
-        let mut screened = Screening::new(self.action(name));
+        let mut screened = Screening::new(self.action(name), self.guard.screeners(name));
         let mut messages = Vec::new();
         for message in result.messages {
             let content = screened.content(name, message.content).await;
@@ -671,19 +671,23 @@ fn binary(raw: &Value, fields: &[&str]) -> Value {
 /// Screens the text of one read or prompt, and sums up what it found for the audit log.
 struct Screening {
     action: InjectionAction,
+    screeners: Vec<Arc<dyn Screener>>,
     flags: Vec<String>,
     withheld: bool,
 }
 
 impl Screening {
-    fn new(action: InjectionAction) -> Self {
-        Self { action, flags: Vec::new(), withheld: false }
+    fn new(action: InjectionAction, screeners: Vec<Arc<dyn Screener>>) -> Self {
+        Self { action, screeners, flags: Vec::new(), withheld: false }
     }
 
     /// `text` screened: framed (with a warning when flagged), or the withheld note.
     async fn text(&mut self, provider: &str, subject: &str, text: String) -> String {
         let Screened { result, event } =
-            screen(provider, subject, ToolResult::text(text), self.action, |_| std::future::ready(false)).await;
+            screen(provider, subject, ToolResult::text(text), self.action, &self.screeners, |_| {
+                std::future::ready(false)
+            })
+            .await;
         match event {
             Event::Finished { flags, .. } => self.flags.extend(flags),
             Event::Withheld { flags, .. } => {

@@ -15,6 +15,7 @@
 //! The agent loop's `before_tool_call` hook stays the host's own: the policy runs inside
 //! every guarded tool, so the loop, the gateway and `wasmgate call` cannot bypass it.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -30,7 +31,7 @@ use wasmgate_policy::{
 };
 
 use crate::approver::{Approval, ApprovalRequest, Approver, Subject};
-use crate::screen::{Screened, screen};
+use crate::screen::{Screened, Screener, screen};
 
 /// The policy, the reviewed definitions, the approver and the audit log, shared by
 /// every guarded tool.
@@ -42,6 +43,8 @@ pub struct Guard {
     lock_path: Option<PathBuf>,
     approver: Arc<dyn Approver>,
     audit: Arc<AuditLog>,
+    /// Each provider's screens, run beside the built-in detector on its texts.
+    screeners: RwLock<HashMap<String, Vec<Arc<dyn Screener>>>>,
     /// A random prefix, so call ids do not repeat across restarts.
     session: String,
     next_call: AtomicU64,
@@ -82,6 +85,7 @@ impl Guard {
             lock_path,
             approver,
             audit,
+            screeners: RwLock::default(),
             session,
             next_call: AtomicU64::new(1),
         })
@@ -97,6 +101,22 @@ impl Guard {
     #[must_use]
     pub fn audit(&self) -> &Arc<AuditLog> {
         &self.audit
+    }
+
+    /// Also screens every text of `provider` with `screener`.
+    pub fn add_screener(&self, provider: &str, screener: Arc<dyn Screener>) {
+        self.screeners
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(provider.to_owned())
+            .or_default()
+            .push(screener);
+    }
+
+    /// The screens of `provider`.
+    #[must_use]
+    pub fn screeners(&self, provider: &str) -> Vec<Arc<dyn Screener>> {
+        self.screeners.read().unwrap_or_else(PoisonError::into_inner).get(provider).cloned().unwrap_or_default()
     }
 
     /// Whether `offer`'s definition is the one reviewed.
@@ -362,9 +382,10 @@ impl Guarded {
         match self.inner.execute(input.clone(), cancel).await {
             Ok(result) => {
                 let action = guard.policy.provider(&self.provider).map_or(InjectionAction::Flag, |p| p.injection);
+                let screeners = guard.screeners(&self.provider);
+                let release = |flags| self.release(&call, &input, flags);
                 let Screened { result, event } =
-                    screen(&self.provider, &self.tool, result, action, |flags| self.release(&call, &input, flags))
-                        .await;
+                    screen(&self.provider, &self.tool, result, action, &screeners, release).await;
                 outcome.end(event);
                 Ok(result)
             }

@@ -29,5 +29,5 @@ pub mod toolset;
 pub use approver::{Approval, ApprovalRequest, Approver, CallerApprover, Subject, TerminalApprover, Unattended};
 pub use content::{ContentSource, GuardedContent};
 pub use guard::{Access, Admission, Guard};
-pub use screen::{INJECTION_WITHHELD, UNFRAMED};
+pub use screen::{INJECTION_WITHHELD, SCREEN_FAILED, Screener, UNFRAMED};
 pub use toolset::{GuardedToolset, WithheldTool};

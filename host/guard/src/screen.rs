@@ -1,11 +1,13 @@
 //! Every result is untrusted data: the detector looks for instruction-like content,
-//! the policy's `injection` setting decides what a flag does (`flag`: show it with a
+//! and so do the provider's own [`Screener`]s (screen components in the sandbox); the
+//! policy's `injection` setting decides what a flag does (`flag`: show it with a
 //! warning; `withhold`: do not show it; `ask`: an approver decides), and what is shown
 //! is sanitized and framed with a per-call random boundary the content cannot forge.
 
 use std::future::Future;
+use std::sync::Arc;
 
-use wasmgate_agent::ToolResult;
+use wasmgate_agent::{BoxFuture, ToolResult};
 use wasmgate_audit::Event;
 use wasmgate_policy::{InjectionAction, detect, frame, secrets};
 
@@ -16,6 +18,30 @@ pub const INJECTION_WITHHELD: &str =
 /// What the model reads when a result cannot be framed safely.
 pub const UNFRAMED: &str = "result withheld: it could not be framed safely";
 
+/// A detector of the user's own (a screen component in the sandbox), run beside the
+/// built-in one on every text of the providers it is selected for.
+pub trait Screener: Send + Sync + std::fmt::Debug {
+    /// Its name, prefixed to its rules in the audit log's flags.
+    fn name(&self) -> &str;
+
+    /// What `text` (of `provider`, about `subject`) holds: `(rule, description)` pairs,
+    /// each description a fixed sentence safe to show the model.
+    ///
+    /// # Errors
+    ///
+    /// Why the screen could not look at the text (a trap, a limit, a refusal): the text
+    /// is then flagged, since a screen an attacker can make fail must not let it pass.
+    fn screen<'a>(
+        &'a self,
+        provider: &'a str,
+        subject: &'a str,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<(String, String)>, String>>;
+}
+
+/// What a failed screen's flag says.
+pub const SCREEN_FAILED: &str = "a screen of this provider could not look at it";
+
 /// A screened result and the audit event that records it.
 #[derive(Debug)]
 pub struct Screened {
@@ -25,13 +51,15 @@ pub struct Screened {
     pub event: Event,
 }
 
-/// Screens `result` of `tool` from `provider`. `release` asks an approver whether a
-/// flagged result may be shown (used when `action` is `ask`).
+/// Screens `result` of `tool` from `provider` with the built-in detector and
+/// `screeners`. `release` asks an approver whether a flagged result may be shown (used
+/// when `action` is `ask`).
 pub async fn screen<F, Fut>(
     provider: &str,
     tool: &str,
     result: ToolResult,
     action: InjectionAction,
+    screeners: &[Arc<dyn Screener>],
     release: F,
 ) -> Screened
 where
@@ -40,6 +68,22 @@ where
 {
     let found = detect(&result.content);
     let mut flags: Vec<String> = found.iter().map(|f| f.rule.to_owned()).collect();
+    let mut warnings: Vec<String> = found.iter().map(|f| f.description.to_owned()).collect();
+    for screener in screeners {
+        match screener.screen(provider, tool, &result.content).await {
+            Ok(findings) => {
+                for (rule, description) in findings {
+                    flags.push(format!("{}:{rule}", screener.name()));
+                    warnings.push(description);
+                }
+            }
+            Err(why) => {
+                tracing::warn!(provider, tool, screen = screener.name(), %why, "a screen failed; the text is flagged");
+                flags.push(format!("{}:screen-failed", screener.name()));
+                warnings.push(SCREEN_FAILED.to_owned());
+            }
+        }
+    }
     // A credential in a result is recorded (the provider leaked it into the conversation);
     // it does not withhold the result.
     let mut leaked: Vec<String> =
@@ -48,12 +92,11 @@ where
     if !leaked.is_empty() {
         tracing::warn!(provider, tool, kinds = ?leaked, "a result carries what looks like a credential");
     }
-    let warnings: Vec<&str> = found.iter().map(|f| f.description).collect();
     let show = match action {
-        _ if found.is_empty() => true,
+        _ if warnings.is_empty() => true,
         InjectionAction::Flag => true,
         InjectionAction::Withhold => false,
-        InjectionAction::Ask => release(warnings.iter().map(|w| (*w).to_owned()).collect()).await,
+        InjectionAction::Ask => release(warnings.clone()).await,
     };
     flags.extend(leaked);
     if !show {

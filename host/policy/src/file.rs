@@ -31,6 +31,8 @@ pub(crate) struct RawProvider {
     pub limits: Option<RawLimits>,
     #[serde(default)]
     pub formatters: Vec<RawFormatter>,
+    #[serde(default)]
+    pub screens: Vec<Spanned<String>>,
     pub note: Option<String>,
     #[serde(default)]
     pub tools: BTreeMap<Spanned<String>, RawTool>,

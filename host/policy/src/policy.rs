@@ -38,6 +38,11 @@ impl Policy {
                     rule.wasm = base.join(&rule.wasm);
                 }
             }
+            for screen in &mut provider.screens {
+                if screen.is_relative() {
+                    *screen = base.join(&*screen);
+                }
+            }
         }
         Ok(policy)
     }
@@ -182,6 +187,14 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
         }
         formatters.push(FormatterRule { tools: Glob::new(f.tools.get_ref()), wasm: f.wasm.into_inner().into() });
     }
+    let mut screens = Vec::new();
+    for (i, s) in raw.screens.into_iter().enumerate() {
+        if s.get_ref().is_empty() {
+            let fix = "give the path of a screen component (.wasm)";
+            return Err(src.error(s.span(), &format!("{key}.screens[{i}]"), "empty path", fix));
+        }
+        screens.push(s.into_inner().into());
+    }
     let mut tools = BTreeMap::new();
     for (name, t) in raw.tools {
         let tkey = format!("{key}.tools.{}", name.get_ref());
@@ -218,6 +231,7 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
         fetched_code: raw.fetched_code.unwrap_or_default(),
         limits,
         formatters,
+        screens,
         confinement: raw.confinement.unwrap_or_default(),
         read_paths,
         network_ports,

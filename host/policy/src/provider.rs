@@ -90,6 +90,9 @@ pub struct ProviderPolicy {
     pub limits: LimitOverrides,
     /// Formatter selection, first match wins.
     pub formatters: Vec<FormatterRule>,
+    /// Screen components run beside the built-in detector on the provider's texts. The
+    /// policy file's relative paths are resolved against its directory.
+    pub screens: Vec<PathBuf>,
     /// Confinement requirement for a stdio server.
     pub confinement: ConfinementLevel,
     /// Whether a command that fetches its code at start may run.

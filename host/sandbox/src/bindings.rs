@@ -26,6 +26,15 @@ mod formatter_async {
     });
 }
 
+mod screen_async {
+    wasmtime::component::bindgen!({
+        world: "screen",
+        path: "../../wit",
+        imports: { default: async },
+        exports: { default: async },
+    });
+}
+
 mod tool_provider_async {
     wasmtime::component::bindgen!({
         world: "tool-provider",
@@ -38,6 +47,10 @@ mod tool_provider_async {
 pub(crate) use formatter::FormatterPre;
 pub use formatter::exports::wasmgate::sandbox::format::{FormatError, ToolResult};
 pub(crate) use formatter_async::{Formatter as FormatterAsync, FormatterPre as FormatterPreAsync};
+pub(crate) use screen_async::ScreenPre as ScreenPreAsync;
+pub(crate) use screen_async::exports::wasmgate::sandbox::screening::{
+    Finding as GuestFinding, ProviderText, ScreenError,
+};
 pub use tool_provider::exports::wasmgate::sandbox::tools::CallError;
 pub(crate) use tool_provider::exports::wasmgate::sandbox::tools::{CallOutcome, ToolDefinition};
 pub(crate) use tool_provider::{ToolProvider, ToolProviderPre};

@@ -62,6 +62,9 @@ pub enum SandboxError {
     /// The guest ran to completion and declined with a typed error.
     #[error("formatter declined: {0}")]
     Format(FormatError),
+    /// A screen ran to completion and said it could not look at the text.
+    #[error("screen declined: {0}")]
+    Screen(String),
     /// Every instance slot is in use: too many calls at once for the pool.
     #[error("sandbox busy: all {slots} instance slots are in use")]
     Busy { slots: u32 },
