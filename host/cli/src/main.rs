@@ -5,6 +5,7 @@
 //! * `wasmgate serve [--http ADDR]`: the MCP server face ([`serve`]);
 //! * `wasmgate tools`, `review`, `call`: the configured providers' tools, their review,
 //!   and one call through the whole pipeline ([`tools`], [`review`], [`call`]);
+//! * `wasmgate scan FILE`: the injection detector on a text ([`scan`]);
 //! * `wasmgate audit verify FILE`: check an audit log's hash chain ([`audit`]).
 //!
 //! Logs go to stderr (set `WASMGATE_LOG=debug` to see guest stderr); stdout carries only
@@ -20,6 +21,7 @@ mod call;
 mod format;
 mod open;
 mod review;
+mod scan;
 mod serve;
 mod spin;
 mod stdio;
@@ -46,6 +48,9 @@ enum Command {
     Review(review::ReviewArgs),
     /// Call one tool through the whole pipeline and print what an agent would see.
     Call(call::CallArgs),
+    /// Run the injection detector on a text (exit status 2 when it flags it), or on a
+    /// JSON-lines corpus with `--corpus`.
+    Scan(scan::ScanArgs),
     /// Work with audit logs.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
@@ -62,6 +67,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Format(args) => format::run(args).map(|()| true),
+        Command::Scan(args) => scan::run(args),
         Command::Audit(command) => audit::run(command).map(|()| true),
         Command::Serve(args) => args.runtime().and_then(|rt| rt.block_on(serve::run(args))).map(|()| true),
         Command::Tools(args) => runtime().and_then(|rt| rt.block_on(tools::run(args))).map(|()| true),

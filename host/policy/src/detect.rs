@@ -70,7 +70,7 @@ const RULES: &[Rule] = &[
         kind: FlagKind::InstructionPhrase,
         id: "new-instructions",
         description: "announces new instructions",
-        pattern: r"\b(new|updated|real|actual|important)\s+(system\s+)?instructions?\s*:|\bsystem\s+prompt\b|\bdeveloper\s+(mode|message)\b",
+        pattern: r"(?m)(^|[.!?:]\s+)[\W]*(your\s+|the\s+|my\s+)?(new|updated|real|actual|important)\s+(system\s+)?instructions?\s*:|\bsystem\s+prompt\b|\bdeveloper\s+(mode|message)\b",
     },
     Rule {
         kind: FlagKind::InstructionPhrase,
@@ -103,10 +103,64 @@ const RULES: &[Rule] = &[
         pattern: r#""(name|tool|function)"\s*:\s*"[^"]*"\s*,\s*"(arguments|parameters|input|args)"\s*:|"(tool_calls|function_call)"\s*:"#,
     },
     Rule {
+        kind: FlagKind::InstructionPhrase,
+        id: "ignore-the-data",
+        description: "asks to ignore what came with it",
+        pattern: r"\b(ig?n[o0]re|ingore|ignroe|disregu?ard|forget|neglect)\s+(all\s+|any\s+|the\s+|this\s+|these\s+|those\s+|other\s+|them\b|everything\b|your\s+)*(rest\s+of\s+(this|the)\s+(data|text|content|document|input|message|context|page)|remaining|previous|prior|above|earlier|following|other|negative|instructions?\b|directions?\b|directives?\b|guidelines\b|rules\b|data\b|info(rmation)?\b|content\b|context\b)|\b(ig?n[o0]re|disregard)\s+(any|all)\s+(previous|prior)\s+and\s+following\b",
+    },
+    Rule {
+        kind: FlagKind::InstructionPhrase,
+        id: "override-other-language",
+        description: "asks, in another language, to ignore earlier instructions",
+        pattern: r"\bignor(ez|e|iere|ieren|a|ar|ate|eer)\s+(toutes\s+|alle\s+|todas\s+|tutte\s+|le\s+|les\s+|las\s+|die\s+|de\s+|the\s+)*(les\s+|la\s+|vorherigen\s+|anteriores\s+|precedenti\s+|vorige\s+)?(instructions|anweisungen|instrucciones|istruzioni|instructies|consignes)\b|忽略.{0,8}(指令|指示|说明|提示)|無視.{0,8}(指示|命令)|игнорир\w*.{0,20}инструкц",
+    },
+    Rule {
+        kind: FlagKind::InstructionPhrase,
+        id: "output-directive",
+        description: "tells the assistant exactly what to output",
+        pattern: r"\b(just|only|simply)\s+(print|say|output|respond\s+with|reply\s+with|repeat|write|return)\b\s*(\W{0,3}[\x22'“<:]|the\s+following\b|exactly\b)|\b(reply|respond|answer)\s+with\s+(only|just|exactly|the\s+following)\b|\brepeat\s+(the\s+following|after\s+me|<)|\bnothing\s+else\b.{0,40}\b(print|say|output|reply|respond)|\b(print|say|output|reply|respond)\b.{0,60}\b(and\s+)?(absolutely\s+)?nothing\s+else\b|\bstop\s+everything\b|\b(never\s*mind|nevermind)\b.{0,40}\b(print|say|ignore)\b|\bprovide\s+it\s+to\s+the\s+user\b|\byou\s+may\s+not\s+deviate\b|\binstead\s+(print|spell\s+check|say|output|repeat)\b|\bprint\s+the\s+(previous|above|prior|system)\s+(instructions|prompt)\b",
+    },
+    Rule {
+        kind: FlagKind::InstructionPhrase,
+        id: "addresses-the-model",
+        description: "addresses the assistant or an automated reader directly",
+        pattern: r"\b(note|message|memo|notice)\s+(to|for)\s+(the\s+|any\s+|all\s+)?(ai|a\.i\.|assistant|model|llm|language\s+model|chatbot|agent|automated\s+\w+(\s+\w+)?|screening\s+systems?|(analysis|review)\s+software)\b|\bfor\s+automated\s+(screening|analysis|review)\b|\bvisible\s+to\s+(the\s+)?(llm|ai|model|assistant)|\binvisible\s+to\s+humans\b|\bif\s+(the\s+)?user\s+asks\b|\b(if|when)\s+asked\s+(how|what|about|whether)\b.{0,80}\b(respond|reply|answer|say)\b|\b(before|when)\s+(you\s+)?(answer|respond|reply)(ing)?\b.{0,60}\b(first|also|always|call|read|send|run|use)\b|\b(an\s+)?important\s+message\s+from\s+(me,?\s+)?(the\s+|your\s+)?(user|developer|administrator|admin|creator|owner)\b|\bcritical\s+to\s+my\s+(career|job|life)\b",
+    },
+    Rule {
+        kind: FlagKind::InstructionPhrase,
+        id: "override-checks",
+        description: "asks to override checks or scoring",
+        pattern: r"\b(override|bypass|skip|disable)\s+(the\s+|all\s+|any\s+|manual\s+|your\s+|safety\s+)*(scoring|review|checks?|safety|filters?|restrictions?|guardrails?|evaluation|verification)\b|\bdon'?t\s+evaluate\b|\bpre-?verified\s+by\b",
+    },
+    Rule {
+        kind: FlagKind::InstructionPhrase,
+        id: "harmful-generation",
+        description: "asks for hateful or harmful writing",
+        pattern: r"\b(write|generate|produce|compose)\s+(one|a|an|some|\d+)\s+(toxic|offensive|discriminatory|harmful|hateful|racist|sexist|negative|unfriendly|insulting|violent|abusive|derogatory)\b",
+    },
+    Rule {
+        kind: FlagKind::RoleTag,
+        id: "pseudo-tag",
+        description: "contains an instruction block in a made-up tag or bracket marker",
+        pattern: r"</?\s*(important|information|instruction|instructions|system[_ ]?message|admin|end\s+of\s+session|context)\s*>|\[\s*(system|admin|assistant|developer|instruction)s?\s*[\]:]|\[\s*admin\s+request|\(#(context|assistant|system)\)|\bsystem\s+(chain\s+of\s+thought|note|notice|override|instruction)\b",
+    },
+    Rule {
+        kind: FlagKind::RoleTag,
+        id: "turn-marker",
+        description: "contains a conversation turn marker",
+        pattern: r"(?m)^[\s>*#\-]*system(\s+message|\s+prompt)?\s*:|\bsystem\s+message\s*:|#{2,}\s*\(\s*(system|user|assistant)[_ ]?(message|prompt)?\s*\)",
+    },
+    Rule {
+        kind: FlagKind::InstructionPhrase,
+        id: "exfiltration",
+        description: "asks to put the conversation or secrets into a link or output",
+        pattern: r"\b(append|include|add|attach|embed|put)\b[^.\n]{0,80}\b(summary\s+of\s+(the\s+|our\s+)?(page|conversation|chat)|(the|our|this)\s+conversation|chat\s+history)\b|\b(passwords?|secrets?|api\s+keys?|credentials|tokens)\s+(on|from|in)\s+(the|this)\s+(page|conversation|chat|context)\b|\bappend\s+them\b|\bdata\s+exfiltration\b|!\[[^\]\n]{0,100}\]\(\s*https?://[^)\s]*[?&][^)\s=]+=[^)\s]*[{<\[$%][^)\s]*\)",
+    },
+    Rule {
         kind: FlagKind::HiddenText,
         id: "html-comment",
-        description: "contains an HTML comment, which a reader of rendered text would not see",
-        pattern: r"<!--",
+        description: "contains prose in an HTML comment, which a reader of rendered text would not see",
+        pattern: r"<!--\s*(?:[^\s>]+\s+){3,}[^>]*?-->",
     },
 ];
 
@@ -145,7 +199,40 @@ pub fn detect(text: &str) -> Vec<Flag> {
             flags.push(Flag { kind: rule.kind, rule: rule.id, description: rule.description });
         }
     }
+    if encoded_instructions(&clean.text) {
+        flags.push(Flag {
+            kind: FlagKind::InstructionPhrase,
+            rule: "encoded-instructions",
+            description: "contains encoded text (base64) that decodes to instructions",
+        });
+    }
     flags
+}
+
+/// Encoded blocks looked into, at most, and the longest one decoded.
+const MAX_ENCODED_BLOCKS: usize = 16;
+const MAX_ENCODED_BYTES: usize = 64 * 1024;
+
+static BASE64_BLOCK: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"[A-Za-z0-9+/_-]{24,}={0,2}").ok());
+
+/// Whether a base64 block of `text` decodes to text that reads like instructions (one
+/// level deep: what it decodes to is not decoded again).
+fn encoded_instructions(text: &str) -> bool {
+    use base64::Engine as _;
+    let Some(block) = BASE64_BLOCK.as_ref() else { return false };
+    block.find_iter(text).take(MAX_ENCODED_BLOCKS).filter(|m| m.len() <= MAX_ENCODED_BYTES).any(|m| {
+        let encoded = m.as_str().trim_end_matches('=');
+        let decoded = base64::engine::general_purpose::STANDARD_NO_PAD
+            .decode(encoded)
+            .or_else(|_| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(encoded));
+        let Some(decoded) = decoded.ok().and_then(|bytes| String::from_utf8(bytes).ok()) else { return false };
+        let printable = decoded.chars().filter(|c| !c.is_control() || c.is_whitespace()).count();
+        if printable * 10 < decoded.chars().count() * 9 {
+            return false;
+        }
+        let normalized = normalize(&sanitize(&decoded).text);
+        COMPILED.iter().any(|(rule, re)| rule.kind == FlagKind::InstructionPhrase && re.is_match(&normalized))
+    })
 }
 
 fn longest_whitespace_run(text: &str) -> usize {
