@@ -45,7 +45,7 @@ fn the_demo_shows_the_scenario_and_ends_with_a_verified_audit_log() {
     assert!(stdout.contains(&format!("  {}", audit.display())), "the audit log's path is printed:\n{stdout}");
     assert!(has_start("  verified: 10 records, chain intact"), "{stdout}");
     for line in [
-        "     3  calendar  calendar_query   finished (flags: ignore-previous)",
+        "     3  calendar  calendar_query   finished (flags: ignore-previous, ignore-the-data)",
         "     4  calendar  calendar_delete  requested (deny)",
         "     7  calendar  calendar_create  approval (approved: false, by unattended)",
     ] {

@@ -35,7 +35,7 @@ pub(crate) fn parse_page<T>(
     let mut entries: Vec<T> = Vec::with_capacity(values.len());
     for (i, value) in values.iter().enumerate() {
         let parsed = entry(value, &format!("{at}[{i}]"))?;
-        if entries.iter().any(|e| key(e) == key(&parsed)) {
+        if !key(&parsed).is_empty() && entries.iter().any(|e| key(e) == key(&parsed)) {
             return Err(ProtocolError::DuplicateName { at, name: key(&parsed).to_owned() });
         }
         entries.push(parsed);

@@ -6,9 +6,11 @@
 //!
 //! * `tools/list`: each tool has a non-empty string `name` and an `inputSchema` object
 //!   whose `type` is `"object"` (required by every version); `outputSchema`,
-//!   `annotations` and `_meta`, when present, are objects. A page is capped at a
-//!   configurable number of tools, and two tools with the same name on one page are
-//!   rejected: a call by name would be ambiguous. The naming *recommendations* (1-128
+//!   `annotations` and `_meta`, when present, are objects. A tool that breaks these is
+//!   left out of the page alone, with what is wrong ([`ToolsPage::rejected`]): one bad
+//!   definition does not cost a server its other tools. A page is capped at a
+//!   configurable number of tools, and two tools with the same name on one page refuse
+//!   the page: a call by name would be ambiguous. The naming *recommendations* (1-128
 //!   chars of `[A-Za-z0-9_.-]`) are only a SHOULD, so they are reported by
 //!   [`ToolDefinition::name_follows_guidance`], not enforced.
 //! * `tools/call`: a complete result has a `content` array of typed blocks, an optional
@@ -61,6 +63,9 @@ impl ToolDefinition {
 pub struct ToolsPage {
     /// The tools, in the server's order.
     pub tools: Vec<ToolDefinition>,
+    /// The entries that are not valid tool definitions, each with what is wrong (its
+    /// `at` names the entry), left out of `tools`.
+    pub rejected: Vec<ProtocolError>,
     /// Cursor for the next page, if there is one.
     pub next_cursor: Option<String>,
     /// `ttlMs` / `cacheScope`.
@@ -76,8 +81,24 @@ pub struct ToolsPage {
 /// [`TooMany`](ProtocolError::TooMany), [`DuplicateName`](ProtocolError::DuplicateName),
 /// or the field errors of the first malformed tool (`at` = `result.tools[i]...`).
 pub fn parse_tools_list(result: &Value, max_tools: usize) -> Result<ToolsPage, ProtocolError> {
-    let page = parse_page(result, "tools/list", "tools", max_tools, parse_tool, |tool| &tool.name)?;
-    Ok(ToolsPage { tools: page.entries, next_cursor: page.next_cursor, cache: page.cache, raw: result.clone() })
+    let page = parse_page(result, "tools/list", "tools", max_tools, lenient, |tool| match tool {
+        Ok(tool) => tool.name.as_str(),
+        Err(_) => "",
+    })?;
+    let (mut tools, mut rejected) = (Vec::new(), Vec::new());
+    for entry in page.entries {
+        match entry {
+            Ok(tool) => tools.push(tool),
+            Err(error) => rejected.push(error),
+        }
+    }
+    Ok(ToolsPage { tools, rejected, next_cursor: page.next_cursor, cache: page.cache, raw: result.clone() })
+}
+
+/// One entry of a page: the tool, or what is wrong with it (never an error of the page).
+#[allow(clippy::unnecessary_wraps)] // the page parser takes entry parsers that may fail
+fn lenient(value: &Value, at: &str) -> Result<Result<ToolDefinition, ProtocolError>, ProtocolError> {
+    Ok(parse_tool(value, at))
 }
 
 fn parse_tool(value: &Value, at: &str) -> Result<ToolDefinition, ProtocolError> {

@@ -284,15 +284,27 @@ fn malformed_tool_definitions_are_rejected_with_their_path() {
             json!([{"name": "a", "inputSchema": schema, "description": null}]),
             WrongType { at: "result.tools[0].description".into(), expected: "a string" },
         ),
-        (
-            json!([{"name": "a", "inputSchema": schema}, {"name": "a", "inputSchema": schema}]),
-            DuplicateName { at: "result.tools".into(), name: "a".into() },
-        ),
-        (json!({"name": "a"}), WrongType { at: "result.tools".into(), expected: "an array" }),
     ];
+    // A bad tool is left out alone, with what is wrong; the page stands.
     for (tools, expected) in cases {
-        assert_eq!(parse_tools_list(&tools_result(tools.clone()), 10), Err(expected), "{tools}");
+        let page = parse_tools_list(&tools_result(tools.clone()), 10).unwrap();
+        assert!(page.tools.is_empty(), "{tools}");
+        assert_eq!(page.rejected, [expected], "{tools}");
     }
+    let mixed = json!([{"name": "bad", "inputSchema": {"type": "array"}}, {"name": "good", "inputSchema": schema}]);
+    let page = parse_tools_list(&tools_result(mixed), 10).unwrap();
+    assert_eq!(page.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["good"]);
+    assert_eq!(page.rejected.len(), 1);
+    // What breaks the page itself still refuses it.
+    let duplicate = json!([{"name": "a", "inputSchema": schema}, {"name": "a", "inputSchema": schema}]);
+    assert_eq!(
+        parse_tools_list(&tools_result(duplicate), 10),
+        Err(DuplicateName { at: "result.tools".into(), name: "a".into() })
+    );
+    assert_eq!(
+        parse_tools_list(&tools_result(json!({"name": "a"})), 10),
+        Err(WrongType { at: "result.tools".into(), expected: "an array" })
+    );
     assert_eq!(parse_tools_list(&json!({}), 10), Err(MissingField { at: "result.tools".into() }));
 }
 

@@ -83,7 +83,14 @@ fn listing(config: &ClientConfig) -> Listing<ToolDefinition> {
         item: "tool",
         max_items: config.max_tools,
         build: ClientContext::tools_list,
-        parse: |result, max| parse_tools_list(result, max).map(|page| (page.tools, page.next_cursor)),
+        parse: |result, max| {
+            parse_tools_list(result, max).map(|page| {
+                for rejected in &page.rejected {
+                    tracing::warn!(%rejected, "a tool definition the server listed is not valid: that tool is withheld");
+                }
+                (page.tools, page.next_cursor)
+            })
+        },
         key: |tool| &tool.name,
     }
 }
