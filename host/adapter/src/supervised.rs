@@ -23,7 +23,7 @@ use wasmgate_guard::content::{
     SourceError,
 };
 
-use crate::error::AdapterError;
+use crate::error::{AdapterError, report as explain};
 use crate::provider::McpProvider;
 
 /// Starts the provider once (connects, lists its tools).
@@ -91,7 +91,7 @@ impl Supervised {
         let state = match first {
             Ok(provider) => State::Up(provider),
             Err(error) => {
-                let why = reason(&error);
+                let why = explain(&error);
                 report(name, &format!("provider {name} is withheld: {why}; trying again in {:?}", backoff.first));
                 State::Down(why)
             }
@@ -157,18 +157,6 @@ impl Supervised {
             provider.close().await;
         }
     }
-}
-
-/// An error's text with its causes, for a person.
-fn reason(error: &AdapterError) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// The supervising task: watches a running provider, starts a down one again.
@@ -252,7 +240,7 @@ async fn supervise(
                         supervised.set(State::Up(provider));
                     }
                     Err(error) => {
-                        let why = reason(&error);
+                        let why = explain(&error);
                         tracing::warn!(provider = %name, %why, next = ?delay, "provider still down");
                         supervised.set(State::Down(why));
                     }

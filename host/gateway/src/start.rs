@@ -8,6 +8,7 @@ use std::os::unix::fs::DirBuilderExt as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use wasmgate_adapter::error::report;
 use wasmgate_adapter::supervised::{Connect, Report};
 use wasmgate_adapter::{
     AdapterError, Backoff, ComponentProvider, FormatterRule, Formatters, McpProvider, ScreenComponent, Supervised,
@@ -123,7 +124,7 @@ impl Gateway {
                 Ok(Planned::Server(connect, confined)) => servers.push((providers.len(), connect, confined)),
                 Err(error) if provider.required => return Err(error),
                 Err(error) => {
-                    let why = report_of(&error);
+                    let why = report(&error);
                     withhold(&audit, name, &format!("provider {name} is withheld: {why}"));
                     info.withheld = Some(why);
                 }
@@ -236,18 +237,6 @@ fn load_screens(
 enum Planned {
     Component(Box<ComponentProvider>),
     Server(Connect, Arc<Mutex<Option<String>>>),
-}
-
-/// An error and its causes, for a person.
-fn report_of(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// Records that a provider is withheld, down or up again: in the log and the audit log.
