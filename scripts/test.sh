@@ -12,6 +12,14 @@ scripts/install-peers.sh # interop peers (Python mcp SDK, server-everything, Ins
 # components' workspace, the formatter template, the fuzz targets.
 others=(guest-tools/Cargo.toml examples/formatter-template/Cargo.toml fuzz/Cargo.toml)
 
+echo "== lock files" >&2
+# Every lock file matches its manifests (a dependency added to a host crate that the
+# fuzz targets use changes fuzz/Cargo.lock too): seconds here, not minutes into clippy.
+for manifest in Cargo.toml "${others[@]}"; do
+    cargo metadata --manifest-path "$manifest" --locked --format-version 1 >/dev/null ||
+        { echo "$manifest: its Cargo.lock is out of date: run cargo metadata --manifest-path $manifest, and commit it" >&2; exit 1; }
+done
+
 echo "== cargo fmt --check" >&2
 cargo fmt --all -- --check
 for manifest in "${others[@]}"; do
