@@ -1,19 +1,29 @@
 //! A `pids` cgroup per server, where one is there for the taking.
 //!
-//! `RLIMIT_NPROC` does not bind root, so a gateway running as root (a container) would
-//! have nothing bounding a fork bomb. Where the cgroup v1 `pids` controller is mounted
-//! and the gateway may create a group under its own, each server gets one: `pids.max`
-//! bounds its tasks, and `cgroup.procs` lists every process it started, including ones
-//! that left its process group with `setsid`, so [`PidsCgroup::kill_all`] ends them too.
-//! cgroup v2 is not used: its "no internal processes" rule means enabling a controller
-//! under the gateway's own group needs delegation the gateway usually does not have.
-//! Nothing here is required; without a cgroup the report says what bounds forks instead.
+//! `RLIMIT_NPROC` does not bind root, and outside a user namespace of the server's own it
+//! counts every process of the user, so a server needs a cgroup to be bounded on its
+//! own. Each server gets one where the gateway may create a group under its own:
+//! `pids.max` bounds its tasks, and `cgroup.procs` lists every process it started,
+//! including ones that left its process group with `setsid`, so
+//! [`PidsCgroup::kill_all`] ends them too. Two places qualify:
+//!
+//! * the gateway's group in a cgroup v1 `pids` hierarchy, where it may write (root, or a
+//!   group chowned to its user);
+//! * its group in the cgroup v2 hierarchy, when that group is delegated to it (systemd's
+//!   `Delegate=yes`, for example `systemd-run --user --scope -p Delegate=yes wasmgate ...`)
+//!   and offers the `pids` controller. v2 lets a group either hold processes or hand
+//!   controllers to its children, not both, so the gateway first moves itself into a
+//!   leaf group `wasmgate` of its own group, then enables `pids` for the children.
+//!
+//! Whether a server must have a bound is the policy's to say (`child` refuses to start it
+//! under `Required` otherwise); here, a group is made where possible.
 
 use std::fs;
+use std::io;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use rustix::fs::{Mode, OFlags, open};
 use rustix::process::{Pid, Signal, kill_process};
@@ -28,9 +38,13 @@ impl PidsCgroup {
     /// Creates a group limited to `max` tasks and opens its `cgroup.procs` for the
     /// child to join. `None` where the controller is missing or not writable.
     pub(crate) fn create(max: u64) -> Option<(Self, OwnedFd)> {
+        let v1 = own_pids_group().and_then(|parent| Self::create_in(&parent, max));
+        v1.or_else(|| Self::create_in(delegated_v2()?, max))
+    }
+
+    fn create_in(parent: &Path, max: u64) -> Option<(Self, OwnedFd)> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let parent = own_pids_group()?;
-        sweep(&parent);
+        sweep(parent);
         let name = format!("wasmgate-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
         let dir = parent.join(name);
         fs::create_dir(&dir).ok()?;
@@ -87,26 +101,76 @@ fn sweep(parent: &Path) {
 
 /// The directory of the gateway's own group in a mounted v1 `pids` hierarchy.
 fn own_pids_group() -> Option<PathBuf> {
-    let mounts = fs::read_to_string("/proc/self/mounts").ok()?;
+    own_group(&fs::read_to_string("/proc/self/mounts").ok()?, &fs::read_to_string("/proc/self/cgroup").ok()?, true)
+}
+
+/// The gateway's own group: in the v1 hierarchy with the `pids` controller (`v1`), or in
+/// the v2 hierarchy, from the text of `/proc/self/mounts` and `/proc/self/cgroup`.
+fn own_group(mounts: &str, groups: &str, v1: bool) -> Option<PathBuf> {
     let mount = mounts.lines().find_map(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
-        let is_pids = fields.get(2) == Some(&"cgroup") && fields.get(3)?.split(',').any(|o| o == "pids");
-        is_pids.then(|| PathBuf::from(fields[1]))
+        let wanted = if v1 {
+            fields.get(2) == Some(&"cgroup") && fields.get(3)?.split(',').any(|o| o == "pids")
+        } else {
+            fields.get(2) == Some(&"cgroup2")
+        };
+        wanted.then(|| PathBuf::from(fields[1]))
     })?;
-    let groups = fs::read_to_string("/proc/self/cgroup").ok()?;
     let own = groups.lines().find_map(|line| {
         let mut parts = line.splitn(3, ':');
-        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-        controllers.split(',').any(|c| c == "pids").then(|| path.trim_start_matches('/').to_owned())
+        let (id, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let wanted = if v1 { controllers.split(',').any(|c| c == "pids") } else { id == "0" && controllers.is_empty() };
+        wanted.then(|| path.trim_start_matches('/').to_owned())
     })?;
+    // A path that climbs (a group outside this cgroup namespace) is no place to write.
+    if own.split('/').any(|part| part == "..") {
+        return None;
+    }
     Some(mount.join(own))
+}
+
+/// The gateway's v2 group, made ready to hold server groups (once per process), if it
+/// is delegated to the gateway.
+fn delegated_v2() -> Option<&'static Path> {
+    static PREPARED: OnceLock<Option<PathBuf>> = OnceLock::new();
+    PREPARED
+        .get_or_init(|| {
+            let mounts = fs::read_to_string("/proc/self/mounts").ok()?;
+            let dir = own_group(&mounts, &fs::read_to_string("/proc/self/cgroup").ok()?, false)?;
+            prepare_v2(&dir, std::process::id()).ok()?;
+            Some(dir)
+        })
+        .as_deref()
+}
+
+/// Makes the v2 group `dir` (the gateway's, process `pid`'s) able to hold server groups
+/// with the `pids` controller: moves the gateway into the leaf `dir/wasmgate`, then
+/// enables `pids` for `dir`'s children. Fails where `dir` offers no `pids` controller,
+/// is not writable by this user (not delegated), or holds other processes.
+fn prepare_v2(dir: &Path, pid: u32) -> io::Result<()> {
+    let has_pids = |file: &str| -> io::Result<bool> {
+        Ok(fs::read_to_string(dir.join(file))?.split_whitespace().any(|c| c == "pids" || c == "+pids"))
+    };
+    if !has_pids("cgroup.controllers")? {
+        return Err(io::Error::new(io::ErrorKind::Unsupported, "no pids controller in the gateway's cgroup"));
+    }
+    if has_pids("cgroup.subtree_control")? {
+        return Ok(());
+    }
+    let leaf = dir.join("wasmgate");
+    match fs::create_dir(&leaf) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+        _ => {}
+    }
+    fs::write(leaf.join("cgroup.procs"), pid.to_string())?;
+    fs::write(dir.join("cgroup.subtree_control"), "+pids")
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use super::sweep;
+    use super::{own_group, prepare_v2, sweep};
 
     #[test]
     fn a_sweep_removes_only_the_empty_groups_of_gateways_that_have_exited() {
@@ -132,5 +196,43 @@ mod tests {
         assert!(!left_behind.exists(), "an exited gateway's empty group is removed");
         assert!(still_running.is_dir(), "a group with a process in it stays");
         assert!(not_ours.is_dir());
+    }
+
+    #[test]
+    fn the_own_group_is_found_in_each_hierarchy_and_never_outside_it() {
+        let mounts = "cgroup /sys/fs/cgroup/pids cgroup rw,nosuid,relatime,pids 0 0\n\
+                      cgroup2 /sys/fs/cgroup/unified cgroup2 rw,nosuid 0 0\n";
+        let groups = "12:pids:/user.slice/u\n1:name=systemd:/x\n0::/user.slice/user@1000.service/app.slice/w.scope\n";
+        let v1 = own_group(mounts, groups, true).unwrap();
+        assert_eq!(v1, std::path::Path::new("/sys/fs/cgroup/pids/user.slice/u"));
+        let v2 = own_group(mounts, groups, false).unwrap();
+        assert_eq!(v2, std::path::Path::new("/sys/fs/cgroup/unified/user.slice/user@1000.service/app.slice/w.scope"));
+        assert_eq!(own_group("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n", "0::/\n", true), None, "no v1 pids");
+        assert_eq!(own_group("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n", "0::/../../outside\n", false), None);
+    }
+
+    #[test]
+    fn a_delegated_v2_group_moves_the_gateway_into_a_leaf_and_hands_pids_to_its_children() {
+        // Plain files stand in for the kernel's: what matters is what is written where,
+        // in which order. This machine's kernel binds `pids` to v1, so no real v2 group.
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str| dir.path().join(name);
+        std::fs::write(file("cgroup.controllers"), "cpu io memory pids\n").unwrap();
+        std::fs::write(file("cgroup.subtree_control"), "").unwrap();
+        prepare_v2(dir.path(), 4242).unwrap();
+        assert_eq!(std::fs::read_to_string(file("wasmgate/cgroup.procs")).unwrap(), "4242");
+        assert_eq!(std::fs::read_to_string(file("cgroup.subtree_control")).unwrap(), "+pids");
+        // Done once: a second gateway in the same group finds pids handed down already.
+        std::fs::remove_file(file("wasmgate/cgroup.procs")).unwrap();
+        prepare_v2(dir.path(), 4343).unwrap();
+        assert!(!file("wasmgate/cgroup.procs").exists());
+
+        let without = tempfile::tempdir().unwrap();
+        std::fs::write(without.path().join("cgroup.controllers"), "cpu memory\n").unwrap();
+        std::fs::write(without.path().join("cgroup.subtree_control"), "").unwrap();
+        assert!(prepare_v2(without.path(), 4242).is_err(), "no pids controller offered");
+        assert!(!without.path().join("wasmgate").exists(), "and the gateway was not moved");
+        let undelegated = std::path::Path::new("/nonexistent/cgroup");
+        assert!(prepare_v2(undelegated, 4242).is_err());
     }
 }

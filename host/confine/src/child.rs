@@ -48,6 +48,15 @@ pub(crate) struct ChildPlan {
     pub(crate) status: OwnedFd,
     /// The gateway's pid, to notice that it died before the child asked to die with it.
     pub(crate) parent: rustix::process::Pid,
+    /// The seccomp programs, installed last (`None`: none could be compiled here).
+    pub(crate) seccomp: Option<crate::seccomp::Programs>,
+    /// Whether the policy bounds the number of processes.
+    pub(crate) wants_process_bound: bool,
+    /// Whether the gateway runs as root, whom `RLIMIT_NPROC` does not bind.
+    pub(crate) root: bool,
+    /// For [`Network::Proxied`](crate::Network::Proxied): the port to listen on inside
+    /// the namespace, and the child's end of the socket pair that carries the listener.
+    pub(crate) proxy: Option<(u16, OwnedFd)>,
 }
 
 /// Byte offsets of the status record.
@@ -63,17 +72,23 @@ pub(crate) mod slot {
     pub(crate) const ERRNO: usize = 8;
     pub(crate) const CAPABILITIES: usize = 12;
     pub(crate) const HIDDEN: usize = 13;
+    pub(crate) const SECCOMP: usize = 14;
+    pub(crate) const PROXY: usize = 15;
+    /// Not a byte of the record: the step "a process bound", as the one that failed.
+    pub(crate) const PROCESS_BOUND: usize = 16;
 }
 
 /// The status record: one byte per step (0 not tried, 1 done, 2 failed; the namespace
-/// step: 1 user and network namespace, 3 network namespace only), the enforced Landlock
-/// ABI, the step that stopped the spawn, its errno (four bytes), the capabilities step and
-/// the hiding of socket directories.
-pub(crate) type Record = [u8; 14];
+/// step: 1 user and network namespace, 3 network namespace only, 4 user namespace only), the enforced Landlock
+/// ABI, the step that stopped the spawn, its errno (four bytes), the capabilities step, the
+/// hiding of socket directories, the seccomp filter and the proxy listener.
+pub(crate) type Record = [u8; 16];
 pub(crate) const MAGIC: u8 = b'W';
 pub(crate) const DONE: u8 = 1;
 pub(crate) const FAILED: u8 = 2;
 pub(crate) const NETNS_ONLY: u8 = 3;
+/// The namespace step for a server granted the host's network: a user namespace alone.
+pub(crate) const USERNS_ONLY: u8 = 4;
 
 impl ChildPlan {
     /// Installs the plan as `command`'s `pre_exec` hook.
@@ -119,6 +134,26 @@ impl ChildPlan {
             } else {
                 FAILED
             };
+        } else if unsafe { unshare_unsafe(UnshareFlags::NEWUSER) }.is_ok() {
+            // A server granted the host's network still gets a user namespace of its own:
+            // there RLIMIT_NPROC bounds it, and the namespace names all its processes.
+            // SAFETY (of `unshare_unsafe`): as above.
+            own_user_namespace = true;
+            record[slot::NAMESPACE] = USERNS_ONLY;
+        }
+        if let Some((port, channel)) = &self.proxy {
+            // Without a namespace of its own the listener would be on the host's loopback
+            // and the server would reach every host: it does not start, whatever the
+            // enforcement.
+            let isolated = record[slot::NAMESPACE] == DONE || record[slot::NAMESPACE] == NETNS_ONLY;
+            let outcome =
+                if isolated { hand_over_listener(*port, channel) } else { Err(rustix::io::Errno::NETUNREACH.into()) };
+            if let Err(e) = outcome {
+                record[slot::PROXY] = FAILED;
+                record[slot::FAILED] = slot::PROXY as u8;
+                return Err(e);
+            }
+            record[slot::PROXY] = DONE;
         }
         // Before Landlock, which forbids a sandboxed process to change its mounts. Best
         // effort: without a user namespace only root may make a mount namespace.
@@ -154,6 +189,19 @@ impl ChildPlan {
         set_parent_process_death_signal(Some(Signal::KILL))?;
         if getppid() != Some(self.parent) {
             return Err(rustix::io::Errno::SRCH.into());
+        }
+        // Required means required: a server whose forks nothing bounds does not start.
+        let bounded = record[slot::CGROUP] == DONE || (record[slot::NPROC] == DONE && !self.root);
+        if self.wants_process_bound && !bounded {
+            self.stop(record, slot::PROCESS_BOUND, rustix::io::Errno::PERM.into())?;
+        }
+        // Last, so the steps above may still make the calls it refuses (`unshare`, `mount`).
+        match &self.seccomp {
+            Some(programs) => self.mark(record, slot::SECCOMP, crate::seccomp::install(programs))?,
+            None => {
+                record[slot::SECCOMP] = FAILED;
+                self.stop(record, slot::SECCOMP, rustix::io::Errno::NOSYS.into())?;
+            }
         }
         Ok(())
     }
@@ -195,6 +243,38 @@ impl ChildPlan {
         }
         Ok(())
     }
+}
+
+/// Brings up the loopback interface of the fresh network namespace, listens on
+/// `127.0.0.1:port` there, and sends the listener to the gateway over `channel`
+/// (`SCM_RIGHTS`); the gateway accepts the server's connections on it from outside the
+/// namespace. Allocation-free: the control message lives on the stack.
+fn hand_over_listener(port: u16, channel: &OwnedFd) -> io::Result<()> {
+    use rustix::net::{AddressFamily, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType};
+    use std::os::fd::{AsFd as _, AsRawFd as _};
+    let control = rustix::net::socket_with(AddressFamily::INET, SocketType::DGRAM, SocketFlags::CLOEXEC, None)?;
+    // SAFETY: `ifreq` is plain data, all zeroes is a valid value; the ioctl reads it.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    request.ifr_name[0] = b'l' as libc::c_char;
+    request.ifr_name[1] = b'o' as libc::c_char;
+    request.ifr_ifru.ifru_flags = (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+    // SAFETY: a valid descriptor and a pointer to a live `ifreq`, as SIOCSIFFLAGS takes.
+    if unsafe { libc::ioctl(control.as_raw_fd(), libc::SIOCSIFFLAGS as _, &request) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    drop(control);
+    let listener = rustix::net::socket_with(AddressFamily::INET, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
+    rustix::net::bind(&listener, &std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, port))?;
+    rustix::net::listen(&listener, 64)?;
+    let mut space = [std::mem::MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    let fds = [listener.as_fd()];
+    if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
+        return Err(rustix::io::Errno::NOBUFS.into());
+    }
+    let byte = [0u8];
+    rustix::net::sendmsg(channel, &[io::IoSlice::new(&byte)], &mut control, SendFlags::empty())?;
+    Ok(())
 }
 
 /// Leaves the server no capability. Outside a user namespace of its own a root gateway's

@@ -4,9 +4,9 @@
 //! native process. This crate confines one with the kernel's own mechanisms, applied
 //! between `fork` and `exec`: Landlock filesystem rules (system paths read-only, a
 //! private working directory read-write, nothing else), no network (a fresh network
-//! namespace where the system allows, Landlock TCP rules either way), `no_new_privs`,
-//! and resource limits. It knows nothing of MCP: it confines a `std::process::Command`.
-//! docs/CONFINEMENT.md explains the model, the defaults and the limits.
+//! namespace where the system allows, Landlock TCP rules and a seccomp filter either
+//! way), `no_new_privs`, and resource limits. It knows nothing of MCP: it confines a
+//! `std::process::Command`. docs/CONFINEMENT.md explains the model, the defaults and the limits.
 //!
 //! # Layout
 //!
@@ -15,7 +15,9 @@
 //! * [`paths`]: the default path lists. [`limits`]: [`ResourceLimits`].
 //! * `ruleset`: the Landlock ruleset, built in the gateway before the fork.
 //! * `child`: the `pre_exec` hook, the crate's only unsafe code, allocation-free.
-//! * `cgroup`: a `pids` cgroup per server where one can be created.
+//! * `seccomp`: the seccomp filter (socket families, the riskiest system calls).
+//! * `cgroup`: a `pids` cgroup per server where one can be created; `members`: a
+//!   server's processes found by its user namespace where none can.
 //! * [`spawn`]: [`prepare`] before the spawn, [`Prepared::finish`] after it.
 //! * [`report`]: [`ConfinementReport`] (what the process actually got), [`Mechanism`],
 //!   [`ConfinementError`].
@@ -23,14 +25,17 @@
 mod cgroup;
 mod child;
 pub mod limits;
+mod members;
 pub mod paths;
 pub mod policy;
 pub mod report;
 mod ruleset;
+mod seccomp;
 pub mod spawn;
 
 pub use cgroup::PidsCgroup;
 pub use limits::ResourceLimits;
+pub use members::NamespaceMembers;
 pub use policy::{Confinement, Enforcement, LandlockAbi, Network};
 pub use report::{ConfinementError, ConfinementReport, Mechanism, ProcessBound};
-pub use spawn::{Confined, Prepared, prepare, provider_workdir};
+pub use spawn::{Confined, Prepared, prepare, probe, provider_workdir};

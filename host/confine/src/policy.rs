@@ -4,7 +4,7 @@
 //! provider and tests can state exactly what they grant. [`Confinement::default`] is the
 //! policy every stdio provider gets unless its configuration says otherwise: the system
 //! paths of [`paths`](crate::paths) read-only (and executable where programs live), its
-//! working directory read-write, no network, `no_new_privs`, the limits of
+//! working directory read-write, no network, `no_new_privs`, the seccomp filter, the limits of
 //! [`ResourceLimits::default`], and [`Enforcement::Required`].
 
 use std::path::PathBuf;
@@ -42,6 +42,15 @@ pub enum Network {
         /// Ports the provider may bind.
         bind: Vec<u16>,
     },
+    /// Only through the gateway's egress proxy, which decides what it reaches by host: a
+    /// network namespace of its own (without one the server does not start, whatever the
+    /// enforcement), with its loopback up and the proxy listening on `127.0.0.1:port`
+    /// there, Landlock allowing a TCP connect to that port alone. The listener is handed to
+    /// the gateway ([`Confined::proxy`](crate::Confined::proxy)).
+    Proxied {
+        /// The proxy's port inside the server's namespace.
+        port: u16,
+    },
     /// No network restriction at all.
     Unrestricted,
 }
@@ -62,6 +71,10 @@ pub struct Confinement {
     pub read_write: Vec<PathBuf>,
     /// The network it may use.
     pub network: Network,
+    /// Whether it may open Unix sockets with `socket()` (to connect to a socket by its
+    /// path, or make one); `socketpair()` is always allowed. Default false: the seccomp
+    /// filter refuses `socket(AF_UNIX, ...)` with `EPERM`.
+    pub unix_sockets: bool,
     /// Resource limits of the process and everything it starts.
     pub limits: ResourceLimits,
     /// The Landlock ABI whose access rights must be enforced under
@@ -79,6 +92,7 @@ impl Default for Confinement {
             read_only: paths::existing(paths::READ_ONLY),
             read_write: paths::existing(paths::DEVICES),
             network: Network::None,
+            unix_sockets: false,
             limits: ResourceLimits::default(),
             min_landlock_abi: LandlockAbi::V4,
         }
@@ -111,6 +125,13 @@ impl Confinement {
     #[must_use]
     pub fn network(mut self, network: Network) -> Self {
         self.network = network;
+        self
+    }
+
+    /// Lets it open Unix sockets with `socket()`.
+    #[must_use]
+    pub fn unix_sockets(mut self) -> Self {
+        self.unix_sockets = true;
         self
     }
 

@@ -34,6 +34,44 @@ pub enum Mechanism {
     ResourceLimits,
     /// A bound on the number of processes (a `pids` cgroup or `RLIMIT_NPROC`).
     ProcessCount,
+    /// The seccomp filter: socket families as granted, the riskiest system calls refused.
+    Seccomp,
+}
+
+impl Mechanism {
+    /// What to change on the machine so that the kernel can apply this mechanism.
+    #[must_use]
+    pub fn remedy(self) -> &'static str {
+        match self {
+            Self::LandlockFilesystem | Self::LandlockNetwork | Self::LandlockScopes | Self::LandlockMinimumAbi => {
+                "Landlock needs a kernel with it built in and enabled (`landlock` listed in \
+                 /sys/kernel/security/lsm, else add it to the `lsm=` boot parameter); TCP rules need \
+                 Linux 6.7 (ABI 4), signal and abstract socket scoping Linux 6.12 (ABI 6)"
+            }
+            Self::NetworkNamespace | Self::UnixSocketPaths => {
+                "allow unprivileged user namespaces (sysctl user.max_user_namespaces above 0; \
+                 kernel.unprivileged_userns_clone=1 on Debian's older kernels; on Ubuntu 23.10 and later \
+                 kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for wasmgate \
+                 that allows `userns`), or run the gateway as root"
+            }
+            Self::NoNewPrivs | Self::Seccomp => {
+                "the kernel needs CONFIG_SECCOMP_FILTER (every distribution kernel has it) on x86-64, \
+                 aarch64 or riscv64, and nothing around the gateway (a container runtime's own filter) may \
+                 refuse prctl or seccomp"
+            }
+            Self::Capabilities => "the gateway must be allowed to drop capabilities (prctl and capset)",
+            Self::ResourceLimits => {
+                "a hard limit of the gateway's own is below the policy's: raise it (ulimit -H) or lower the \
+                 provider's limit"
+            }
+            Self::ProcessCount => {
+                "give the gateway a cgroup of its own that it may write (cgroup v2: start it with \
+                 `systemd-run --user --scope -p Delegate=yes wasmgate ...`; cgroup v1: a pids group \
+                 chowned to its user), or allow unprivileged user namespaces, where RLIMIT_NPROC counts the \
+                 server's tasks alone"
+            }
+        }
+    }
 }
 
 impl fmt::Display for Mechanism {
@@ -49,6 +87,7 @@ impl fmt::Display for Mechanism {
             Self::UnixSocketPaths => "hiding the directories of other programs' Unix sockets",
             Self::ResourceLimits => "resource limits",
             Self::ProcessCount => "a process count limit",
+            Self::Seccomp => "the seccomp filter",
         })
     }
 }
@@ -90,6 +129,10 @@ pub struct ConfinementReport {
     pub resource_limits: bool,
     /// What bounds the number of processes.
     pub processes: ProcessBound,
+    /// Whether the seccomp filter is installed.
+    pub seccomp: bool,
+    /// Whether the seccomp filter refuses `socket(AF_UNIX, ...)` (no grant of Unix sockets).
+    pub unix_sockets_refused: bool,
     /// The policy's `min_landlock_abi`.
     pub(crate) wanted_landlock_abi: u8,
     /// Whether the policy asked for a network namespace (it does for `Network::None`).
@@ -107,14 +150,19 @@ impl ConfinementReport {
             (Mechanism::LandlockNetwork, !self.tcp_restricted || self.landlock_abi >= 4),
             (Mechanism::LandlockScopes, self.landlock_abi >= 6),
             (Mechanism::LandlockMinimumAbi, self.landlock_abi >= self.wanted_landlock_abi),
-            (Mechanism::NetworkNamespace, !self.wants_namespace || self.network_namespace),
+            // The filter refuses network sockets where no namespace could be made.
+            (Mechanism::NetworkNamespace, !self.wants_namespace || self.network_namespace || self.seccomp),
             (Mechanism::NoNewPrivs, self.no_new_privs),
             (Mechanism::Capabilities, self.capabilities_dropped),
             // Asked for with the network namespace: a server granted the host's network
             // runs without a user namespace, where only root can make a mount namespace.
-            (Mechanism::UnixSocketPaths, !self.wants_namespace || self.landlock_abi >= 9 || self.socket_dirs_hidden),
+            (
+                Mechanism::UnixSocketPaths,
+                !self.wants_namespace || self.landlock_abi >= 9 || self.socket_dirs_hidden || self.unix_sockets_refused,
+            ),
             (Mechanism::ResourceLimits, self.resource_limits),
             (Mechanism::ProcessCount, !self.wants_process_bound || self.processes != ProcessBound::None),
+            (Mechanism::Seccomp, self.seccomp),
         ];
         checks.into_iter().filter(|(_, present)| !present).map(|(mechanism, _)| mechanism).collect()
     }
@@ -137,6 +185,9 @@ impl fmt::Display for ConfinementReport {
         }
         if self.network_namespace {
             f.write_str(", no network interfaces")?;
+        }
+        if self.seccomp {
+            f.write_str(", seccomp")?;
         }
         write!(f, ", {:?})", self.enforcement)
     }

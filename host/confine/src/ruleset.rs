@@ -71,13 +71,17 @@ pub(crate) fn build(
     created = add_paths(created, &confinement.read_write, read_write)?;
     created = add_paths(created, std::slice::from_ref(&workdir.to_path_buf()), read_write)?;
 
-    if let Network::Tcp { connect, bind } = &confinement.network {
-        for &port in connect {
-            created = created.add_rule(NetPort::new(port, AccessNet::ConnectTcp)).map_err(setup)?;
-        }
-        for &port in bind {
-            created = created.add_rule(NetPort::new(port, AccessNet::BindTcp)).map_err(setup)?;
-        }
+    let (connect, bind) = match &confinement.network {
+        Network::Tcp { connect, bind } => (connect.clone(), bind.clone()),
+        // The listener is bound before Landlock applies, so only the connect is granted.
+        Network::Proxied { port } => (vec![*port], Vec::new()),
+        Network::None | Network::Unrestricted => (Vec::new(), Vec::new()),
+    };
+    for port in connect {
+        created = created.add_rule(NetPort::new(port, AccessNet::ConnectTcp)).map_err(setup)?;
+    }
+    for port in bind {
+        created = created.add_rule(NetPort::new(port, AccessNet::BindTcp)).map_err(setup)?;
     }
     Ok(created)
 }

@@ -16,21 +16,24 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStringExt as _;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use rustix::io::Errno;
 use rustix::pipe::{PipeFlags, pipe_with};
 
 use crate::cgroup::PidsCgroup;
-use crate::child::{self, ChildPlan, DONE, MAGIC, NETNS_ONLY, Record, slot};
+use crate::child::{self, ChildPlan, DONE, MAGIC, NETNS_ONLY, Record, USERNS_ONLY, slot};
 use crate::limits;
 use crate::policy::{Confinement, Enforcement, Network};
 use crate::report::{ConfinementError, ConfinementReport, Mechanism, ProcessBound};
+use crate::seccomp::{self, SocketGrants};
 use crate::{paths, ruleset};
 
 /// A confinement ready to be installed on one `Command`.
 #[derive(Debug)]
 pub struct Prepared {
+    /// The gateway's end of the socket pair that brings back the proxy's listener.
+    proxy_channel: Option<OwnedFd>,
     plan: Option<ChildPlan>,
     status: OwnedFd,
     cgroup: Option<PidsCgroup>,
@@ -41,6 +44,7 @@ pub struct Prepared {
     /// buses, the user's runtime directory and the Docker socket live.
     hides_run: bool,
     wants_process_bound: bool,
+    unix_sockets: bool,
     wanted_landlock_abi: u8,
 }
 
@@ -51,6 +55,9 @@ pub struct Confined {
     pub report: ConfinementReport,
     /// The server's `pids` cgroup; dropping it kills what is left in it.
     pub cgroup: Option<PidsCgroup>,
+    /// For [`Network::Proxied`]: the listener on `127.0.0.1:port` inside the server's
+    /// network namespace, where the gateway accepts its connections.
+    pub proxy: Option<std::net::TcpListener>,
 }
 
 /// Prepares everything the child will apply: creates `workdir` (mode 0700) if missing,
@@ -69,11 +76,34 @@ pub fn prepare(confinement: &Confinement, program: &Path, workdir: &Path) -> Res
     }
     DirBuilder::new().recursive(true).mode(0o700).create(workdir).map_err(|e| path_error(e.to_string()))?;
     let ruleset = ruleset::build(confinement, program, workdir)?;
+    let required = confinement.enforcement == Enforcement::Required;
+    let grants = SocketGrants { inet: confinement.network != Network::None, unix: confinement.unix_sockets };
+    let seccomp = match seccomp::build(grants) {
+        Ok(programs) => Some(programs),
+        Err(e) if required => {
+            return Err(ConfinementError::Unavailable { mechanism: Mechanism::Seccomp, detail: e.to_string() });
+        }
+        Err(_) => None,
+    };
     let (status_read, status) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)
         .map_err(|e| ConfinementError::Setup(format!("status pipe: {e}")))?;
     let cgroup = confinement.limits.processes.and_then(PidsCgroup::create);
     let (cgroup, cgroup_procs) = cgroup.map_or((None, None), |(group, procs)| (Some(group), Some(procs)));
-    let wants_namespace = confinement.network == Network::None;
+    let wants_namespace = matches!(confinement.network, Network::None | Network::Proxied { .. });
+    // The proxy's listener comes back over a socket pair: the gateway keeps one end.
+    let (proxy_port, proxy_channel) = match confinement.network {
+        Network::Proxied { port } => {
+            let (ours, theirs) = rustix::net::socketpair(
+                rustix::net::AddressFamily::UNIX,
+                rustix::net::SocketType::STREAM,
+                rustix::net::SocketFlags::CLOEXEC,
+                None,
+            )
+            .map_err(|e| ConfinementError::Setup(format!("proxy channel: {e}")))?;
+            (Some((port, theirs)), Some(ours))
+        }
+        _ => (None, None),
+    };
     let hidden = paths::hideable(ruleset::granted(confinement, program, workdir), !wants_namespace);
     let hides_run = !Path::new("/run").is_dir() || hidden.iter().any(|dir| dir == Path::new("/run"));
     let hide: Vec<CString> =
@@ -84,12 +114,17 @@ pub fn prepare(confinement: &Confinement, program: &Path, workdir: &Path) -> Res
         nproc: limits::nproc(&confinement.limits),
         namespace: wants_namespace,
         hide,
-        required: confinement.enforcement == Enforcement::Required,
+        required,
         cgroup_procs,
         status,
         parent: rustix::process::getpid(),
+        seccomp,
+        wants_process_bound: confinement.limits.processes.is_some(),
+        root: child::is_root(),
+        proxy: proxy_port,
     };
     Ok(Prepared {
+        proxy_channel,
         plan: Some(plan),
         status: status_read,
         cgroup,
@@ -98,6 +133,7 @@ pub fn prepare(confinement: &Confinement, program: &Path, workdir: &Path) -> Res
         wants_namespace,
         hides_run,
         wants_process_bound: confinement.limits.processes.is_some(),
+        unix_sockets: confinement.unix_sockets,
         wanted_landlock_abi: child::abi_number(confinement.min_landlock_abi),
     })
 }
@@ -132,9 +168,25 @@ impl Prepared {
                     slot::LIMITS => Mechanism::ResourceLimits,
                     slot::NO_NEW_PRIVS => Mechanism::NoNewPrivs,
                     slot::CAPABILITIES => Mechanism::Capabilities,
+                    slot::SECCOMP => Mechanism::Seccomp,
+                    slot::PROCESS_BOUND => Mechanism::ProcessCount,
+                    slot::PROXY => Mechanism::NetworkNamespace,
                     _ => Mechanism::LandlockFilesystem,
                 };
-                let detail = format!("the kernel refused it ({})", Errno::from_raw_os_error(errno));
+                let errno = Errno::from_raw_os_error(errno);
+                let cause = match step {
+                    slot::PROCESS_BOUND => {
+                        "no pids cgroup could be made and the server has no user namespace of its own".to_owned()
+                    }
+                    slot::PROXY if record[slot::NAMESPACE] != DONE && record[slot::NAMESPACE] != NETNS_ONLY => {
+                        "a server granted hosts reaches them through the gateway's proxy, from a network \
+                         namespace of its own, and none could be made"
+                            .to_owned()
+                    }
+                    slot::PROXY => format!("the proxy's listener could not be set up ({errno})"),
+                    _ => format!("the kernel refused it ({errno})"),
+                };
+                let detail = format!("{cause}; {}", mechanism.remedy());
                 return Err(ConfinementError::Unavailable { mechanism, detail });
             }
             let hint = if error.kind() == io::ErrorKind::PermissionDenied {
@@ -158,18 +210,67 @@ impl Prepared {
             landlock_abi: record[slot::LANDLOCK_ABI],
             tcp_restricted: self.tcp_restricted,
             network_namespace: namespace == DONE || namespace == NETNS_ONLY,
-            user_namespace: namespace == DONE,
+            user_namespace: namespace == DONE || namespace == USERNS_ONLY,
             no_new_privs: record[slot::NO_NEW_PRIVS] == DONE,
             capabilities_dropped: record[slot::CAPABILITIES] == DONE,
             socket_dirs_hidden: self.hides_run && record[slot::HIDDEN] == DONE,
             resource_limits: record[slot::LIMITS] == DONE,
+            seccomp: record[slot::SECCOMP] == DONE,
+            unix_sockets_refused: record[slot::SECCOMP] == DONE && !self.unix_sockets,
             processes,
             wants_namespace: self.wants_namespace,
             wants_process_bound: self.wants_process_bound,
             wanted_landlock_abi: self.wanted_landlock_abi,
         };
-        Ok(Confined { report, cgroup })
+        let proxy = self.proxy_channel.as_ref().and_then(receive_listener);
+        if self.proxy_channel.is_some() && proxy.is_none() {
+            return Err(ConfinementError::Setup("the proxy's listener did not arrive".into()));
+        }
+        Ok(Confined { report, cgroup, proxy })
     }
+}
+
+/// The listener the child sent over `channel`, if one arrived.
+fn receive_listener(channel: &OwnedFd) -> Option<std::net::TcpListener> {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+    let mut space = [std::mem::MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let mut byte = [0u8; 1];
+    let flags = RecvFlags::DONTWAIT | RecvFlags::CMSG_CLOEXEC;
+    rustix::net::recvmsg(channel, &mut [io::IoSliceMut::new(&mut byte)], &mut control, flags).ok()?;
+    let mut received = control.drain().filter_map(|message| match message {
+        RecvAncillaryMessage::ScmRights(fds) => Some(fds),
+        _ => None,
+    });
+    let fd = received.next()?.next()?;
+    Some(std::net::TcpListener::from(fd))
+}
+
+/// Starts `true` (from `/usr/bin` or `/bin`) under `confinement` in `workdir` and returns
+/// what the kernel applied to it: what this machine can enforce, measured rather than
+/// guessed from version numbers and sysctls.
+///
+/// # Errors
+///
+/// What [`prepare`] and [`Prepared::finish`] return: under [`Enforcement::Required`],
+/// the first mechanism that this machine cannot apply.
+pub fn probe(confinement: &Confinement, workdir: &Path) -> Result<ConfinementReport, ConfinementError> {
+    let program = ["/usr/bin/true", "/bin/true"]
+        .into_iter()
+        .map(Path::new)
+        .find(|path| path.is_file())
+        .ok_or_else(|| ConfinementError::Setup("no /usr/bin/true or /bin/true to probe with".into()))?;
+    let mut prepared = prepare(confinement, program, workdir)?;
+    let mut command = Command::new(program);
+    command.current_dir(workdir).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    prepared.install(&mut command);
+    let spawned = command.spawn();
+    drop(command);
+    let confined = prepared.finish(spawned.as_ref().err());
+    if let Ok(mut child) = spawned {
+        let _ = child.wait();
+    }
+    Ok(confined?.report)
 }
 
 /// Creates a provider's private working directory `<state_dir>/providers/<provider>`
@@ -209,6 +310,26 @@ mod tests {
         assert_eq!(mode, 0o700);
         for name in ["", ".", "..", "../x", "a/b", ".hidden"] {
             assert!(matches!(provider_workdir(state.path(), name), Err(ConfinementError::Path { .. })), "{name:?}");
+        }
+    }
+
+    #[test]
+    fn a_probe_reports_what_the_kernel_applied_and_required_refuses_what_is_missing() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let workdir = dir.path().join("probe");
+        let report = probe(&Confinement::default().best_effort(), &workdir).unwrap_or_else(|e| panic!("{e}"));
+        assert!(report.landlock_abi >= 1 && report.seccomp && report.no_new_privs, "{report:?}");
+        // Required either starts it with nothing missing or names what is.
+        match probe(&Confinement::default(), &workdir) {
+            Ok(required) => {
+                let bounded = required.processes != ProcessBound::None;
+                let held = required.seccomp && required.no_new_privs && required.capabilities_dropped;
+                assert!(held && bounded && required.landlock_abi >= 4, "{required:?}");
+            }
+            Err(ConfinementError::Unavailable { mechanism, .. }) => {
+                assert!(report.missing().contains(&mechanism), "{mechanism:?} refused, yet {report:?}");
+            }
+            Err(e) => panic!("{e}"),
         }
     }
 
