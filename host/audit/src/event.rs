@@ -70,6 +70,25 @@ pub enum Event {
         /// What.
         message: String,
     },
+    /// A stdio server's connection through the egress proxy, once it ended.
+    Egress {
+        /// The host it asked for.
+        host: String,
+        /// The port it asked for.
+        port: u16,
+        /// The address connected to (absent when refused before connecting).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        address: Option<String>,
+        /// Why it was refused or failed (absent: allowed and connected).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        refused: Option<String>,
+        /// Bytes from the server to the host.
+        bytes_up: u64,
+        /// Bytes from the host to the server.
+        bytes_down: u64,
+        /// Milliseconds from the request to the end of the connection.
+        duration_ms: u64,
+    },
 }
 
 /// One record's content, before the log adds `seq`, `time` and `prev`.
@@ -132,6 +151,10 @@ impl Entry {
                 cut_flags(flags);
             }
             Event::Finished { flags, .. } => cut_flags(flags),
+            Event::Egress { host, address, refused, .. } => {
+                cut(host);
+                address.iter_mut().chain(refused.iter_mut()).for_each(cut);
+            }
             Event::Started => {}
         }
         self

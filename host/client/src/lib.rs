@@ -20,11 +20,13 @@
 //!   cache kept honest by a change stream (`subscriptions/listen` in 2026-07-28, the
 //!   GET stream of handshake-era HTTP), `tools/call` with timeouts, cancellation,
 //!   progress and `input_required`.
+//! * [`egress`]: the proxy through which a stdio server granted hosts reaches them.
 //! * [`error`]: [`ClientError`], [`TransportError`], [`CloseReason`].
 //!
 //! Nothing here panics on server input, waits without a bound, or buffers without a cap.
 
 pub mod client;
+pub mod egress;
 pub mod error;
 pub mod transport;
 

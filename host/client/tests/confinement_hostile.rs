@@ -7,7 +7,7 @@
 mod confined;
 
 use std::io::ErrorKind;
-use std::net::{Ipv4Addr, TcpListener};
+use std::net::{Ipv4Addr, TcpListener, UdpSocket};
 
 use confined::{Hostile, gone, hostile};
 use serde_json::json;
@@ -61,17 +61,43 @@ async fn writing_outside_the_working_directory_is_denied() {
 }
 
 #[tokio::test]
-async fn connecting_to_a_loopback_listener_is_denied() {
+async fn no_tcp_udp_or_icmp_reaches_a_listener_on_the_host() {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
+    let udp = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
     let server = hostile(|c| c).await;
-    assert!(server.report.as_ref().unwrap().network_namespace, "this kernel allows a network namespace");
+    let report = server.report.as_ref().unwrap();
+    // A namespace where the system allows one; the seccomp filter always.
+    assert!(report.seccomp, "{report:?}");
+    assert!(!report.missing().contains(&Mechanism::NetworkNamespace), "{report:?}");
     let (ok, detail, _) = server.attack("connect", json!({"port": port})).await;
     assert!(!ok, "connect: {detail}");
     assert_eq!(listener.accept().map(|_| ()).unwrap_err().kind(), ErrorKind::WouldBlock, "nothing arrived");
+    let (ok, detail, _) = server.attack("udp_send", json!({"port": udp_port})).await;
+    assert!(!ok, "udp: {detail}");
+    let mut buffer = [0u8; 64];
+    assert_eq!(udp.recv(&mut buffer).unwrap_err().kind(), ErrorKind::WouldBlock, "no datagram arrived");
+    let (ok, detail, _) = server.attack("icmp_echo", json!({})).await;
+    assert!(!ok, "icmp: {detail}");
+    // Each refused at the socket, by the filter: the namespace alone would let them be made.
+    for attack in ["udp_send", "icmp_echo"] {
+        assert_eq!(server.attack(attack, json!({"port": udp_port})).await.1, "EPERM", "{attack}");
+    }
     server.assert_still_serving().await;
     server.client.close().await;
+}
+
+#[tokio::test]
+async fn the_kernel_surface_no_server_needs_is_refused() {
+    for server in &granted_and_isolated().await {
+        let (ok, detail, _) = server.attack("kernel_surface", json!({})).await;
+        assert!(!ok, "allowed: {detail}");
+        server.assert_still_serving().await;
+        server.client.close().await;
+    }
 }
 
 #[tokio::test]
@@ -92,9 +118,9 @@ async fn a_granted_tcp_port_is_reachable_and_no_other() {
     server.client.close().await;
 }
 
-/// The hostile server twice: with a TCP grant, which keeps the host's network and so
-/// gets no user namespace (a root gateway's server stays in the initial one), and
-/// isolated in user and network namespaces of its own.
+/// The hostile server twice: with a TCP grant, which keeps the host's network (a user
+/// namespace of its own, but no network namespace), and isolated in user and network
+/// namespaces of its own.
 async fn granted_and_isolated() -> [Hostile; 2] {
     let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap().local_addr().unwrap().port();
     let granted = hostile(|c| c.network(Network::Tcp { connect: vec![port], bind: vec![] })).await;
@@ -136,36 +162,33 @@ async fn a_server_holds_no_capability_even_when_started_by_root() {
 #[tokio::test]
 async fn another_programs_unix_socket_is_out_of_reach() {
     // A socket in /dev/shm, one of the directories where other programs' sockets live
-    // (the session bus, an SSH agent and the Docker socket live in the others). Made in
-    // a directory of its own there, removed whatever happens.
+    // (the session bus, an SSH agent and the Docker socket live in the others), made in
+    // a directory of its own there, and one beside the server's own directory, which
+    // stays visible. Removed whatever happens.
     let shm = tempfile::Builder::new()
         .prefix("wasmgate-test-")
         .tempdir_in("/dev/shm")
         .expect("a writable /dev/shm: the test puts another program's socket there");
-    let path = shm.path().join("agent.sock");
-    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
-    listener.set_nonblocking(true).unwrap();
     let servers = granted_and_isolated().await;
-    let [granted, isolated] = &servers;
-    assert!(isolated.report.as_ref().unwrap().socket_dirs_hidden, "with a user namespace a server always can");
+    let mut listeners = Vec::new();
+    for path in [shm.path().join("agent.sock"), servers[1].state.path().join("agent.sock")] {
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        listeners.push((path, listener));
+    }
     for server in &servers {
         let report = server.report.as_ref().unwrap();
-        let (ok, detail, _) = server.attack("unix_connect", json!({"path": path})).await;
-        if report.socket_dirs_hidden {
-            // An empty tmpfs of mode 0 is there instead: no way in, no socket.
-            assert!(!ok && (detail == "EACCES" || detail == "ENOENT"), "a hidden directory's socket: {detail}");
-        } else {
-            // A server granted the network, started by a gateway that is not root, gets
-            // no mount namespace; nothing requires one there (CONFINEMENT.md).
-            assert!(!report.network_namespace, "{report:?}");
-            assert!(!report.missing().contains(&Mechanism::UnixSocketPaths), "{report:?}");
+        assert!(report.unix_sockets_refused, "no grant of Unix sockets: {report:?}");
+        for (path, _) in &listeners {
+            let (ok, detail, _) = server.attack("unix_connect", json!({"path": path})).await;
+            assert!(!ok && detail == "EPERM", "{}: {detail}", path.display());
         }
         server.assert_still_serving().await;
         server.client.close().await;
     }
-    let reached = listener.accept().is_ok();
-    let granted_hidden = granted.report.as_ref().unwrap().socket_dirs_hidden;
-    assert_eq!(reached, !granted_hidden, "only a server that could not hide them reached it");
+    for (path, listener) in &listeners {
+        assert!(listener.accept().is_err(), "{} was reached", path.display());
+    }
 }
 
 #[tokio::test]
@@ -194,4 +217,241 @@ async fn allocating_4_gib_fails_inside_the_server_and_it_keeps_serving() {
     assert_eq!(detail, "MemoryError");
     server.assert_still_serving().await;
     server.client.close().await;
+}
+
+#[tokio::test]
+async fn required_confinement_does_not_start_a_server_that_nothing_would_bound() {
+    confined::refuse_user_namespaces_if_asked();
+    // Without a user namespace, as a user, with no cgroup to write, nothing would bound
+    // the server's forks: under "required" it does not start, and the error says what to
+    // change. Everywhere else a bound exists and it starts.
+    let nothing_bounds = confined::mode().as_deref() == Some("user-no-userns-no-cgroup");
+    let state = tempfile::tempdir().unwrap();
+    let workdir = wasmgate_client::confine::provider_workdir(state.path(), "bounded").unwrap();
+    let python = confined::python();
+    let policy = confined::for_python(&python, &confined::fixtures());
+    let config = |confinement| {
+        wasmgate_client::StdioConfig::new("bounded", &python, &workdir)
+            .arg(confined::fixtures().join("hostile_server.py"))
+            .confinement(Some(confinement))
+    };
+    match wasmgate_client::StdioTransport::spawn(&config(policy.clone())) {
+        Err(e) => {
+            let message = e.to_string();
+            assert!(nothing_bounds, "refused where a bound exists: {message}");
+            assert!(message.contains("a process count limit required but unavailable"), "{message}");
+            assert!(message.contains("Delegate=yes"), "names the fix: {message}");
+        }
+        Ok(transport) => {
+            assert!(!nothing_bounds, "started with nothing bounding it: {:?}", transport.confinement());
+            let report = transport.confinement().unwrap();
+            assert_ne!(report.processes, wasmgate_client::confine::ProcessBound::None, "{report:?}");
+        }
+    }
+    // Best effort starts it either way, and says what is missing.
+    let started = wasmgate_client::StdioTransport::spawn(&config(policy.best_effort())).expect("best effort starts");
+    let missing = started.confinement().unwrap().missing();
+    assert_eq!(missing.contains(&Mechanism::ProcessCount), nothing_bounds, "{missing:?}");
+}
+
+/// This suite again, the way users run wasmgate: as an unprivileged user, and on a system
+/// without user namespaces (simulated by a filter on the suite's own process), as root
+/// and as a user with and without a cgroup delegated to it. Each run must pass whole: the
+/// same attacks fail the same way. Run by root (as CI is), it drops to `nobody`; run by a
+/// user, only the run without user namespaces is added.
+#[test]
+fn the_suite_holds_as_a_user_and_without_user_namespaces() {
+    if confined::mode().is_some() {
+        return;
+    }
+    let stage = Stage::new();
+    let root = rustix::process::getuid().is_root();
+    stage.run("no-userns", None, None);
+    if root {
+        stage.run("user", Some(NOBODY), None);
+        let delegated = DelegatedCgroup::create(NOBODY);
+        stage.run("user-no-userns", Some(NOBODY), delegated.as_ref());
+        stage.run("user-no-userns-no-cgroup", Some(NOBODY), None);
+    }
+}
+
+/// The unprivileged user of the re-runs.
+const NOBODY: u32 = 65534;
+
+/// A copy of this test binary and its fixtures that any user may read, and a Python
+/// outside root's home.
+struct Stage {
+    dir: tempfile::TempDir,
+    python: std::path::PathBuf,
+}
+
+impl Stage {
+    fn new() -> Self {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::Builder::new().prefix("wasmgate-suite-").tempdir().unwrap();
+        let open = |path: &std::path::Path, mode| std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
+        open(dir.path(), 0o755).unwrap();
+        std::fs::copy(std::env::current_exe().unwrap(), dir.path().join("suite")).unwrap();
+        open(&dir.path().join("suite"), 0o755).unwrap();
+        let fixtures = dir.path().join("fixtures");
+        std::fs::create_dir(&fixtures).unwrap();
+        open(&fixtures, 0o755).unwrap();
+        std::fs::copy(confined::fixtures().join("hostile_server.py"), fixtures.join("hostile_server.py")).unwrap();
+        open(&fixtures.join("hostile_server.py"), 0o644).unwrap();
+        // The interpreter must be one an unprivileged user can run: a system one.
+        let python = ["/usr/bin/python3", "/usr/local/bin/python3"]
+            .into_iter()
+            .map(std::path::PathBuf::from)
+            .find(|p| p.is_file())
+            .expect("a system python3 (/usr/bin or /usr/local/bin) for the unprivileged runs");
+        Self { dir, python }
+    }
+
+    /// Runs the whole suite in `mode`, as `user` if given, in `cgroup` if given.
+    fn run(&self, mode: &str, user: Option<u32>, cgroup: Option<&DelegatedCgroup>) {
+        let suite = self.dir.path().join("suite");
+        let mut line = vec![suite.display().to_string(), "--test-threads=2".to_owned()];
+        if mode == "user-no-userns-no-cgroup" {
+            // Nothing bounds forks there; only the test of that refusal applies.
+            line.extend([
+                "--exact".to_owned(),
+                "required_confinement_does_not_start_a_server_that_nothing_would_bound".to_owned(),
+            ]);
+        }
+        if let Some(uid) = user {
+            let ids = [format!("--reuid={uid}"), format!("--regid={uid}"), "--clear-groups".to_owned()];
+            line.splice(0..0, ["setpriv".to_owned()].into_iter().chain(ids));
+        }
+        if let Some(cgroup) = cgroup {
+            // Joins the delegated group first, then becomes the user.
+            let joined = format!("echo $$ > {} && exec \"$@\"", cgroup.dir.join("cgroup.procs").display());
+            line.splice(0..0, ["sh".to_owned(), "-c".to_owned(), joined, "sh".to_owned()]);
+        }
+        let output = std::process::Command::new(&line[0])
+            .args(&line[1..])
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("WASMGATE_TEST_MODE", mode)
+            .env("WASMGATE_TEST_PYTHON", &self.python)
+            .env("WASMGATE_TEST_FIXTURES", self.dir.path().join("fixtures"))
+            .current_dir(self.dir.path())
+            .output()
+            .unwrap();
+        let shown = format!("{}\n{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        assert!(output.status.success(), "the suite failed in mode {mode}:\n{shown}");
+        assert!(shown.contains("test result: ok") && !shown.contains(" 0 passed"), "{mode}: {shown}");
+        let summary = shown.lines().find(|line| line.starts_with("test result")).unwrap_or_default();
+        eprintln!("mode {mode}: {summary}");
+    }
+}
+
+/// A v1 `pids` group of its own for `uid`, as an administrator (or systemd's
+/// `Delegate=yes`) delegates one; removed when dropped. `None` where there is no v1
+/// `pids` hierarchy.
+struct DelegatedCgroup {
+    dir: std::path::PathBuf,
+}
+
+impl DelegatedCgroup {
+    fn create(uid: u32) -> Option<Self> {
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+        let mount = mounts.lines().find_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            (fields.get(2) == Some(&"cgroup") && fields.get(3)?.split(',').any(|o| o == "pids")).then(|| fields[1])
+        })?;
+        let dir = std::path::Path::new(mount).join(format!("wasmgate-test-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap();
+        let owner = Some(rustix::process::Uid::from_raw(uid));
+        let group = Some(rustix::process::Gid::from_raw(uid));
+        for entry in [dir.clone(), dir.join("cgroup.procs"), dir.join("tasks"), dir.join("pids.max")] {
+            rustix::fs::chown(&entry, owner, group).unwrap();
+        }
+        Some(Self { dir })
+    }
+}
+
+impl Drop for DelegatedCgroup {
+    fn drop(&mut self) {
+        // Its members have exited with the suite; the kernel frees an emptied group a
+        // moment later, so a few tries. A group left behind is harmless and empty.
+        for _ in 0..50 {
+            if let Ok(entries) = std::fs::read_dir(&self.dir) {
+                for entry in entries.flatten().filter(|e| e.path().is_dir()) {
+                    let _ = std::fs::remove_dir(entry.path());
+                }
+            }
+            if std::fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_server_granted_one_host_reaches_it_through_the_proxy_and_nothing_else() {
+    use wasmgate_client::egress::{EgressGrant, EgressObserver, HostGrant};
+    let granted = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let port = granted.local_addr().unwrap().port();
+    let other = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    other.set_nonblocking(true).unwrap();
+    let other_port = other.local_addr().unwrap().port();
+    // The granted host answers one plain HTTP request.
+    let responder = std::thread::spawn(move || {
+        use std::io::{Read as _, Write as _};
+        let (mut stream, _) = granted.accept().unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+            head.push(byte[0]);
+        }
+        stream.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\nhello").unwrap();
+        String::from_utf8_lossy(&head).into_owned()
+    });
+    let (sender, records) = std::sync::mpsc::channel();
+    let observer: EgressObserver = std::sync::Arc::new(move |record| {
+        let _ = sender.send(record);
+    });
+    let grant =
+        EgressGrant { hosts: vec![HostGrant::parse(&format!("127.0.0.1:{port}")).unwrap()], observer: Some(observer) };
+    let started = confined::hostile_with(|c| c, Some(grant)).await;
+    if confined::mode().is_some_and(|mode| mode.starts_with("user-no-userns")) {
+        // No network namespace can be made: the proxy's listener would be on the host's
+        // loopback, so a server granted hosts does not start.
+        let message = started.err().expect("no namespace, no start").to_string();
+        assert!(message.contains("network namespace") && message.contains("proxy"), "{message}");
+        return;
+    }
+    let server = started.unwrap();
+    assert!(server.report.as_ref().unwrap().network_namespace);
+    let (ok, detail, _) = server.attack("http_get", json!({"url": format!("http://127.0.0.1:{port}/calendar")})).await;
+    assert!(ok && detail == "hello", "the granted host: {detail}");
+    let head = responder.join().unwrap();
+    assert!(head.starts_with(&format!("GET http://127.0.0.1:{port}/calendar HTTP/1.1")), "{head}");
+    for target in [format!("127.0.0.1:{other_port}"), format!("localhost:{port}"), "example.com:443".to_owned()] {
+        let (ok, detail, _) = server.attack("proxy_connect", json!({"target": target})).await;
+        assert!(!ok && detail.contains("403"), "{target}: {detail}");
+    }
+    // Around the proxy: the host's loopback is not there, and Landlock allows the
+    // proxy's port alone.
+    for port in [port, other_port] {
+        let (ok, detail, _) = server.attack("connect", json!({"port": port})).await;
+        assert!(!ok, "a direct connection to {port}: {detail}");
+    }
+    // A datagram goes nowhere: the namespace's loopback is its own.
+    let udp = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    udp.set_nonblocking(true).unwrap();
+    server.attack("udp_send", json!({"port": udp.local_addr().unwrap().port()})).await;
+    assert_eq!(udp.recv(&mut [0u8; 64]).unwrap_err().kind(), ErrorKind::WouldBlock, "no datagram arrived");
+    assert_eq!(other.accept().map(|_| ()).unwrap_err().kind(), ErrorKind::WouldBlock, "nothing reached the other");
+    server.assert_still_serving().await;
+    server.client.close().await;
+    // One record per connection, each sent when its connection has ended.
+    let wait = std::time::Duration::from_secs(30);
+    let records: Vec<_> = (0..4).map_while(|_| records.recv_timeout(wait).ok()).collect();
+    let allowed: Vec<_> = records.iter().filter(|r| r.refused.is_none()).collect();
+    assert_eq!(allowed.len(), 1, "{records:?}");
+    assert_eq!(allowed[0].address, Some(std::net::SocketAddr::from((Ipv4Addr::LOCALHOST, port))));
+    assert!(allowed[0].bytes_up > 0 && allowed[0].bytes_down > 0, "{:?}", allowed[0]);
+    assert_eq!(records.iter().filter(|r| r.refused.is_some()).count(), 3, "{records:?}");
 }

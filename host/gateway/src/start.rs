@@ -16,12 +16,13 @@ use wasmgate_adapter::{
 };
 use wasmgate_audit::{AuditLog, ChainKey, Entry, Event, Options, Redaction};
 use wasmgate_client::confine::provider_workdir;
+use wasmgate_client::egress::{EgressGrant, EgressObserver, EgressRecord, HostGrant, permits};
 use wasmgate_client::{
     Bearer, ClientConfig, Confinement, Enforcement, HttpConfig, HttpTransport, Network, StdioConfig, StdioTransport,
 };
 use wasmgate_guard::{Approver, Guard, GuardedToolset};
 use wasmgate_policy::{CodeState, ConfinementLevel, Lock, Policy, ProviderPolicy};
-use wasmgate_sandbox::{CallLimits, DirGrant, Formatter, Grants, Sandbox, SandboxConfig};
+use wasmgate_sandbox::{CallLimits, ConnectCheck, DirGrant, Formatter, Grants, NetworkGrant, Sandbox, SandboxConfig};
 
 use crate::code;
 use crate::config::{Config, LimitsConfig, ProviderConfig, ProviderKind};
@@ -110,9 +111,9 @@ impl Gateway {
                 })
                 .and_then(|()| formatters(&sandbox, &json_text, name, rules, &limits))
                 .and_then(|formatters| match kind {
-                    ProviderKind::Component => {
-                        Ok(Planned::Component(Box::new(component(&sandbox, name, provider, limits, formatters)?)))
-                    }
+                    ProviderKind::Component => Ok(Planned::Component(Box::new(component(
+                        &sandbox, name, provider, rules, limits, formatters,
+                    )?))),
                     ProviderKind::Stdio | ProviderKind::Http => {
                         let confined = Arc::new(Mutex::new(None));
                         let connect = connector(config, name, provider, rules, formatters, &audit, &confined)?;
@@ -267,7 +268,7 @@ fn connector(
     }
     let transport = match provider.kind() {
         ProviderKind::Http => Transport::Http(Box::new(http(name, provider))),
-        _ => Transport::Stdio(Box::new(stdio(config, name, provider, rules)?)),
+        _ => Transport::Stdio(Box::new(stdio(config, name, provider, rules, audit)?)),
     };
     let (name, audit, confined) = (name.to_owned(), Arc::clone(audit), Arc::clone(confined));
     Ok(Arc::new(move || {
@@ -350,19 +351,31 @@ fn component(
     sandbox: &Sandbox,
     name: &str,
     provider: &ProviderConfig,
+    rules: Option<&ProviderPolicy>,
     limits: CallLimits,
     formatters: Arc<Formatters>,
 ) -> Result<ComponentProvider, StartError> {
     let path = provider.component.clone().unwrap_or_default();
     let loaded =
         sandbox.load_tool_provider_file(name, &path, limits.clone()).map_err(|e| StartError::provider(name, e))?;
-    let grants = provider.dirs.iter().fold(Grants::none(), |grants, dir| {
+    let mut grants = provider.dirs.iter().fold(Grants::none(), |grants, dir| {
         grants.with_dir(DirGrant {
             host_path: dir.host.clone(),
             guest_path: dir.guest.clone(),
             read_only: dir.read_only,
         })
     });
+    if let Some(rules) = rules.filter(|r| !r.network_hosts.is_empty()) {
+        let hosts = rules.network_hosts.iter().map(|h| HostGrant::parse(h)).collect::<Result<Vec<_>, _>>();
+        let hosts: Arc<[HostGrant]> =
+            hosts.map_err(|e| StartError::provider(name, format!("network_hosts: {e}")))?.into();
+        let name_lookup = hosts.iter().any(|h| h.host.parse::<std::net::IpAddr>().is_err());
+        let check: ConnectCheck = Arc::new(move |address| {
+            let hosts = Arc::clone(&hosts);
+            Box::pin(async move { permits(&hosts, address).await })
+        });
+        grants.network = Some(NetworkGrant { name_lookup, check });
+    }
     Ok(ComponentProvider::new(name, loaded, grants, limits, formatters)?)
 }
 
@@ -377,6 +390,7 @@ fn stdio(
     name: &str,
     provider: &ProviderConfig,
     rules: Option<&ProviderPolicy>,
+    audit: &Arc<AuditLog>,
 ) -> Result<StdioConfig, StartError> {
     let workdir = provider_workdir(&config.state_dir, name).map_err(|e| StartError::provider(name, e))?;
     let mut confinement = provider.read_exec.iter().fold(Confinement::default(), |c, p| c.read_exec(p));
@@ -385,14 +399,43 @@ fn stdio(
         if !rules.network_ports.is_empty() {
             confinement = confinement.network(Network::Tcp { connect: rules.network_ports.clone(), bind: Vec::new() });
         }
+        if rules.unix_sockets {
+            confinement = confinement.unix_sockets();
+        }
         if rules.confinement == ConfinementLevel::BestEffort {
             confinement.enforcement = Enforcement::BestEffort;
         }
     }
     let command = provider.command.clone().unwrap_or_default();
-    let server = StdioConfig::new(name, command, workdir).confinement(Some(confinement));
+    let mut server = StdioConfig::new(name, command, workdir).confinement(Some(confinement));
+    if let Some(rules) = rules.filter(|r| !r.network_hosts.is_empty()) {
+        let hosts = rules.network_hosts.iter().map(|h| HostGrant::parse(h)).collect::<Result<Vec<_>, _>>();
+        let hosts = hosts.map_err(|e| StartError::provider(name, format!("network_hosts: {e}")))?;
+        server = server.egress(EgressGrant { hosts, observer: Some(egress_observer(audit, name)) });
+    }
     let server = provider.args.iter().fold(server, |s, a| s.arg(a));
     Ok(provider.env.iter().fold(server, |s, (k, v)| s.env(k, v)))
+}
+
+/// Writes each connection of provider `name` through the egress proxy to the audit log.
+fn egress_observer(audit: &Arc<AuditLog>, name: &str) -> EgressObserver {
+    let (audit, name) = (Arc::clone(audit), name.to_owned());
+    Arc::new(move |record: EgressRecord| {
+        let event = Event::Egress {
+            host: record.host,
+            port: record.port,
+            address: record.address.map(|a| a.to_string()),
+            refused: record.refused,
+            bytes_up: record.bytes_up,
+            bytes_down: record.bytes_down,
+            duration_ms: u64::try_from(record.duration.as_millis()).unwrap_or(u64::MAX),
+        };
+        let mut entry = Entry::log(event);
+        entry.provider = Some(name.clone());
+        if let Err(e) = audit.record_later([entry]) {
+            tracing::error!(error = %e, "audit log cannot be written");
+        }
+    })
 }
 
 fn cache_dir() -> Option<std::path::PathBuf> {
@@ -420,6 +463,45 @@ mod tests {
         assert_eq!(record["event"], "warning");
         assert_eq!(record["provider"], "calendar");
         assert!(record["message"].as_str().unwrap().contains("best-effort confinement: landlock: missing"));
+    }
+
+    #[test]
+    fn each_egress_connection_is_an_audit_record_of_the_provider() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let audit = Arc::new(AuditLog::open(&path, Options::default()).unwrap());
+        let observer = egress_observer(&audit, "calendar");
+        observer(EgressRecord {
+            host: "calendar.example.com".into(),
+            port: 443,
+            address: Some("93.184.216.34:443".parse().unwrap()),
+            refused: None,
+            bytes_up: 517,
+            bytes_down: 4096,
+            duration: Duration::from_millis(1500),
+        });
+        observer(EgressRecord {
+            host: "evil.example".into(),
+            port: 443,
+            address: None,
+            refused: Some("evil.example:443 is not a granted host".into()),
+            bytes_up: 0,
+            bytes_down: 0,
+            duration: Duration::ZERO,
+        });
+        drop(observer);
+        Arc::try_unwrap(audit).unwrap().close().unwrap();
+        let log = std::fs::read_to_string(&path).unwrap();
+        let records: Vec<serde_json::Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(records.len(), 2);
+        let (allowed, refused) = (&records[0], &records[1]);
+        assert_eq!((allowed["event"].as_str(), allowed["provider"].as_str()), (Some("egress"), Some("calendar")));
+        assert_eq!(allowed["address"], "93.184.216.34:443");
+        assert_eq!((allowed["bytes_up"].as_u64(), allowed["bytes_down"].as_u64()), (Some(517), Some(4096)));
+        assert_eq!(allowed["duration_ms"], 1500);
+        assert!(allowed.get("refused").is_none());
+        assert_eq!(refused["refused"], "evil.example:443 is not a granted host");
+        assert!(wasmgate_audit::verify(&path).is_ok(), "the chain holds");
     }
 
     #[test]

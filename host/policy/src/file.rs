@@ -28,6 +28,10 @@ pub(crate) struct RawProvider {
     pub read_paths: Vec<Spanned<String>>,
     #[serde(default)]
     pub network_ports: Vec<Spanned<u16>>,
+    #[serde(default)]
+    pub network_hosts: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub unix_sockets: bool,
     pub limits: Option<RawLimits>,
     #[serde(default)]
     pub formatters: Vec<RawFormatter>,

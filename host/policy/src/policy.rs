@@ -171,6 +171,30 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
         }
         network_ports.push(port.into_inner());
     }
+    let mut network_hosts = Vec::new();
+    let hosts_span = raw.network_hosts.first().map_or(0..0, Spanned::span);
+    for host in raw.network_hosts {
+        let text = host.get_ref();
+        let port = text.rsplit_once(':').and_then(|(h, p)| (!h.is_empty()).then_some(p)?.parse::<u16>().ok());
+        if port.is_none_or(|p| p == 0) {
+            let fix = "give host:port, e.g. \"calendar.example.com:443\" or \"[::1]:8080\"";
+            return Err(src.error(
+                host.span(),
+                &format!("{key}.network_hosts"),
+                format!("{text:?} is not host:port"),
+                fix,
+            ));
+        }
+        network_hosts.push(host.into_inner());
+    }
+    if !network_hosts.is_empty() && !network_ports.is_empty() {
+        return Err(src.error(
+            hosts_span,
+            &format!("{key}.network_hosts"),
+            "both network_hosts and network_ports",
+            "grant hosts (through the egress proxy) or ports (any address), not both",
+        ));
+    }
     let limits = match raw.limits {
         None => LimitOverrides::default(),
         Some(l) => LimitOverrides {
@@ -235,6 +259,8 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
         confinement: raw.confinement.unwrap_or_default(),
         read_paths,
         network_ports,
+        network_hosts,
+        unix_sockets: raw.unix_sockets,
         note: raw.note,
         tools,
         resources,

@@ -101,6 +101,12 @@ pub struct ProviderPolicy {
     pub read_paths: Vec<PathBuf>,
     /// TCP ports a stdio server may connect to (none: no network).
     pub network_ports: Vec<u16>,
+    /// Hosts (`host:port`) a stdio server may reach through the gateway's egress proxy,
+    /// from a network namespace of its own; exclusive with `network_ports`.
+    pub network_hosts: Vec<String>,
+    /// Whether a stdio server may open Unix sockets with `socket()` (default: the seccomp
+    /// filter refuses them; `socketpair()` is always allowed).
+    pub unix_sockets: bool,
     /// The reviewer's note for the provider.
     pub note: Option<String>,
     pub(crate) tools: BTreeMap<String, ToolRule>,

@@ -105,6 +105,7 @@ secrets = "deny"
 confinement = "best-effort"
 read_paths = ["/usr/share/zoneinfo"]
 network_ports = [443, 8443]
+unix_sockets = true
 
 [providers.calendar.limits]
 deadline_ms = 2000
@@ -127,6 +128,9 @@ wasm = "/opt/wasmgate/json.wasm"
     assert_eq!(c.confinement, ConfinementLevel::BestEffort);
     assert_eq!(c.read_paths, [Path::new("/usr/share/zoneinfo")]);
     assert_eq!(c.network_ports, [443, 8443]);
+    assert!(c.unix_sockets);
+    let hosts = parse("[providers.h]\nnetwork_hosts = [\"calendar.example.com:443\", \"127.0.0.1:5232\"]\n");
+    assert_eq!(hosts.provider("h").unwrap().network_hosts, ["calendar.example.com:443", "127.0.0.1:5232"]);
     assert_eq!(
         (c.limits.deadline_ms, c.limits.memory_bytes, c.limits.output_bytes),
         (Some(2000), Some(33554432), Some(65536))
@@ -143,6 +147,7 @@ fn defaults_are_deny_untrusted_flag_and_required_confinement() {
     assert_eq!(c.secrets, wasmgate_policy::SecretsAction::Ask);
     assert_eq!(c.confinement, ConfinementLevel::Required);
     assert!(c.read_paths.is_empty() && c.network_ports.is_empty() && c.formatters.is_empty());
+    assert!(!c.unix_sockets, "the seccomp filter refuses Unix sockets unless granted");
     assert_eq!(c.limits, Default::default());
     assert_eq!(c.formatter_for("x"), None);
 }
@@ -290,6 +295,10 @@ fn zero_limits_relative_read_paths_and_port_zero_are_rejected() {
     assert_eq!((line, key.as_str()), (2, "providers.c.read_paths"));
     assert!(fix.contains("absolute"));
     assert!(invalid("[providers.c]\nnetwork_ports = [0]\n").3.contains("1 to 65535"));
+    assert!(invalid("[providers.c]\nnetwork_hosts = [\"example.com\"]\n").3.contains("host:port"));
+    assert!(invalid("[providers.c]\nnetwork_hosts = [\"example.com:0\"]\n").3.contains("host:port"));
+    let both = invalid("[providers.c]\nnetwork_ports = [443]\nnetwork_hosts = [\"a.com:443\"]\n");
+    assert!(both.2.contains("both") && both.3.contains("not both"), "{both:?}");
     assert!(invalid("[providers.c]\nnetwork_ports = [70000]\n").2.contains("invalid value"));
 }
 

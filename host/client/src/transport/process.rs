@@ -30,7 +30,7 @@ use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 use tokio::time::timeout;
-use wasmgate_confine::{ConfinementReport, PidsCgroup};
+use wasmgate_confine::{ConfinementReport, NamespaceMembers, PidsCgroup};
 
 use super::stdio::StdioConfig;
 use crate::error::{CloseReason, TransportError};
@@ -43,6 +43,10 @@ pub(crate) struct Spawned {
     pub(crate) confinement: Option<ConfinementReport>,
     /// Its `pids` cgroup, if it has one; dropping it kills whatever is left in it.
     pub(crate) cgroup: Option<PidsCgroup>,
+    /// Without a cgroup, its user namespace's processes; dropping it kills them.
+    pub(crate) members: Option<NamespaceMembers>,
+    /// The egress proxy's listener in its network namespace, if it was granted hosts.
+    pub(crate) proxy: Option<std::net::TcpListener>,
 }
 
 /// Spawns the server described by `config`, with piped stdin, stdout and stderr.
@@ -51,7 +55,11 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, TransportError> {
     let refused = |e: wasmgate_confine::ConfinementError| {
         TransportError::Confinement(format!("server {} not started: {e}", config.name))
     };
-    let mut prepared = match &config.confinement {
+    let mut confinement = config.confinement.clone();
+    if let (Some(confinement), Some(_)) = (confinement.as_mut(), &config.egress) {
+        confinement.network = wasmgate_confine::Network::Proxied { port: crate::egress::PROXY_PORT };
+    }
+    let mut prepared = match &confinement {
         Some(confinement) => Some(wasmgate_confine::prepare(confinement, &program, &config.cwd).map_err(refused)?),
         None => None,
     };
@@ -66,6 +74,13 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, TransportError> {
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    if config.egress.is_some() {
+        let proxy = format!("http://127.0.0.1:{}", crate::egress::PROXY_PORT);
+        for variable in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"] {
+            command.env(variable, &proxy);
+        }
+        command.env_remove("NO_PROXY").env_remove("no_proxy");
+    }
     if let Some(prepared) = prepared.as_mut() {
         prepared.install(command.as_std_mut());
     }
@@ -79,7 +94,7 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, TransportError> {
     let child = spawned.map_err(|e| {
         TransportError::Config(format!("cannot start {} in {}: {e}", program.display(), config.cwd.display()))
     })?;
-    let (confinement, cgroup) = match confined {
+    let (confinement, cgroup, proxy) = match confined {
         Some(confined) => {
             let missing = confined.report.missing();
             if missing.is_empty() {
@@ -87,14 +102,16 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, TransportError> {
             } else {
                 tracing::warn!(server = %config.name, confinement = %confined.report, "STDIO SERVER NOT FULLY CONFINED");
             }
-            (Some(confined.report), confined.cgroup)
+            (Some(confined.report), confined.cgroup, confined.proxy)
         }
         None => {
             tracing::warn!(server = %config.name, "STDIO SERVER UNCONFINED: its config turned confinement off");
-            (None, None)
+            (None, None, None)
         }
     };
-    Ok(Spawned { child, confinement, cgroup })
+    let in_own_namespace = confinement.as_ref().is_some_and(|report| report.user_namespace);
+    let members = if cgroup.is_none() && in_own_namespace { child.id().and_then(NamespaceMembers::of) } else { None };
+    Ok(Spawned { child, confinement, cgroup, members, proxy })
 }
 
 /// The absolute path of the program to run. A bare command name is looked up in the
@@ -164,6 +181,7 @@ pub(crate) async fn supervise(
     mut shutdown: oneshot::Receiver<()>,
     graces: Graces,
     cgroup: Option<PidsCgroup>,
+    members: Option<NamespaceMembers>,
 ) -> CloseReason {
     let pid = child.id();
     let event = tokio::select! {
@@ -197,6 +215,7 @@ pub(crate) async fn supervise(
     };
     signal_group(pid, Signal::KILL);
     drop(cgroup);
+    drop(members);
     reason
 }
 

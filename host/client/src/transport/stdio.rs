@@ -49,6 +49,11 @@ pub struct StdioConfig {
     /// The kernel confinement of the process (default: [`Confinement::default`]).
     /// `None` starts it unconfined, with a warning.
     pub confinement: Option<Confinement>,
+    /// The hosts it may reach through the gateway's egress proxy ([`crate::egress`]).
+    /// With a grant, the confinement's network is [`Network::Proxied`](crate::Network)
+    /// whatever it says, and `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` (and their lowercase
+    /// forms) point at the proxy. `None`: no proxy.
+    pub egress: Option<crate::egress::EgressGrant>,
 }
 
 impl StdioConfig {
@@ -63,7 +68,15 @@ impl StdioConfig {
             cwd: cwd.into(),
             limits: StdioLimits::default(),
             confinement: Some(Confinement::default()),
+            egress: None,
         }
+    }
+
+    /// Grants the server hosts through the gateway's egress proxy.
+    #[must_use]
+    pub fn egress(mut self, grant: crate::egress::EgressGrant) -> Self {
+        self.egress = Some(grant);
+        self
     }
 
     /// Sets the confinement policy (`None`: unconfined).
@@ -148,7 +161,14 @@ impl StdioTransport {
     pub fn spawn(config: &StdioConfig) -> Result<Self, TransportError> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| TransportError::Config("StdioTransport::spawn needs a tokio runtime".into()))?;
-        let process::Spawned { mut child, confinement, cgroup } = process::spawn(config)?;
+        let process::Spawned { mut child, confinement, cgroup, members, proxy } = process::spawn(config)?;
+        let proxy = match (proxy, &config.egress) {
+            (Some(listener), Some(grant)) => {
+                let _guard = runtime.enter();
+                crate::egress::serve(config.name.clone(), listener, grant.clone())
+            }
+            _ => None,
+        };
         let pid = child.id();
         let missing = || TransportError::Config("the child's standard streams were not piped".into());
         let stdin = child.stdin.take().ok_or_else(missing)?;
@@ -173,7 +193,10 @@ impl StdioTransport {
         let graces = Graces { shutdown: limits.shutdown_grace, term: limits.term_grace, exit: limits.exit_grace };
         let name = config.name.clone();
         runtime.spawn(async move {
-            let reason = process::supervise(child, reader_end, shutdown, graces, cgroup).await;
+            let reason = process::supervise(child, reader_end, shutdown, graces, cgroup, members).await;
+            if let Some(proxy) = proxy {
+                proxy.abort();
+            }
             tracing::debug!(server = %name, %reason, "stdio server ended");
             let _ = finished_tx.send(Some(reason.clone()));
             let _ = tx.send(Inbound::Closed(reason)).await;

@@ -10,8 +10,11 @@ use std::path::{Path, PathBuf};
 use wasmgate_client::Confinement;
 
 /// The real interpreter behind `python3` (a shim such as pyenv's needs variables the
-/// server is not given).
+/// server is not given), or `WASMGATE_TEST_PYTHON` (one an unprivileged user may run).
 pub fn python() -> PathBuf {
+    if let Some(python) = std::env::var_os("WASMGATE_TEST_PYTHON") {
+        return PathBuf::from(python);
+    }
     let out = std::process::Command::new("python3")
         .args(["-c", "import sys; print(sys.executable)"])
         .output()
@@ -34,8 +37,50 @@ pub fn for_python(python: &Path, scripts: &Path) -> Confinement {
     python_dirs(python).into_iter().fold(Confinement::default(), Confinement::read_exec).read_only(scripts)
 }
 
+/// The fixtures: this crate's, or `WASMGATE_TEST_FIXTURES` (a copy an unprivileged
+/// user may read).
 pub fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+    std::env::var_os("WASMGATE_TEST_FIXTURES")
+        .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"), PathBuf::from)
+}
+
+/// The way this run of the suite is confined, when a test re-ran it
+/// (`the_suite_holds_as_a_user_and_without_user_namespaces`): `user`, `no-userns`,
+/// `user-no-userns` (with a cgroup delegated to it), `user-no-userns-no-cgroup`.
+pub fn mode() -> Option<String> {
+    std::env::var("WASMGATE_TEST_MODE").ok()
+}
+
+/// In a mode without user namespaces, a seccomp filter on this whole test process
+/// refuses to make one (`EPERM`, as a distribution that restricts them answers), and
+/// `clone3` (whose flags a filter cannot read) answers `ENOSYS` so the C library uses
+/// `clone`. The servers it starts inherit the filter. Installed once, on every thread.
+pub fn refuse_user_namespaces_if_asked() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    if !mode().is_some_and(|mode| mode.contains("no-userns")) {
+        return;
+    }
+    ONCE.call_once(|| {
+        use seccompiler::{
+            SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+        };
+        let arch = std::env::consts::ARCH.try_into().unwrap();
+        let newuser = libc::CLONE_NEWUSER as u64;
+        let flag = || {
+            let condition = SeccompCondition::new(0, SeccompCmpArgLen::Qword, SeccompCmpOp::MaskedEq(newuser), newuser);
+            vec![SeccompRule::new(vec![condition.unwrap()]).unwrap()]
+        };
+        let rules = [(libc::SYS_unshare, flag()), (libc::SYS_clone, flag())].into_iter().collect();
+        let eperm = SeccompAction::Errno(libc::EPERM as u32);
+        let refuse = SeccompFilter::new(rules, SeccompAction::Allow, eperm, arch).unwrap();
+        let clone3 = [(libc::SYS_clone3, vec![])].into_iter().collect();
+        let enosys = SeccompAction::Errno(libc::ENOSYS as u32);
+        let fallback = SeccompFilter::new(clone3, SeccompAction::Allow, enosys, arch).unwrap();
+        for filter in [fallback, refuse] {
+            let program: seccompiler::BpfProgram = filter.try_into().unwrap();
+            seccompiler::apply_filter_all_threads(&program).expect("install the test's own filter");
+        }
+    });
 }
 
 /// A hostile server (tests/fixtures/hostile_server.py) running confined as provider
@@ -84,6 +129,15 @@ impl Hostile {
 
 /// Starts the hostile server under `confinement` (applied on top of what Python needs).
 pub async fn hostile(confine: impl FnOnce(Confinement) -> Confinement) -> Hostile {
+    hostile_with(confine, None).await.expect("spawn")
+}
+
+/// Starts the hostile server under `confinement`, granted `egress` if given.
+pub async fn hostile_with(
+    confine: impl FnOnce(Confinement) -> Confinement,
+    egress: Option<wasmgate_client::egress::EgressGrant>,
+) -> Result<Hostile, wasmgate_client::TransportError> {
+    refuse_user_namespaces_if_asked();
     let state = tempfile::tempdir().unwrap();
     let workdir = wasmgate_client::confine::provider_workdir(state.path(), "hostile").unwrap();
     let other = wasmgate_client::confine::provider_workdir(state.path(), "other").unwrap();
@@ -92,16 +146,17 @@ pub async fn hostile(confine: impl FnOnce(Confinement) -> Confinement) -> Hostil
     let ssh = state.path().join("home/.ssh");
     std::fs::create_dir_all(&ssh).unwrap();
     std::fs::write(ssh.join("id_ed25519"), "-----BEGIN OPENSSH PRIVATE KEY-----").unwrap();
-    let config = wasmgate_client::StdioConfig::new("hostile", python(), &workdir)
+    let mut config = wasmgate_client::StdioConfig::new("hostile", python(), &workdir)
         .arg(fixtures().join("hostile_server.py"))
         .env("HOME", state.path().join("home"))
         .confinement(Some(confine(for_python(&python(), &fixtures()))));
-    let transport = wasmgate_client::StdioTransport::spawn(&config).expect("spawn");
+    config.egress = egress;
+    let transport = wasmgate_client::StdioTransport::spawn(&config)?;
     let report = transport.confinement().cloned();
     let client = wasmgate_client::McpClient::connect("hostile", transport, wasmgate_client::ClientConfig::default())
         .await
         .expect("connect");
-    Hostile { client, report, state }
+    Ok(Hostile { client, report, state })
 }
 
 /// Waits (bounded) until process `pid` is gone or a zombie.
