@@ -91,6 +91,15 @@ impl Guest for Hostile {
             "structured_array" => Ok(raw("[]", Some("[1,2]"))),
             "loud_error" => Err(CallError::Internal(format!("\u{1b}[2J\u{202e}{}", "noise ".repeat(2000)))),
             "panic" => panic!("the hostile tool panicked on purpose"),
+            "connect" => {
+                // {"path":"host:port"}: phone home, the way any tool with sockets could.
+                use std::io::Write as _;
+                let target = path(&arguments)?;
+                let mut stream = std::net::TcpStream::connect(target)
+                    .map_err(|e| CallError::Internal(format!("connect {target}: {e}")))?;
+                stream.write_all(b"exfiltrated\n").map_err(|e| CallError::Internal(format!("write: {e}")))?;
+                Ok(text(&format!("connected to {target}")))
+            }
             _ => Err(CallError::UnknownTool(name)),
         }
     }

@@ -1,13 +1,18 @@
 //! What a tool call may use beyond computing: the grants of its policy.
 //!
 //! A tool-provider call gets a WASI context with exactly these grants and
-//! nothing else: no environment, no arguments, no sockets (TCP, UDP and name
-//! lookup stay off and every address is denied), stdin empty, stdout
-//! discarded, stderr captured. [`Grants::default`] grants nothing at all.
+//! nothing else: no environment, no arguments, no sockets unless
+//! [`Grants::network`] says which addresses (UDP, listening and accepting stay
+//! off even then), stdin empty, stdout discarded, stderr captured.
+//! [`Grants::default`] grants nothing at all.
 //! Formatters never see grants: they always run in the empty context.
 
 use std::collections::HashSet;
+use std::future::Future;
+use std::net::SocketAddr;
 use std::path::{Component, Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
 
 /// The capabilities one tool call gets, from its policy.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -20,7 +25,40 @@ pub struct Grants {
     /// time (the calendar does not: every time it handles comes in its
     /// arguments).
     pub clock: bool,
+    /// Outgoing TCP connections, to the addresses its check lets through. `None`
+    /// (the default): no sockets at all.
+    pub network: Option<NetworkGrant>,
 }
+
+/// Decides whether a call may connect to one address (asked once per connection).
+pub type ConnectCheck = Arc<dyn Fn(SocketAddr) -> Pin<Box<dyn Future<Output = bool> + Send + Sync>> + Send + Sync>;
+
+/// Outgoing TCP for a tool call: `wasi:sockets` with every connection's address put
+/// to [`NetworkGrant::check`]. UDP, binding an address of its own, listening and
+/// accepting stay refused.
+#[derive(Clone)]
+pub struct NetworkGrant {
+    /// Whether the guest may resolve names (`wasi:sockets/ip-name-lookup`, through the
+    /// host's resolver); needed when a host is granted by name.
+    pub name_lookup: bool,
+    /// Asked for each address the guest connects to.
+    pub check: ConnectCheck,
+}
+
+impl std::fmt::Debug for NetworkGrant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NetworkGrant").field("name_lookup", &self.name_lookup).finish_non_exhaustive()
+    }
+}
+
+/// Two grants are equal when they share their check.
+impl PartialEq for NetworkGrant {
+    fn eq(&self, other: &Self) -> bool {
+        self.name_lookup == other.name_lookup && Arc::ptr_eq(&self.check, &other.check)
+    }
+}
+
+impl Eq for NetworkGrant {}
 
 /// One host directory, preopened for the guest.
 #[derive(Debug, Clone, PartialEq, Eq)]

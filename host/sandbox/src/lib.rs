@@ -46,7 +46,7 @@ pub mod tool_provider;
 pub use engine::{Sandbox, SandboxConfig};
 pub use error::{CallError, FormatError, LoadError, SandboxError, ToolCallError};
 pub use formatter::{FormatRequest, Formatter};
-pub use grants::{DirGrant, Grants};
+pub use grants::{ConnectCheck, DirGrant, Grants, NetworkGrant};
 pub use limits::{CallLimits, MAX_HOST_RESOURCES, TRANSFER_SLACK};
 pub use screen::{Finding, Screen, ScreenRequest};
 pub use tool_output::{CallOutcome, ToolDefinition};

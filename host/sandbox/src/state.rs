@@ -64,6 +64,20 @@ impl StoreState {
         if !grants.clock {
             builder.wall_clock(FrozenClock).monotonic_clock(FrozenClock);
         }
+        if let Some(network) = &grants.network {
+            let check = network.check.clone();
+            builder.allow_tcp(true).allow_ip_name_lookup(network.name_lookup).socket_addr_check(move |addr, usage| {
+                use wasmtime_wasi::sockets::SocketAddrUse;
+                match usage {
+                    SocketAddrUse::TcpConnect => check(addr),
+                    // The implicit bind of a connect asks with the wildcard address.
+                    SocketAddrUse::TcpBind => {
+                        Box::pin(std::future::ready(addr.ip().is_unspecified() && addr.port() == 0))
+                    }
+                    _ => Box::pin(std::future::ready(false)),
+                }
+            });
+        }
         for dir in &grants.dirs {
             let perms = if dir.read_only { FsPerms::ReadOnly } else { FsPerms::ReadWrite };
             builder.preopened_dir(&dir.host_path, &dir.guest_path, perms).map_err(|e| {

@@ -226,3 +226,38 @@ fn the_blocking_api_called_from_async_code_still_reports_the_panic() {
     let listed = runtime.block_on(async { common::calendar(&sandbox).list_tools() });
     assert!(listed.is_ok_and(|tools| !tools.is_empty()));
 }
+
+#[test]
+fn a_tool_connects_only_where_its_network_grant_lets_it() {
+    use std::io::Read as _;
+    use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+    use std::sync::Arc;
+    use wasmgate_sandbox::{ConnectCheck, NetworkGrant};
+    let granted = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let other = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    other.set_nonblocking(true).unwrap();
+    let (port, other_port) = (granted.local_addr().unwrap().port(), other.local_addr().unwrap().port());
+    let sandbox = sandbox();
+    let tools = hostile(&sandbox);
+    let target = format!("127.0.0.1:{port}");
+    // Without a grant there are no sockets at all.
+    denial(&tools, "connect", &target, &Grants::none());
+
+    let allowed = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let check: ConnectCheck = Arc::new(move |address| Box::pin(std::future::ready(address == allowed)));
+    let grants = Grants { network: Some(NetworkGrant { name_lookup: false, check }), ..Grants::none() };
+    let outcome = call_both(&tools, "connect", &format!(r#"{{"path":"{target}"}}"#), &grants).unwrap();
+    assert_eq!(text(&outcome), format!("connected to {target}"));
+    // Both ways of calling reached it, and said what a tool with sockets would.
+    for _ in 0..2 {
+        let (mut stream, _) = granted.accept().unwrap();
+        let mut said = String::new();
+        stream.read_to_string(&mut said).unwrap();
+        assert_eq!(said, "exfiltrated\n");
+    }
+    denial(&tools, "connect", &format!("127.0.0.1:{other_port}"), &grants);
+    // A name needs lookups, which this grant does not allow.
+    denial(&tools, "connect", &format!("localhost:{port}"), &grants);
+    assert_eq!(other.accept().map(|_| ()).unwrap_err().kind(), std::io::ErrorKind::WouldBlock, "nothing else");
+    assert_still_answers(&tools);
+}
