@@ -6,6 +6,7 @@
 //! * `wasmgate tools`, `review`, `call`: the configured providers' tools, their review,
 //!   and one call through the whole pipeline ([`tools`], [`review`], [`call`]);
 //! * `wasmgate scan FILE`: the injection detector on a text ([`scan`]);
+//! * `wasmgate doctor`: what this machine can enforce on a stdio server ([`doctor`]);
 //! * `wasmgate audit verify FILE`: check an audit log's hash chain ([`audit`]).
 //!
 //! Logs go to stderr (set `WASMGATE_LOG=debug` to see guest stderr); stdout carries only
@@ -18,6 +19,7 @@ use clap::{Parser, Subcommand};
 
 mod audit;
 mod call;
+mod doctor;
 mod format;
 mod open;
 mod review;
@@ -51,6 +53,10 @@ enum Command {
     /// Run the injection detector on a text (exit status 2 when it flags it), or on a
     /// JSON-lines corpus with `--corpus`.
     Scan(scan::ScanArgs),
+    /// Report what this machine can enforce on a confined stdio server, mechanism by
+    /// mechanism, and how to enable what is missing (exit status 2: a provider under
+    /// confinement = "required" would not start here).
+    Doctor(doctor::DoctorArgs),
     /// Work with audit logs.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
@@ -68,6 +74,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Format(args) => format::run(args).map(|()| true),
         Command::Scan(args) => scan::run(args),
+        Command::Doctor(args) => doctor::run(&args),
         Command::Audit(command) => audit::run(command).map(|()| true),
         Command::Serve(args) => args.runtime().and_then(|rt| rt.block_on(serve::run(args))).map(|()| true),
         Command::Tools(args) => runtime().and_then(|rt| rt.block_on(tools::run(args))).map(|()| true),
