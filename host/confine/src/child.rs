@@ -79,9 +79,10 @@ pub(crate) mod slot {
 }
 
 /// The status record: one byte per step (0 not tried, 1 done, 2 failed; the namespace
-/// step: 1 user and network namespace, 3 network namespace only, 4 user namespace only), the enforced Landlock
-/// ABI, the step that stopped the spawn, its errno (four bytes), the capabilities step, the
-/// hiding of socket directories, the seccomp filter and the proxy listener.
+/// step: 1 user and network namespace, 3 network namespace only, 4 user namespace only),
+/// the enforced Landlock ABI, the step that stopped the spawn, its errno (four bytes),
+/// the capabilities step, the hiding of socket directories, the seccomp filter and the
+/// proxy listener.
 pub(crate) type Record = [u8; 16];
 pub(crate) const MAGIC: u8 = b'W';
 pub(crate) const DONE: u8 = 1;
@@ -134,12 +135,14 @@ impl ChildPlan {
             } else {
                 FAILED
             };
-        } else if unsafe { unshare_unsafe(UnshareFlags::NEWUSER) }.is_ok() {
+        } else {
             // A server granted the host's network still gets a user namespace of its own:
             // there RLIMIT_NPROC bounds it, and the namespace names all its processes.
             // SAFETY (of `unshare_unsafe`): as above.
-            own_user_namespace = true;
-            record[slot::NAMESPACE] = USERNS_ONLY;
+            own_user_namespace = unsafe { unshare_unsafe(UnshareFlags::NEWUSER) }.is_ok();
+            if own_user_namespace {
+                record[slot::NAMESPACE] = USERNS_ONLY;
+            }
         }
         if let Some((port, channel)) = &self.proxy {
             // Without a namespace of its own the listener would be on the host's loopback

@@ -15,7 +15,7 @@
 //! * [`paths`]: the default path lists. [`limits`]: [`ResourceLimits`].
 //! * `ruleset`: the Landlock ruleset, built in the gateway before the fork.
 //! * `child`: the `pre_exec` hook, the crate's only unsafe code, allocation-free.
-//! * `seccomp`: the seccomp filter (socket families, the riskiest system calls).
+//! * [`seccomp`]: the seccomp filter (socket families, the riskiest system calls).
 //! * `cgroup`: a `pids` cgroup per server where one can be created; `members`: a
 //!   server's processes found by its user namespace where none can.
 //! * [`spawn`]: [`prepare`] before the spawn, [`Prepared::finish`] after it.
@@ -30,7 +30,7 @@ pub mod paths;
 pub mod policy;
 pub mod report;
 mod ruleset;
-mod seccomp;
+pub mod seccomp;
 pub mod spawn;
 
 pub use cgroup::PidsCgroup;

@@ -243,6 +243,18 @@ pub(crate) fn install(programs: &Programs) -> std::io::Result<()> {
     apply(&programs.main)
 }
 
+/// Installs the filter a server with `confinement` gets on the calling thread, for
+/// good (and `no_new_privs` with it). For measuring what the filter costs a server's
+/// system calls (`benches/seccomp.rs`) and for tests; the gateway never calls it.
+///
+/// # Errors
+///
+/// [`ConfinementError::Setup`] when the filter cannot be compiled or installed here.
+pub fn install_on_this_thread(confinement: &crate::Confinement) -> Result<(), ConfinementError> {
+    let grants = SocketGrants { inet: confinement.network != crate::Network::None, unix: confinement.unix_sockets };
+    install(&build(grants)?).map_err(|e| ConfinementError::Setup(format!("installing the seccomp filter: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

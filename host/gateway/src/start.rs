@@ -466,6 +466,29 @@ mod tests {
     }
 
     #[test]
+    fn a_stdio_server_granted_hosts_gets_the_egress_proxy_and_a_bad_host_stops_its_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wasmgate.toml");
+        std::fs::write(&path, "state_dir = \"state\"\n[providers.cal]\ncommand = \"/bin/true\"\n").unwrap();
+        let config = Config::load(&path).unwrap();
+        let audit = Arc::new(AuditLog::open(&dir.path().join("audit.jsonl"), Options::default()).unwrap());
+        let provider = &config.providers["cal"];
+        let hosts = "[providers.cal]\nnetwork_hosts = [\"Calendar.example.com:443\", \"127.0.0.1:5232\"]\n";
+        let policy = Policy::from_toml(hosts, "p").unwrap();
+        let server = stdio(&config, "cal", provider, policy.provider("cal"), &audit).unwrap();
+        let grant = server.egress.unwrap();
+        let granted: Vec<(String, u16)> = grant.hosts.iter().map(|h| (h.host.clone(), h.port)).collect();
+        assert_eq!(granted, [("calendar.example.com".to_owned(), 443), ("127.0.0.1".to_owned(), 5232)]);
+        assert!(grant.observer.is_some(), "its connections are audited");
+        let none = Policy::from_toml("[providers.cal]\n", "p").unwrap();
+        assert!(stdio(&config, "cal", provider, none.provider("cal"), &audit).unwrap().egress.is_none());
+        // The policy checks the shape host:port; the proxy's parser, the host itself.
+        let bad = Policy::from_toml("[providers.cal]\nnetwork_hosts = [\"a b:443\"]\n", "p").unwrap();
+        let refused = report(&stdio(&config, "cal", provider, bad.provider("cal"), &audit).unwrap_err());
+        assert!(refused.contains("network_hosts") && refused.contains("neither a host name"), "{refused}");
+    }
+
+    #[test]
     fn each_egress_connection_is_an_audit_record_of_the_provider() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
