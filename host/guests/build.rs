@@ -53,6 +53,9 @@ fn main() {
     let secret_paths = wasm(&out_dir, "secret_paths");
     writeln!(code, "/// Path of `secret-paths`, the sample screen component (docs/SCREEN.md).").ok();
     writeln!(code, "pub const SECRET_PATHS_PATH: &str = {:?};", secret_paths.display().to_string()).ok();
+    let http_get = wasm(&out_dir, "http_get");
+    writeln!(code, "/// Path of `http-get`, the sample tool component that reaches hosts its policy grants.").ok();
+    writeln!(code, "pub const HTTP_GET_PATH: &str = {:?};", http_get.display().to_string()).ok();
     let calendar_text = wasm(&out_dir, "calendar_text");
     writeln!(code, "/// Path of `calendar-text`, the formatter that renders calendar events as agenda lines.").ok();
     writeln!(code, "pub const CALENDAR_TEXT_PATH: &str = {:?};", calendar_text.display().to_string()).ok();
