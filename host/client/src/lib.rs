@@ -37,7 +37,7 @@ pub use client::{
 pub use error::{ClientError, CloseReason, TransportError};
 pub use tokio_util::sync::CancellationToken;
 pub use transport::fake::{self, FakeServer, FakeTransport};
-pub use transport::http::{Bearer, HttpConfig, HttpTransport};
+pub use transport::http::{Bearer, HeaderValueSource, HttpConfig, HttpTransport};
 pub use transport::process::resolve_program;
 pub use transport::stdio::{StdioConfig, StdioLimits, StdioTransport};
 pub use transport::{BoxFuture, Inbound, StreamEnd, Transport};

@@ -229,3 +229,46 @@ async fn a_missing_bearer_variable_is_a_configuration_error_naming_it() {
     let error = HttpTransport::new(&config).unwrap_err();
     assert!(error.to_string().contains("WASMGATE_TEST_TOKEN_THAT_IS_NOT_SET"), "{error}");
 }
+
+#[tokio::test]
+async fn extra_headers_go_with_every_request_from_their_values_or_variables() {
+    // A variable nobody sets, for the missing case; PATH stands in for a set one.
+    let var = "WASMGATE_TEST_API_KEY_FOR_HEADERS";
+    let endpoint = Endpoint::bind().await;
+    let mut config = HttpConfig::new("scripted", &endpoint.url);
+    config.headers = vec![
+        ("X-Api-Key".into(), wasmgate_client::HeaderValueSource::FromEnv("PATH".into())),
+        ("X-Team".into(), wasmgate_client::HeaderValueSource::Value("blue".into())),
+    ];
+    let client = modern(&endpoint, config).await;
+    let answer = call(&client, "t");
+    let exchange = endpoint.expect("tools/call").await;
+    assert_eq!(exchange.header("x-api-key").map(str::to_owned), std::env::var("PATH").ok());
+    assert_eq!(exchange.header("x-team"), Some("blue"));
+    exchange.result(text("ok"), &[]).await;
+    assert_eq!(answer.await.unwrap().unwrap(), "ok");
+
+    let refused = |headers: Vec<(&str, wasmgate_client::HeaderValueSource)>, url: &str, bearer: bool| {
+        let mut config = HttpConfig::new("scripted", url);
+        config.headers = headers.into_iter().map(|(n, v)| (n.to_owned(), v)).collect();
+        if bearer {
+            config.bearer = Some(Bearer::Token("t".into()));
+        }
+        HttpTransport::new(&config).err().map(|e| e.to_string()).unwrap_or_default()
+    };
+    let value = || wasmgate_client::HeaderValueSource::Value("v".into());
+    let local = "http://127.0.0.1:9/mcp";
+    assert!(
+        refused(vec![("X-Key", wasmgate_client::HeaderValueSource::FromEnv(var.into()))], local, false).contains(var)
+    );
+    for reserved in ["Mcp-Session-Id", "MCP-Protocol-Version", "Content-Type", "Host", "Accept"] {
+        assert!(refused(vec![(reserved, value())], local, false).contains("cannot be set"), "{reserved}");
+    }
+    assert!(refused(vec![("Authorization", value())], local, true).contains("set twice"));
+    assert!(refused(vec![("Bad Name", value())], local, false).contains("not a header name"));
+    let cleartext = refused(vec![("X-Key", value())], "http://calendar.example.com/mcp", false);
+    assert!(cleartext.contains("clear text") && cleartext.contains("https"), "{cleartext}");
+    assert!(refused(vec![], "http://calendar.example.com/mcp", true).contains("clear text"), "a bearer token too");
+    assert!(refused(vec![("X-Key", value())], "https://calendar.example.com/mcp", true).is_empty());
+    assert!(refused(vec![("X-Key", value())], "http://[::1]:9/mcp", false).is_empty(), "loopback");
+}

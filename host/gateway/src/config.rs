@@ -25,6 +25,7 @@
 //! [providers.search]              # a Streamable HTTP MCP server
 //! url = "https://search.example/mcp"
 //! token_env = "SEARCH_TOKEN"
+//! headers = { "X-Api-Key" = { env = "SEARCH_KEY" } }   # or a value: { "X-Team" = "blue" }
 //! call_timeout_ms = 30000         # one tools/call may take this long (default 120 s)
 //! required = true                 # the gateway does not start without it (default: withheld, retried)
 //!
@@ -134,6 +135,9 @@ pub struct ProviderConfig {
     pub url: Option<String>,
     /// The environment variable holding its bearer token.
     pub token_env: Option<String>,
+    /// Extra headers of every request to it: `{ env = "VAR" }` or a value.
+    #[serde(default)]
+    pub headers: BTreeMap<String, HeaderConfig>,
     /// A WASM tool component.
     pub component: Option<PathBuf>,
     /// The component's directory grants.
@@ -150,6 +154,28 @@ pub struct ProviderConfig {
     pub required: bool,
 }
 
+/// An extra header of an HTTP provider. `Debug` never shows a value.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum HeaderConfig {
+    /// The value itself.
+    Value(String),
+    /// An environment variable of the gateway holding it.
+    Env {
+        /// The variable.
+        env: String,
+    },
+}
+
+impl std::fmt::Debug for HeaderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Value(_) => f.write_str("Value(<redacted>)"),
+            Self::Env { env } => f.debug_struct("Env").field("env", env).finish(),
+        }
+    }
+}
+
 /// The first key set on `provider` that its kind does not use.
 pub(crate) fn misplaced_key(provider: &ProviderConfig) -> Option<&'static str> {
     let kind = provider.kind();
@@ -158,6 +184,7 @@ pub(crate) fn misplaced_key(provider: &ProviderConfig) -> Option<&'static str> {
         ("env", !provider.env.is_empty(), ProviderKind::Stdio),
         ("read_exec", !provider.read_exec.is_empty(), ProviderKind::Stdio),
         ("token_env", provider.token_env.is_some(), ProviderKind::Http),
+        ("headers", !provider.headers.is_empty(), ProviderKind::Http),
         ("dirs", !provider.dirs.is_empty(), ProviderKind::Component),
     ]
     .into_iter()

@@ -45,6 +45,18 @@ struct Entry {
     #[serde(default)]
     env: BTreeMap<String, String>,
     url: Option<String>,
+    /// Extra headers of an HTTP server: a value, or `${VAR}` / `${env:VAR}` for a variable.
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+}
+
+/// A header value as desktop clients write it: `${VAR}` or `${env:VAR}` names a variable.
+fn header(value: String) -> crate::config::HeaderConfig {
+    let var = value.strip_prefix("${").and_then(|v| v.strip_suffix('}')).map(|v| v.strip_prefix("env:").unwrap_or(v));
+    match var.filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')) {
+        Some(var) => crate::config::HeaderConfig::Env { env: var.to_owned() },
+        None => crate::config::HeaderConfig::Value(value),
+    }
 }
 
 /// Adds the servers of `path` to `providers`.
@@ -96,12 +108,20 @@ pub fn import(path: &Path, providers: &mut BTreeMap<String, ProviderConfig>) -> 
         if let Some((problem, fix)) = problem {
             return Err(src.error(at..at, &key, problem, fix));
         }
+        let entry_is_http = entry.url.is_some();
         let command = entry.command.map(|c| file_relative_command(base, c));
-        let provider =
-            ProviderConfig { command, args: entry.args, env: entry.env, url: entry.url, ..ProviderConfig::default() };
+        let headers = entry.headers.into_iter().map(|(name, value)| (name, header(value))).collect();
+        let provider = ProviderConfig {
+            command,
+            args: entry.args,
+            env: entry.env,
+            url: entry.url,
+            headers,
+            ..ProviderConfig::default()
+        };
         if let Some(unused) = crate::config::misplaced_key(&provider) {
-            let problem =
-                format!("`{unused}` does nothing for a server reached by `url`, so it would be silently ignored");
+            let reached = if entry_is_http { "a server reached by `url`" } else { "a stdio server" };
+            let problem = format!("`{unused}` does nothing for {reached}, so it would be silently ignored");
             return Err(src.error(at..at, &key, problem, "remove it"));
         }
         providers.insert(name, provider);

@@ -18,14 +18,15 @@ use wasmgate_audit::{AuditLog, ChainKey, Entry, Event, Options, Redaction};
 use wasmgate_client::confine::provider_workdir;
 use wasmgate_client::egress::{EgressGrant, EgressObserver, EgressRecord, HostGrant, permits};
 use wasmgate_client::{
-    Bearer, ClientConfig, Confinement, Enforcement, HttpConfig, HttpTransport, Network, StdioConfig, StdioTransport,
+    Bearer, ClientConfig, Confinement, Enforcement, HeaderValueSource, HttpConfig, HttpTransport, Network, StdioConfig,
+    StdioTransport,
 };
 use wasmgate_guard::{Approver, Guard, GuardedToolset};
 use wasmgate_policy::{CodeState, ConfinementLevel, Lock, Policy, ProviderPolicy};
 use wasmgate_sandbox::{CallLimits, ConnectCheck, DirGrant, Formatter, Grants, NetworkGrant, Sandbox, SandboxConfig};
 
 use crate::code;
-use crate::config::{Config, LimitsConfig, ProviderConfig, ProviderKind};
+use crate::config::{Config, HeaderConfig, LimitsConfig, ProviderConfig, ProviderKind};
 use crate::error::StartError;
 
 /// A started gateway: the guard, every provider, and their guarded tools.
@@ -382,6 +383,17 @@ fn component(
 fn http(name: &str, provider: &ProviderConfig) -> HttpConfig {
     let mut http = HttpConfig::new(name, provider.url.clone().unwrap_or_default());
     http.bearer = provider.token_env.clone().map(Bearer::FromEnv);
+    http.headers = provider
+        .headers
+        .iter()
+        .map(|(name, value)| {
+            let source = match value {
+                HeaderConfig::Value(value) => HeaderValueSource::Value(value.clone()),
+                HeaderConfig::Env { env } => HeaderValueSource::FromEnv(env.clone()),
+            };
+            (name.clone(), source)
+        })
+        .collect();
     http
 }
 

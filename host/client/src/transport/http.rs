@@ -55,6 +55,38 @@ pub enum Bearer {
     FromEnv(String),
 }
 
+/// The value of an extra header: itself, or an environment variable of the gateway.
+/// `Debug` never shows a value.
+#[derive(Clone)]
+pub enum HeaderValueSource {
+    /// The value itself.
+    Value(String),
+    /// The name of an environment variable holding it.
+    FromEnv(String),
+}
+
+impl std::fmt::Debug for HeaderValueSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Value(_) => f.write_str("Value(<redacted>)"),
+            Self::FromEnv(var) => f.debug_tuple("FromEnv").field(var).finish(),
+        }
+    }
+}
+
+/// Headers the transport writes itself, which an extra header may not set.
+const RESERVED_HEADERS: &[&str] = &[
+    "host",
+    "content-type",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "accept",
+    "last-event-id",
+    "upgrade",
+    "te",
+];
+
 impl std::fmt::Debug for Bearer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -73,6 +105,10 @@ pub struct HttpConfig {
     pub url: String,
     /// Sent as `Authorization: Bearer ...` when set.
     pub bearer: Option<Bearer>,
+    /// Extra headers of every request (an API key, say), by name. The transport's own
+    /// headers and the protocol's (`Mcp-*`) cannot be set this way, nor `Authorization`
+    /// beside a bearer token.
+    pub headers: Vec<(String, HeaderValueSource)>,
     /// Time to establish a connection (default 10 s).
     pub connect_timeout: Duration,
     /// Longest silence while reading a response (default 300 s; per-call timeouts are the
@@ -92,6 +128,7 @@ impl HttpConfig {
             name: name.into(),
             url: url.into(),
             bearer: None,
+            headers: Vec::new(),
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(300),
             max_message_bytes: MessageLimits::DEFAULT.max_message_bytes,
@@ -134,8 +171,10 @@ impl HttpTransport {
     ///
     /// # Errors
     ///
-    /// [`TransportError::Config`] for a URL that is not http(s), a token variable that is
-    /// not set, or a TLS setup failure.
+    /// [`TransportError::Config`] for a URL that is not http(s), a token or header
+    /// variable that is not set, a header that may not be set or is malformed, credentials
+    /// (a token or an extra header) bound for a host that is not loopback over plain
+    /// `http`, or a TLS setup failure.
     pub fn new(config: &HttpConfig) -> Result<Self, TransportError> {
         let url = reqwest::Url::parse(&config.url)
             .map_err(|e| TransportError::Config(format!("{}: invalid URL {:?}: {e}", config.name, config.url)))?;
@@ -149,7 +188,23 @@ impl HttpTransport {
                 TransportError::Config(format!("{}: bearer token variable {var} is not set", config.name))
             })?),
         };
+        let headers = extra_headers(config)?;
+        let host = url.host_str().unwrap_or_default();
+        let loopback = host.eq_ignore_ascii_case("localhost")
+            || host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        if url.scheme() == "http" && !loopback && (token.is_some() || !headers.is_empty()) {
+            return Err(TransportError::Config(format!(
+                "{}: credentials would cross the network in clear text to {}: use an https URL",
+                config.name,
+                url.host_str().unwrap_or_default()
+            )));
+        }
         let client = reqwest::Client::builder()
+            .default_headers(headers)
             .connect_timeout(config.connect_timeout)
             .read_timeout(config.read_timeout)
             .redirect(reqwest::redirect::Policy::none())
@@ -170,6 +225,35 @@ impl HttpTransport {
         };
         Ok(Self { shared: Arc::new(shared), inbound: Some(inbound) })
     }
+}
+
+/// The extra headers of `config`, checked and resolved, each marked sensitive.
+fn extra_headers(config: &HttpConfig) -> Result<reqwest::header::HeaderMap, TransportError> {
+    use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+    let refuse = |detail: String| TransportError::Config(format!("{}: {detail}", config.name));
+    let mut map = HeaderMap::new();
+    for (name, source) in &config.headers {
+        let header =
+            HeaderName::from_bytes(name.as_bytes()).map_err(|_| refuse(format!("{name:?} is not a header name")))?;
+        let lower = header.as_str();
+        if RESERVED_HEADERS.contains(&lower) || lower.starts_with("mcp-") {
+            return Err(refuse(format!("header {name} is the transport's own and cannot be set")));
+        }
+        if header == AUTHORIZATION && config.bearer.is_some() {
+            return Err(refuse("Authorization is set twice: by the bearer token and by a header".into()));
+        }
+        let value = match source {
+            HeaderValueSource::Value(value) => value.clone(),
+            HeaderValueSource::FromEnv(var) => {
+                std::env::var(var).map_err(|_| refuse(format!("the variable {var} of header {name} is not set")))?
+            }
+        };
+        let mut value =
+            HeaderValue::from_str(&value).map_err(|_| refuse(format!("the value of header {name} is not valid")))?;
+        value.set_sensitive(true);
+        map.insert(header, value);
+    }
+    Ok(map)
 }
 
 impl Shared {

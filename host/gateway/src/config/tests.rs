@@ -95,10 +95,18 @@ fn mcp_servers_json_is_imported_and_checked() {
         .unwrap();
     let config = parse(&text).unwrap();
     assert!(!config.providers.contains_key("off") && config.providers.contains_key("on"));
-    std::fs::write(&json, r#"{"mcpServers": {"web": {"url": "http://x/mcp", "headers": {"Authorization": "t"}}}}"#)
+    // Headers: `${VAR}` and `${env:VAR}` name variables; anything else is the value.
+    let headers = r#"{"X-Api-Key": "${env:SEARCH_KEY}", "X-Other": "${OTHER}", "X-Team": "blue ${x}"}"#;
+    std::fs::write(&json, format!(r#"{{"mcpServers": {{"web": {{"url": "https://x/mcp", "headers": {headers}}}}}}}"#))
         .unwrap();
+    let imported = parse(&text).unwrap().providers["web"].headers.clone();
+    assert_eq!(imported["X-Api-Key"], HeaderConfig::Env { env: "SEARCH_KEY".into() });
+    assert_eq!(imported["X-Other"], HeaderConfig::Env { env: "OTHER".into() });
+    assert_eq!(imported["X-Team"], HeaderConfig::Value("blue ${x}".into()));
+    assert_eq!(format!("{:?}", imported["X-Team"]), "Value(<redacted>)", "a value never reaches a log");
+    std::fs::write(&json, r#"{"mcpServers": {"s": {"command": "x", "headers": {"A": "b"}}}}"#).unwrap();
     let e = parse(&text).unwrap_err().to_string();
-    assert!(e.contains("unknown field `headers`"), "{e}");
+    assert!(e.contains("`headers` does nothing"), "{e}");
 
     std::fs::write(&json, r#"{"mcpServers": {"web": {"url": "http://x/mcp", "env": {"K": "v"}}}}"#).unwrap();
     let e = parse(&text).unwrap_err().to_string();
@@ -131,6 +139,18 @@ fn mcp_servers_json_is_imported_and_checked() {
         .collect::<Vec<_>>()
         .join(": ");
     assert_eq!(report, "cannot read /dev/zero: the file is over 1048576 bytes");
+}
+
+#[test]
+fn an_http_providers_headers_come_from_variables_or_values() {
+    let config = parse(
+        "[providers.search]\nurl = \"https://s/mcp\"\nheaders = { \"X-Api-Key\" = { env = \"KEY\" }, \"X-Team\" = \"blue\" }\n",
+    )
+    .unwrap();
+    let headers = &config.providers["search"].headers;
+    assert_eq!(headers["X-Api-Key"], HeaderConfig::Env { env: "KEY".into() });
+    assert_eq!(headers["X-Team"], HeaderConfig::Value("blue".into()));
+    assert!(error("[providers.c]\ncomponent = \"c.wasm\"\nheaders = { A = \"b\" }\n").contains("headers"));
 }
 
 #[test]
