@@ -49,16 +49,5 @@ pub enum AdapterError {
     ProviderName(#[from] NameError),
 }
 
-/// `error` and its causes, joined by `: `, as a person reads them (and as the command
-/// line reports an error).
-#[must_use]
-pub fn report(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
+/// `error` and its causes, joined by `: ` (the client crate's, for the layers above).
+pub use wasmgate_client::error::report;

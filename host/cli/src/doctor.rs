@@ -144,19 +144,11 @@ fn system() -> Vec<(String, String)> {
             facts.push((name.to_owned(), value));
         }
     }
-    let mounts = read("/proc/self/mounts").unwrap_or_default();
-    let hierarchies: Vec<&str> = mounts
-        .lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let v1_pids = fields.get(2) == Some(&"cgroup") && fields.get(3)?.split(',').any(|o| o == "pids");
-            (v1_pids || fields.get(2) == Some(&"cgroup2")).then(|| fields[1])
-        })
-        .collect();
-    let groups = read("/proc/self/cgroup").unwrap_or_default();
-    let own: Vec<&str> = groups.lines().filter(|l| l.starts_with("0::") || l.contains(":pids:")).collect();
-    facts.push(("cgroup hierarchies (pids v1, v2)".to_owned(), hierarchies.join(", ")));
-    facts.push(("the gateway's cgroups".to_owned(), own.join(", ")));
+    // Found by the code that makes the servers' groups, so it shows what it will use.
+    let (v1, v2) = wasmgate_confine::own_cgroups();
+    let shown = |dir: Option<std::path::PathBuf>| dir.map_or_else(|| "none".to_owned(), |d| d.display().to_string());
+    facts.push(("the gateway's group, cgroup v1 pids".to_owned(), shown(v1)));
+    facts.push(("the gateway's group, cgroup v2".to_owned(), shown(v2)));
     facts
 }
 

@@ -97,7 +97,7 @@ fn split_authority(text: &str) -> Option<(&str, &str)> {
 }
 
 /// One connection a server asked the proxy for, as it ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EgressRecord {
     /// The host asked for (empty when the request could not be read).
     pub host: String,
@@ -166,15 +166,7 @@ pub(crate) fn serve(name: String, listener: std::net::TcpListener, grant: Egress
 async fn refuse(mut stream: TcpStream, reason: String, grant: Arc<EgressGrant>) {
     let _ = stream.write_all(&status(503, &reason)).await;
     if let Some(observer) = &grant.observer {
-        observer(EgressRecord {
-            host: String::new(),
-            port: 0,
-            address: None,
-            refused: Some(reason),
-            bytes_up: 0,
-            bytes_down: 0,
-            duration: Duration::ZERO,
-        });
+        observer(EgressRecord { refused: Some(reason), ..EgressRecord::default() });
     }
 }
 
@@ -316,15 +308,7 @@ pub async fn permits(hosts: &[HostGrant], address: SocketAddr) -> bool {
 /// Handles one connection from the server, and says how it went.
 async fn connection(mut stream: TcpStream, grant: &EgressGrant) -> EgressRecord {
     let started = Instant::now();
-    let mut record = EgressRecord {
-        host: String::new(),
-        port: 0,
-        address: None,
-        refused: None,
-        bytes_up: 0,
-        bytes_down: 0,
-        duration: Duration::ZERO,
-    };
+    let mut record = EgressRecord::default();
     let outcome = async {
         let head = match tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut stream)).await {
             Ok(Ok(head)) => head,

@@ -99,6 +99,17 @@ fn sweep(parent: &Path) {
     }
 }
 
+/// The gateway's own groups: in the v1 `pids` hierarchy and in the v2 hierarchy, where
+/// each is mounted (for `wasmgate doctor`).
+#[must_use]
+pub fn own_cgroups() -> (Option<PathBuf>, Option<PathBuf>) {
+    let (Ok(mounts), Ok(groups)) = (fs::read_to_string("/proc/self/mounts"), fs::read_to_string("/proc/self/cgroup"))
+    else {
+        return (None, None);
+    };
+    (own_group(&mounts, &groups, true), own_group(&mounts, &groups, false))
+}
+
 /// The directory of the gateway's own group in a mounted v1 `pids` hierarchy.
 fn own_pids_group() -> Option<PathBuf> {
     own_group(&fs::read_to_string("/proc/self/mounts").ok()?, &fs::read_to_string("/proc/self/cgroup").ok()?, true)

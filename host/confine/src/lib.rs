@@ -33,7 +33,7 @@ mod ruleset;
 pub mod seccomp;
 pub mod spawn;
 
-pub use cgroup::PidsCgroup;
+pub use cgroup::{PidsCgroup, own_cgroups};
 pub use limits::ResourceLimits;
 pub use members::NamespaceMembers;
 pub use policy::{Confinement, Enforcement, LandlockAbi, Network};

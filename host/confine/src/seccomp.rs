@@ -49,6 +49,13 @@ pub(crate) struct SocketGrants {
     pub(crate) unix: bool,
 }
 
+impl SocketGrants {
+    /// What `confinement` grants.
+    pub(crate) fn of(confinement: &crate::Confinement) -> Self {
+        Self { inet: confinement.network != crate::Network::None, unix: confinement.unix_sockets }
+    }
+}
+
 /// Syscalls refused outright, on every architecture that has them.
 const REFUSED: &[libc::c_long] = &[
     libc::SYS_ptrace,

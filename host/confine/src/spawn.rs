@@ -77,8 +77,7 @@ pub fn prepare(confinement: &Confinement, program: &Path, workdir: &Path) -> Res
     DirBuilder::new().recursive(true).mode(0o700).create(workdir).map_err(|e| path_error(e.to_string()))?;
     let ruleset = ruleset::build(confinement, program, workdir)?;
     let required = confinement.enforcement == Enforcement::Required;
-    let grants = SocketGrants { inet: confinement.network != Network::None, unix: confinement.unix_sockets };
-    let seccomp = match seccomp::build(grants) {
+    let seccomp = match seccomp::build(SocketGrants::of(confinement)) {
         Ok(programs) => Some(programs),
         Err(e) if required => {
             return Err(ConfinementError::Unavailable { mechanism: Mechanism::Seccomp, detail: e.to_string() });

@@ -366,10 +366,9 @@ fn component(
             read_only: dir.read_only,
         })
     });
-    if let Some(rules) = rules.filter(|r| !r.network_hosts.is_empty()) {
-        let hosts = rules.network_hosts.iter().map(|h| HostGrant::parse(h)).collect::<Result<Vec<_>, _>>();
-        let hosts: Arc<[HostGrant]> =
-            hosts.map_err(|e| StartError::provider(name, format!("network_hosts: {e}")))?.into();
+    let hosts = granted_hosts(name, rules)?;
+    if !hosts.is_empty() {
+        let hosts: Arc<[HostGrant]> = hosts.into();
         let name_lookup = hosts.iter().any(|h| h.host.parse::<std::net::IpAddr>().is_err());
         let check: ConnectCheck = Arc::new(move |address| {
             let hosts = Arc::clone(&hosts);
@@ -420,13 +419,22 @@ fn stdio(
     }
     let command = provider.command.clone().unwrap_or_default();
     let mut server = StdioConfig::new(name, command, workdir).confinement(Some(confinement));
-    if let Some(rules) = rules.filter(|r| !r.network_hosts.is_empty()) {
-        let hosts = rules.network_hosts.iter().map(|h| HostGrant::parse(h)).collect::<Result<Vec<_>, _>>();
-        let hosts = hosts.map_err(|e| StartError::provider(name, format!("network_hosts: {e}")))?;
+    let hosts = granted_hosts(name, rules)?;
+    if !hosts.is_empty() {
         server = server.egress(EgressGrant { hosts, observer: Some(egress_observer(audit, name)) });
     }
     let server = provider.args.iter().fold(server, |s, a| s.arg(a));
     Ok(provider.env.iter().fold(server, |s, (k, v)| s.env(k, v)))
+}
+
+/// The hosts provider `name`'s policy grants (none without a policy).
+fn granted_hosts(name: &str, rules: Option<&ProviderPolicy>) -> Result<Vec<HostGrant>, StartError> {
+    let listed = rules.map_or(&[][..], |r| r.network_hosts.as_slice());
+    listed
+        .iter()
+        .map(|h| HostGrant::parse(h))
+        .collect::<Result<_, _>>()
+        .map_err(|e| StartError::provider(name, format!("network_hosts: {e}")))
 }
 
 /// Writes each connection of provider `name` through the egress proxy to the audit log.

@@ -149,7 +149,7 @@ async fn one_client_may_hold_only_its_share_of_the_sessions() {
     let first = bounded("a session", open()).await.unwrap();
     assert_eq!(first.status(), StatusCode::OK);
     assert_eq!(bounded("a session", open()).await.unwrap().status(), StatusCode::OK);
-    let third = bounded("a third session", open()).await.unwrap();
+    let third = bounded("one session over its share", open()).await.unwrap();
     assert_eq!(third.status(), StatusCode::TOO_MANY_REQUESTS, "the table has room, but not for this client");
     let session = first.headers()["mcp-session-id"].to_str().unwrap().to_owned();
     let ended = client.delete(&server.url).header("mcp-session-id", &session).send().await.unwrap();

@@ -37,7 +37,8 @@ use wasmgate_protocol::{Id, Message, MessageLimits, ProtocolVersion, decode};
 use super::headers::{SESSION_ID, mcp_headers};
 use super::stderr::escape;
 use super::{BoxFuture, INBOUND_CAPACITY, Inbound, StreamEnd, Transport};
-use crate::error::{CloseReason, TransportError};
+// With its sources: reqwest's own message is only the outermost layer.
+use crate::error::{CloseReason, TransportError, report};
 
 mod stream;
 
@@ -211,7 +212,7 @@ impl HttpTransport {
             .no_proxy()
             .user_agent(concat!("wasmgate/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| TransportError::Config(format!("{}: HTTP client: {}", config.name, chain(&e))))?;
+            .map_err(|e| TransportError::Config(format!("{}: HTTP client: {}", config.name, report(&e))))?;
         let (tx, inbound) = mpsc::channel(INBOUND_CAPACITY);
         let shared = Shared {
             name: config.name.clone(),
@@ -304,7 +305,7 @@ impl Shared {
         request: RequestBuilder,
         had_session: bool,
     ) -> Result<(), TransportError> {
-        let mut response = request.send().await.map_err(|e| TransportError::Io(chain(&e)))?;
+        let mut response = request.send().await.map_err(|e| TransportError::Io(report(&e)))?;
         let status = response.status();
         if !status.is_success() {
             let error = self.refusal(status, response, had_session).await;
@@ -359,25 +360,13 @@ async fn read_bounded(response: &mut Response, limit: usize) -> Result<Bytes, Tr
         return Err(TransportError::TooLarge { limit });
     }
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| TransportError::Io(chain(&e)))? {
+    while let Some(chunk) = response.chunk().await.map_err(|e| TransportError::Io(report(&e)))? {
         if body.len() + chunk.len() > limit {
             return Err(TransportError::TooLarge { limit });
         }
         body.extend_from_slice(&chunk);
     }
     Ok(Bytes::from(body))
-}
-
-/// An error with its sources, since reqwest's own message is only the outermost layer.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(inner) = source {
-        text.push_str(": ");
-        text.push_str(&inner.to_string());
-        source = inner.source();
-    }
-    text
 }
 
 impl Transport for HttpTransport {
@@ -413,7 +402,7 @@ impl Transport for HttpTransport {
                 return Err(TransportError::Closed(CloseReason::ClosedByClient));
             }
             // A notification or a response: the server acknowledges it with 202.
-            let response = request.send().await.map_err(|e| TransportError::Io(chain(&e)))?;
+            let response = request.send().await.map_err(|e| TransportError::Io(report(&e)))?;
             let status = response.status();
             if status.is_success() { Ok(()) } else { Err(shared.refusal(status, response, had_session).await) }
         })

@@ -20,8 +20,8 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use tokio::task::AbortHandle;
 use wasmgate_protocol::ProtocolVersion;
 
-use super::{Shared, chain};
-use crate::error::{CloseReason, TransportError};
+use super::Shared;
+use crate::error::{CloseReason, TransportError, report};
 use crate::transport::headers::{PROTOCOL_VERSION, SESSION_ID};
 use crate::transport::sse::SseParser;
 use crate::transport::{Inbound, StreamEnd};
@@ -49,7 +49,7 @@ impl Shared {
     pub(super) async fn pump_sse(&self, mut response: Response) -> Result<(), TransportError> {
         let mut parser = SseParser::new(self.max_message);
         let (mut total, mut events) = (0usize, Vec::new());
-        while let Some(chunk) = response.chunk().await.map_err(|e| TransportError::Io(chain(&e)))? {
+        while let Some(chunk) = response.chunk().await.map_err(|e| TransportError::Io(report(&e)))? {
             total += chunk.len();
             if total > self.max_response {
                 return Err(TransportError::TooLarge { limit: self.max_response });
@@ -82,7 +82,7 @@ impl Shared {
         if let Some(session) = session {
             request = request.header(SESSION_ID, session);
         }
-        let response = request.send().await.map_err(|e| TransportError::Io(chain(&e)))?;
+        let response = request.send().await.map_err(|e| TransportError::Io(report(&e)))?;
         let status = response.status();
         if !status.is_success() {
             return Err(self.refusal(status, response, had_session).await);
