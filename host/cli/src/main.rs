@@ -21,6 +21,7 @@ mod audit;
 mod call;
 mod doctor;
 mod format;
+mod login;
 mod open;
 mod review;
 mod scan;
@@ -60,6 +61,11 @@ enum Command {
     /// Work with audit logs.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
+    /// Log in to an HTTP provider that uses OAuth 2.1: prints the URL to open, waits for
+    /// the redirect on a loopback port, and keeps the tokens for the gateway.
+    Login(login::LoginArgs),
+    /// Forget an OAuth provider's tokens.
+    Logout(login::LogoutArgs),
 }
 
 fn main() -> ExitCode {
@@ -80,6 +86,8 @@ fn main() -> ExitCode {
         Command::Tools(args) => runtime().and_then(|rt| rt.block_on(tools::run(args))).map(|()| true),
         Command::Review(args) => runtime().and_then(|rt| rt.block_on(review::run(args))).map(|()| true),
         Command::Call(args) => runtime().and_then(|rt| rt.block_on(call::run(args))),
+        Command::Login(args) => runtime().and_then(|rt| rt.block_on(login::login(args))).map(|()| true),
+        Command::Logout(args) => login::logout(&args).map(|()| true),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

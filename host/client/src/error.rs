@@ -92,6 +92,9 @@ pub enum TransportError {
         /// The cap that was hit.
         limit: usize,
     },
+    /// No token could be had for an OAuth provider (the message says why and what to run).
+    #[error("authorization: {0}")]
+    Auth(String),
     /// The server finished the exchange (closed the response stream) without answering.
     #[error("the server ended the exchange without a response")]
     NoResponse,

@@ -28,6 +28,7 @@
 pub mod client;
 pub mod egress;
 pub mod error;
+pub mod oauth;
 pub mod transport;
 
 pub use client::{

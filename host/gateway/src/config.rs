@@ -27,6 +27,8 @@
 //! token_env = "SEARCH_TOKEN"
 //! headers = { "X-Api-Key" = { env = "SEARCH_KEY" } }   # or a value: { "X-Team" = "blue" }
 //! call_timeout_ms = 30000         # one tools/call may take this long (default 120 s)
+//! # or, instead of token_env, OAuth 2.1 (see the `oauth` module): `wasmgate login search`
+//! # oauth = { client_id = "wasmgate", client_secret = { env = "SEARCH_SECRET" } }
 //! required = true                 # the gateway does not start without it (default: withheld, retried)
 //!
 //! [providers.diary]               # a WASM tool component
@@ -138,6 +140,8 @@ pub struct ProviderConfig {
     /// Extra headers of every request to it: `{ env = "VAR" }` or a value.
     #[serde(default)]
     pub headers: BTreeMap<String, HeaderConfig>,
+    /// OAuth 2.1 to it (`[providers.NAME.oauth]`, see [`crate::oauth`]).
+    pub oauth: Option<crate::oauth::OAuthSettings>,
     /// A WASM tool component.
     pub component: Option<PathBuf>,
     /// The component's directory grants.
@@ -185,6 +189,7 @@ pub(crate) fn misplaced_key(provider: &ProviderConfig) -> Option<&'static str> {
         ("read_exec", !provider.read_exec.is_empty(), ProviderKind::Stdio),
         ("token_env", provider.token_env.is_some(), ProviderKind::Http),
         ("headers", !provider.headers.is_empty(), ProviderKind::Http),
+        ("oauth", provider.oauth.is_some(), ProviderKind::Http),
         ("dirs", !provider.dirs.is_empty(), ProviderKind::Component),
     ]
     .into_iter()
@@ -358,6 +363,20 @@ impl Config {
                 _ => None,
             } {
                 return Err(src.error(span, &key, problem, fix));
+            }
+            if provider.oauth.is_some() && provider.token_env.is_some() {
+                return Err(src.error(
+                    span,
+                    &format!("{key}.oauth"),
+                    "both `token_env` and `oauth` would set the Authorization header",
+                    "keep one: `oauth` gets and refreshes tokens itself; `token_env` sends a fixed one",
+                ));
+            }
+            if let Some((sub, problem, fix)) = provider.oauth.as_ref().and_then(crate::oauth::OAuthSettings::problem) {
+                return Err(src.error(span, &format!("{key}.oauth.{sub}"), problem, fix));
+            }
+            if let Some(oauth) = &mut provider.oauth {
+                oauth.rebase(base);
             }
             // A bare name is looked up in PATH when the server starts; a path with a
             // separator is the config file's, like every other path in it.

@@ -22,6 +22,7 @@ pub mod code;
 pub mod config;
 pub mod error;
 pub mod mcp_servers;
+pub mod oauth;
 pub mod start;
 pub mod status;
 

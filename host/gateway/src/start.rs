@@ -268,7 +268,7 @@ fn connector(
         client.call_timeout = Duration::from_millis(ms);
     }
     let transport = match provider.kind() {
-        ProviderKind::Http => Transport::Http(Box::new(http(name, provider))),
+        ProviderKind::Http => Transport::Http(Box::new(http(config, name, provider)?)),
         _ => Transport::Stdio(Box::new(stdio(config, name, provider, rules, audit)?)),
     };
     let (name, audit, confined) = (name.to_owned(), Arc::clone(audit), Arc::clone(confined));
@@ -379,9 +379,10 @@ fn component(
     Ok(ComponentProvider::new(name, loaded, grants, limits, formatters)?)
 }
 
-fn http(name: &str, provider: &ProviderConfig) -> HttpConfig {
+fn http(config: &Config, name: &str, provider: &ProviderConfig) -> Result<HttpConfig, StartError> {
     let mut http = HttpConfig::new(name, provider.url.clone().unwrap_or_default());
     http.bearer = provider.token_env.clone().map(Bearer::FromEnv);
+    http.oauth = crate::oauth::authorizer(config, name, None).map_err(|e| StartError::provider(name, e))?;
     http.headers = provider
         .headers
         .iter()
@@ -393,7 +394,7 @@ fn http(name: &str, provider: &ProviderConfig) -> HttpConfig {
             (name.clone(), source)
         })
         .collect();
-    http
+    Ok(http)
 }
 
 fn stdio(

@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, WWW_AUTHENTICATE};
 use reqwest::{RequestBuilder, Response, StatusCode};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -39,6 +39,7 @@ use super::stderr::escape;
 use super::{BoxFuture, INBOUND_CAPACITY, Inbound, StreamEnd, Transport};
 // With its sources: reqwest's own message is only the outermost layer.
 use crate::error::{CloseReason, TransportError, report};
+use crate::oauth::{Authorizer, Challenge, Retry};
 
 mod stream;
 
@@ -46,6 +47,10 @@ use stream::is_event_stream;
 
 /// At most this much of an error body is read, and 512 bytes of it kept for logs.
 const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// How many times one request is sent again after a `401`/`403` got a new token: a
+/// server that keeps refusing (asking for more scope each time, say) is reported.
+pub const MAX_AUTH_ATTEMPTS: u32 = 3;
 
 /// Where the bearer token comes from. `Debug` never shows the token.
 #[derive(Clone)]
@@ -106,6 +111,9 @@ pub struct HttpConfig {
     pub url: String,
     /// Sent as `Authorization: Bearer ...` when set.
     pub bearer: Option<Bearer>,
+    /// OAuth 2.1: tokens obtained, refreshed and stepped up by this authorizer. Not
+    /// together with `bearer`.
+    pub oauth: Option<Authorizer>,
     /// Extra headers of every request (an API key, say), by name. The transport's own
     /// headers and the protocol's (`Mcp-*`) cannot be set this way, nor `Authorization`
     /// beside a bearer token.
@@ -129,6 +137,7 @@ impl HttpConfig {
             name: name.into(),
             url: url.into(),
             bearer: None,
+            oauth: None,
             headers: Vec::new(),
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(300),
@@ -151,6 +160,7 @@ struct Shared {
     url: reqwest::Url,
     client: reqwest::Client,
     token: Option<String>,
+    oauth: Option<Authorizer>,
     max_message: usize,
     max_response: usize,
     tx: mpsc::Sender<Inbound>,
@@ -189,6 +199,12 @@ impl HttpTransport {
                 TransportError::Config(format!("{}: bearer token variable {var} is not set", config.name))
             })?),
         };
+        if config.bearer.is_some() && config.oauth.is_some() {
+            return Err(TransportError::Config(format!(
+                "{}: a bearer token and OAuth are both set: keep one",
+                config.name
+            )));
+        }
         let headers = extra_headers(config)?;
         let host = url.host_str().unwrap_or_default();
         let loopback = host.eq_ignore_ascii_case("localhost")
@@ -197,7 +213,8 @@ impl HttpTransport {
                 .trim_end_matches(']')
                 .parse::<std::net::IpAddr>()
                 .is_ok_and(|ip| ip.is_loopback());
-        if url.scheme() == "http" && !loopback && (token.is_some() || !headers.is_empty()) {
+        let credentials = token.is_some() || config.oauth.is_some() || !headers.is_empty();
+        if url.scheme() == "http" && !loopback && credentials {
             return Err(TransportError::Config(format!(
                 "{}: credentials would cross the network in clear text to {}: use an https URL",
                 config.name,
@@ -219,6 +236,7 @@ impl HttpTransport {
             url,
             client,
             token,
+            oauth: config.oauth.clone(),
             max_message: config.max_message_bytes,
             max_response: config.max_response_bytes,
             tx,
@@ -240,8 +258,8 @@ fn extra_headers(config: &HttpConfig) -> Result<reqwest::header::HeaderMap, Tran
         if RESERVED_HEADERS.contains(&lower) || lower.starts_with("mcp-") {
             return Err(refuse(format!("header {name} is the transport's own and cannot be set")));
         }
-        if header == AUTHORIZATION && config.bearer.is_some() {
-            return Err(refuse("Authorization is set twice: by the bearer token and by a header".into()));
+        if header == AUTHORIZATION && (config.bearer.is_some() || config.oauth.is_some()) {
+            return Err(refuse("Authorization is set twice: by the bearer token or OAuth, and by a header".into()));
         }
         let value = match source {
             HeaderValueSource::Value(value) => value.clone(),
@@ -280,9 +298,6 @@ impl Shared {
         for (name, value) in extra {
             request = request.header(name, value);
         }
-        if let Some(token) = &self.token {
-            request = request.header(AUTHORIZATION, format!("Bearer {token}"));
-        }
         let has_session = session.is_some();
         if let Some(session) = session {
             request = request.header(SESSION_ID, session);
@@ -305,7 +320,7 @@ impl Shared {
         request: RequestBuilder,
         had_session: bool,
     ) -> Result<(), TransportError> {
-        let mut response = request.send().await.map_err(|e| TransportError::Io(report(&e)))?;
+        let mut response = self.send_authorized(request).await?;
         let status = response.status();
         if !status.is_success() {
             let error = self.refusal(status, response, had_session).await;
@@ -329,6 +344,45 @@ impl Shared {
             return Ok(());
         }
         self.pump_sse(response).await
+    }
+
+    /// Sends `request` with the credentials of the moment. With OAuth, a `401` or a
+    /// `403 insufficient_scope` goes to the authorizer, and the request is sent again
+    /// with the new token, up to [`MAX_AUTH_ATTEMPTS`] times; the last refusal is
+    /// returned as it came.
+    pub(super) async fn send_authorized(&self, request: RequestBuilder) -> Result<Response, TransportError> {
+        let Some(oauth) = &self.oauth else {
+            let request = match &self.token {
+                Some(token) => request.header(AUTHORIZATION, format!("Bearer {token}")),
+                None => request,
+            };
+            return request.send().await.map_err(|e| TransportError::Io(report(&e)));
+        };
+        let mut attempts = 0;
+        loop {
+            let token = oauth.token(&self.url).await.map_err(|e| TransportError::Auth(e.to_string()))?;
+            let mut attempt = request
+                .try_clone()
+                .ok_or_else(|| TransportError::Config(format!("{}: a request body cannot be sent twice", self.name)))?;
+            if let Some(token) = &token {
+                attempt = attempt.header(AUTHORIZATION, format!("Bearer {token}"));
+            }
+            let response = attempt.send().await.map_err(|e| TransportError::Io(report(&e)))?;
+            let status = response.status();
+            if !matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) || attempts >= MAX_AUTH_ATTEMPTS {
+                return Ok(response);
+            }
+            attempts += 1;
+            let values = response.headers().get_all(WWW_AUTHENTICATE);
+            let challenge = Challenge::parse(values.iter().filter_map(|v| v.to_str().ok()));
+            let retry = oauth
+                .refused(&self.url, status.as_u16(), challenge.as_ref(), token.as_deref())
+                .await
+                .map_err(|e| TransportError::Auth(e.to_string()))?;
+            if retry == Retry::GiveUp {
+                return Ok(response);
+            }
+        }
     }
 
     async fn deliver(&self, event: Inbound) -> Result<(), TransportError> {
@@ -402,7 +456,7 @@ impl Transport for HttpTransport {
                 return Err(TransportError::Closed(CloseReason::ClosedByClient));
             }
             // A notification or a response: the server acknowledges it with 202.
-            let response = request.send().await.map_err(|e| TransportError::Io(report(&e)))?;
+            let response = shared.send_authorized(request).await?;
             let status = response.status();
             if status.is_success() { Ok(()) } else { Err(shared.refusal(status, response, had_session).await) }
         })
@@ -448,11 +502,8 @@ impl Transport for HttpTransport {
             }
             if let Some(session) = session {
                 // Ending the session is a courtesy; a server may answer 405.
-                let mut request = shared.client.delete(shared.url.clone()).header(SESSION_ID, session);
-                if let Some(token) = &shared.token {
-                    request = request.header(AUTHORIZATION, format!("Bearer {token}"));
-                }
-                let ended = tokio::time::timeout(Duration::from_secs(5), request.send()).await;
+                let request = shared.client.delete(shared.url.clone()).header(SESSION_ID, session);
+                let ended = tokio::time::timeout(Duration::from_secs(5), shared.send_authorized(request)).await;
                 tracing::debug!(server = %shared.name, ok = matches!(ended, Ok(Ok(_))), "HTTP session ended");
             }
             let _ = shared.tx.send(Inbound::Closed(CloseReason::ClosedByClient)).await;

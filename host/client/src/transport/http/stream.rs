@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use reqwest::Response;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use tokio::task::AbortHandle;
 use wasmgate_protocol::ProtocolVersion;
 
@@ -75,14 +75,11 @@ impl Shared {
         if let Some(version) = version.filter(|v| !v.is_stateless() && *v >= ProtocolVersion::V2025_06_18) {
             request = request.header(PROTOCOL_VERSION, version.as_str());
         }
-        if let Some(token) = &self.token {
-            request = request.header(AUTHORIZATION, format!("Bearer {token}"));
-        }
         let had_session = session.is_some();
         if let Some(session) = session {
             request = request.header(SESSION_ID, session);
         }
-        let response = request.send().await.map_err(|e| TransportError::Io(report(&e)))?;
+        let response = self.send_authorized(request).await?;
         let status = response.status();
         if !status.is_success() {
             return Err(self.refusal(status, response, had_session).await);

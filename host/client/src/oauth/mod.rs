@@ -1,0 +1,360 @@
+//! OAuth 2.1 for HTTP providers, as the MCP authorization spec describes it for both
+//! protocol revisions.
+//!
+//! An [`Authorizer`] belongs to one HTTP provider. The transport asks it for the current
+//! access token before each request and tells it of each `401`/`403` with the
+//! `WWW-Authenticate` challenge; the authorizer then:
+//!
+//! 1. finds the resource's metadata (the challenge's `resource_metadata`, else the
+//!    well-known URLs, RFC 9728) and checks that it names this endpoint;
+//! 2. finds its authorization server's metadata (RFC 8414 with path insertion, then
+//!    OpenID Connect discovery) and checks the issuer it names;
+//! 3. picks the scope: configured, else the challenge's, else `scopes_supported`, else
+//!    none; a `403 insufficient_scope` asks again with the union (step-up; the transport
+//!    bounds the attempts);
+//! 4. identifies itself: a pre-registered client (secret or private key), a Client ID
+//!    Metadata Document URL where the server supports them, or dynamic registration
+//!    (RFC 7591), kept with the tokens;
+//! 5. gets a token: client credentials for machines, or the authorization code with
+//!    PKCE `S256` through a [`UserAgent`] (state and RFC 9207 `iss` checked), with the
+//!    resource indicator (RFC 8707) on every request; refreshes before expiry;
+//! 6. keeps the tokens in a [`TokenStore`] private to the user.
+//!
+//! Without a user agent (the gateway serving), an authorization code provider with no
+//! usable token fails with [`AuthError::LoginRequired`], which names the command to run.
+//! Tokens never appear in `Debug`, logs or errors, and never go to a non-loopback host
+//! over plain `http`.
+
+mod agent;
+mod challenge;
+mod error;
+mod exchange;
+mod http;
+mod metadata;
+mod store;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::Mutex;
+pub use url::Url;
+
+pub use agent::{FollowRedirect, LoopbackBrowser, UserAgent};
+pub use challenge::Challenge;
+pub use error::AuthError;
+pub use http::AuthHttp;
+pub use metadata::{ResourceMetadata, ServerMetadata};
+pub use store::{Stored, TokenStore};
+
+use crate::transport::http::HeaderValueSource;
+
+/// How a token is obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Grant {
+    /// A person logs in (`wasmgate login`); the gateway then refreshes.
+    #[default]
+    AuthorizationCode,
+    /// The gateway is the client (machine to machine): no person involved.
+    ClientCredentials,
+}
+
+/// How the client authenticates at the token endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenAuth {
+    /// A public client: the id only.
+    None,
+    /// HTTP Basic with id and secret.
+    ClientSecretBasic,
+    /// Id and secret in the form body.
+    ClientSecretPost,
+    /// A JWT signed with the client's private key (RFC 7523).
+    PrivateKeyJwt,
+}
+
+impl TokenAuth {
+    /// The method's registered name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::ClientSecretBasic => "client_secret_basic",
+            Self::ClientSecretPost => "client_secret_post",
+            Self::PrivateKeyJwt => "private_key_jwt",
+        }
+    }
+
+    /// The method named `name`.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::None, Self::ClientSecretBasic, Self::ClientSecretPost, Self::PrivateKeyJwt]
+            .into_iter()
+            .find(|m| m.name() == name)
+    }
+}
+
+/// A client's private key for `private_key_jwt`: PEM text, and the JWS algorithm.
+#[derive(Clone)]
+pub struct PrivateKey {
+    /// Where the PEM text comes from.
+    pub pem: HeaderValueSource,
+    /// `RS256`, `ES256`, ... (default `RS256`).
+    pub algorithm: String,
+}
+
+impl std::fmt::Debug for PrivateKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PrivateKey").field("pem", &self.pem).field("algorithm", &self.algorithm).finish()
+    }
+}
+
+/// Who the gateway is to the authorization server.
+#[derive(Debug, Clone, Default)]
+pub enum ClientIdentity {
+    /// Registered beforehand: an id, and a secret or a key (or neither, a public client).
+    Registered {
+        /// The client id.
+        id: String,
+        /// The client secret.
+        secret: Option<HeaderValueSource>,
+        /// The private key, for `private_key_jwt`.
+        key: Option<PrivateKey>,
+        /// The token endpoint method; by default `private_key_jwt` with a key,
+        /// `client_secret_basic` (or `_post` where only that is offered) with a secret,
+        /// `none` otherwise.
+        method: Option<TokenAuth>,
+    },
+    /// Not registered: the Client ID Metadata Document at `metadata_url` when set and the
+    /// server supports them, else dynamic registration.
+    #[default]
+    Unregistered,
+}
+
+/// One provider's OAuth settings.
+#[derive(Debug, Clone)]
+pub struct OAuthConfig {
+    /// The provider's name (token file, messages).
+    pub provider: String,
+    /// The grant used.
+    pub grant: Grant,
+    /// The client's identity.
+    pub client: ClientIdentity,
+    /// An https URL where this client's metadata document is served (CIMD); used as the
+    /// client id when the server supports it.
+    pub client_metadata_url: Option<String>,
+    /// The scope to ask for, instead of the challenge's or the metadata's.
+    pub scopes: Option<Vec<String>>,
+    /// Where tokens are kept; `None` keeps them in memory only.
+    pub store: Option<TokenStore>,
+    /// The client name given at registration.
+    pub client_name: String,
+}
+
+impl OAuthConfig {
+    /// Defaults for `provider`: authorization code, unregistered, nothing stored.
+    #[must_use]
+    pub fn new(provider: impl Into<String>) -> Self {
+        Self {
+            provider: provider.into(),
+            grant: Grant::AuthorizationCode,
+            client: ClientIdentity::Unregistered,
+            client_metadata_url: None,
+            scopes: None,
+            store: None,
+            client_name: "wasmgate".into(),
+        }
+    }
+}
+
+/// Seconds before expiry at which a token is refreshed.
+const REFRESH_MARGIN: u64 = 60;
+
+/// Gets and keeps the tokens of one HTTP provider. Cheap to clone (shared state).
+#[derive(Debug, Clone)]
+pub struct Authorizer {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: OAuthConfig,
+    http: AuthHttp,
+    agent: Option<Arc<dyn UserAgent>>,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    endpoint: Option<Url>,
+    stored: Option<Stored>,
+    /// The scope last asked for, for step-up unions.
+    requested: Option<String>,
+}
+
+/// What the transport does after telling the authorizer of a refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// A new token is in place: send again.
+    Again,
+    /// Nothing to do about it: report the refusal.
+    GiveUp,
+}
+
+impl Authorizer {
+    /// An authorizer for `config`; `agent` runs the authorization code flow (none: the
+    /// provider must have been logged in already).
+    ///
+    /// # Errors
+    ///
+    /// [`AuthError::Config`] when the HTTP client cannot be built.
+    pub fn new(config: OAuthConfig, agent: Option<Arc<dyn UserAgent>>) -> Result<Self, AuthError> {
+        let http = AuthHttp::new(&config.provider)?;
+        Ok(Self { inner: Arc::new(Inner { config, http, agent, state: Mutex::new(State::default()) }) })
+    }
+
+    /// The provider's name.
+    #[must_use]
+    pub fn provider(&self) -> &str {
+        &self.inner.config.provider
+    }
+
+    /// The access token to send to `endpoint` now, refreshed if it is about to expire;
+    /// `None` when there is none yet (the request goes without, and its `401` starts the
+    /// flow).
+    ///
+    /// # Errors
+    ///
+    /// [`AuthError::Storage`] for a token file that cannot be read.
+    pub async fn token(&self, endpoint: &Url) -> Result<Option<String>, AuthError> {
+        let mut state = self.inner.state.lock().await;
+        self.load(&mut state, endpoint)?;
+        let Some(stored) = state.stored.clone() else { return Ok(None) };
+        let expiring = stored.expires_at.is_some_and(|at| now() + REFRESH_MARGIN >= at);
+        if stored.access_token.is_some() && !expiring {
+            return Ok(stored.access_token);
+        }
+        if stored.refresh_token.is_some() {
+            match self.refresh(&mut state, endpoint).await {
+                Ok(token) => return Ok(Some(token)),
+                Err(e) => tracing::info!(provider = %self.provider(), error = %e, "token refresh failed"),
+            }
+        }
+        Ok(if expiring { None } else { stored.access_token })
+    }
+
+    /// Handles a `401` or `403` to a request that carried `sent` (the token, if any):
+    /// gets a new token when that can help.
+    ///
+    /// # Errors
+    ///
+    /// Whatever stops a new token: discovery, registration, the login, the token
+    /// endpoint. [`AuthError::LoginRequired`] when a person must log in.
+    pub async fn refused(
+        &self,
+        endpoint: &Url,
+        status: u16,
+        challenge: Option<&Challenge>,
+        sent: Option<&str>,
+    ) -> Result<Retry, AuthError> {
+        let mut state = self.inner.state.lock().await;
+        self.load(&mut state, endpoint)?;
+        let current = state.stored.as_ref().and_then(|s| s.access_token.clone());
+        if status == 401 && current.is_some() && current.as_deref() != sent {
+            // Another request got a new token meanwhile.
+            return Ok(Retry::Again);
+        }
+        let step_up = status == 403 && challenge.is_some_and(Challenge::insufficient_scope);
+        if status == 403 && !step_up {
+            return Ok(Retry::GiveUp);
+        }
+        if status == 401 && sent.is_some() && state.stored.as_ref().is_some_and(|s| s.refresh_token.is_some()) {
+            if let Some(stored) = state.stored.as_mut() {
+                stored.access_token = None;
+            }
+            match self.refresh(&mut state, endpoint).await {
+                Ok(_) => return Ok(Retry::Again),
+                Err(e) => tracing::info!(provider = %self.provider(), error = %e, "token refresh failed"),
+            }
+        }
+        self.authorize(&mut state, endpoint, challenge, step_up).await?;
+        Ok(Retry::Again)
+    }
+
+    /// Logs in now (`wasmgate login`): asks the endpoint, without a token, for its
+    /// challenge (whose `resource_metadata` and `scope` then lead), and runs the grant.
+    ///
+    /// # Errors
+    ///
+    /// As [`refused`](Self::refused).
+    pub async fn login(&self, endpoint: &Url) -> Result<(), AuthError> {
+        let challenge = self.inner.http.challenge(endpoint).await;
+        let mut state = self.inner.state.lock().await;
+        self.load(&mut state, endpoint)?;
+        self.authorize(&mut state, endpoint, challenge.as_ref(), false).await
+    }
+
+    /// What is known of the login now, for `wasmgate tools`.
+    ///
+    /// # Errors
+    ///
+    /// [`AuthError::Storage`] for a token file that cannot be read.
+    pub async fn status(&self, endpoint: &Url) -> Result<LoginStatus, AuthError> {
+        let mut state = self.inner.state.lock().await;
+        self.load(&mut state, endpoint)?;
+        let Some(stored) = &state.stored else { return Ok(LoginStatus::LoggedOut) };
+        let expired = stored.expires_at.is_some_and(|at| now() >= at);
+        Ok(match (&stored.access_token, &stored.refresh_token) {
+            (Some(_), _) if !expired => LoginStatus::LoggedIn { expires_at: stored.expires_at },
+            (_, Some(_)) => LoginStatus::Refreshable,
+            _ => LoginStatus::LoggedOut,
+        })
+    }
+
+    /// Reads the token file when nothing usable is in memory: a login by another process
+    /// (`wasmgate login` while the gateway serves) is picked up at the next request.
+    fn load(&self, state: &mut State, endpoint: &Url) -> Result<(), AuthError> {
+        let same = state.endpoint.as_ref() == Some(endpoint);
+        let usable = state.stored.as_ref().is_some_and(|s| s.access_token.is_some() || s.refresh_token.is_some());
+        let Some(store) = &self.inner.config.store else {
+            if !same {
+                state.endpoint = Some(endpoint.clone());
+                state.stored = None;
+            }
+            return Ok(());
+        };
+        if same && usable {
+            return Ok(());
+        }
+        let kept = store.load(self.provider(), endpoint.as_str())?;
+        if kept.is_some() || !same {
+            state.stored = kept;
+        }
+        state.endpoint = Some(endpoint.clone());
+        Ok(())
+    }
+
+    fn save(&self, state: &mut State, stored: Stored) -> Result<(), AuthError> {
+        if let Some(store) = &self.inner.config.store {
+            store.save(self.provider(), &stored)?;
+        }
+        state.stored = Some(stored);
+        Ok(())
+    }
+}
+
+/// A provider's login, as `wasmgate tools` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoginStatus {
+    /// A token that has not expired (as far as the gateway knows).
+    LoggedIn {
+        /// When it expires, in seconds since the Unix epoch, if the server said.
+        expires_at: Option<u64>,
+    },
+    /// No valid access token, but a refresh token to get one.
+    Refreshable,
+    /// Nothing usable: a login is due (or a client credentials grant will run).
+    LoggedOut,
+}
+
+fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO).as_secs()
+}
