@@ -15,15 +15,25 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use wasmgate_client::oauth::{
     Authorizer, ClientIdentity, FollowRedirect, Grant, OAuthConfig, PrivateKey, TokenAuth, Url, UserAgent,
 };
-use wasmgate_client::{CancellationToken, ClientConfig, HeaderValueSource, HttpConfig, HttpTransport, McpClient};
+use wasmgate_client::{
+    BoxFuture, CancellationToken, ClientConfig, HeaderValueSource, HttpConfig, HttpTransport, InputDeclined,
+    InputHandler, InputRequest, McpClient,
+};
 use wasmgate_protocol::ProtocolVersion;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("WASMGATE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
     let Some(url) = std::env::args().nth(1) else {
         eprintln!("usage: conformance_client URL (the suite appends it)");
         return ExitCode::from(2);
@@ -55,22 +65,96 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
         config.versions = vec![version];
     }
     config.tools_watch.enabled = false;
+    config.input_handler = Some(Arc::new(Answers));
+    for capability in ["elicitation", "sampling", "roots"] {
+        config.capabilities.insert(capability.into(), json!({}));
+    }
     let client = McpClient::connect("conformance", transport, config).await.map_err(|e| e.to_string())?;
-    let outcome = exercise(&client).await;
+    let outcome = exercise(&client, context).await;
     client.close().await;
     outcome
 }
 
-/// Lists the tools and calls each one the suite's servers offer with no required
-/// argument, as an agent would.
-async fn exercise(client: &McpClient) -> Result<(), String> {
+/// Makes the calls the scenario's context lists, or else lists the tools and calls each
+/// with arguments made from its input schema, as an agent would.
+async fn exercise(client: &McpClient, context: &Value) -> Result<(), String> {
     let tools = client.list_tools().await.map_err(|e| e.to_string())?;
-    for tool in tools {
-        let result = client.call_tool(&tool.name, Map::new(), CancellationToken::new()).await;
-        eprintln!("called {}: {}", tool.name, if result.is_ok() { "ok" } else { "failed" });
+    let calls: Vec<(String, Map<String, Value>)> = match context.get("toolCalls").and_then(Value::as_array) {
+        Some(calls) => calls
+            .iter()
+            .filter_map(|call| {
+                let name = call.get("name")?.as_str()?.to_owned();
+                Some((name, call.get("arguments").and_then(Value::as_object).cloned().unwrap_or_default()))
+            })
+            .collect(),
+        None => tools.iter().map(|tool| (tool.name.clone(), example_arguments(&tool.input_schema))).collect(),
+    };
+    for (name, arguments) in calls {
+        let result = client.call_tool(&name, arguments, CancellationToken::new()).await;
+        eprintln!("called {name}: {}", if result.is_ok() { "ok" } else { "failed" });
         result.map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+/// Arguments for a schema's properties: each one's `default`, first example or first
+/// enum value, else a plain value of its type.
+fn example_arguments(schema: &Value) -> Map<String, Value> {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return Map::new() };
+    properties.iter().map(|(name, property)| (name.clone(), example_value(property))).collect()
+}
+
+fn example_value(property: &Value) -> Value {
+    if let Some(value) = property.get("default") {
+        return value.clone();
+    }
+    let first = |key: &str| property.get(key).and_then(Value::as_array).and_then(|v| v.first()).cloned();
+    if let Some(value) = first("examples").or_else(|| first("enum")) {
+        return value;
+    }
+    match property.get("type").and_then(Value::as_str) {
+        Some("integer" | "number") => json!(1),
+        Some("boolean") => json!(true),
+        Some("object") => json!({}),
+        Some("array") => json!([]),
+        _ => json!("conformance"),
+    }
+}
+
+/// The person behind the client, as a test stands in for one: accepts every form with
+/// its defaults (SEP-1034), answers sampling with a fixed text, and shares no roots.
+#[derive(Debug)]
+struct Answers;
+
+impl InputHandler for Answers {
+    fn answer(&self, request: InputRequest) -> BoxFuture<'_, Result<Value, InputDeclined>> {
+        Box::pin(async move {
+            let params = request.params.unwrap_or_default();
+            match request.method.as_str() {
+                "elicitation/create" => {
+                    let properties = params
+                        .get("requestedSchema")
+                        .and_then(|s| s.get("properties"))
+                        .and_then(Value::as_object)
+                        .cloned()
+                        .unwrap_or_default();
+                    let content: Map<String, Value> = properties
+                        .iter()
+                        .filter_map(|(name, p)| Some((name.clone(), p.get("default")?.clone())))
+                        .collect();
+                    Ok(json!({"action": "accept", "content": content}))
+                }
+                "sampling/createMessage" => Ok(json!({
+                    "role": "assistant",
+                    "content": {"type": "text", "text": "A sampled answer from the conformance client."},
+                    "model": "conformance-client",
+                    "stopReason": "endTurn"
+                })),
+                "roots/list" => Ok(json!({"roots": []})),
+                _ => Err(InputDeclined::Unsupported),
+            }
+        })
+    }
 }
 
 fn authorizer(scenario: &str, context: &Value) -> Result<Authorizer, String> {

@@ -7,7 +7,8 @@
 //!      If there is none and we may speak a handshake version, still try `initialize`
 //!      (a dual-era server lists only its modern versions in `server/discover`).
 //!    * `UnsupportedProtocolVersion` (-32022): a modern server; its `data.supported`
-//!      decides. A stateless version in common is probed once more; a handshake version
+//!      decides. A stateless version in common is probed once more (even the one just
+//!      refused: the retry a server may expect, bounded at one); a handshake version
 //!      goes to `initialize`; none is [`ClientError::UnsupportedVersion`].
 //!    * `HeaderMismatch` / `MissingRequiredClientCapability` (-32020/-32021): a modern
 //!      server that refuses our request: no fallback, the connection fails.
@@ -77,7 +78,9 @@ pub(crate) async fn open(shared: &Arc<Shared>) -> Result<Session, ClientError> {
                 let offered = parse_unsupported_version(&error).map(|u| u.supported).unwrap_or_default();
                 tried.push(format!("{what}: unsupported version, the server supports {offered:?}"));
                 match negotiate(ours, &offered) {
-                    Some(v) if v.is_stateless() && probes_left > 0 && v != version => probe = Some(v),
+                    // The same version again too: a server may refuse a first request
+                    // (its version list is the answer); the probes stay bounded.
+                    Some(v) if v.is_stateless() && probes_left > 0 => probe = Some(v),
                     Some(v) if !v.is_stateless() => offer = Some(v),
                     _ => return Err(ClientError::UnsupportedVersion { offered }),
                 }

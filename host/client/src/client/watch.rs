@@ -15,7 +15,9 @@
 //!   with the request's id and honoring `toolsListChanged`.
 //!
 //! A stream is opened only when the server declares `tools.listChanged: true`, which is
-//! exactly its promise to send these notifications.
+//! exactly its promise to send these notifications, or, for the handshake era's GET
+//! stream, when the client has an input handler: a server's requests for input that are
+//! not tied to a call travel there too.
 //!
 //! The cache is trusted only while the watch is [`Off`](ToolsWatch::Off) or
 //! [`Active`](ToolsWatch::Active). While it is (re)connecting, or after it failed for
@@ -89,7 +91,11 @@ enum Outcome {
 /// Starts watching if the server promises tool-list changes and a stream is needed.
 pub(crate) fn start(shared: &Arc<Shared>) {
     let Ok(session) = shared.session() else { return };
-    let mode = if !shared.config.tools_watch.enabled || !declares_list_changed(&session.capabilities, "tools") {
+    let watch = shared.config.tools_watch.enabled && declares_list_changed(&session.capabilities, "tools");
+    // A handshake-era server asks for input (elicitation, sampling, roots) on the GET
+    // stream when the request is not tied to a call: a client that can answer listens.
+    let answers = shared.config.input_handler.is_some() && !session.version().is_stateless();
+    let mode = if !watch && !answers {
         None
     } else if session.version().is_stateless() {
         Some(Mode::Listen)

@@ -29,6 +29,8 @@ pub(crate) const METHOD: &str = "mcp-method";
 pub(crate) const NAME: &str = "mcp-name";
 /// `Mcp-Session-Id` (handshake era).
 pub(crate) const SESSION_ID: &str = "mcp-session-id";
+/// The event id a resumed event stream continues after (WHATWG SSE, SEP-1699).
+pub(crate) const LAST_EVENT_ID: &str = "last-event-id";
 
 /// The MCP headers for `body`. `negotiated` is the handshake-era version, if one was
 /// negotiated; it is ignored for bodies that carry their own version stamp.

@@ -306,7 +306,7 @@ impl Shared {
     }
 
     async fn exchange(self: Arc<Self>, id: Id, method: String, request: RequestBuilder, had_session: bool) {
-        let error = match self.run_exchange(&method, request, had_session).await {
+        let error = match self.run_exchange(&id, &method, request, had_session).await {
             Ok(()) => TransportError::NoResponse,
             Err(error) => error,
         };
@@ -316,6 +316,7 @@ impl Shared {
 
     async fn run_exchange(
         &self,
+        id: &Id,
         method: &str,
         request: RequestBuilder,
         had_session: bool,
@@ -343,7 +344,8 @@ impl Shared {
             }
             return Ok(());
         }
-        self.pump_sse(response).await
+        let pumped = self.pump_sse(response, Some(id)).await?;
+        self.resume(id, pumped).await
     }
 
     /// Sends `request` with the credentials of the moment. With OAuth, a `401` or a

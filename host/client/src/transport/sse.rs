@@ -4,8 +4,9 @@
 //! notifications, then the response, each as one event's `data`. The parser follows the
 //! WHATWG event-stream rules that matter here (lines end in `\n`, `\r\n` or `\r`, even
 //! split across chunks; `data` lines are joined with `\n`; a blank line dispatches;
-//! `:` lines are comments, the keep-alives servers send; `id`/`retry` are ignored since
-//! 2026-07-28 streams are not resumable; events whose type is not `message` are
+//! `:` lines are comments, the keep-alives servers send; `id` and `retry` are kept, for
+//! the handshake era's resumption (a 2026-07-28 stream is not resumable and the caller
+//! ignores them); events whose type is not `message` are
 //! skipped, and so are events with empty data, such as the "priming" event a
 //! 2025-11-25 server may open a stream with) and adds one rule of its own: no line and
 //! no event may exceed the cap, so a hostile stream costs at most one event's worth of
@@ -16,6 +17,9 @@ use bytes::Bytes;
 
 /// Longest event type kept; anything longer is certainly not `message`.
 const MAX_EVENT_TYPE: usize = 64;
+
+/// Longest event id kept; a longer one is ignored (and the stream is not resumed by it).
+const MAX_EVENT_ID: usize = 256;
 
 /// The stream broke the cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,11 +37,34 @@ pub(crate) struct SseParser {
     event_type: Vec<u8>,
     /// The previous chunk ended in `\r`; a `\n` starting this one belongs to that ending.
     after_cr: bool,
+    /// The last event id the stream set (what a resumption sends as `Last-Event-ID`).
+    last_event_id: Option<String>,
+    /// The reconnection time the stream asked for, in milliseconds.
+    retry_ms: Option<u64>,
 }
 
 impl SseParser {
     pub(crate) fn new(max_event: usize) -> Self {
-        Self { max_event, line: Vec::new(), data: Vec::new(), has_data: false, event_type: Vec::new(), after_cr: false }
+        Self {
+            max_event,
+            line: Vec::new(),
+            data: Vec::new(),
+            has_data: false,
+            event_type: Vec::new(),
+            after_cr: false,
+            last_event_id: None,
+            retry_ms: None,
+        }
+    }
+
+    /// The last event id seen, if the stream set one.
+    pub(crate) fn last_event_id(&self) -> Option<&str> {
+        self.last_event_id.as_deref()
+    }
+
+    /// The reconnection time the stream asked for, if it did.
+    pub(crate) fn retry_ms(&self) -> Option<u64> {
+        self.retry_ms
     }
 
     /// Feeds one chunk, appending the data of every completed `message` event to `events`.
@@ -90,6 +117,16 @@ impl SseParser {
             b"event" => {
                 self.event_type.clear();
                 self.event_type.extend_from_slice(&value[..value.len().min(MAX_EVENT_TYPE)]);
+            }
+            // A NUL makes the field ignored (WHATWG); so does an id no header could carry.
+            b"id" if value.len() <= MAX_EVENT_ID && !value.contains(&0) => {
+                self.last_event_id = std::str::from_utf8(value)
+                    .ok()
+                    .filter(|v| v.bytes().all(|b| b == b' ' || b.is_ascii_graphic()))
+                    .map(str::to_owned);
+            }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                self.retry_ms = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
             }
             _ => {}
         }
@@ -144,6 +181,20 @@ mod tests {
     fn events_of_another_type_and_an_unterminated_last_event_are_dropped() {
         let got = parse(&[b"event: ping\ndata: p\n\nevent: message\ndata: m\n\ndata: cut"], 64).unwrap();
         assert_eq!(got, ["m"]);
+    }
+
+    #[test]
+    fn the_last_event_id_and_retry_are_kept_and_bad_ones_ignored() {
+        let mut parser = SseParser::new(1024);
+        let mut events = Vec::new();
+        parser.push(b"id: e-1\nretry: 500\ndata:\n\n", &mut events).unwrap();
+        assert_eq!((parser.last_event_id(), parser.retry_ms()), (Some("e-1"), Some(500)));
+        parser.push(b"id: a\0b\nretry: 5x\nid: bad\x01\n\n", &mut events).unwrap();
+        assert_eq!((parser.last_event_id(), parser.retry_ms()), (None, Some(500)));
+        let long = format!("id: {}\n\n", "x".repeat(MAX_EVENT_ID + 1));
+        parser.push(long.as_bytes(), &mut events).unwrap();
+        assert_eq!(parser.last_event_id(), None);
+        assert!(events.is_empty());
     }
 
     #[test]
