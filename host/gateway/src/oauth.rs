@@ -59,7 +59,7 @@ pub struct OAuthSettings {
 /// A secret: a variable of the gateway, or a file readable by its owner alone. Never a
 /// value in the configuration file, which is shared and committed.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged, deny_unknown_fields)]
+#[serde(try_from = "RawSecret")]
 pub enum SecretConfig {
     /// An environment variable.
     Env {
@@ -71,6 +71,28 @@ pub enum SecretConfig {
         /// Its path (relative to the configuration file).
         file: PathBuf,
     },
+}
+
+/// What a secret's table may hold; anything else is refused with the two forms.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawSecret {
+    Table { env: Option<String>, file: Option<PathBuf> },
+    Other(serde::de::IgnoredAny),
+}
+
+impl TryFrom<RawSecret> for SecretConfig {
+    type Error = String;
+
+    fn try_from(raw: RawSecret) -> Result<Self, String> {
+        match raw {
+            RawSecret::Table { env: Some(env), file: None } => Ok(Self::Env { env }),
+            RawSecret::Table { env: None, file: Some(file) } => Ok(Self::File { file }),
+            _ => Err("a secret is `{ env = \"VAR\" }` or `{ file = \"path\" }` (mode 0600), never the value itself: \
+                      the configuration file is shared"
+                .into()),
+        }
+    }
 }
 
 impl OAuthSettings {
@@ -198,5 +220,26 @@ fn secret(provider: &str, source: &SecretConfig) -> Result<HeaderValueSource, Au
             let text = std::fs::read_to_string(file).map_err(|e| refuse(e.to_string()))?;
             Ok(HeaderValueSource::Value(text.trim_end_matches(['\n', '\r']).to_owned()))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_secret_file_others_can_read_is_refused_and_a_private_one_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s");
+        std::fs::write(&file, "shh\n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let source = SecretConfig::File { file: file.clone() };
+        let e = secret("p", &source).unwrap_err().to_string();
+        assert!(e.contains("chmod 600"), "{e}");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(matches!(secret("p", &source).unwrap(), HeaderValueSource::Value(v) if v == "shh"));
+        let missing = SecretConfig::File { file: dir.path().join("none") };
+        assert!(secret("p", &missing).is_err());
     }
 }

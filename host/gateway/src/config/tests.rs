@@ -202,3 +202,32 @@ fn prepared_instances_are_bounded_and_optional() {
     let err = error("[sandbox]\nprepared_instances = -1\n");
     assert!(err.contains("prepared_instances"), "{err}");
 }
+
+#[test]
+fn an_oauth_table_is_checked_at_load() {
+    let config = parse(
+        "[providers.mail]\nurl = \"https://m/mcp\"\n[providers.mail.oauth]\nclient_id = \"wg\"\nclient_secret = { file = \"mail.secret\" }\nscopes = [\"read\"]\n",
+    )
+    .unwrap();
+    let oauth = config.providers["mail"].oauth.as_ref().unwrap();
+    assert_eq!(
+        oauth.client_secret,
+        Some(crate::oauth::SecretConfig::File { file: "/etc/wg/mail.secret".into() }),
+        "a secret file is the config file's"
+    );
+    assert!(parse("[providers.m]\nurl = \"https://m/mcp\"\noauth = {}\n").unwrap().providers["m"].oauth.is_some());
+    let bad = |table: &str| error(&format!("[providers.m]\nurl = \"https://m/mcp\"\noauth = {{ {table} }}\n"));
+    assert!(bad("grant = \"password\"").contains("client_credentials"));
+    assert!(bad("token_auth = \"tls\"").contains("private_key_jwt"));
+    assert!(bad("client_secret = { env = \"S\" }").contains("client_id"));
+    assert!(bad("client_id = \"x\", token_auth = \"private_key_jwt\"").contains("private_key"));
+    assert!(bad("client_id = \"x\", token_auth = \"client_secret_post\"").contains("client secret"));
+    assert!(bad("client_metadata_url = \"http://me/c.json\"").contains("https"));
+    // A literal secret in the shared file is not a form the table takes.
+    let e = bad("client_id = \"x\", client_secret = \"hunter2\"");
+    assert!(e.contains("never the value itself"), "{e}");
+    let e = error("[providers.m]\nurl = \"https://m/mcp\"\ntoken_env = \"T\"\noauth = {}\n");
+    assert!(e.contains("keep one"), "{e}");
+    let e = error("[providers.m]\ncommand = \"x\"\noauth = {}\n");
+    assert!(e.contains("`oauth` does nothing"), "{e}");
+}
