@@ -257,8 +257,13 @@ impl Authorizer {
     ) -> Result<Retry, AuthError> {
         let mut state = self.inner.state.lock().await;
         self.load(&mut state, endpoint)?;
-        let current = state.stored.as_ref().and_then(|s| s.access_token.clone());
-        if status == 401 && current.is_some() && current.as_deref() != sent {
+        // A token that is not about to expire, and not the one refused.
+        let fresh = state
+            .stored
+            .as_ref()
+            .filter(|s| s.expires_at.is_none_or(|at| now() + REFRESH_MARGIN < at))
+            .and_then(|s| s.access_token.clone());
+        if status == 401 && fresh.is_some() && fresh.as_deref() != sent {
             // Another request got a new token meanwhile.
             return Ok(Retry::Again);
         }
@@ -357,4 +362,46 @@ pub enum LoginStatus {
 
 fn now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO).as_secs()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// An authorizer whose endpoint refuses connections, with `token` kept (expiring at
+    /// `expires_at`), and no person to log in.
+    fn kept(token: &str, expires_at: Option<u64>) -> (Authorizer, Url, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let endpoint = Url::parse("http://127.0.0.1:1/mcp").unwrap();
+        let store = TokenStore::new(dir.path());
+        let stored = Stored {
+            resource: endpoint.to_string(),
+            access_token: Some(token.into()),
+            expires_at,
+            ..Stored::default()
+        };
+        store.save("p", &stored).unwrap();
+        let mut config = OAuthConfig::new("p");
+        config.store = Some(store);
+        (Authorizer::new(config, None).unwrap(), endpoint, dir)
+    }
+
+    #[tokio::test]
+    async fn a_refusal_of_an_old_token_retries_with_the_fresh_one_and_an_expired_one_does_not() {
+        let (auth, endpoint, _dir) = kept("fresh", None);
+        assert_eq!(auth.token(&endpoint).await.unwrap().as_deref(), Some("fresh"));
+        assert_eq!(auth.status(&endpoint).await.unwrap(), LoginStatus::LoggedIn { expires_at: None });
+        assert_eq!(auth.refused(&endpoint, 401, None, Some("old")).await.unwrap(), Retry::Again);
+        // The fresh token itself refused: discovery, which finds nothing here.
+        let e = auth.refused(&endpoint, 401, None, Some("fresh")).await.unwrap_err();
+        assert!(matches!(e, AuthError::Discovery(_)), "{e}");
+        // A 403 that is not about scope is reported as it came.
+        assert_eq!(auth.refused(&endpoint, 403, None, Some("fresh")).await.unwrap(), Retry::GiveUp);
+
+        let (auth, endpoint, _dir) = kept("stale", Some(1));
+        assert_eq!(auth.token(&endpoint).await.unwrap(), None, "an expired token is not sent");
+        assert_eq!(auth.status(&endpoint).await.unwrap(), LoginStatus::LoggedOut);
+        assert!(auth.refused(&endpoint, 401, None, None).await.is_err(), "an expired token is no reason to retry");
+    }
 }
