@@ -128,13 +128,7 @@ impl FollowRedirect {
     ///
     /// [`AuthError::Config`] when the HTTP client cannot be built.
     pub fn new(redirect: Url) -> Result<Self, AuthError> {
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|e| AuthError::Config(format!("HTTP client: {e}")))?;
-        Ok(Self { redirect, client })
+        Ok(Self { redirect, client: super::http::client("login")? })
     }
 }
 

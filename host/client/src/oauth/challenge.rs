@@ -24,6 +24,13 @@ impl Challenge {
         headers.into_iter().find_map(parse_one)
     }
 
+    /// The Bearer challenge among a response's `WWW-Authenticate` headers.
+    #[must_use]
+    pub fn from_headers(headers: &reqwest::header::HeaderMap) -> Option<Self> {
+        let values = headers.get_all(reqwest::header::WWW_AUTHENTICATE);
+        Self::parse(values.iter().filter_map(|v| v.to_str().ok()))
+    }
+
     /// Whether the resource said the token lacks scope (step-up is due).
     #[must_use]
     pub fn insufficient_scope(&self) -> bool {

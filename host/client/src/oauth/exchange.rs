@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use base64::Engine as _;
 use oauth2::basic::{BasicClient, BasicErrorResponse, BasicTokenType};
 use oauth2::{
     AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointMaybeSet, EndpointNotSet,
@@ -79,7 +80,7 @@ impl Authorizer {
         let answer = match config.grant {
             Grant::ClientCredentials => {
                 let auth = self.client_auth(&server, &mut stored, None).await?;
-                let client = oauth_client(&auth, &server, None)?;
+                let client = oauth_client(self.provider(), &auth, &server, None)?;
                 let mut request = client.exchange_client_credentials().add_scopes(scopes);
                 for (name, value) in self.extra_params(&auth, &server, &indicator)? {
                     request = request.add_extra_param(name, value);
@@ -122,7 +123,7 @@ impl Authorizer {
         }
         let redirect = agent.redirect_uri();
         let auth = self.client_auth(server, stored, Some(&redirect)).await?;
-        let client = oauth_client(&auth, server, Some(&redirect))?;
+        let client = oauth_client(provider, &auth, server, Some(&redirect))?;
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let (url, csrf) = client
             .authorize_url(CsrfToken::new_random)
@@ -150,7 +151,7 @@ impl Authorizer {
         let server = metadata::server_metadata(&self.inner.http, &issuer).await?;
         let indicator = stored.resource_indicator.clone().unwrap_or_else(|| endpoint.to_string());
         let auth = self.client_auth(&server, &mut stored, None).await?;
-        let client = oauth_client(&auth, &server, None)?;
+        let client = oauth_client(self.provider(), &auth, &server, None)?;
         let refresh = RefreshToken::new(refresh);
         let mut request = client.exchange_refresh_token(&refresh);
         for (name, value) in self.extra_params(&auth, &server, &indicator)? {
@@ -292,7 +293,12 @@ impl Authorizer {
 }
 
 /// The `oauth2` client for `auth` at `server`.
-fn oauth_client(auth: &ClientAuth, server: &ServerMetadata, redirect: Option<&Url>) -> Result<Client, AuthError> {
+fn oauth_client(
+    name: &str,
+    auth: &ClientAuth,
+    server: &ServerMetadata,
+    redirect: Option<&Url>,
+) -> Result<Client, AuthError> {
     let bad = |what: &str, e: &dyn std::fmt::Display| AuthError::Discovery(format!("{what}: {e}"));
     let token = Url::parse(&server.token_endpoint).map_err(|e| bad("token endpoint", &e))?;
     let authorize = server
@@ -302,12 +308,7 @@ fn oauth_client(auth: &ClientAuth, server: &ServerMetadata, redirect: Option<&Ur
         .transpose()
         .map_err(|e| bad("authorization endpoint", &e))?;
     for url in std::iter::once(&token).chain(authorize.as_ref()) {
-        let secure = url.scheme() == "https" || (url.scheme() == "http" && super::http::is_loopback(url));
-        if !secure {
-            return Err(AuthError::Discovery(format!(
-                "{url} is not https: OAuth endpoints must use TLS (plain http only to a loopback host)"
-            )));
-        }
+        super::http::check_secure(name, url)?;
     }
     let mut client = BasicClient::new(ClientId::new(auth.id.clone()))
         .set_auth_uri_option(authorize.map(AuthUrl::from_url))
@@ -391,7 +392,7 @@ fn assertion(provider: &str, client: &str, key: &PrivateKey, server: &ServerMeta
         "aud": server.issuer,
         "iat": issued,
         "exp": issued + 60,
-        "jti": hex(&jti),
+        "jti": base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(jti),
     });
     jsonwebtoken::encode(&Header::new(algorithm), &claims, &encoding).map_err(|e| refuse(e.to_string()))
 }
@@ -429,11 +430,7 @@ fn union(a: Option<&str>, b: Option<&str>) -> Option<String> {
 }
 
 fn resolve(provider: &str, what: &str, source: &HeaderValueSource) -> Result<String, AuthError> {
-    match source {
-        HeaderValueSource::Value(value) => Ok(value.clone()),
-        HeaderValueSource::FromEnv(var) => std::env::var(var)
-            .map_err(|_| AuthError::Config(format!("{provider}: the variable {var} of the {what} is not set"))),
-    }
+    source.read().map_err(|var| AuthError::Config(format!("{provider}: the variable {var} of the {what} is not set")))
 }
 
 /// A short, printable copy of server text.
@@ -449,10 +446,6 @@ fn describe(answer: &serde_json::Value) -> String {
         (Some(e), None) => e,
         _ => "no client_id in the answer".into(),
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -38,28 +38,12 @@ impl AuthHttp {
     ///
     /// [`AuthError::Config`] when TLS cannot be set up.
     pub fn new(name: &str) -> Result<Self, AuthError> {
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(30))
-            .user_agent(concat!("wasmgate/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| AuthError::Config(format!("{name}: HTTP client: {}", report(&e))))?;
-        Ok(Self { name: name.to_owned(), client })
+        Ok(Self { name: name.to_owned(), client: client(name)? })
     }
 
-    /// Refuses a URL that would carry credentials in clear text: `https`, or `http` to a
-    /// loopback host only.
+    /// Refuses a URL that would carry credentials in clear text.
     pub(crate) fn check_secure(&self, url: &Url) -> Result<(), AuthError> {
-        if url.scheme() == "https" || (url.scheme() == "http" && is_loopback(url)) {
-            Ok(())
-        } else {
-            Err(AuthError::Discovery(format!(
-                "{}: {url} is not https: OAuth endpoints must use TLS (plain http only to a loopback host)",
-                self.name
-            )))
-        }
+        check_secure(&self.name, url)
     }
 
     /// GETs `url` as JSON. A non-2xx status or a body that is not `T` is `Missing`.
@@ -100,8 +84,7 @@ impl AuthHttp {
         if response.status() != reqwest::StatusCode::UNAUTHORIZED {
             return None;
         }
-        let values = response.headers().get_all(reqwest::header::WWW_AUTHENTICATE);
-        super::Challenge::parse(values.iter().filter_map(|v| v.to_str().ok()))
+        super::Challenge::from_headers(response.headers())
     }
 
     /// POSTs `body` as JSON to `url` and reads a JSON answer (registration).
@@ -129,19 +112,34 @@ impl AuthHttp {
     }
 }
 
-/// Reads a body of at most `limit` bytes.
-pub(crate) async fn read_capped(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, String> {
-    if response.content_length().is_some_and(|len| len > limit as u64) {
-        return Err(format!("answer larger than {limit} bytes"));
+/// Reads a body of at most `limit` bytes (the transport's bounded read).
+async fn read_capped(mut response: reqwest::Response, limit: usize) -> Result<bytes::Bytes, String> {
+    crate::transport::http::read_bounded(&mut response, limit).await.map_err(|e| e.to_string())
+}
+
+/// The HTTP client of OAuth's exchanges and of [`FollowRedirect`](super::FollowRedirect):
+/// no redirect followed, no proxy from the environment, bounded in time.
+pub(crate) fn client(name: &str) -> Result<reqwest::Client, AuthError> {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(Duration::from_secs(30))
+        .user_agent(concat!("wasmgate/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| AuthError::Config(format!("{name}: HTTP client: {}", report(&e))))
+}
+
+/// Refuses a URL that would carry credentials in clear text: `https`, or `http` to a
+/// loopback host only.
+pub(crate) fn check_secure(name: &str, url: &Url) -> Result<(), AuthError> {
+    if url.scheme() == "https" || (url.scheme() == "http" && is_loopback(url)) {
+        Ok(())
+    } else {
+        Err(AuthError::Discovery(format!(
+            "{name}: {url} is not https: OAuth endpoints must use TLS (plain http only to a loopback host)"
+        )))
     }
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| report(&e))? {
-        if body.len() + chunk.len() > limit {
-            return Err(format!("answer larger than {limit} bytes"));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
 }
 
 /// Whether the URL's host is `localhost` or a loopback address.

@@ -29,7 +29,7 @@ mod agent;
 mod challenge;
 mod error;
 mod exchange;
-mod http;
+pub(crate) mod http;
 mod metadata;
 mod store;
 

@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, WWW_AUTHENTICATE};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE};
 use reqwest::{RequestBuilder, Response, StatusCode};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -69,6 +69,16 @@ pub enum HeaderValueSource {
     Value(String),
     /// The name of an environment variable holding it.
     FromEnv(String),
+}
+
+impl HeaderValueSource {
+    /// The value now; the name of the variable when it is not set.
+    pub(crate) fn read(&self) -> Result<String, &str> {
+        match self {
+            Self::Value(value) => Ok(value.clone()),
+            Self::FromEnv(var) => std::env::var(var).map_err(|_| var.as_str()),
+        }
+    }
 }
 
 impl std::fmt::Debug for HeaderValueSource {
@@ -206,13 +216,7 @@ impl HttpTransport {
             )));
         }
         let headers = extra_headers(config)?;
-        let host = url.host_str().unwrap_or_default();
-        let loopback = host.eq_ignore_ascii_case("localhost")
-            || host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback());
+        let loopback = crate::oauth::http::is_loopback(&url);
         let credentials = token.is_some() || config.oauth.is_some() || !headers.is_empty();
         if url.scheme() == "http" && !loopback && credentials {
             return Err(TransportError::Config(format!(
@@ -261,12 +265,7 @@ fn extra_headers(config: &HttpConfig) -> Result<reqwest::header::HeaderMap, Tran
         if header == AUTHORIZATION && (config.bearer.is_some() || config.oauth.is_some()) {
             return Err(refuse("Authorization is set twice: by the bearer token or OAuth, and by a header".into()));
         }
-        let value = match source {
-            HeaderValueSource::Value(value) => value.clone(),
-            HeaderValueSource::FromEnv(var) => {
-                std::env::var(var).map_err(|_| refuse(format!("the variable {var} of header {name} is not set")))?
-            }
-        };
+        let value = source.read().map_err(|var| refuse(format!("the variable {var} of header {name} is not set")))?;
         let mut value =
             HeaderValue::from_str(&value).map_err(|_| refuse(format!("the value of header {name} is not valid")))?;
         value.set_sensitive(true);
@@ -375,8 +374,7 @@ impl Shared {
                 return Ok(response);
             }
             attempts += 1;
-            let values = response.headers().get_all(WWW_AUTHENTICATE);
-            let challenge = Challenge::parse(values.iter().filter_map(|v| v.to_str().ok()));
+            let challenge = Challenge::from_headers(response.headers());
             let retry = oauth
                 .refused(&self.url, status.as_u16(), challenge.as_ref(), token.as_deref())
                 .await
@@ -410,7 +408,7 @@ impl Shared {
 }
 
 /// Reads a whole body of at most `limit` bytes.
-async fn read_bounded(response: &mut Response, limit: usize) -> Result<Bytes, TransportError> {
+pub(crate) async fn read_bounded(response: &mut Response, limit: usize) -> Result<Bytes, TransportError> {
     let declared = response.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
     if declared.is_some_and(|len| len > limit) {
         return Err(TransportError::TooLarge { limit });
