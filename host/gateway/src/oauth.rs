@@ -16,7 +16,6 @@
 //!
 //! Tokens are kept in `<state_dir>/oauth/NAME.json`, readable by the user alone.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -24,6 +23,7 @@ use serde::Deserialize;
 use wasmgate_client::HeaderValueSource;
 use wasmgate_client::oauth::{
     AuthError, Authorizer, ClientIdentity, Grant, OAuthConfig, PrivateKey, TokenAuth, TokenStore, UserAgent,
+    read_private,
 };
 
 use crate::config::Config;
@@ -210,14 +210,9 @@ fn secret(provider: &str, source: &SecretConfig) -> Result<HeaderValueSource, Au
         SecretConfig::Env { env } => Ok(HeaderValueSource::FromEnv(env.clone())),
         SecretConfig::File { file } => {
             let refuse = |why: String| AuthError::Config(format!("{provider}: {}: {why}", file.display()));
-            let meta = std::fs::metadata(file).map_err(|e| refuse(e.to_string()))?;
-            if meta.permissions().mode() & 0o077 != 0 {
-                return Err(refuse(format!("others may read this secret: run `chmod 600 {}`", file.display())));
-            }
-            if meta.len() > MAX_SECRET_FILE {
-                return Err(refuse(format!("larger than {MAX_SECRET_FILE} bytes")));
-            }
-            let text = std::fs::read_to_string(file).map_err(|e| refuse(e.to_string()))?;
+            let bytes =
+                read_private(file, MAX_SECRET_FILE).map_err(refuse)?.ok_or_else(|| refuse("no such file".into()))?;
+            let text = String::from_utf8(bytes).map_err(|_| refuse("not UTF-8 text".into()))?;
             Ok(HeaderValueSource::Value(text.trim_end_matches(['\n', '\r']).to_owned()))
         }
     }
@@ -226,6 +221,8 @@ fn secret(provider: &str, source: &SecretConfig) -> Result<HeaderValueSource, Au
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
 
     #[test]

@@ -44,7 +44,7 @@ pub use challenge::Challenge;
 pub use error::AuthError;
 pub use http::AuthHttp;
 pub use metadata::{ResourceMetadata, ServerMetadata};
-pub use store::{Stored, TokenStore};
+pub use store::{Stored, TokenStore, read_private};
 
 use crate::transport::http::HeaderValueSource;
 
@@ -228,7 +228,7 @@ impl Authorizer {
         let mut state = self.inner.state.lock().await;
         self.load(&mut state, endpoint)?;
         let Some(stored) = state.stored.clone() else { return Ok(None) };
-        let expiring = stored.expires_at.is_some_and(|at| now() + REFRESH_MARGIN >= at);
+        let expiring = expiring(&stored);
         if stored.access_token.is_some() && !expiring {
             return Ok(stored.access_token);
         }
@@ -258,11 +258,7 @@ impl Authorizer {
         let mut state = self.inner.state.lock().await;
         self.load(&mut state, endpoint)?;
         // A token that is not about to expire, and not the one refused.
-        let fresh = state
-            .stored
-            .as_ref()
-            .filter(|s| s.expires_at.is_none_or(|at| now() + REFRESH_MARGIN < at))
-            .and_then(|s| s.access_token.clone());
+        let fresh = state.stored.as_ref().filter(|s| !expiring(s)).and_then(|s| s.access_token.clone());
         if status == 401 && fresh.is_some() && fresh.as_deref() != sent {
             // Another request got a new token meanwhile.
             return Ok(Retry::Again);
@@ -358,6 +354,11 @@ pub enum LoginStatus {
     Refreshable,
     /// Nothing usable: a login is due (or a client credentials grant will run).
     LoggedOut,
+}
+
+/// Whether the access token expires within [`REFRESH_MARGIN`] (or has expired).
+fn expiring(stored: &Stored) -> bool {
+    stored.expires_at.is_some_and(|at| now() + REFRESH_MARGIN >= at)
 }
 
 fn now() -> u64 {

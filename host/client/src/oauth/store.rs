@@ -16,6 +16,28 @@ use super::AuthError;
 /// The largest token file read.
 const MAX_FILE: u64 = 256 * 1024;
 
+/// The bytes of a file that only its owner may read (tokens, client secrets, keys), of
+/// at most `limit` bytes; `None` when there is no such file.
+///
+/// # Errors
+///
+/// Why not, and what to do: a file others may read names the `chmod` that fixes it.
+pub fn read_private(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, String> {
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let mode = meta.permissions().mode();
+    if mode & 0o077 != 0 {
+        return Err(format!("others may read it (mode {:o}): run `chmod 600 {}`", mode & 0o777, path.display()));
+    }
+    if meta.len() > limit {
+        return Err(format!("larger than {limit} bytes"));
+    }
+    std::fs::read(path).map(Some).map_err(|e| e.to_string())
+}
+
 /// What is kept for one provider. `Debug` shows no secret.
 #[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stored {
@@ -97,22 +119,7 @@ impl TokenStore {
     pub fn load(&self, provider: &str, resource: &str) -> Result<Option<Stored>, AuthError> {
         let path = self.path(provider);
         let refuse = |why: String| AuthError::Storage(format!("{provider}: token file {}: {why}", path.display()));
-        let meta = match std::fs::metadata(&path) {
-            Ok(meta) => meta,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(refuse(e.to_string())),
-        };
-        if meta.permissions().mode() & 0o077 != 0 {
-            return Err(refuse(format!(
-                "others may read it (mode {:o}): run `chmod 600 {}`, and log in again if it was shared",
-                meta.permissions().mode() & 0o777,
-                path.display()
-            )));
-        }
-        if meta.len() > MAX_FILE {
-            return Err(refuse(format!("larger than {MAX_FILE} bytes")));
-        }
-        let text = std::fs::read(&path).map_err(|e| refuse(e.to_string()))?;
+        let Some(text) = read_private(&path, MAX_FILE).map_err(refuse)? else { return Ok(None) };
         let stored: Stored = serde_json::from_slice(&text).map_err(|e| refuse(format!("not a token file: {e}")))?;
         Ok((stored.resource == resource).then_some(stored))
     }
