@@ -44,6 +44,9 @@ fn main() {
     writeln!(code, "pub const JSON_TEXT_PATH: &str = {:?};", json_text.display().to_string()).ok();
     writeln!(code, "/// The default `json-text` formatter component, embedded.").ok();
     writeln!(code, "pub static JSON_TEXT: &[u8] = include_bytes!({:?});", json_text.display().to_string()).ok();
+    let media_check = wasm(&out_dir, "media_check");
+    writeln!(code, "/// The `media-check` component, embedded (media passed to clients as they are).").ok();
+    writeln!(code, "pub static MEDIA_CHECK: &[u8] = include_bytes!({:?});", media_check.display().to_string()).ok();
     let echo_tools = wasm(&out_dir, "echo_tools");
     writeln!(code, "/// Path of `echo-tools`, the smallest tool-provider component (a test fixture).").ok();
     writeln!(code, "pub const ECHO_TOOLS_PATH: &str = {:?};", echo_tools.display().to_string()).ok();

@@ -86,7 +86,7 @@ fn adapted(component: &Arc<Component>, definition: &ToolDefinition, formatters: 
         "description": definition.description,
         "inputSchema": definition.input_schema,
     });
-    offer(name, &definition.name, mcp_shaped, |exposed| {
+    offer(name, &definition.name, formatters.naming(), mcp_shaped, |exposed| {
         adapt(component, exposed, definition, formatters.select(name, &definition.name))
     })
 }

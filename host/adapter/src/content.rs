@@ -28,6 +28,10 @@ impl ContentSource for McpProvider {
         self.name()
     }
 
+    fn naming(&self) -> wasmgate_policy::Naming {
+        self.naming()
+    }
+
     fn resources(&self) -> BoxFuture<'_, Result<Vec<Resource>, SourceError>> {
         Box::pin(async move {
             let list = self.client().list_resources().await.map_err(source_error)?;

@@ -5,10 +5,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use wasmgate_policy::Glob;
+use wasmgate_policy::{Glob, Naming};
 use wasmgate_sandbox::{CallLimits, Formatter, Sandbox};
 
 use crate::error::AdapterError;
+use crate::media::MediaPass;
 
 /// One configured rule: results of tools matching `tool` from providers matching
 /// `provider` (`*` matches any run of characters) go through the component at `path`.
@@ -22,18 +23,21 @@ pub struct FormatterRule {
     pub path: PathBuf,
 }
 
-/// The loaded formatters and the rules that select them.
+/// How one provider's tools are presented: the loaded formatters and the rules that
+/// select them, and the names its tools and prompts are shown under.
 #[derive(Debug, Clone)]
 pub struct Formatters {
     default: Arc<Formatter>,
     rules: Vec<(FormatterRule, Arc<Formatter>)>,
+    naming: Naming,
+    media: Option<Arc<MediaPass>>,
 }
 
 impl Formatters {
     /// Only the default formatter.
     #[must_use]
     pub fn new(default: Formatter) -> Self {
-        Self { default: Arc::new(default), rules: Vec::new() }
+        Self { default: Arc::new(default), rules: Vec::new(), naming: Naming::default(), media: None }
     }
 
     /// Loads every rule's component with `limits` as its per-call limits. A file that is
@@ -61,7 +65,33 @@ impl Formatters {
             };
             loaded.push((rule, formatter));
         }
-        Ok(Self { default: Arc::new(default), rules: loaded })
+        Ok(Self { default: Arc::new(default), rules: loaded, naming: Naming::default(), media: None })
+    }
+
+    /// The same, showing the provider's names under `naming`.
+    #[must_use]
+    pub fn with_naming(mut self, naming: Naming) -> Self {
+        self.naming = naming;
+        self
+    }
+
+    /// The same, passing media to clients through `media`.
+    #[must_use]
+    pub fn with_media(mut self, media: MediaPass) -> Self {
+        self.media = Some(Arc::new(media));
+        self
+    }
+
+    /// How media pass to clients, if they do.
+    #[must_use]
+    pub fn media(&self) -> Option<Arc<MediaPass>> {
+        self.media.clone()
+    }
+
+    /// The names the provider's tools and prompts are shown under.
+    #[must_use]
+    pub fn naming(&self) -> Naming {
+        self.naming
     }
 
     /// The formatter for results of `tool` from `provider`.

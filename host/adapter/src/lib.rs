@@ -36,6 +36,7 @@ mod contract;
 pub mod error;
 pub mod formatters;
 pub mod mcp_tool;
+pub mod media;
 pub mod offer;
 pub mod provider;
 pub mod render;
@@ -49,6 +50,7 @@ pub use component::ComponentProvider;
 
 pub use error::AdapterError;
 pub use formatters::{FormatterRule, Formatters};
+pub use media::MediaPass;
 pub use offer::Withheld;
 pub use provider::McpProvider;
 pub use render::{SCHEMA_MISMATCH, WITHHELD};

@@ -24,6 +24,7 @@ use wasmgate_protocol::ToolDefinition;
 use wasmgate_sandbox::Formatter;
 
 use crate::contract::{checked_arguments, gone, rejected};
+use crate::media::MediaPass;
 use crate::render::{Origin, render};
 use crate::schema;
 
@@ -44,6 +45,7 @@ pub fn adapt(
     client: &McpClient,
     definition: &ToolDefinition,
     formatter: Arc<Formatter>,
+    media: Option<Arc<MediaPass>>,
 ) -> Result<Tool, Withheld> {
     let input = schema::compile(&definition.input_schema)
         .map_err(|e| Withheld::new(format!("its inputSchema is unusable: {e}")))?;
@@ -68,6 +70,7 @@ pub fn adapt(
         input,
         output,
         formatter,
+        media,
     };
     Ok(Tool::new(spec, Arc::new(executor)))
 }
@@ -82,6 +85,8 @@ struct McpTool {
     input: Validator,
     output: Option<Validator>,
     formatter: Arc<Formatter>,
+    /// Passes its media to clients, when its policy says so.
+    media: Option<Arc<MediaPass>>,
 }
 
 impl std::fmt::Debug for McpTool {
@@ -108,7 +113,13 @@ impl McpTool {
         };
         let options = CallOptions { progress: progress_relay(), ..CallOptions::default() };
         match self.client.call_tool_with(&self.upstream, arguments, cancel.clone(), options).await {
-            Ok(result) => Ok(render(self.origin(), &self.formatter, self.output.as_ref(), &result).await),
+            Ok(result) => {
+                let rendered = render(self.origin(), &self.formatter, self.output.as_ref(), &result).await;
+                Ok(match &self.media {
+                    Some(media) => media.attach(self.origin(), &result, rendered).await,
+                    None => rendered,
+                })
+            }
             Err(error) => self.failed(error, &cancel).await,
         }
     }

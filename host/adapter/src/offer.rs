@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 use wasmgate_agent::{Offer, Tool};
-use wasmgate_policy::prefixed_name;
+use wasmgate_policy::{Naming, exposed_name};
 
 /// Why a tool was not offered to the agent: its name cannot be exposed, or its
 /// definition cannot be adapted (a schema that does not compile, say).
@@ -27,16 +27,17 @@ impl Withheld {
     }
 }
 
-/// The offer of `provider`'s tool `name`, made by `adapt` from its exposed name, or
+/// The offer of `provider`'s tool `name`, made by `adapt` from its name under `naming`, or
 /// `None` (with a warning in the logs) when the name cannot be exposed or `adapt`
 /// withholds the tool.
 pub(crate) fn offer(
     provider: &str,
     name: &str,
+    naming: Naming,
     definition: Value,
     adapt: impl FnOnce(String) -> Result<Tool, Withheld>,
 ) -> Option<Offer> {
-    match prefixed_name(provider, name).map_err(|e| Withheld::new(e.to_string())).and_then(adapt) {
+    match exposed_name(provider, name, naming).map_err(|e| Withheld::new(e.to_string())).and_then(adapt) {
         Ok(tool) => Some(Offer { provider: provider.to_owned(), name: name.to_owned(), definition, tool }),
         Err(why) => {
             tracing::warn!(%provider, tool = %name, %why, "tool withheld");

@@ -74,6 +74,12 @@ impl McpProvider {
         &self.inner.name
     }
 
+    /// The names its tools and prompts are shown under.
+    #[must_use]
+    pub fn naming(&self) -> wasmgate_policy::Naming {
+        self.inner.formatters.naming()
+    }
+
     /// The client, for hosts that need more than tools.
     #[must_use]
     pub fn client(&self) -> &McpClient {
@@ -106,9 +112,9 @@ impl McpProvider {
         let offers: Vec<Offer> = definitions
             .iter()
             .filter_map(|definition| {
-                offer(name, &definition.name, definition.raw.clone(), |exposed| {
+                offer(name, &definition.name, self.inner.formatters.naming(), definition.raw.clone(), |exposed| {
                     let formatter = self.inner.formatters.select(name, &definition.name);
-                    adapt(name, exposed, &self.inner.client, definition, formatter)
+                    adapt(name, exposed, &self.inner.client, definition, formatter, self.inner.formatters.media())
                 })
             })
             .collect();

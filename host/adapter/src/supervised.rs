@@ -22,6 +22,7 @@ use wasmgate_guard::content::{
     Completion, CompletionRequest, ContentSource, Contents, PromptInfo, PromptMessages, Resource, ResourceTemplate,
     SourceError,
 };
+use wasmgate_policy::Naming;
 
 use crate::error::{AdapterError, report as explain};
 use crate::provider::McpProvider;
@@ -60,6 +61,8 @@ enum State {
 /// An MCP provider kept running; see the module docs.
 pub struct Supervised {
     name: String,
+    /// The names its tools and prompts are shown under, up or down.
+    naming: Naming,
     state: Mutex<State>,
     changes: watch::Sender<u64>,
     /// Cancelled by [`close`](Self::close): the supervising task ends at once.
@@ -87,6 +90,7 @@ impl Supervised {
         connect: Connect,
         backoff: Backoff,
         report: Report,
+        naming: Naming,
     ) -> Arc<Self> {
         let state = match first {
             Ok(provider) => State::Up(provider),
@@ -99,6 +103,7 @@ impl Supervised {
         let stop = CancellationToken::new();
         let supervised = Arc::new(Self {
             name: name.to_owned(),
+            naming,
             state: Mutex::new(state),
             changes: watch::Sender::new(0),
             stop: stop.clone(),
@@ -269,6 +274,10 @@ impl ToolSource for Supervised {
 impl ContentSource for Supervised {
     fn provider(&self) -> &str {
         &self.name
+    }
+
+    fn naming(&self) -> Naming {
+        self.naming
     }
 
     fn resources(&self) -> BoxFuture<'_, Result<Vec<Resource>, SourceError>> {

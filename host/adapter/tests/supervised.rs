@@ -14,6 +14,7 @@ use wasmgate_adapter::supervised::{Connect, Report};
 use wasmgate_adapter::{AdapterError, Backoff, McpProvider, Supervised, ToolSource};
 use wasmgate_agent::CancellationToken;
 use wasmgate_client::{ClientConfig, TransportError, fake};
+use wasmgate_policy::Naming;
 
 const QUICK: Backoff =
     Backoff { first: Duration::from_millis(20), most: Duration::from_millis(80), settled: Duration::from_secs(60) };
@@ -63,7 +64,7 @@ async fn a_provider_that_cannot_start_is_withheld_and_served_once_it_can() {
     let connect = connector(upstream, 3, Arc::clone(&attempts));
     let first = connect().await;
     let (report, seen) = recorder();
-    let supervised = Supervised::start("p", first, connect, QUICK, report);
+    let supervised = Supervised::start("p", first, connect, QUICK, report, Naming::Prefixed);
     let mut changes = supervised.changes();
     let (names, trouble) = offered(&supervised).await;
     assert!(names.is_empty());
@@ -93,7 +94,7 @@ async fn a_provider_whose_process_dies_is_started_again_and_its_call_fails_as_th
     let connect = connector(upstream, 0, Arc::clone(&attempts));
     let first = connect().await;
     let (report, seen) = recorder();
-    let supervised = Supervised::start("p", first, connect, QUICK, report);
+    let supervised = Supervised::start("p", first, connect, QUICK, report, Naming::Prefixed);
     let (offers, _) = supervised.offers().await;
     let tool = offers[0].tool.clone();
 
@@ -119,7 +120,7 @@ async fn a_closed_provider_is_not_started_again() {
     let connect = connector(upstream, usize::MAX, Arc::clone(&attempts));
     let first = connect().await;
     let (report, _) = recorder();
-    let supervised = Supervised::start("p", first, connect, QUICK, report);
+    let supervised = Supervised::start("p", first, connect, QUICK, report, Naming::Prefixed);
     supervised.close().await;
     let after = attempts.load(Ordering::SeqCst);
     tokio::time::sleep(QUICK.most * 4).await;

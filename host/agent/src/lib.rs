@@ -33,4 +33,4 @@ pub use run::{AgentConfig, AgentError, AllowAll, HookDecision, Hooks, SKIPPED, T
 pub use script::ScriptedModel;
 pub use source::{Offer, ToolSource};
 pub use tokio_util::sync::CancellationToken;
-pub use tool::{BoxFuture, Tool, ToolExecute, ToolResult, ToolSpec};
+pub use tool::{Attachment, BoxFuture, MediaKind, Tool, ToolExecute, ToolResult, ToolSpec};

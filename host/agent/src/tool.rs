@@ -33,19 +33,73 @@ pub struct ToolResult {
     pub content: String,
     /// The tool ran and reports a failure.
     pub is_error: bool,
+    /// Blocks that reach an MCP client as they are, beside the text (a provider whose
+    /// policy passes media). The agent loop shows its model the text only.
+    pub attachments: Vec<Attachment>,
 }
 
 impl ToolResult {
     /// A successful result.
     #[must_use]
     pub fn text(content: impl Into<String>) -> Self {
-        Self { content: content.into(), is_error: false }
+        Self { content: content.into(), is_error: false, attachments: Vec::new() }
     }
 
     /// A failure the model should read.
     #[must_use]
     pub fn error(content: impl Into<String>) -> Self {
-        Self { content: content.into(), is_error: true }
+        Self { content: content.into(), is_error: true, attachments: Vec::new() }
+    }
+}
+
+/// A block of a result passed on as it is, beside its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attachment {
+    /// An image or audio block that passed the media check in the sandbox.
+    Media {
+        /// Image or audio.
+        kind: MediaKind,
+        /// Its declared type (checked against its bytes).
+        mime_type: String,
+        /// Its bytes, base64.
+        data: String,
+    },
+    /// An embedded binary resource that passed the media check.
+    Blob {
+        /// The resource's URI.
+        uri: String,
+        /// Its declared type (checked against its bytes).
+        mime_type: String,
+        /// Its bytes, base64.
+        blob: String,
+    },
+    /// An embedded text resource: untrusted text, screened and framed like the
+    /// result's own text before it leaves the gateway.
+    Text {
+        /// The resource's URI.
+        uri: String,
+        /// Its text.
+        text: String,
+    },
+}
+
+/// The kind of a media attachment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MediaKind {
+    /// An `image` block.
+    Image,
+    /// An `audio` block.
+    Audio,
+}
+
+impl MediaKind {
+    /// The MCP block type.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Image => "image",
+            Self::Audio => "audio",
+        }
     }
 }
 

@@ -239,3 +239,35 @@ fn a_screen_component_selected_by_the_policy_flags_what_it_finds() {
     let log = std::fs::read_to_string(dir.join("state/audit.jsonl")).unwrap();
     assert!(log.contains("secret_paths:secret-path"), "{log}");
 }
+
+#[test]
+fn a_drop_in_provider_shows_its_own_names_and_a_collision_stops_start_up_naming_both() {
+    let dir = setup();
+    let dir = dir.path();
+    let config = std::fs::read_to_string(dir.join("wasmgate.toml")).unwrap();
+    let as_is = config.replace("[providers.echo]\n", "[providers.echo]\nprefix = false\n");
+    std::fs::write(dir.join("wasmgate.toml"), &as_is).unwrap();
+    let review = wasmgate(dir, &["review", "--yes"]);
+    assert!(review.status.success(), "{}", stderr(&review));
+    let listed = stdout(&wasmgate(dir, &["tools"]));
+    let shown: Vec<&str> = listed.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    assert!(shown.contains(&"echo") && shown.contains(&"calendar__calendar_query"), "{listed}");
+    assert!(!listed.contains("echo__echo"), "{listed}");
+    let called = wasmgate(dir, &["call", "--unattended", "echo", "--args", r#"{"message": "hi"}"#]);
+    assert!(called.status.success(), "{}", stderr(&called));
+
+    // A second server showing the same names: the gateway does not start, and says who.
+    let twin = as_is.split("[providers.echo]\n").nth(1).unwrap();
+    std::fs::write(dir.join("wasmgate.toml"), format!("{as_is}\n[providers.twin]\n{twin}")).unwrap();
+    let policy = std::fs::read_to_string(dir.join("policy.toml")).unwrap();
+    let reads = policy.lines().find(|l| l.starts_with("read_paths")).unwrap();
+    std::fs::write(dir.join("policy.toml"), format!("{policy}\n[providers.twin]\n{reads}\n")).unwrap();
+    let refused = wasmgate(dir, &["tools"]);
+    assert!(!refused.status.success());
+    let why = stderr(&refused);
+    assert!(
+        why.contains("echo's tool \"env\" and twin's tool \"env\" would both be shown as the tool \"env\"")
+            && why.contains("set `prefix = true` (the default) on one of the two providers"),
+        "{why}"
+    );
+}

@@ -323,21 +323,23 @@ const SCENARIO_TOOLS: [&str; 9] = [
 ];
 
 /// A gateway whose one provider, `conformance`, is the fixture upstream (spawned
-/// confined), with every scenario tool allowed and reviewed, and its resources and
-/// prompts allowed.
+/// confined) as a drop-in: its names shown as they are (`prefix = false`), its media
+/// passed after the media check (`media = "pass"`), every scenario tool allowed and
+/// reviewed, and its resources and prompts allowed.
 fn conformance_gateway() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let fixtures = fixture("").canonicalize().unwrap();
     let (python, dirs) = python();
     let config = format!(
-        "state_dir = \"state\"\n\n[providers.conformance]\ncommand = {python:?}\nargs = [{upstream:?}]\nread_exec = {dirs:?}\n",
+        "state_dir = \"state\"\n\n[providers.conformance]\ncommand = {python:?}\nargs = [{upstream:?}]\nread_exec = {dirs:?}\n\
+         prefix = false\n",
         python = python.display().to_string(),
         upstream = fixtures.join("conformance_upstream.py").display().to_string(),
         dirs = dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>(),
     );
     std::fs::write(dir.path().join("wasmgate.toml"), config).unwrap();
     let mut policy = format!(
-        "[providers.conformance]\nread_paths = [{:?}]\nresources = [\"test://*\"]\nprompts = [\"*\"]\n\n\
+        "[providers.conformance]\nread_paths = [{:?}]\nresources = [\"test://*\"]\nprompts = [\"*\"]\nmedia = \"pass\"\n\n\
          [providers.conformance.tools]\n",
         fixtures.display().to_string()
     );

@@ -10,11 +10,12 @@
 //! Resources, resource templates, prompts and completion are the guard's
 //! [`GuardedContent`], mapped to the server's terms here.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 use tokio::sync::watch;
-use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolResult, ToolSpec, Toolset as _};
+use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolResult, ToolSpec};
 use wasmgate_guard::content::{self, CompletionRef, GuardedContent};
 use wasmgate_guard::{ContentSource, Guard, GuardedToolset};
 use wasmgate_policy::{Policy, Verdict, split_prefixed};
@@ -31,6 +32,9 @@ pub struct GatewayBackend {
     policy: Policy,
     /// The tools served at the last look; `None` before the first.
     served: Mutex<Option<Vec<Tool>>>,
+    /// Every admitted tool of the last look, served or denied outright: each shown
+    /// name's provider and the provider's own name for it.
+    admitted: Mutex<HashMap<String, (String, String)>>,
     changes: watch::Sender<u64>,
     content: GuardedContent,
 }
@@ -44,6 +48,7 @@ impl Gateway {
             guard: Arc::clone(&self.guard),
             policy: self.guard.policy().clone(),
             served: Mutex::default(),
+            admitted: Mutex::default(),
             changes: watch::Sender::new(0),
             content: GuardedContent::new(
                 Arc::clone(&self.guard),
@@ -65,9 +70,8 @@ impl Gateway {
 }
 
 impl GatewayBackend {
-    /// Whether the policy denies every call of the tool named `exposed`.
-    fn always_denied(&self, exposed: &str) -> bool {
-        let Some((provider, tool)) = split_prefixed(exposed) else { return false };
+    /// Whether the policy denies every call of `provider`'s tool `tool`.
+    fn always_denied(&self, provider: &str, tool: &str) -> bool {
         self.policy
             .provider(provider)
             .is_none_or(|rules| rules.tool(tool).map_or(rules.unlisted, |rule| rule.verdict) == Verdict::Deny)
@@ -75,16 +79,30 @@ impl GatewayBackend {
 
     /// Puts a call of a tool that is not served in the audit log, saying why it is not.
     fn refuse_unoffered(&self, name: &str, arguments: Map<String, Value>) {
-        let (provider, tool, reason) = match split_prefixed(name) {
-            Some((provider, tool)) if self.always_denied(name) && self.policy.provider(provider).is_some() => {
+        let admitted = self.admitted.lock().ok().and_then(|admitted| admitted.get(name).cloned());
+        let withheld = || {
+            let withheld = self.toolset.withheld();
+            withheld
+                .iter()
+                .find(|w| w.offer.tool.spec.name == name)
+                .map(|w| (w.offer.provider.clone(), w.offer.name.clone()))
+        };
+        let named = admitted
+            .clone()
+            .or_else(withheld)
+            .or_else(|| split_prefixed(name).map(|(provider, tool)| (provider.to_owned(), tool.to_owned())));
+        let (provider, tool, reason) = match named {
+            Some((provider, tool)) if admitted.is_some() && self.always_denied(&provider, &tool) => {
                 (provider, tool, "not offered: the policy denies every call of this tool")
             }
-            Some((provider, tool)) if self.policy.provider(provider).is_some() => {
-                (provider, tool, "not offered: not reviewed, changed since review, or not listed by the provider")
-            }
-            _ => ("", name, "not offered: no provider of that name"),
+            Some((provider, tool)) if self.policy.provider(&provider).is_some() => (
+                provider,
+                tool,
+                "not offered: not reviewed, changed since review, shown by two providers, or not listed by the provider",
+            ),
+            _ => (String::new(), name.to_owned(), "not offered: no provider of that name"),
         };
-        self.guard.refused_unoffered(provider, tool, Value::Object(arguments), reason);
+        self.guard.refused_unoffered(&provider, &tool, Value::Object(arguments), reason);
     }
 
     /// The served tool `name`: from the last look, or from a fresh one when it is not
@@ -101,8 +119,18 @@ impl GatewayBackend {
     /// Asks the toolset again; moves the change counter when the served list differs
     /// from the last look's. The first look changes nothing a client could have seen.
     async fn look(&self) -> Vec<Tool> {
-        let tools: Vec<Tool> =
-            self.toolset.current().await.into_iter().filter(|tool| !self.always_denied(&tool.spec.name)).collect();
+        let offers = self.toolset.refresh_offers().await;
+        if let Ok(mut admitted) = self.admitted.lock() {
+            *admitted = offers
+                .iter()
+                .map(|offer| (offer.tool.spec.name.clone(), (offer.provider.clone(), offer.name.clone())))
+                .collect();
+        }
+        let tools: Vec<Tool> = offers
+            .into_iter()
+            .filter(|offer| !self.always_denied(&offer.provider, &offer.name))
+            .map(|offer| offer.tool)
+            .collect();
         let specs = |tools: &[Tool]| tools.iter().map(|t| t.spec.clone()).collect::<Vec<_>>();
         let changed = match self.served.lock() {
             Ok(mut served) => {

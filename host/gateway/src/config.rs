@@ -156,6 +156,19 @@ pub struct ProviderConfig {
     /// the audit log) and tried again, and the others are served.
     #[serde(default)]
     pub required: bool,
+    /// Whether its tool and prompt names are shown prefixed with the provider's name
+    /// (`NAME__tool`, the default). `false` shows them as the provider wrote them (the
+    /// drop-in mode); the gateway then refuses to start when another provider shows
+    /// one of the same names.
+    pub prefix: Option<bool>,
+}
+
+impl ProviderConfig {
+    /// The names its tools and prompts are shown under.
+    #[must_use]
+    pub fn naming(&self) -> wasmgate_policy::Naming {
+        if self.prefix == Some(false) { wasmgate_policy::Naming::AsIs } else { wasmgate_policy::Naming::Prefixed }
+    }
 }
 
 /// An extra header of an HTTP provider. `Debug` never shows a value.

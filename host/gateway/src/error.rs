@@ -44,6 +44,21 @@ pub enum StartError {
         /// What went wrong.
         source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
+    /// Two providers show a tool or prompt under the same name (`prefix = false`).
+    #[error(
+        "{first} and {second} would both be shown as the {what} {name:?}: set `prefix = true` (the default) on one \
+         of the two providers in wasmgate.toml, or remove one of them"
+    )]
+    Collision {
+        /// `tool` or `prompt`.
+        what: String,
+        /// The name both would be shown under.
+        name: String,
+        /// The first provider and its own name for it.
+        first: String,
+        /// The second.
+        second: String,
+    },
     /// A provider's tools or formatters could not be set up.
     #[error(transparent)]
     Adapter(#[from] AdapterError),

@@ -4,6 +4,7 @@
 //! backoff; the others are served. A provider marked `required` that fails stops
 //! start-up with an error that names it and what is wrong, as does a broken file.
 
+use std::collections::BTreeMap;
 use std::os::unix::fs::DirBuilderExt as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,8 +12,8 @@ use std::time::Duration;
 use wasmgate_adapter::error::report;
 use wasmgate_adapter::supervised::{Connect, Report};
 use wasmgate_adapter::{
-    AdapterError, Backoff, ComponentProvider, FormatterRule, Formatters, McpProvider, ScreenComponent, Supervised,
-    ToolSource,
+    AdapterError, Backoff, ComponentProvider, FormatterRule, Formatters, McpProvider, MediaPass, ScreenComponent,
+    Supervised, ToolSource,
 };
 use wasmgate_audit::{AuditLog, ChainKey, Entry, Event, Options, Redaction};
 use wasmgate_client::confine::provider_workdir;
@@ -21,9 +22,11 @@ use wasmgate_client::{
     Bearer, ClientConfig, Confinement, Enforcement, HeaderValueSource, HttpConfig, HttpTransport, Network, StdioConfig,
     StdioTransport,
 };
-use wasmgate_guard::{Approver, Guard, GuardedToolset};
-use wasmgate_policy::{CodeState, ConfinementLevel, Lock, Policy, ProviderPolicy};
-use wasmgate_sandbox::{CallLimits, ConnectCheck, DirGrant, Formatter, Grants, NetworkGrant, Sandbox, SandboxConfig};
+use wasmgate_guard::{Approver, ContentSource, Guard, GuardedToolset};
+use wasmgate_policy::{CodeState, ConfinementLevel, Lock, MediaMode, Naming, Policy, ProviderPolicy, exposed_name};
+use wasmgate_sandbox::{
+    CallLimits, ConnectCheck, DirGrant, Formatter, Grants, MediaCheck, NetworkGrant, Sandbox, SandboxConfig,
+};
 
 use crate::code;
 use crate::config::{Config, HeaderConfig, LimitsConfig, ProviderConfig, ProviderKind};
@@ -93,6 +96,8 @@ impl Gateway {
         let json_text = sandbox
             .load_formatter("json-text", wasmgate_guests::JSON_TEXT, limits(&config.limits, None))
             .map_err(StartError::Sandbox)?;
+        // Loaded when the first provider passes media.
+        let mut media_check = None;
         let mut sources: Vec<Arc<dyn ToolSource>> = Vec::new();
         let mut providers = Vec::new();
         let mut servers = Vec::new();
@@ -111,6 +116,13 @@ impl Gateway {
                     Ok(())
                 })
                 .and_then(|()| formatters(&sandbox, &json_text, name, rules, &limits))
+                .and_then(|formatters| {
+                    let formatters = Arc::unwrap_or_clone(formatters).with_naming(provider.naming());
+                    Ok(Arc::new(match rules.filter(|r| r.media == MediaMode::Pass) {
+                        Some(rules) => formatters.with_media(media_pass(&sandbox, &mut media_check, rules, &limits)?),
+                        None => formatters,
+                    }))
+                })
                 .and_then(|formatters| match kind {
                     ProviderKind::Component => Ok(Planned::Component(Box::new(component(
                         &sandbox, name, provider, rules, limits, formatters,
@@ -146,10 +158,14 @@ impl Gateway {
             };
             let audit = Arc::clone(&audit);
             let report: Report = Arc::new(move |provider: &str, message: &str| withhold(&audit, provider, message));
-            let supervised = Supervised::start(&name, first, connect, Backoff::default(), report);
+            let naming = config.providers.get(&name).map(ProviderConfig::naming).unwrap_or_default();
+            let supervised = Supervised::start(&name, first, connect, Backoff::default(), report, naming);
             providers[index].confinement = confined.lock().ok().and_then(|c| c.clone());
             sources.push(Arc::clone(&supervised) as Arc<dyn ToolSource>);
             mcp.push(supervised);
+        }
+        if config.providers.values().any(|p| p.naming() == Naming::AsIs) {
+            refuse_collisions(&sources, &mcp).await?;
         }
         let guard = Guard::new(policy, lock, Some(config.lock.clone()), approver, audit);
         for (provider, screen) in screens {
@@ -188,6 +204,40 @@ impl Gateway {
             provider.close().await;
         }
     }
+}
+
+/// Refuses to start when two providers show a tool, or a prompt, under one name (one of
+/// them shows its names as is), naming both.
+async fn refuse_collisions(sources: &[Arc<dyn ToolSource>], mcp: &[Arc<Supervised>]) -> Result<(), StartError> {
+    let mut shown: BTreeMap<String, (String, String)> = BTreeMap::new();
+    let mut check =
+        |what: &str, exposed: String, provider: &str, own: &str| match shown.get(&format!("{what} {exposed}")) {
+            Some((other, other_own)) if other != provider || other_own != own => Err(StartError::Collision {
+                what: what.to_owned(),
+                name: exposed,
+                first: format!("{other}'s {what} {other_own:?}"),
+                second: format!("{provider}'s {what} {own:?}"),
+            }),
+            _ => {
+                shown.insert(format!("{what} {exposed}"), (provider.to_owned(), own.to_owned()));
+                Ok(())
+            }
+        };
+    for source in sources {
+        for offer in source.offers().await.0 {
+            check("tool", offer.tool.spec.name.clone(), &offer.provider, &offer.name)?;
+        }
+    }
+    for provider in mcp {
+        for prompt in provider.prompts().await.unwrap_or_default() {
+            let Ok(exposed) = exposed_name(provider.name(), &prompt.name, ContentSource::naming(provider.as_ref()))
+            else {
+                continue;
+            };
+            check("prompt", exposed, provider.name(), &prompt.name)?;
+        }
+    }
+    Ok(())
 }
 
 /// Whether `provider`'s code may run: it is the reviewed code (or none was reviewed yet,
@@ -346,6 +396,26 @@ fn formatters(
         path: rule.wasm,
     });
     Ok(Arc::new(Formatters::load(sandbox, json_text, rules, limits)?))
+}
+
+/// The media passing of a provider whose policy passes media, under its limits; the
+/// media check component is loaded into `loaded` the first time.
+fn media_pass(
+    sandbox: &Sandbox,
+    loaded: &mut Option<MediaCheck>,
+    rules: &ProviderPolicy,
+    limits: &CallLimits,
+) -> Result<MediaPass, StartError> {
+    let check = match loaded {
+        Some(check) => check.with_limits(limits.clone()),
+        None => {
+            let check =
+                sandbox.load_media_check(wasmgate_guests::MEDIA_CHECK, limits.clone()).map_err(StartError::Sandbox)?;
+            *loaded = Some(check.clone());
+            check
+        }
+    };
+    Ok(MediaPass::new(check, rules.media_types.clone(), rules.media_max_bytes))
 }
 
 fn component(

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use wasmgate_agent::{BoxFuture, CancellationToken, ToolResult};
 use wasmgate_audit::Event;
-use wasmgate_policy::{InjectionAction, ProviderPolicy, detect, prefixed_name, sanitize, split_prefixed};
+use wasmgate_policy::{InjectionAction, Naming, ProviderPolicy, detect, exposed_name, sanitize, split_prefixed};
 
 use crate::guard::Guard;
 use crate::screen::{Screened, Screener, screen};
@@ -239,6 +239,11 @@ pub trait ContentSource: Send + Sync + std::fmt::Debug {
     /// The provider's configured name.
     fn provider(&self) -> &str;
 
+    /// The names its prompts are shown under. Default: prefixed with the provider.
+    fn naming(&self) -> Naming {
+        Naming::Prefixed
+    }
+
     /// Its resources.
     fn resources(&self) -> BoxFuture<'_, Result<Vec<Resource>, SourceError>>;
 
@@ -374,6 +379,17 @@ impl GuardedContent {
                 served.push(Value::Object(entry));
             }
         }
+        let mut seen = std::collections::HashMap::<String, usize>::new();
+        for entry in &served {
+            *seen.entry(entry["name"].as_str().unwrap_or_default().to_owned()).or_default() += 1;
+        }
+        served.retain(|entry| {
+            let shared = seen.get(entry["name"].as_str().unwrap_or_default()).is_some_and(|n| *n > 1);
+            if shared {
+                tracing::warn!(prompt = %entry["name"], "two providers offer a prompt of this name: it is left out");
+            }
+            !shared
+        });
         served
     }
 
@@ -464,9 +480,10 @@ impl GuardedContent {
         Ok(contents)
     }
 
-    /// The `Prompt` entries served: the allowed ones of every provider, prefixed and cleaned.
+    /// The `Prompt` entries served: the allowed ones of every provider, under their
+    /// shown names, cleaned. A name two providers would show is left out for both.
     pub async fn prompts(&self) -> Vec<Value> {
-        let mut served = Vec::new();
+        let mut served: Vec<Value> = Vec::new();
         for (source, rules) in self.offering(ProviderPolicy::offers_prompts) {
             let name = source.provider();
             let list = match source.prompts().await {
@@ -477,7 +494,7 @@ impl GuardedContent {
                 }
             };
             for prompt in list.into_iter().filter(|p| rules.allows_prompt(&p.name)) {
-                let Ok(exposed) = prefixed_name(name, &prompt.name) else { continue };
+                let Ok(exposed) = exposed_name(name, &prompt.name, source.naming()) else { continue };
                 let Some(arguments) = prompt_arguments(&prompt.arguments) else {
                     tracing::warn!(provider = name, "a prompt whose argument names are not plain was left out");
                     continue;
@@ -494,11 +511,32 @@ impl GuardedContent {
 
     /// The source and its own prompt name for a served prompt name, if the policy
     /// serves it.
-    fn prompt(&self, exposed: &str) -> Option<(&Arc<dyn ContentSource>, String)> {
-        let (provider, prompt) = split_prefixed(exposed)?;
-        let rules = self.rules(provider)?;
-        let found = self.sources.iter().find(|s| s.provider() == provider)?;
-        rules.allows_prompt(prompt).then(|| (found, prompt.to_owned()))
+    ///
+    /// A name shown as is belongs to the one provider of its name whose policy allows
+    /// it, asked among those that show names as is; a name more than one could claim is
+    /// refused, as it is left out of the list.
+    async fn prompt(&self, exposed: &str) -> Option<(&Arc<dyn ContentSource>, String)> {
+        let mut claims = Vec::new();
+        if let Some((provider, prompt)) = split_prefixed(exposed)
+            && let Some(found) =
+                self.sources.iter().find(|s| s.provider() == provider && s.naming() == Naming::Prefixed)
+            && self.rules(provider).is_some_and(|rules| rules.allows_prompt(prompt))
+        {
+            claims.push((found, prompt.to_owned()));
+        }
+        for source in self.sources.iter().filter(|s| s.naming() == Naming::AsIs) {
+            if !self.rules(source.provider()).is_some_and(|rules| rules.allows_prompt(exposed)) {
+                continue;
+            }
+            let listed = source.prompts().await.is_ok_and(|list| list.iter().any(|p| p.name == exposed));
+            if listed {
+                claims.push((source, exposed.to_owned()));
+            }
+        }
+        match claims.len() {
+            1 => claims.pop(),
+            _ => None,
+        }
     }
 
     /// The prompt served as `exposed`, filled with `arguments`, audited and screened.
@@ -514,7 +552,7 @@ impl GuardedContent {
         cancel: CancellationToken,
     ) -> Result<Prompt, Refusal> {
         let unknown = || Refusal::InvalidParams(format!("Unknown prompt: {exposed}"));
-        let (source, prompt) = self.prompt(exposed).ok_or_else(unknown)?;
+        let (source, prompt) = self.prompt(exposed).await.ok_or_else(unknown)?;
         let name = source.provider();
         let audited = json!({ "name": prompt, "arguments": arguments });
         let access = self.guard.begin_access(name, "prompts/get", audited, "the policy allows this prompt").await;
@@ -550,8 +588,10 @@ impl GuardedContent {
     pub async fn complete(&self, params: CompleteParams, cancel: CancellationToken) -> Result<Completion, Refusal> {
         let (source, reference) = match &params.reference {
             CompletionRef::Prompt(exposed) => {
-                let (source, prompt) =
-                    self.prompt(exposed).ok_or_else(|| Refusal::InvalidParams(format!("Unknown prompt: {exposed}")))?;
+                let (source, prompt) = self
+                    .prompt(exposed)
+                    .await
+                    .ok_or_else(|| Refusal::InvalidParams(format!("Unknown prompt: {exposed}")))?;
                 (source, json!({ "type": "ref/prompt", "name": prompt }))
             }
             CompletionRef::Resource(template) => {

@@ -7,7 +7,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use wasmgate_agent::{BoxFuture, ToolResult};
+use wasmgate_agent::{Attachment, BoxFuture, ToolResult};
 use wasmgate_audit::Event;
 use wasmgate_policy::{InjectionAction, detect, frame, secrets};
 
@@ -66,28 +66,42 @@ where
     F: FnOnce(Vec<String>) -> Fut,
     Fut: Future<Output = bool>,
 {
-    let found = detect(&result.content);
-    let mut flags: Vec<String> = found.iter().map(|f| f.rule.to_owned()).collect();
-    let mut warnings: Vec<String> = found.iter().map(|f| f.description.to_owned()).collect();
-    for screener in screeners {
-        match screener.screen(provider, tool, &result.content).await {
-            Ok(findings) => {
-                for (rule, description) in findings {
-                    flags.push(format!("{}:{rule}", screener.name()));
-                    warnings.push(description);
+    // The result's text, then the text of each embedded text resource passed on beside
+    // it: all are looked at, and a flag in any one counts for the result.
+    let texts: Vec<&str> = std::iter::once(result.content.as_str())
+        .chain(result.attachments.iter().filter_map(|a| match a {
+            Attachment::Text { text, .. } => Some(text.as_str()),
+            _ => None,
+        }))
+        .collect();
+    let mut flags: Vec<String> = Vec::new();
+    let mut warnings: Vec<String> = Vec::new();
+    let mut leaked: Vec<String> = Vec::new();
+    for text in &texts {
+        for found in detect(text) {
+            flags.push(found.rule.to_owned());
+            warnings.push(found.description.to_owned());
+        }
+        for screener in screeners {
+            match screener.screen(provider, tool, text).await {
+                Ok(findings) => {
+                    for (rule, description) in findings {
+                        flags.push(format!("{}:{rule}", screener.name()));
+                        warnings.push(description);
+                    }
+                }
+                Err(why) => {
+                    tracing::warn!(provider, tool, screen = screener.name(), %why, "a screen failed; the text is flagged");
+                    flags.push(format!("{}:screen-failed", screener.name()));
+                    warnings.push(SCREEN_FAILED.to_owned());
                 }
             }
-            Err(why) => {
-                tracing::warn!(provider, tool, screen = screener.name(), %why, "a screen failed; the text is flagged");
-                flags.push(format!("{}:screen-failed", screener.name()));
-                warnings.push(SCREEN_FAILED.to_owned());
-            }
         }
+        // A credential in a result is recorded (the provider leaked it into the
+        // conversation); it does not withhold the result.
+        leaked.extend(secrets::find_in_text(text).iter().map(|s| format!("credential:{}", s.kind)));
     }
-    // A credential in a result is recorded (the provider leaked it into the conversation);
-    // it does not withhold the result.
-    let mut leaked: Vec<String> =
-        secrets::find_in_text(&result.content).iter().map(|s| format!("credential:{}", s.kind)).collect();
+    leaked.sort();
     leaked.dedup();
     if !leaked.is_empty() {
         tracing::warn!(provider, tool, kinds = ?leaked, "a result carries what looks like a credential");
@@ -103,16 +117,24 @@ where
         let reason = "instruction-like content".to_owned();
         return Screened { result: ToolResult::error(INJECTION_WITHHELD), event: Event::Withheld { reason, flags } };
     }
+    let unframed = |e: wasmgate_policy::FrameError, flags: Vec<String>| {
+        tracing::error!(provider, tool, error = %e, "result withheld: cannot frame it");
+        Screened { result: ToolResult::error(UNFRAMED), event: Event::Withheld { reason: e.to_string(), flags } }
+    };
     let framed = match frame(provider, tool, &result.content) {
         Ok(framed) => framed,
-        Err(e) => {
-            tracing::error!(provider, tool, error = %e, "result withheld: cannot frame it");
-            return Screened {
-                result: ToolResult::error(UNFRAMED),
-                event: Event::Withheld { reason: e.to_string(), flags },
-            };
-        }
+        Err(e) => return unframed(e, flags),
     };
+    let mut attachments = Vec::with_capacity(result.attachments.len());
+    for attachment in result.attachments {
+        attachments.push(match attachment {
+            Attachment::Text { uri, text } => match frame(provider, tool, &text) {
+                Ok(framed) => Attachment::Text { uri, text: framed.text },
+                Err(e) => return unframed(e, flags),
+            },
+            other => other,
+        });
+    }
     let mut content = String::new();
     if !warnings.is_empty() {
         let mut unique = warnings.clone();
@@ -125,5 +147,5 @@ where
     }
     content.push_str(&framed.text);
     let is_error = result.is_error;
-    Screened { result: ToolResult { content, is_error }, event: Event::Finished { is_error, flags } }
+    Screened { result: ToolResult { content, is_error, attachments }, event: Event::Finished { is_error, flags } }
 }

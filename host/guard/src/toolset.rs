@@ -2,7 +2,7 @@
 //! model turn. A new or changed definition is withheld (and the change recorded once in
 //! the audit log) until someone reviews it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use wasmgate_agent::{BoxFuture, Offer, Tool, ToolSource, Toolset};
@@ -70,6 +70,11 @@ impl GuardedToolset {
     /// Asks every source again, all at once (so one slow provider delays the look by
     /// its own wait only), and admits what they offer.
     pub async fn refresh(&self) -> Vec<Tool> {
+        self.refresh_offers().await.into_iter().map(|offer| offer.tool).collect()
+    }
+
+    /// The same, each admitted tool (guarded) in the offer of its provider and name.
+    pub async fn refresh_offers(&self) -> Vec<Offer> {
         let mut offered = Vec::new();
         let mut withheld = Vec::new();
         let answers = futures_util::future::join_all(self.sources.iter().map(|source| source.offers())).await;
@@ -79,7 +84,7 @@ impl GuardedToolset {
             }
             for offer in offers {
                 match self.guard.admit(offer.clone()) {
-                    Admission::Offered(tool) => offered.push(tool),
+                    Admission::Offered(tool) => offered.push((offer, tool)),
                     Admission::Withheld(state) => {
                         self.report(&offer, Why::Review(&state));
                         withheld.push(WithheldTool { offer, state, unusable: None });
@@ -91,10 +96,29 @@ impl GuardedToolset {
                 }
             }
         }
+        // A name two providers show (possible when one shows its names as is) is
+        // withheld for both: neither may shadow the other.
+        let mut counts = HashMap::<&str, usize>::new();
+        for (_, tool) in &offered {
+            *counts.entry(tool.spec.name.as_str()).or_default() += 1;
+        }
+        let shared: HashSet<String> =
+            counts.into_iter().filter(|(_, n)| *n > 1).map(|(name, _)| name.to_owned()).collect();
+        let mut tools = Vec::with_capacity(offered.len());
+        for (mut offer, tool) in offered {
+            if shared.contains(&tool.spec.name) {
+                let why = format!("another provider offers a tool shown as {:?}", tool.spec.name);
+                self.report(&offer, Why::Unusable(&why));
+                withheld.push(WithheldTool { offer, state: ReviewState::Reviewed, unusable: Some(why) });
+            } else {
+                offer.tool = tool;
+                tools.push(offer);
+            }
+        }
         if let Ok(mut slot) = self.withheld.lock() {
             *slot = withheld;
         }
-        offered
+        tools
     }
 
     fn report(&self, offer: &Offer, why: Why<'_>) {

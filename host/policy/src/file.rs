@@ -38,6 +38,9 @@ pub(crate) struct RawProvider {
     #[serde(default)]
     pub screens: Vec<Spanned<String>>,
     pub note: Option<String>,
+    pub media: Option<crate::provider::MediaMode>,
+    pub media_types: Option<Vec<Spanned<String>>>,
+    pub media_max_bytes: Option<Spanned<u32>>,
     #[serde(default)]
     pub tools: BTreeMap<Spanned<String>, RawTool>,
     #[serde(default)]

@@ -50,10 +50,11 @@ pub use error::PolicyError;
 pub use frame::{FrameError, Framed, frame};
 pub use glob::Glob;
 pub use lock::{CodeChange, CodePin, CodeState, Lock, LockError, ReviewState};
-pub use name::{NameError, prefixed_name, split_prefixed};
+pub use name::{NameError, Naming, exposed_name, prefixed_name, split_prefixed};
 pub use policy::Policy;
 pub use provider::{
-    ConfinementLevel, FetchedCode, FormatterRule, InjectionAction, LimitOverrides, ProviderPolicy, ToolRule, climbs,
+    ConfinementLevel, DEFAULT_MEDIA_MAX_BYTES, DEFAULT_MEDIA_TYPES, FetchedCode, FormatterRule, InjectionAction,
+    LimitOverrides, MediaMode, ProviderPolicy, ToolRule, climbs,
 };
 pub use sanitize::{Sanitized, sanitize};
 pub use secrets::SecretsAction;

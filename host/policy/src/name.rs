@@ -78,6 +78,28 @@ pub fn prefixed_name(provider: &str, tool: &str) -> Result<String, NameError> {
     Ok(format!("{provider}{SEPARATOR}{tool}"))
 }
 
+/// How a provider's tool and prompt names are shown to clients.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Naming {
+    /// `<provider>__<tool>` (the default): no provider can shadow another's names.
+    #[default]
+    Prefixed,
+    /// The provider's own names, unchanged (`prefix = false`, the drop-in mode): the
+    /// gateway refuses to start when one of them is also another provider's name, and
+    /// withholds every tool of a name two providers offer.
+    AsIs,
+}
+
+/// The name shown for `provider`'s tool (or prompt) `tool` under `naming`, or why it
+/// must be withheld.
+pub fn exposed_name(provider: &str, tool: &str, naming: Naming) -> Result<String, NameError> {
+    match naming {
+        Naming::Prefixed => prefixed_name(provider, tool),
+        Naming::AsIs if is_valid_tool_name(tool) => Ok(tool.to_owned()),
+        Naming::AsIs => Err(NameError::Tool { name: tool.to_owned() }),
+    }
+}
+
 /// The inverse of [`prefixed_name`]: `Some((provider, tool))` exactly when `name` is the prefixed
 /// name of that pair, `None` for anything else (an unprefixed or malformed name).
 pub fn split_prefixed(name: &str) -> Option<(&str, &str)> {
@@ -94,6 +116,15 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn as_is_names_are_the_providers_own_and_still_follow_mcp_rules() {
+        assert_eq!(exposed_name("calendar", "query", Naming::AsIs).unwrap(), "query");
+        assert_eq!(exposed_name("calendar", "query", Naming::Prefixed).unwrap(), "calendar__query");
+        assert!(matches!(exposed_name("calendar", "bad name", Naming::AsIs), Err(NameError::Tool { .. })));
+        assert!(exposed_name("calendar", &"t".repeat(MAX_TOOL_NAME), Naming::AsIs).is_ok());
+        assert!(exposed_name("calendar", &"t".repeat(MAX_TOOL_NAME + 1), Naming::AsIs).is_err());
+    }
 
     #[test]
     fn a_fitting_tool_name_is_kept_after_the_provider_prefix() {

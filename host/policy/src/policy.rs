@@ -6,7 +6,9 @@ use crate::error::{MAX_POLICY_BYTES, PolicyError, Source};
 use crate::file::{RawConstraint, RawPolicy, RawProvider};
 use crate::glob::Glob;
 use crate::name::{MAX_PROVIDER_NAME, is_valid_tool_name, validate_provider};
-use crate::provider::{FormatterRule, LimitOverrides, ProviderPolicy, ToolRule};
+use crate::provider::{
+    DEFAULT_MEDIA_MAX_BYTES, DEFAULT_MEDIA_TYPES, FormatterRule, LimitOverrides, ProviderPolicy, ToolRule,
+};
 use crate::verdict::{Decision, Verdict};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -246,6 +248,42 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
         }
         tools.insert(name.into_inner(), ToolRule { verdict: t.verdict, constraints, note: t.note });
     }
+    let media_types = match raw.media_types {
+        None => DEFAULT_MEDIA_TYPES.iter().map(|t| (*t).to_owned()).collect(),
+        Some(types) => {
+            let mut kept = Vec::new();
+            for (i, t) in types.into_iter().enumerate() {
+                let plain = t.get_ref().split_once('/').is_some_and(|(kind, sub)| {
+                    let token = |s: &str| {
+                        !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b))
+                    };
+                    token(kind) && token(sub)
+                });
+                if !plain {
+                    return Err(src.error(
+                        t.span(),
+                        &format!("{key}.media_types[{i}]"),
+                        format!("{:?} is not a MIME type", t.get_ref()),
+                        "write a type such as \"image/png\" (no parameters)",
+                    ));
+                }
+                kept.push(t.into_inner().to_ascii_lowercase());
+            }
+            kept
+        }
+    };
+    let media_max_bytes = match raw.media_max_bytes {
+        None => DEFAULT_MEDIA_MAX_BYTES,
+        Some(n) if *n.get_ref() == 0 => {
+            return Err(src.error(
+                n.span(),
+                &format!("{key}.media_max_bytes"),
+                "0 would pass nothing",
+                "give a positive size in bytes, or leave it out for the default (2 MiB)",
+            ));
+        }
+        Some(n) => n.into_inner(),
+    };
     let resources = globs(src, &format!("{key}.resources"), raw.resources, "a URI glob such as \"file:///docs/*\"")?;
     let prompts = globs(src, &format!("{key}.prompts"), raw.prompts, "a prompt name or glob such as \"summarize_*\"")?;
     Ok(ProviderPolicy {
@@ -262,6 +300,9 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
         network_hosts,
         unix_sockets: raw.unix_sockets,
         note: raw.note,
+        media: raw.media.unwrap_or_default(),
+        media_types,
+        media_max_bytes,
         tools,
         resources,
         prompts,

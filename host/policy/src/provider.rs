@@ -33,6 +33,28 @@ pub enum FetchedCode {
     Deny,
 }
 
+/// How a provider's images, audio and embedded resources reach an MCP client.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MediaMode {
+    /// Only the text the formatter renders (the default): nothing of the provider's
+    /// reaches a client unrendered.
+    #[default]
+    Text,
+    /// The rendered text, and beside it every image, audio and embedded binary block
+    /// that passes the media check in the sandbox (valid base64, at most
+    /// `media_max_bytes`, bytes of the declared type, the type in `media_types`), and
+    /// every embedded text resource, screened and framed like the text.
+    Pass,
+}
+
+/// The types passed by default with `media = "pass"`.
+pub const DEFAULT_MEDIA_TYPES: [&str; 8] =
+    ["image/png", "image/jpeg", "image/gif", "image/webp", "audio/wav", "audio/mpeg", "audio/ogg", "audio/flac"];
+
+/// The most bytes one passed block may hold by default (decoded).
+pub const DEFAULT_MEDIA_MAX_BYTES: u32 = 2 << 20;
+
 /// Whether a stdio server may start when the kernel cannot confine it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -109,6 +131,12 @@ pub struct ProviderPolicy {
     pub unix_sockets: bool,
     /// The reviewer's note for the provider.
     pub note: Option<String>,
+    /// How its images, audio and embedded resources reach an MCP client.
+    pub media: MediaMode,
+    /// The types that may pass with `media = "pass"`, lower case.
+    pub media_types: Vec<String>,
+    /// The most bytes one passed block may hold, decoded.
+    pub media_max_bytes: u32,
     pub(crate) tools: BTreeMap<String, ToolRule>,
     /// Globs over resource URIs (and resource templates read as text) that may be
     /// listed and read; none: no resources.

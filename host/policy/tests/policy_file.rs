@@ -400,3 +400,25 @@ fn an_empty_resource_or_prompt_pattern_is_refused_with_its_key() {
     let (_, key, _, _) = invalid("[providers.docs]\nprompts = [\"\"]\n");
     assert_eq!(key, "providers.docs.prompts[0]");
 }
+
+#[test]
+fn media_is_text_unless_passed_and_its_types_and_size_are_checked_at_load() {
+    let plain = parse("[providers.c]\n");
+    let rules = plain.provider("c").unwrap();
+    assert_eq!(rules.media, wasmgate_policy::MediaMode::Text);
+    assert_eq!(rules.media_types, wasmgate_policy::DEFAULT_MEDIA_TYPES);
+    assert_eq!(rules.media_max_bytes, wasmgate_policy::DEFAULT_MEDIA_MAX_BYTES);
+
+    let passed = parse("[providers.c]\nmedia = \"pass\"\nmedia_types = [\"Image/PNG\"]\nmedia_max_bytes = 1024\n");
+    let rules = passed.provider("c").unwrap();
+    assert_eq!(rules.media, wasmgate_policy::MediaMode::Pass);
+    assert_eq!(rules.media_types, ["image/png"]);
+    assert_eq!(rules.media_max_bytes, 1024);
+
+    let (line, key, problem, fix) = invalid("[providers.c]\nmedia_types = [\"image/png; q=1\"]\n");
+    assert_eq!((line, key.as_str()), (2, "providers.c.media_types[0]"));
+    assert!(problem.contains("is not a MIME type") && fix.contains("image/png"), "{problem} {fix}");
+    let (_, key, problem, _) = invalid("[providers.c]\nmedia_max_bytes = 0\n");
+    assert_eq!((key.as_str(), problem.as_str()), ("providers.c.media_max_bytes", "0 would pass nothing"));
+    assert!(Policy::from_toml("[providers.c]\nmedia = \"raw\"\n", "p").is_err());
+}

@@ -35,6 +35,15 @@ mod screen_async {
     });
 }
 
+mod media_async {
+    wasmtime::component::bindgen!({
+        world: "media-check",
+        path: "../../wit",
+        imports: { default: async },
+        exports: { default: async },
+    });
+}
+
 mod tool_provider_async {
     wasmtime::component::bindgen!({
         world: "tool-provider",
@@ -47,6 +56,8 @@ mod tool_provider_async {
 pub(crate) use formatter::FormatterPre;
 pub use formatter::exports::wasmgate::sandbox::format::{FormatError, ToolResult};
 pub(crate) use formatter_async::{Formatter as FormatterAsync, FormatterPre as FormatterPreAsync};
+pub(crate) use media_async::MediaCheckPre as MediaCheckPreAsync;
+pub(crate) use media_async::exports::wasmgate::sandbox::media::MediaRequest;
 pub(crate) use screen_async::ScreenPre as ScreenPreAsync;
 pub(crate) use screen_async::exports::wasmgate::sandbox::screening::{
     Finding as GuestFinding, ProviderText, ScreenError,

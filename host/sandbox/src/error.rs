@@ -65,6 +65,9 @@ pub enum SandboxError {
     /// A screen ran to completion and said it could not look at the text.
     #[error("screen declined: {0}")]
     Screen(String),
+    /// The media check ran to completion and could not read the content.
+    #[error("media check declined: {0}")]
+    Media(String),
     /// Every instance slot is in use: too many calls at once for the pool.
     #[error("sandbox busy: all {slots} instance slots are in use")]
     Busy { slots: u32 },

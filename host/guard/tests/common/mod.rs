@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use wasmgate_adapter::{Offer, ToolSource};
-use wasmgate_agent::{BoxFuture, Tool, ToolResult, ToolSpec};
+use wasmgate_agent::{Attachment, BoxFuture, Tool, ToolResult, ToolSpec};
 use wasmgate_audit::{AuditLog, Entry, Event, Options};
 use wasmgate_guard::{Approver, Guard, GuardedToolset};
-use wasmgate_policy::{Lock, Policy, prefixed_name};
+use wasmgate_policy::{Lock, Naming, Policy, exposed_name};
 
 /// Offers tools whose calls answer `reply` and are counted.
 #[derive(Debug)]
@@ -18,6 +18,10 @@ pub struct Source {
     pub provider: String,
     pub definitions: Mutex<Vec<Value>>,
     pub reply: Mutex<String>,
+    /// Passed on beside the reply's text.
+    pub attachments: Mutex<Vec<Attachment>>,
+    /// The names its tools are shown under.
+    pub naming: Mutex<Naming>,
     pub calls: Arc<AtomicUsize>,
 }
 
@@ -27,6 +31,8 @@ impl Source {
             provider: provider.into(),
             definitions: Mutex::new(definitions),
             reply: Mutex::new("ok".into()),
+            attachments: Mutex::default(),
+            naming: Mutex::default(),
             calls: Arc::default(),
         })
     }
@@ -38,16 +44,17 @@ impl Source {
     pub fn offer(&self, definition: &Value) -> Offer {
         let name = definition["name"].as_str().unwrap().to_owned();
         let spec = ToolSpec {
-            name: prefixed_name(&self.provider, &name).unwrap(),
+            name: exposed_name(&self.provider, &name, *self.naming.lock().unwrap()).unwrap(),
             description: definition["description"].as_str().unwrap_or_default().into(),
             input_schema: definition["inputSchema"].clone(),
         };
         let calls = Arc::clone(&self.calls);
         let reply = self.reply.lock().unwrap().clone();
+        let attachments = self.attachments.lock().unwrap().clone();
         let tool = Tool::from_fn(spec, move |_, _| {
             calls.fetch_add(1, Ordering::SeqCst);
-            let reply = reply.clone();
-            async move { Ok(ToolResult::text(reply)) }
+            let result = ToolResult { attachments: attachments.clone(), ..ToolResult::text(reply.clone()) };
+            async move { Ok(result) }
         });
         Offer { provider: self.provider.clone(), name, definition: definition.clone(), tool }
     }

@@ -27,7 +27,7 @@ pub use requests::{
     parse_cursor, parse_get_prompt_params, parse_initialize_params, parse_resource_uri, parse_stateless_meta,
 };
 pub use results::{
-    MAX_COMPLETION_VALUES, ServerIdentity, call_tool_text_result, complete, complete_result,
+    MAX_COMPLETION_VALUES, ServerIdentity, call_tool_result, call_tool_text_result, complete, complete_result,
     confirm_elicitation_params, confirmed, discover_result, get_prompt_result, initialize_result,
     input_required_result, list_result, listen_acknowledged, listen_closed_result, progress_notification,
     read_resource_result, resource_not_found_error, subscription_notification, tool_definition, tools_list_result,

@@ -129,11 +129,21 @@ pub fn list_result(
 /// A `tools/call` result of one text block (`CallToolResult`).
 #[must_use]
 pub fn call_tool_text_result(version: ProtocolVersion, text: &str, is_error: bool) -> Object {
+    call_tool_result(version, text, Vec::new(), is_error)
+}
+
+/// A `tools/call` result (`CallToolResult`): one text block, then `blocks` (content
+/// blocks passed on beside the text, built by the caller).
+#[must_use]
+pub fn call_tool_result(version: ProtocolVersion, text: &str, blocks: Vec<Value>, is_error: bool) -> Object {
     let mut block = Map::new();
     block.insert("type".into(), Value::String("text".into()));
     block.insert("text".into(), Value::String(text.into()));
+    let mut content = Vec::with_capacity(1 + blocks.len());
+    content.push(Value::Object(block));
+    content.extend(blocks);
     let mut result = Map::new();
-    result.insert("content".into(), Value::Array(vec![Value::Object(block)]));
+    result.insert("content".into(), Value::Array(content));
     result.insert("isError".into(), Value::Bool(is_error));
     complete(result, version)
 }

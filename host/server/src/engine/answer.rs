@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tokio::sync::mpsc;
-use wasmgate_agent::{Ask, CallContext, CancellationToken, Progress, ProgressSink, context};
+use wasmgate_agent::{Ask, Attachment, CallContext, CancellationToken, Progress, ProgressSink, context};
 use wasmgate_protocol::codes::{INTERNAL_ERROR, INVALID_PARAMS};
 use wasmgate_protocol::server::{
-    CallToolParams, call_tool_text_result, complete_result, get_prompt_result, input_required_result, list_result,
-    progress_notification, read_resource_result, resource_not_found_error, tool_definition,
+    CallToolParams, call_tool_result, call_tool_text_result, complete_result, get_prompt_result, input_required_result,
+    list_result, progress_notification, read_resource_result, resource_not_found_error, tool_definition,
 };
 use wasmgate_protocol::{CacheHints, Id, ProtocolVersion, error_response, result_response};
 
@@ -125,7 +125,10 @@ impl Engine {
             return result_response(id, input_required_result(ask::input_requests(&question), &state));
         }
         match outcome {
-            Ok(result) => result_response(id, call_tool_text_result(version, &result.content, result.is_error)),
+            Ok(result) => {
+                let blocks = result.attachments.into_iter().map(block).collect();
+                result_response(id, call_tool_result(version, &result.content, blocks, result.is_error))
+            }
             Err(CallFailure::UnknownTool(name)) => {
                 error_response(Some(id), INVALID_PARAMS, &format!("Unknown tool: {name}"), None)
             }
@@ -161,5 +164,20 @@ fn refused(id: &Id, version: ProtocolVersion, refusal: Refusal) -> Value {
         Refusal::ResourceNotFound(uri) => resource_not_found_error(id, version, &uri),
         Refusal::InvalidParams(message) => error_response(Some(id), INVALID_PARAMS, &message, None),
         Refusal::Failed(message) => error_response(Some(id), INTERNAL_ERROR, &message, None),
+    }
+}
+
+/// The content block of a result's attachment (checked and framed by the backend).
+fn block(attachment: Attachment) -> Value {
+    match attachment {
+        Attachment::Media { kind, mime_type, data } => {
+            serde_json::json!({ "type": kind.as_str(), "mimeType": mime_type, "data": data })
+        }
+        Attachment::Blob { uri, mime_type, blob } => {
+            serde_json::json!({ "type": "resource", "resource": { "uri": uri, "mimeType": mime_type, "blob": blob } })
+        }
+        Attachment::Text { uri, text } => {
+            serde_json::json!({ "type": "resource", "resource": { "uri": uri, "mimeType": "text/plain", "text": text } })
+        }
     }
 }
