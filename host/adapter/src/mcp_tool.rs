@@ -16,9 +16,12 @@ use std::time::Duration;
 use jsonschema::Validator;
 use serde_json::Value;
 use wasmgate_agent::{
-    BoxFuture, CancellationToken, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult, ToolSpec, context,
+    BoxFuture, CancellationToken, Input, InputRefusal, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult,
+    ToolSpec, context,
 };
-use wasmgate_client::{CallOptions, ClientError, McpClient, ProgressFn};
+use wasmgate_client::{
+    CallOptions, ClientError, InputDeclined, InputHandler, InputRequest, McpClient, ProgressFn, Resume,
+};
 use wasmgate_policy::sanitize;
 use wasmgate_protocol::ToolDefinition;
 use wasmgate_sandbox::Formatter;
@@ -111,7 +114,13 @@ impl McpTool {
             Ok(arguments) => arguments,
             Err(invalid) => return Ok(invalid),
         };
-        let options = CallOptions { progress: progress_relay(), ..CallOptions::default() };
+        let context = context::current();
+        let options = CallOptions {
+            progress: progress_relay(),
+            input: context.input.clone().map(|input| Arc::new(Relay(input)) as Arc<dyn InputHandler>),
+            resume: context.resume.map(|r| Resume { responses: r.responses, state: r.state }),
+            ..CallOptions::default()
+        };
         match self.client.call_tool_with(&self.upstream, arguments, cancel.clone(), options).await {
             Ok(result) => {
                 let rendered = render(self.origin(), &self.formatter, self.output.as_ref(), &result).await;
@@ -146,6 +155,16 @@ impl McpTool {
             ClientError::Rpc { code: INVALID_PARAMS, ref message, .. } => {
                 Ok(rejected(self.origin(), &self.formatter, message).await)
             }
+            ClientError::InputDeferred { required, answered } => {
+                let mut requests = required.input_requests.clone().unwrap_or_default();
+                requests.retain(|key, _| !answered.contains_key(key));
+                let put_off = context::current()
+                    .input
+                    .is_some_and(|input| input.defer(requests, answered.clone(), required.request_state.clone()));
+                let kind = if put_off { ToolErrorKind::InputDeferred } else { ToolErrorKind::Unsupported };
+                let error = ClientError::InputDeferred { required, answered };
+                Err(ToolError::new(kind, error.to_string()).with_provider(&self.provider).with_source(error))
+            }
             _ => Err(tool_error(&self.provider, error)),
         }
     }
@@ -175,4 +194,26 @@ pub(crate) fn tool_error(provider: &str, error: ClientError) -> ToolError {
         _ => ToolErrorKind::ExecutionFailed,
     };
     ToolError::new(kind, error.to_string()).with_provider(provider).with_source(error)
+}
+
+/// The caller's side, as the client's input handler for one call: each request the
+/// provider makes goes to the call context's [`Input`].
+struct Relay(Arc<dyn Input>);
+
+impl std::fmt::Debug for Relay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Relay")
+    }
+}
+
+impl InputHandler for Relay {
+    fn answer(&self, request: InputRequest) -> BoxFuture<'_, Result<Value, InputDeclined>> {
+        let asked = self.0.request(request.method, request.params.unwrap_or_default());
+        Box::pin(async move {
+            asked.await.map_err(|refusal| match refusal {
+                InputRefusal::Deferred => InputDeclined::Deferred,
+                InputRefusal::Declined(why) => InputDeclined::Failed(why),
+            })
+        })
+    }
 }

@@ -122,7 +122,7 @@ async fn upstream_progress_reaches_the_callers_sink_cleaned_and_capped() {
     let log = Arc::clone(&seen);
     let sink: ProgressSink = Arc::new(move |p: Progress| log.lock().unwrap().push(p));
     let call = tools[0].execute(json!({}), CancellationToken::new());
-    let result = context::scope(CallContext { progress: Some(sink), ask: None }, call).await.unwrap();
+    let result = context::scope(CallContext { progress: Some(sink), ..CallContext::default() }, call).await.unwrap();
     assert!(result.content.contains("done"));
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 2, "{seen:?}");

@@ -10,6 +10,8 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
+use serde_json::{Map, Value};
+
 /// One progress update of a call in flight.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Progress {
@@ -46,6 +48,115 @@ pub trait Ask: Send + Sync {
     fn confirm(&self, question: String, deferrable: bool) -> crate::BoxFuture<'static, Answer>;
 }
 
+/// Why the caller's side did not answer a provider's request for input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputRefusal {
+    /// It cannot, will not, or may not answer: the provider is told so.
+    Declined(String),
+    /// It answers with a later call (2026-07-28 `input_required`): the request is put
+    /// off with [`Input::defer`].
+    Deferred,
+}
+
+/// The caller's side as a tool's provider sees it: its own requests for input
+/// (`elicitation/create`, `sampling/createMessage`, `roots/list`) go here.
+pub trait Input: Send + Sync {
+    /// Asks `method` with `params`: the result object, or why there is none.
+    fn request(
+        &self,
+        method: String,
+        params: Map<String, Value>,
+    ) -> crate::BoxFuture<'static, Result<Value, InputRefusal>>;
+
+    /// Puts the provider's round off to the caller's next call: `requests` (key to
+    /// `{method, params}`) for the caller to answer, `answered` (key to result) given
+    /// already, and the provider's `state`. False when this caller cannot be asked later.
+    fn defer(&self, requests: Map<String, Value>, answered: Map<String, Value>, state: Option<String>) -> bool;
+}
+
+/// A call that carries on from a round of input put off to the caller: the answers
+/// (by the provider's keys) and the provider's state, as the caller's retry brought
+/// them back (checked by whoever served the retry).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Resume {
+    /// The answers, by key.
+    pub responses: Map<String, Value>,
+    /// The provider's `requestState`.
+    pub state: Option<String>,
+}
+
+/// The severity of a log message, in RFC 5424's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogLevel {
+    /// `debug`
+    Debug,
+    /// `info`
+    Info,
+    /// `notice`
+    Notice,
+    /// `warning`
+    Warning,
+    /// `error`
+    Error,
+    /// `critical`
+    Critical,
+    /// `alert`
+    Alert,
+    /// `emergency`
+    Emergency,
+}
+
+impl LogLevel {
+    const ALL: [(Self, &'static str); 8] = [
+        (Self::Debug, "debug"),
+        (Self::Info, "info"),
+        (Self::Notice, "notice"),
+        (Self::Warning, "warning"),
+        (Self::Error, "error"),
+        (Self::Critical, "critical"),
+        (Self::Alert, "alert"),
+        (Self::Emergency, "emergency"),
+    ];
+
+    /// The level named `name` (MCP's names), if it is one.
+    #[must_use]
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.iter().find(|(_, n)| *n == name).map(|(level, _)| *level)
+    }
+
+    /// Its MCP name.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        Self::ALL.iter().find(|(level, _)| *level == self).map_or("info", |(_, n)| n)
+    }
+}
+
+/// One log message of a provider, cleaned, for the caller.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogMessage {
+    /// Its severity.
+    pub level: LogLevel,
+    /// Who logged it.
+    pub logger: String,
+    /// What it says (a string or a JSON value, cleaned).
+    pub data: Value,
+}
+
+/// Where a call's log messages go, from which level up.
+#[derive(Clone)]
+pub struct LogSink {
+    /// The least severe level the caller wants.
+    pub level: LogLevel,
+    /// Receives each message. Called from whatever task produced it: keep it quick.
+    pub send: Arc<dyn Fn(LogMessage) + Send + Sync>,
+}
+
+impl fmt::Debug for LogSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LogSink").field("level", &self.level).finish_non_exhaustive()
+    }
+}
+
 /// What the caller offers a call.
 #[derive(Clone, Default)]
 pub struct CallContext {
@@ -53,6 +164,12 @@ pub struct CallContext {
     pub progress: Option<ProgressSink>,
     /// Whom to ask when the call needs a person's confirmation, if anyone.
     pub ask: Option<Arc<dyn Ask>>,
+    /// Where the provider's own requests for input go, if anywhere.
+    pub input: Option<Arc<dyn Input>>,
+    /// The answers a retry brought to a round of input put off to the caller.
+    pub resume: Option<Resume>,
+    /// Where the provider's log messages go, if the caller wants them.
+    pub log: Option<LogSink>,
 }
 
 impl fmt::Debug for CallContext {
@@ -60,6 +177,9 @@ impl fmt::Debug for CallContext {
         f.debug_struct("CallContext")
             .field("progress", &self.progress.as_ref().map(|_| "Fn(Progress)"))
             .field("ask", &self.ask.as_ref().map(|_| "dyn Ask"))
+            .field("input", &self.input.as_ref().map(|_| "dyn Input"))
+            .field("resume", &self.resume.is_some())
+            .field("log", &self.log.as_ref().map(|l| l.level))
             .finish()
     }
 }
@@ -92,7 +212,7 @@ mod tests {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&seen);
         let sink: ProgressSink = Arc::new(move |p: Progress| log.lock().unwrap().push(p.progress));
-        scope(CallContext { progress: Some(sink), ask: None }, async {
+        scope(CallContext { progress: Some(sink), ..CallContext::default() }, async {
             let sink = current().progress.unwrap();
             sink(Progress { progress: 1.0, total: None, message: None });
         })

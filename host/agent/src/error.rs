@@ -20,6 +20,9 @@ pub enum ToolErrorKind {
     Unsupported,
     /// The gateway refused to run the call (for example, its audit log cannot be written).
     Refused,
+    /// The provider's requests for input went to the caller, who answers them with a
+    /// later call (the 2026-07-28 `input_required` round trip, carried on).
+    InputDeferred,
 }
 
 impl fmt::Display for ToolErrorKind {
@@ -29,6 +32,7 @@ impl fmt::Display for ToolErrorKind {
             Self::Cancelled => "tool call cancelled",
             Self::Unsupported => "unsupported: the tool needs input that nobody here can give",
             Self::Refused => "tool call refused by the gateway",
+            Self::InputDeferred => "the tool asked for input, which the caller answers with its next call",
         })
     }
 }

@@ -26,7 +26,9 @@ pub mod script;
 pub mod source;
 pub mod tool;
 
-pub use context::{Answer, Ask, CallContext, Progress, ProgressSink};
+pub use context::{
+    Answer, Ask, CallContext, Input, InputRefusal, LogLevel, LogMessage, LogSink, Progress, ProgressSink, Resume,
+};
 pub use error::{ToolError, ToolErrorKind};
 pub use model::{CallStatus, Message, ModelClient, ModelError, ModelTurn, ToolCall};
 pub use run::{AgentConfig, AgentError, AllowAll, HookDecision, Hooks, SKIPPED, Toolset, run_agent};

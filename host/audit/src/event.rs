@@ -70,6 +70,17 @@ pub enum Event {
         /// What.
         message: String,
     },
+    /// A provider asked, during the call, for input from the caller's side
+    /// (`elicitation/create`, `sampling/createMessage`, `roots/list`), and what became of it.
+    Input {
+        /// What it asked.
+        method: String,
+        /// `answered`, `answered by the gateway`, `put off to the client`, or `declined: WHY`.
+        outcome: String,
+        /// Injection flags raised on the text it asked with.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        flags: Vec<String>,
+    },
     /// A stdio server's connection through the egress proxy, once it ended.
     Egress {
         /// The host it asked for.
@@ -151,6 +162,11 @@ impl Entry {
                 cut_flags(flags);
             }
             Event::Finished { flags, .. } => cut_flags(flags),
+            Event::Input { method, outcome, flags } => {
+                cut(method);
+                cut(outcome);
+                cut_flags(flags);
+            }
             Event::Egress { host, address, refused, .. } => {
                 cut(host);
                 address.iter_mut().chain(refused.iter_mut()).for_each(cut);

@@ -154,6 +154,17 @@ pub enum ClientError {
     /// no handler, or one the handler declined).
     #[error("unsupported: {0}")]
     Unsupported(String),
+    /// The call's input handler put the server's requests off to the caller's next call
+    /// ([`InputDeclined::Deferred`](crate::InputDeclined::Deferred)): the server's
+    /// `input_required` result, and the answers the handler did give (to requests it did
+    /// not put off), for the caller to carry to that call ([`Resume`](crate::Resume)).
+    #[error("input put off to the caller: {}", asked(required))]
+    InputDeferred {
+        /// The server's requests and state.
+        required: Box<wasmgate_protocol::InputRequired>,
+        /// Answers already given, by key.
+        answered: serde_json::Map<String, serde_json::Value>,
+    },
     /// The caller asked for a request the protocol cannot carry (a prompt argument that
     /// is not a string, a completion reference that is neither a prompt nor a resource
     /// template): nothing was sent.
@@ -228,4 +239,15 @@ pub fn report(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// The methods an `input_required` result asks for, for messages.
+pub(crate) fn asked(required: &wasmgate_protocol::InputRequired) -> String {
+    let methods: Vec<&str> = required
+        .input_requests
+        .iter()
+        .flat_map(|requests| requests.values())
+        .filter_map(|request| request.get("method").and_then(serde_json::Value::as_str))
+        .collect();
+    if methods.is_empty() { "requestState only".into() } else { methods.join(", ") }
 }

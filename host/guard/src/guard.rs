@@ -22,7 +22,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use serde_json::Value;
 use wasmgate_agent::{
-    BoxFuture, CancellationToken, Offer, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult, ToolSpec,
+    BoxFuture, CancellationToken, Offer, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult, ToolSpec, context,
 };
 use wasmgate_audit::{AuditLog, Entry, Event};
 use wasmgate_policy::secrets::{self, Secret};
@@ -31,6 +31,7 @@ use wasmgate_policy::{
 };
 
 use crate::approver::{Approval, ApprovalRequest, Approver, Subject};
+use crate::bridge::Bridged;
 use crate::screen::{Screened, Screener, screen};
 
 /// The policy, the reviewed definitions, the approver and the audit log, shared by
@@ -41,7 +42,7 @@ pub struct Guard {
     lock: RwLock<Lock>,
     /// Where approvals of definitions are saved; `None` keeps them in memory.
     lock_path: Option<PathBuf>,
-    approver: Arc<dyn Approver>,
+    pub(crate) approver: Arc<dyn Approver>,
     audit: Arc<AuditLog>,
     /// Each provider's screens, run beside the built-in detector on its texts.
     screeners: RwLock<HashMap<String, Vec<Arc<dyn Screener>>>>,
@@ -231,7 +232,7 @@ impl Guard {
 
     /// Queues an outcome record without waiting for it: it costs no fsync of its own,
     /// and becomes durable with the next start record (or within 200 ms).
-    fn note(&self, entry: Entry) {
+    pub(crate) fn note(&self, entry: Entry) {
         if let Err(e) = self.audit.record_later([entry]) {
             tracing::error!(error = %e, "audit log cannot be written; later calls will be refused");
         }
@@ -379,7 +380,17 @@ impl Guarded {
         // From here the call has started: if this future is dropped before it ends (a
         // host's timeout, a shutdown), the outcome is recorded as `cancelled` all the same.
         let outcome = Access::new(guard, call.clone(), &self.provider, &self.tool);
-        match self.inner.execute(input.clone(), cancel).await {
+        // The provider's own requests for input during the call go through the policy.
+        let mut context = context::current();
+        let caller = context.input.take();
+        context.input = Some(Arc::new(Bridged {
+            guard: Arc::clone(guard),
+            call: call.clone(),
+            provider: self.provider.clone(),
+            tool: self.tool.clone(),
+            caller,
+        }));
+        match context::scope(context, self.inner.execute(input.clone(), cancel)).await {
             Ok(result) => {
                 let action = guard.policy.provider(&self.provider).map_or(InjectionAction::Flag, |p| p.injection);
                 let screeners = guard.screeners(&self.provider);

@@ -21,6 +21,7 @@
 //!   [`CallerApprover`].
 
 pub mod approver;
+mod bridge;
 pub mod content;
 pub mod guard;
 pub mod screen;

@@ -41,6 +41,10 @@ pub(crate) struct RawProvider {
     pub media: Option<crate::provider::MediaMode>,
     pub media_types: Option<Vec<Spanned<String>>>,
     pub media_max_bytes: Option<Spanned<u32>>,
+    pub sampling: Option<Verdict>,
+    pub sampling_max_tokens: Option<Spanned<u32>>,
+    #[serde(default)]
+    pub roots: Vec<Spanned<String>>,
     #[serde(default)]
     pub tools: BTreeMap<Spanned<String>, RawTool>,
     #[serde(default)]

@@ -53,8 +53,8 @@ pub use lock::{CodeChange, CodePin, CodeState, Lock, LockError, ReviewState};
 pub use name::{NameError, Naming, exposed_name, prefixed_name, split_prefixed};
 pub use policy::Policy;
 pub use provider::{
-    ConfinementLevel, DEFAULT_MEDIA_MAX_BYTES, DEFAULT_MEDIA_TYPES, FetchedCode, FormatterRule, InjectionAction,
-    LimitOverrides, MediaMode, ProviderPolicy, ToolRule, climbs,
+    ConfinementLevel, DEFAULT_MEDIA_MAX_BYTES, DEFAULT_MEDIA_TYPES, DEFAULT_SAMPLING_MAX_TOKENS, FetchedCode,
+    FormatterRule, InjectionAction, LimitOverrides, MediaMode, ProviderPolicy, ToolRule, climbs,
 };
 pub use sanitize::{Sanitized, sanitize};
 pub use secrets::SecretsAction;

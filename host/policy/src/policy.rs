@@ -7,7 +7,8 @@ use crate::file::{RawConstraint, RawPolicy, RawProvider};
 use crate::glob::Glob;
 use crate::name::{MAX_PROVIDER_NAME, is_valid_tool_name, validate_provider};
 use crate::provider::{
-    DEFAULT_MEDIA_MAX_BYTES, DEFAULT_MEDIA_TYPES, FormatterRule, LimitOverrides, ProviderPolicy, ToolRule,
+    DEFAULT_MEDIA_MAX_BYTES, DEFAULT_MEDIA_TYPES, DEFAULT_SAMPLING_MAX_TOKENS, FormatterRule, LimitOverrides,
+    ProviderPolicy, ToolRule,
 };
 use crate::verdict::{Decision, Verdict};
 use serde_json::Value;
@@ -284,6 +285,30 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
         }
         Some(n) => n.into_inner(),
     };
+    let sampling_max_tokens = match raw.sampling_max_tokens {
+        None => DEFAULT_SAMPLING_MAX_TOKENS,
+        Some(n) if *n.get_ref() == 0 => {
+            return Err(src.error(
+                n.span(),
+                &format!("{key}.sampling_max_tokens"),
+                "0 would allow no completion",
+                "give a positive number of tokens, or leave it out for the default (1024)",
+            ));
+        }
+        Some(n) => n.into_inner(),
+    };
+    let mut roots = Vec::new();
+    for (i, root) in raw.roots.into_iter().enumerate() {
+        if !root.get_ref().starts_with("file:///") || root.get_ref().chars().any(char::is_control) {
+            return Err(src.error(
+                root.span(),
+                &format!("{key}.roots[{i}]"),
+                format!("{:?} is not a file:// URI", root.get_ref()),
+                "write the directory the provider may be told of as \"file:///absolute/path\"",
+            ));
+        }
+        roots.push(root.into_inner());
+    }
     let resources = globs(src, &format!("{key}.resources"), raw.resources, "a URI glob such as \"file:///docs/*\"")?;
     let prompts = globs(src, &format!("{key}.prompts"), raw.prompts, "a prompt name or glob such as \"summarize_*\"")?;
     Ok(ProviderPolicy {
@@ -303,6 +328,9 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
         media: raw.media.unwrap_or_default(),
         media_types,
         media_max_bytes,
+        sampling: raw.sampling.unwrap_or(Verdict::Deny),
+        sampling_max_tokens,
+        roots,
         tools,
         resources,
         prompts,

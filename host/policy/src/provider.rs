@@ -55,6 +55,9 @@ pub const DEFAULT_MEDIA_TYPES: [&str; 8] =
 /// The most bytes one passed block may hold by default (decoded).
 pub const DEFAULT_MEDIA_MAX_BYTES: u32 = 2 << 20;
 
+/// The most tokens of a completion a provider may ask the client's model for, by default.
+pub const DEFAULT_SAMPLING_MAX_TOKENS: u32 = 1024;
+
 /// Whether a stdio server may start when the kernel cannot confine it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -137,6 +140,15 @@ pub struct ProviderPolicy {
     pub media_types: Vec<String>,
     /// The most bytes one passed block may hold, decoded.
     pub media_max_bytes: u32,
+    /// Whether the provider may ask the client's model for a completion
+    /// (`sampling/createMessage`): `deny` (the default), `ask` the approver each time, or
+    /// `allow`.
+    pub sampling: Verdict,
+    /// The most tokens a completion it asks for may have (its `maxTokens` is cut to it).
+    pub sampling_max_tokens: u32,
+    /// The roots (`file://` URIs) the provider is told when it asks (`roots/list`); none
+    /// by default, and never the client's own.
+    pub roots: Vec<String>,
     pub(crate) tools: BTreeMap<String, ToolRule>,
     /// Globs over resource URIs (and resource templates read as text) that may be
     /// listed and read; none: no resources.

@@ -30,10 +30,10 @@ use wasmgate_protocol::{CallToolResult, Id, InputRequired, ResultKind, parse_cal
 
 use super::config::CallOptions;
 use super::connect::request;
-use super::input::{InputHandler, InputRequest};
+use super::input::{InputDeclined, InputHandler, InputRequest, Resume};
 use super::router::Reply;
 use super::{Session, Shared, param_headers, tools};
-use crate::error::ClientError;
+use crate::error::{ClientError, asked};
 
 /// Stands in for the first round's id when rebuilding the request for a retry; never
 /// equal to a real id, which are integers.
@@ -52,22 +52,43 @@ pub(crate) async fn call_tool(
         shared.watch_progress(&token, callback);
         token
     });
-    let outcome = rounds(shared, name, &arguments, cancel, timeout, token.as_ref()).await;
+    let handler = options.input.clone().or_else(|| shared.config.input_handler.clone());
+    let registered = shared.calls_in_flight.register(options.input);
+    let call =
+        Call { name, arguments: &arguments, cancel, timeout, token: token.as_ref(), handler, resume: options.resume };
+    let outcome = rounds(shared, call).await;
     if let Some(token) = &token {
         shared.unwatch_progress(token);
     }
+    shared.calls_in_flight.unregister(registered);
     outcome
 }
 
-async fn rounds(
-    shared: &Arc<Shared>,
-    name: &str,
-    arguments: &Map<String, Value>,
-    cancel: &CancellationToken,
+/// One `tools/call` and what it carries.
+struct Call<'a> {
+    name: &'a str,
+    arguments: &'a Map<String, Value>,
+    cancel: &'a CancellationToken,
     timeout: Duration,
-    token: Option<&Id>,
-) -> Result<CallToolResult, ClientError> {
-    let first = |session: &Session, id: &Id| Ok(session.context.tools_call(id, name, Some(arguments.clone()), token));
+    token: Option<&'a Id>,
+    handler: Option<Arc<dyn InputHandler>>,
+    resume: Option<Resume>,
+}
+
+async fn rounds(shared: &Arc<Shared>, call: Call<'_>) -> Result<CallToolResult, ClientError> {
+    let Call { name, arguments, cancel, timeout, token, handler, resume } = call;
+    let original =
+        |session: &Session| session.context.tools_call(&Id::from(ORIGINAL), name, Some(arguments.clone()), token);
+    let first = |session: &Session, id: &Id| match &resume {
+        None => Ok(session.context.tools_call(id, name, Some(arguments.clone()), token)),
+        // Carrying on from an earlier call's round: its answers, under the keys it asked.
+        Some(resume) => {
+            let asked = resume.responses.keys().map(|k| (k.clone(), Value::Null)).collect();
+            let required = InputRequired { input_requests: Some(asked), request_state: resume.state.clone() };
+            let responses = Some(resume.responses.clone()).filter(|r| !r.is_empty());
+            Ok(session.context.retry_with_input(&original(session), id, &required, responses)?)
+        }
+    };
     let mut headers = param_headers_for(shared, name, arguments);
     let (reply, session) = match request(shared, "tools/call", &first, &headers, timeout, Some(cancel)).await {
         // The headers came from a stale or missing definition: refresh it and retry once.
@@ -92,14 +113,19 @@ async fn rounds(
             let limit = shared.config.max_input_rounds;
             return Err(ClientError::LimitExceeded { what: "input_required rounds".into(), limit });
         }
-        let Some(handler) = &shared.config.input_handler else {
+        let Some(handler) = &handler else {
             return Err(ClientError::Unsupported(format!(
                 "tool {name:?} needs input ({}) and no input handler is configured",
                 asked(&required)
             )));
         };
-        let responses = answer_all(handler.as_ref(), &required, cancel).await?;
-        let original = session.context.tools_call(&Id::from(ORIGINAL), name, Some(arguments.clone()), token);
+        let responses = match answer_all(handler.as_ref(), &required, cancel).await? {
+            Answers::All(responses) => responses,
+            Answers::Deferred(answered) => {
+                return Err(ClientError::InputDeferred { required: Box::new(required), answered });
+            }
+        };
+        let original = original(&session);
         let retry = |session: &Session, id: &Id| {
             Ok(session.context.retry_with_input(&original, id, &required, responses.clone())?)
         };
@@ -125,24 +151,25 @@ fn parse(reply: Reply) -> Result<CallToolResult, ClientError> {
     Ok(parse_call_tool_result(&Value::Object(reply.result))?)
 }
 
-fn asked(required: &InputRequired) -> String {
-    let methods: Vec<&str> = required
-        .input_requests
-        .iter()
-        .flat_map(|requests| requests.values())
-        .filter_map(|request| request.get("method").and_then(Value::as_str))
-        .collect();
-    if methods.is_empty() { "requestState only".into() } else { methods.join(", ") }
+/// What the handler made of one round.
+enum Answers {
+    /// Every request answered: the `inputResponses` (`None` when it asked for nothing).
+    All(Option<Map<String, Value>>),
+    /// Some put off to the caller: the answers it did give.
+    Deferred(Map<String, Value>),
 }
 
-/// The `inputResponses` for `required`, or `None` when it asked for nothing.
+/// The handler's answers to every request of `required`.
 async fn answer_all(
     handler: &dyn InputHandler,
     required: &InputRequired,
     cancel: &CancellationToken,
-) -> Result<Option<Map<String, Value>>, ClientError> {
-    let Some(requests) = required.input_requests.as_ref().filter(|r| !r.is_empty()) else { return Ok(None) };
+) -> Result<Answers, ClientError> {
+    let Some(requests) = required.input_requests.as_ref().filter(|r| !r.is_empty()) else {
+        return Ok(Answers::All(None));
+    };
     let mut responses = Map::new();
+    let mut deferred = false;
     for (key, request) in requests {
         let method = request.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
         let params = request.get("params").and_then(Value::as_object).cloned();
@@ -150,11 +177,17 @@ async fn answer_all(
             answer = handler.answer(InputRequest { method: method.clone(), params }) => answer,
             () = cancel.cancelled() => return Err(ClientError::Cancelled),
         };
-        let answer = answer
-            .map_err(|why| ClientError::Unsupported(format!("the input handler did not answer {method}: {why}")))?;
-        responses.insert(key.clone(), answer);
+        match answer {
+            Ok(answer) => {
+                responses.insert(key.clone(), answer);
+            }
+            Err(InputDeclined::Deferred) => deferred = true,
+            Err(why) => {
+                return Err(ClientError::Unsupported(format!("the input handler did not answer {method}: {why}")));
+            }
+        }
     }
-    Ok(Some(responses))
+    Ok(if deferred { Answers::Deferred(responses) } else { Answers::All(Some(responses)) })
 }
 
 fn unknown_tool(shared: &Shared, name: &str, error: ClientError) -> ClientError {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use wasmgate_protocol::{ClientInfo, MessageLimits, ProtocolVersion, SUPPORTED};
 
-use super::input::InputHandler;
+use super::input::{InputHandler, Resume};
 
 /// Configuration of one [`McpClient`](super::McpClient).
 #[derive(Debug, Clone)]
@@ -150,6 +150,12 @@ pub struct CallOptions {
     pub timeout: Option<Duration>,
     /// Asks the server for progress updates and delivers them here.
     pub progress: Option<ProgressFn>,
+    /// Answers this call's requests for input instead of
+    /// [`ClientConfig::input_handler`]: its `input_required` rounds, and a handshake-era
+    /// server's requests while it is the only call with a handler in flight.
+    pub input: Option<Arc<dyn InputHandler>>,
+    /// Carries on from an earlier call's `input_required` round.
+    pub resume: Option<Resume>,
 }
 
 impl fmt::Debug for CallOptions {
@@ -157,6 +163,8 @@ impl fmt::Debug for CallOptions {
         f.debug_struct("CallOptions")
             .field("timeout", &self.timeout)
             .field("progress", &self.progress.as_ref().map(|_| "Fn(Progress)"))
+            .field("input", &self.input)
+            .field("resume", &self.resume.is_some())
             .finish()
     }
 }

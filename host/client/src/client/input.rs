@@ -31,6 +31,21 @@ pub enum InputDeclined {
     /// The handler tried and failed (no user present, sampling refused, ...).
     #[error("input handler failed: {0}")]
     Failed(String),
+    /// The request goes to the caller's side, which answers it with a later call (the
+    /// 2026-07-28 `input_required` round trip carried on): the call ends in
+    /// [`ClientError::InputDeferred`](crate::ClientError::InputDeferred).
+    #[error("put off to the caller's next call")]
+    Deferred,
+}
+
+/// A call that carries on from an `input_required` round: the answers to its input
+/// requests and the server's `requestState`, sent with the first request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Resume {
+    /// `inputResponses`, by the keys the server asked under.
+    pub responses: Map<String, Value>,
+    /// The `requestState` the server sent with its requests.
+    pub state: Option<String>,
 }
 
 /// Answers requests for input on the host's behalf.
@@ -38,4 +53,46 @@ pub trait InputHandler: Send + Sync + fmt::Debug {
     /// The result object for `request` (an `ElicitResult`, a `CreateMessageResult`, a
     /// `ListRootsResult`), or why there is none.
     fn answer(&self, request: InputRequest) -> BoxFuture<'_, Result<Value, InputDeclined>>;
+}
+
+/// The calls in flight, each with its own input handler if it has one. A handshake-era
+/// server's request for input names no call; it belongs to a call's handler only when
+/// that call is the one in flight (two calls' questions cannot be told apart, and a
+/// question must never reach the person behind another call).
+#[derive(Debug, Default)]
+pub(crate) struct CallsInFlight {
+    calls: std::sync::Mutex<Calls>,
+}
+
+/// The last handle given out, and each call's handle and handler.
+#[derive(Debug, Default)]
+struct Calls {
+    last: u64,
+    open: Vec<(u64, Option<Handler>)>,
+}
+
+type Handler = std::sync::Arc<dyn InputHandler>;
+
+impl CallsInFlight {
+    pub(crate) fn register(&self, handler: Option<Handler>) -> u64 {
+        let mut calls = self.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        calls.last += 1;
+        let handle = calls.last;
+        calls.open.push((handle, handler));
+        handle
+    }
+
+    pub(crate) fn unregister(&self, handle: u64) {
+        let mut calls = self.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        calls.open.retain(|(h, _)| *h != handle);
+    }
+
+    /// The handler of the one call in flight, if there is exactly one and it has one.
+    pub(crate) fn only(&self) -> Option<Handler> {
+        let calls = self.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match calls.open.as_slice() {
+            [(_, handler)] => handler.clone(),
+            _ => None,
+        }
+    }
 }

@@ -54,7 +54,7 @@ mod tools;
 pub mod watch;
 
 pub use config::{CallOptions, ClientConfig, Progress, ProgressFn, ToolsWatchConfig};
-pub use input::{InputDeclined, InputHandler, InputRequest};
+pub use input::{InputDeclined, InputHandler, InputRequest, Resume};
 pub use watch::ToolsWatch;
 
 /// A connection to one MCP server. Clones share the connection.
@@ -108,6 +108,8 @@ pub(crate) struct Shared {
     pub(crate) server_requests: Arc<tokio::sync::Semaphore>,
     /// What the server sent that was dropped or only noted, counted for the log.
     pub(crate) noise: noise::Noise,
+    /// The calls in flight and their own input handlers.
+    pub(crate) calls_in_flight: input::CallsInFlight,
 }
 
 impl Drop for Shared {
@@ -159,6 +161,7 @@ impl McpClient {
             reader: Mutex::new(None),
             server_requests: Arc::new(tokio::sync::Semaphore::new(router::MAX_SERVER_REQUESTS_IN_FLIGHT)),
             noise: noise::Noise::default(),
+            calls_in_flight: input::CallsInFlight::default(),
         });
         let reader = tokio::spawn(router::run(Arc::downgrade(&shared), inbound));
         if let Ok(mut slot) = shared.reader.lock() {

@@ -417,7 +417,11 @@ impl Shared {
         tokio::spawn(async move {
             let _permit = permit;
             let Request { id, method, params } = request;
-            let handler = shared.config.input_handler.clone().filter(|_| INPUT_REQUEST_METHODS.contains(&&*method));
+            let handler = shared
+                .calls_in_flight
+                .only()
+                .or_else(|| shared.config.input_handler.clone())
+                .filter(|_| INPUT_REQUEST_METHODS.contains(&&*method));
             let reply = match (method.as_str(), handler) {
                 ("ping", _) => result_response(&id, Map::new()),
                 (_, Some(handler)) => match handler.answer(InputRequest { method: method.clone(), params }).await {
@@ -427,6 +431,12 @@ impl Shared {
                         error_response(Some(&id), METHOD_NOT_FOUND, "Method not found", None)
                     }
                     Err(InputDeclined::Failed(why)) => error_response(Some(&id), INTERNAL_ERROR, &why, None),
+                    Err(InputDeclined::Deferred) => error_response(
+                        Some(&id),
+                        INTERNAL_ERROR,
+                        "the client can answer this only with a later call, and this request cannot wait for one",
+                        None,
+                    ),
                 },
                 _ => {
                     tracing::debug!(server = %shared.server, %method, "server request not supported");

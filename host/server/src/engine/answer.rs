@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tokio::sync::mpsc;
-use wasmgate_agent::{Ask, Attachment, CallContext, CancellationToken, Progress, ProgressSink, context};
+use wasmgate_agent::{Ask, Attachment, CallContext, CancellationToken, Input, Progress, ProgressSink, Resume, context};
 use wasmgate_protocol::codes::{INTERNAL_ERROR, INVALID_PARAMS};
 use wasmgate_protocol::server::{
     CallToolParams, call_tool_result, call_tool_text_result, complete_result, get_prompt_result, input_required_result,
@@ -13,8 +13,8 @@ use wasmgate_protocol::server::{
 };
 use wasmgate_protocol::{CacheHints, Id, ProtocolVersion, error_response, result_response};
 
-use super::ask::{self, Deferred};
-use super::{Engine, Job};
+use super::ask::{self, Carried, Deferred, Live, Round};
+use super::{Caps, Engine, Job};
 use crate::backend::{CallFailure, Refusal};
 
 impl Engine {
@@ -28,7 +28,7 @@ impl Engine {
         job: Job,
         cancel: CancellationToken,
         notify: Option<mpsc::Sender<Value>>,
-        live: Option<Arc<dyn Ask>>,
+        live: Option<Arc<Live>>,
     ) -> Value {
         let backend = &self.backend;
         let listed = |key: &str, cursor: Option<String>, items: Result<Vec<Value>, Refusal>| match items {
@@ -44,9 +44,12 @@ impl Engine {
                     .collect();
                 listed("tools", cursor, Ok(tools))
             }
-            Job::Call { params, elicits } => {
+            Job::Call { params, caps } => {
                 let progress = params.progress_token.clone().zip(notify).map(|(token, out)| progress_sink(token, out));
-                self.call(id, version, params, elicits, cancel, CallContext { progress, ask: live }).await
+                let ask = live.clone().map(|live| live as Arc<dyn Ask>);
+                let input = live.map(|live| live as Arc<dyn Input>);
+                let context = CallContext { progress, ask, input, ..CallContext::default() };
+                self.call(id, version, params, caps, cancel, context).await
             }
             Job::ListResources(cursor) => listed("resources", cursor, backend.resources().await),
             Job::ListTemplates(cursor) => listed("resourceTemplates", cursor, backend.resource_templates().await),
@@ -92,37 +95,63 @@ impl Engine {
         id: &Id,
         version: ProtocolVersion,
         params: CallToolParams,
-        elicits: bool,
+        caps: Caps,
         cancel: CancellationToken,
         mut context: CallContext,
     ) -> Value {
         let CallToolParams { name, arguments, input_responses, request_state, .. } = params;
         let deferred = match &self.approvals {
-            Some(approvals) if version.is_stateless() && elicits => {
-                let answer = match request_state {
+            Some(approvals) if version.is_stateless() && caps.any() => {
+                let (answer, resume) = match request_state {
                     Some(state) => match approvals.redeem(&state, &name, &arguments) {
-                        Ok(()) => Some(input_responses.as_ref().is_some_and(ask::approved)),
+                        Ok(carried) => {
+                            let responses = input_responses.unwrap_or_default();
+                            let answer = carried.approved || ask::approved(&responses);
+                            (Some(answer), carried.round.map(|round| resume(round, responses)))
+                        }
                         Err(why) => {
                             let message =
                                 format!("Invalid requestState: {why}; call again without it to be asked afresh");
                             return error_response(Some(id), INVALID_PARAMS, &message, None);
                         }
                     },
-                    None => None,
+                    None => (None, None),
                 };
-                Some(Arc::new(Deferred::new(answer)))
+                context.resume = resume;
+                Some(Arc::new(Deferred::new(answer, caps)))
             }
             _ => None,
         };
         if let Some(deferred) = &deferred {
-            context.ask = Some(Arc::clone(deferred) as Arc<dyn Ask>);
+            // Approval is asked only of a client that can be asked questions; otherwise
+            // the gateway's own approver answers, as for any client that cannot.
+            if caps.elicitation {
+                context.ask = Some(Arc::clone(deferred) as Arc<dyn Ask>);
+            }
+            context.input = Some(Arc::clone(deferred) as Arc<dyn Input>);
         }
         let outcome = context::scope(context, self.backend.call(name.clone(), arguments.clone(), cancel)).await;
-        let question = deferred.and_then(|d| d.pending());
-        if let (Some(question), Some(approvals)) = (question, &self.approvals)
-            && let Some(state) = approvals.issue(&name, &arguments)
-        {
-            return result_response(id, input_required_result(ask::input_requests(&question), &state));
+        if let (Some(deferred), Some(approvals)) = (deferred, &self.approvals) {
+            // A question of the gateway's own (approval) comes first: the call never ran.
+            if let Some(question) = deferred.pending()
+                && let Some(state) = approvals.issue(&name, &arguments, &Carried::default())
+            {
+                return result_response(id, input_required_result(ask::input_requests(&question), &state));
+            }
+            if let Some(round) = deferred.round() {
+                let keys = round.requests.keys().cloned().collect();
+                let carried = Carried {
+                    approved: deferred.approved(),
+                    round: Some(Round { keys, answered: round.answered, state: round.state }),
+                };
+                return match approvals.issue(&name, &arguments, &carried) {
+                    Some(state) => result_response(id, input_required_result(round.requests, &state)),
+                    None => {
+                        let message = "the provider's request for input is too large to carry";
+                        result_response(id, call_tool_text_result(version, message, true))
+                    }
+                };
+            }
         }
         match outcome {
             Ok(result) => {
@@ -180,4 +209,16 @@ fn block(attachment: Attachment) -> Value {
             serde_json::json!({ "type": "resource", "resource": { "uri": uri, "mimeType": "text/plain", "text": text } })
         }
     }
+}
+
+/// What a retry carries on: the answers given before, and the client's answers to the
+/// keys the round asked it (answers to keys it was not asked are dropped).
+fn resume(round: Round, responses: serde_json::Map<String, Value>) -> Resume {
+    let mut answers = round.answered;
+    for (key, answer) in responses {
+        if round.keys.contains(&key) {
+            answers.insert(key, answer);
+        }
+    }
+    Resume { responses: answers, state: round.state }
 }

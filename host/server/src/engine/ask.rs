@@ -19,9 +19,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
-use wasmgate_agent::{Answer, Ask, BoxFuture, CancellationToken};
+use wasmgate_agent::{Answer, Ask, BoxFuture, CancellationToken, Input, InputRefusal};
+
+use super::Caps;
 use wasmgate_protocol::server::{confirm_elicitation_params, confirmed};
 use wasmgate_protocol::{Id, request};
 
@@ -41,18 +45,70 @@ const MAX_REDEEMED: usize = 65_536;
 pub(crate) struct Deferred {
     /// The answer the retry carried, if this is a verified retry.
     answer: Option<bool>,
+    /// What the client can be asked.
+    caps: Caps,
     /// The question asked, when the call is to end with `input_required`.
     pending: Mutex<Option<String>>,
+    /// A provider's round of input put off to the client, when the call is to end with
+    /// `input_required` for it.
+    round: Mutex<Option<PutOff>>,
+}
+
+/// A provider's round of input put off to the client.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PutOff {
+    /// Key to `{method, params}`, for the client.
+    pub(crate) requests: Map<String, Value>,
+    /// Key to result, answered already (not by the client).
+    pub(crate) answered: Map<String, Value>,
+    /// The provider's `requestState`.
+    pub(crate) state: Option<String>,
 }
 
 impl Deferred {
-    pub(crate) fn new(answer: Option<bool>) -> Self {
-        Self { answer, pending: Mutex::new(None) }
+    pub(crate) fn new(answer: Option<bool>, caps: Caps) -> Self {
+        Self { answer, caps, pending: Mutex::new(None), round: Mutex::new(None) }
     }
 
     /// The question the call deferred, if any.
     pub(crate) fn pending(&self) -> Option<String> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The provider's round the call put off, if any.
+    pub(crate) fn round(&self) -> Option<PutOff> {
+        self.round.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Whether the call it served was approved by the retry.
+    pub(crate) fn approved(&self) -> bool {
+        self.answer == Some(true)
+    }
+}
+
+/// Whether a client that declared `caps` can be asked `method` (roots are never asked
+/// of it: the gateway answers them from the policy).
+pub(crate) fn askable(caps: Caps, method: &str) -> bool {
+    match method {
+        "elicitation/create" => caps.elicitation,
+        "sampling/createMessage" => caps.sampling,
+        _ => false,
+    }
+}
+
+fn not_askable(method: &str) -> InputRefusal {
+    InputRefusal::Declined(format!("the client did not declare that it can answer {method}"))
+}
+
+impl Input for Deferred {
+    fn request(&self, method: String, _params: Map<String, Value>) -> BoxFuture<'static, Result<Value, InputRefusal>> {
+        let outcome = if askable(self.caps, &method) { InputRefusal::Deferred } else { not_askable(&method) };
+        Box::pin(std::future::ready(Err(outcome)))
+    }
+
+    fn defer(&self, requests: Map<String, Value>, answered: Map<String, Value>, state: Option<String>) -> bool {
+        *self.round.lock().unwrap_or_else(PoisonError::into_inner) = Some(PutOff { requests, answered, state });
+        true
     }
 }
 
@@ -89,9 +145,75 @@ pub(crate) fn approved(input_responses: &Map<String, Value>) -> bool {
     input_responses.get(APPROVAL_KEY).is_some_and(confirmed)
 }
 
-/// Signs and redeems request states: `hex(expiry ‖ nonce) . hex(MAC)`, the MAC a keyed
-/// BLAKE3 over the tool name, the arguments, the expiry and the nonce, under a key
-/// drawn at start-up. A state is bound to one call and redeemable once.
+/// What a request state carries besides its binding to one call.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Carried {
+    /// The call was approved (a state issued for a provider's round of a call that an
+    /// `ask` verdict let run): its retry is not asked again.
+    pub(crate) approved: bool,
+    /// A provider's round of input put off to the client.
+    pub(crate) round: Option<Round>,
+}
+
+/// A provider's round, as a state carries it to the retry.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Round {
+    /// The keys the client is to answer.
+    pub(crate) keys: Vec<String>,
+    /// The answers given already.
+    pub(crate) answered: Map<String, Value>,
+    /// The provider's `requestState`.
+    pub(crate) state: Option<String>,
+}
+
+impl Carried {
+    fn encode(&self) -> Option<String> {
+        if *self == Self::default() {
+            return None;
+        }
+        let mut carried = Map::new();
+        carried.insert("approved".into(), Value::Bool(self.approved));
+        if let Some(round) = &self.round {
+            let mut r = Map::new();
+            r.insert("keys".into(), Value::Array(round.keys.iter().cloned().map(Value::String).collect()));
+            r.insert("answered".into(), Value::Object(round.answered.clone()));
+            r.insert("state".into(), round.state.clone().map_or(Value::Null, Value::String));
+            carried.insert("round".into(), Value::Object(r));
+        }
+        Some(URL_SAFE_NO_PAD.encode(Value::Object(carried).to_string()))
+    }
+
+    fn decode(text: &str) -> Option<Self> {
+        let bytes = URL_SAFE_NO_PAD.decode(text).ok()?;
+        let Value::Object(carried) = serde_json::from_slice(&bytes).ok()? else { return None };
+        let approved = carried.get("approved")?.as_bool()?;
+        let round = match carried.get("round") {
+            None => None,
+            Some(r) => Some(Round {
+                keys: r
+                    .get("keys")?
+                    .as_array()?
+                    .iter()
+                    .map(|k| k.as_str().map(str::to_owned))
+                    .collect::<Option<_>>()?,
+                answered: r.get("answered")?.as_object()?.clone(),
+                state: match r.get("state")? {
+                    Value::Null => None,
+                    state => Some(state.as_str()?.to_owned()),
+                },
+            }),
+        };
+        Some(Self { approved, round })
+    }
+}
+
+/// The longest request state redeemed (a provider's own state and answers ride in it).
+const MAX_STATE_BYTES: usize = 256 << 10;
+
+/// Signs and redeems request states: `hex(expiry ‖ nonce) [. base64url(carried)] .
+/// hex(MAC)`, the MAC a keyed BLAKE3 over the tool name, the arguments, the expiry, the
+/// nonce and what it carries, under a key drawn at start-up. A state is bound to one
+/// call and redeemable once.
 #[derive(Debug)]
 pub(crate) struct Approvals {
     key: [u8; 32],
@@ -106,7 +228,14 @@ impl Approvals {
         Some(Self { key, redeemed: Mutex::default() })
     }
 
-    fn mac(&self, name: &str, arguments: &Map<String, Value>, expiry: u64, nonce: &[u8; 16]) -> blake3::Hash {
+    fn mac(
+        &self,
+        name: &str,
+        arguments: &Map<String, Value>,
+        expiry: u64,
+        nonce: &[u8; 16],
+        carried: &str,
+    ) -> blake3::Hash {
         let mut hasher = blake3::Hasher::new_keyed(&self.key);
         hasher.update(&(name.len() as u64).to_le_bytes());
         hasher.update(name.as_bytes());
@@ -116,21 +245,39 @@ impl Approvals {
         }
         hasher.update(&expiry.to_le_bytes());
         hasher.update(nonce);
+        hasher.update(&(carried.len() as u64).to_le_bytes());
+        hasher.update(carried.as_bytes());
         hasher.finalize()
     }
 
-    /// A state for a call of `name` with `arguments`.
-    pub(crate) fn issue(&self, name: &str, arguments: &Map<String, Value>) -> Option<String> {
+    /// A state for a call of `name` with `arguments`, carrying `carried`.
+    pub(crate) fn issue(&self, name: &str, arguments: &Map<String, Value>, carried: &Carried) -> Option<String> {
         let mut nonce = [0u8; 16];
         getrandom::fill(&mut nonce).ok()?;
         let expiry = now().saturating_add(STATE_LIFETIME.as_secs());
-        let mac = self.mac(name, arguments, expiry, &nonce);
-        Some(format!("{}{}.{}", hex::encode(expiry.to_be_bytes()), hex::encode(nonce), mac.to_hex()))
+        let carried = carried.encode();
+        let mac = self.mac(name, arguments, expiry, &nonce, carried.as_deref().unwrap_or_default());
+        let head = format!("{}{}", hex::encode(expiry.to_be_bytes()), hex::encode(nonce));
+        let state = match carried {
+            Some(carried) => format!("{head}.{carried}.{}", mac.to_hex()),
+            None => format!("{head}.{}", mac.to_hex()),
+        };
+        (state.len() <= MAX_STATE_BYTES).then_some(state)
     }
 
-    /// Checks `state` for a call of `name` with `arguments`, and spends it.
-    pub(crate) fn redeem(&self, state: &str, name: &str, arguments: &Map<String, Value>) -> Result<(), &'static str> {
-        let (head, mac) = state.split_once('.').ok_or("malformed")?;
+    /// Checks `state` for a call of `name` with `arguments`, spends it, and gives what
+    /// it carries.
+    pub(crate) fn redeem(
+        &self,
+        state: &str,
+        name: &str,
+        arguments: &Map<String, Value>,
+    ) -> Result<Carried, &'static str> {
+        if state.len() > MAX_STATE_BYTES {
+            return Err("malformed");
+        }
+        let (rest, mac) = state.rsplit_once('.').ok_or("malformed")?;
+        let (head, carried_text) = rest.split_once('.').unwrap_or((rest, ""));
         let head = hex::decode(head).map_err(|_| "malformed")?;
         if head.len() != 24 {
             return Err("malformed");
@@ -140,9 +287,14 @@ impl Approvals {
         let nonce: [u8; 16] = nonce.try_into().map_err(|_| "malformed")?;
         let mac = blake3::Hash::from_hex(mac).map_err(|_| "malformed")?;
         // Hash's equality is constant-time.
-        if self.mac(name, arguments, expiry, &nonce) != mac {
+        if self.mac(name, arguments, expiry, &nonce, carried_text) != mac {
             return Err("it was not issued for this call");
         }
+        let carried = if carried_text.is_empty() {
+            Carried::default()
+        } else {
+            Carried::decode(carried_text).ok_or("malformed")?
+        };
         let now = now();
         if expiry < now {
             return Err("it has expired");
@@ -156,7 +308,7 @@ impl Approvals {
             return Err("too many approvals are outstanding; try again later");
         }
         redeemed.insert(nonce, expiry);
-        Ok(())
+        Ok(carried)
     }
 }
 
@@ -223,10 +375,34 @@ pub(crate) struct Live {
     pub(crate) replies: Arc<Replies>,
     pub(crate) timeout: Duration,
     pub(crate) cancel: CancellationToken,
+    /// What the client can be asked.
+    pub(crate) caps: Caps,
+}
+
+impl Input for Live {
+    fn request(&self, method: String, params: Map<String, Value>) -> BoxFuture<'static, Result<Value, InputRefusal>> {
+        if !askable(self.caps, &method) {
+            return Box::pin(std::future::ready(Err(not_askable(&method))));
+        }
+        let (out, replies, timeout, cancel) =
+            (self.out.clone(), Arc::clone(&self.replies), self.timeout, self.cancel.clone());
+        Box::pin(async move {
+            replies.ask(&out, &method, params, timeout, &cancel).await.ok_or_else(|| {
+                InputRefusal::Declined(format!("the client did not answer {method} (an error, or no answer in time)"))
+            })
+        })
+    }
+
+    fn defer(&self, _: Map<String, Value>, _: Map<String, Value>, _: Option<String>) -> bool {
+        false
+    }
 }
 
 impl Ask for Live {
     fn confirm(&self, question: String, _deferrable: bool) -> BoxFuture<'static, Answer> {
+        if !self.caps.elicitation {
+            return Box::pin(std::future::ready(Answer::No));
+        }
         let (out, replies, timeout, cancel) =
             (self.out.clone(), Arc::clone(&self.replies), self.timeout, self.cancel.clone());
         Box::pin(async move {
@@ -253,7 +429,7 @@ mod tests {
     #[test]
     fn a_state_is_bound_to_its_call_and_redeemable_once() {
         let approvals = Approvals::new().unwrap();
-        let state = approvals.issue("p__create", &args(json!({"a": 1}))).unwrap();
+        let state = approvals.issue("p__create", &args(json!({"a": 1})), &Carried::default()).unwrap();
         assert_eq!(
             approvals.redeem(&state, "p__delete", &args(json!({"a": 1}))),
             Err("it was not issued for this call")
@@ -262,17 +438,17 @@ mod tests {
             approvals.redeem(&state, "p__create", &args(json!({"a": 2}))),
             Err("it was not issued for this call")
         );
-        assert_eq!(approvals.redeem(&state, "p__create", &args(json!({"a": 1}))), Ok(()));
+        assert_eq!(approvals.redeem(&state, "p__create", &args(json!({"a": 1}))), Ok(Carried::default()));
         assert_eq!(approvals.redeem(&state, "p__create", &args(json!({"a": 1}))), Err("it has been used already"));
         let other = Approvals::new().unwrap();
-        let foreign = other.issue("p__create", &args(json!({}))).unwrap();
+        let foreign = other.issue("p__create", &args(json!({})), &Carried::default()).unwrap();
         assert_eq!(approvals.redeem(&foreign, "p__create", &args(json!({}))), Err("it was not issued for this call"));
     }
 
     #[test]
     fn tampered_malformed_and_expired_states_are_refused() {
         let approvals = Approvals::new().unwrap();
-        let state = approvals.issue("t", &Map::new()).unwrap();
+        let state = approvals.issue("t", &Map::new(), &Carried::default()).unwrap();
         let mut tampered = state.clone().into_bytes();
         tampered[3] = if tampered[3] == b'0' { b'1' } else { b'0' };
         assert!(approvals.redeem(&String::from_utf8(tampered).unwrap(), "t", &Map::new()).is_err());
@@ -281,7 +457,7 @@ mod tests {
         }
         let nonce = [7u8; 16];
         let expired = 1u64;
-        let mac = approvals.mac("t", &Map::new(), expired, &nonce);
+        let mac = approvals.mac("t", &Map::new(), expired, &nonce, "");
         let old = format!("{}{}.{}", hex::encode(expired.to_be_bytes()), hex::encode(nonce), mac.to_hex());
         assert_eq!(approvals.redeem(&old, "t", &Map::new()), Err("it has expired"));
     }
@@ -302,18 +478,18 @@ mod tests {
 
     #[tokio::test]
     async fn a_deferred_question_is_recorded_unless_it_cannot_wait() {
-        let deferred = Deferred::new(None);
+        let deferred = Deferred::new(None, Caps { elicitation: true, sampling: false });
         assert_eq!(deferred.confirm("show it?".into(), false).await, Answer::No);
         assert!(deferred.pending().is_none());
         assert_eq!(deferred.confirm("run it?".into(), true).await, Answer::Deferred);
         assert_eq!(deferred.pending().as_deref(), Some("run it?"));
-        assert_eq!(Deferred::new(Some(true)).confirm("run it?".into(), true).await, Answer::Yes);
-        assert_eq!(Deferred::new(Some(false)).confirm("run it?".into(), true).await, Answer::No);
+        assert_eq!(Deferred::new(Some(true), Caps::default()).confirm("run it?".into(), true).await, Answer::Yes);
+        assert_eq!(Deferred::new(Some(false), Caps::default()).confirm("run it?".into(), true).await, Answer::No);
     }
 
     #[tokio::test]
     async fn an_approved_retry_answers_only_the_call_not_the_release_of_a_flagged_result() {
-        let approved = Deferred::new(Some(true));
+        let approved = Deferred::new(Some(true), Caps::default());
         assert_eq!(approved.confirm("run it?".into(), true).await, Answer::Yes);
         assert_eq!(approved.confirm("show it?".into(), false).await, Answer::No);
         assert!(approved.pending().is_none());

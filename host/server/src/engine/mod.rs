@@ -61,8 +61,8 @@ pub(crate) enum Routed {
     /// No such method in this era: -32601 (HTTP 404 for stateless requests).
     UnknownMethod(Value, Era),
     /// `initialize` succeeded: answer, and the connection or session now speaks
-    /// `version`; `elicits`: whether the client declared the `elicitation` capability.
-    Initialized { answer: Value, version: ProtocolVersion, elicits: bool },
+    /// `version`; `caps`: what the client declared it can be asked.
+    Initialized { answer: Value, version: ProtocolVersion, caps: Caps },
     /// Work that takes time (listing, calling, reading): run it under a cancellation
     /// token and send its answer.
     Run { id: Id, version: ProtocolVersion, job: Job },
@@ -77,7 +77,7 @@ pub(crate) enum Job {
     ListTools(Option<String>),
     /// `tools/call`; `elicits`: whether a stateless request's stamp declares the
     /// client's `elicitation` capability.
-    Call { params: CallToolParams, elicits: bool },
+    Call { params: CallToolParams, caps: Caps },
     /// `resources/list` from a cursor.
     ListResources(Option<String>),
     /// `resources/templates/list` from a cursor.
@@ -105,9 +105,33 @@ impl Job {
     }
 }
 
-/// Whether a stateless stamp declares the client's `elicitation` capability.
-fn elicits(meta: Option<wasmgate_protocol::server::StatelessMeta>) -> bool {
-    meta.is_some_and(|m| m.client_capabilities.get("elicitation").is_some_and(Value::is_object))
+/// What a client can be asked, by the capabilities it declared.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Caps {
+    /// `elicitation`: questions to its user.
+    pub(crate) elicitation: bool,
+    /// `sampling`: completions from its model.
+    pub(crate) sampling: bool,
+}
+
+impl Caps {
+    /// From a `ClientCapabilities` object.
+    pub(crate) fn of(capabilities: &serde_json::Map<String, Value>) -> Self {
+        Self {
+            elicitation: capabilities.get("elicitation").is_some_and(Value::is_object),
+            sampling: capabilities.get("sampling").is_some_and(Value::is_object),
+        }
+    }
+
+    /// Whether it can be asked anything.
+    pub(crate) fn any(self) -> bool {
+        self.elicitation || self.sampling
+    }
+}
+
+/// What a stateless stamp declares the client can be asked.
+fn stamped(meta: Option<wasmgate_protocol::server::StatelessMeta>) -> Caps {
+    meta.map_or_else(Caps::default, |m| Caps::of(&m.client_capabilities))
 }
 
 /// The server's core, shared by every connection.
@@ -177,7 +201,11 @@ impl Engine {
                 "tools/list" => Some(parse_cursor(params).map(Job::ListTools)),
                 "tools/call" => Some(parse_call_tool_params(params).map(|params| Job::Call {
                     params,
-                    elicits: matches!(era, Era::Stateless(_)) && elicits(parse_stateless_meta(params_of).ok()),
+                    caps: if matches!(era, Era::Stateless(_)) {
+                        stamped(parse_stateless_meta(params_of).ok())
+                    } else {
+                        Caps::default()
+                    },
                 })),
                 "resources/list" if offers.resources => Some(parse_cursor(params).map(Job::ListResources)),
                 "resources/templates/list" if offers.resources => Some(parse_cursor(params).map(Job::ListTemplates)),
@@ -237,8 +265,8 @@ impl Engine {
         tracing::debug!(offered = %offered.protocol_version, answered = %version, client = %offered.client_info, "initialize");
         let result =
             initialize_result(version, self.capabilities(), &self.config.info, self.config.instructions.as_deref());
-        let elicits = offered.capabilities.get("elicitation").is_some_and(Value::is_object);
-        Routed::Initialized { answer: result_response(id, result), version, elicits }
+        let caps = Caps::of(&offered.capabilities);
+        Routed::Initialized { answer: result_response(id, result), version, caps }
     }
 
     /// The version of a stateless request, or the error response refusing it.

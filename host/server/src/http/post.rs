@@ -26,7 +26,7 @@ use axum::response::Response;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::Value;
 use tokio::sync::mpsc;
-use wasmgate_agent::{Ask, CancellationToken};
+use wasmgate_agent::CancellationToken;
 use wasmgate_protocol::codes::{HEADER_MISMATCH, INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR};
 use wasmgate_protocol::server::{has_stateless_meta, parse_cancelled};
 use wasmgate_protocol::{Id, Message, Request, classify, error_response, parse_message};
@@ -155,8 +155,8 @@ async fn dispatch(shared: &Arc<Shared>, peer: IpAddr, session: Option<Arc<Sessio
         Routed::Refuse(answer) => json(StatusCode::BAD_REQUEST, &answer),
         Routed::UnknownMethod(answer, Era::Stateless(_)) => json(StatusCode::NOT_FOUND, &answer),
         Routed::UnknownMethod(answer, Era::Handshake(_)) => json(StatusCode::OK, &answer),
-        Routed::Initialized { answer, version, elicits } => {
-            match shared.sessions.create(peer, version, elicits, &shared.life) {
+        Routed::Initialized { answer, version, caps } => {
+            match shared.sessions.create(peer, version, caps, &shared.life) {
                 Ok(id) => {
                     let mut response = json(StatusCode::OK, &answer);
                     if let Ok(value) = HeaderValue::from_str(&id) {
@@ -190,15 +190,15 @@ async fn dispatch(shared: &Arc<Shared>, peer: IpAddr, session: Option<Arc<Sessio
             // cooperatively: the backend sees its token fire and ends the call its own way.
             let cancel_when_dropped = token.clone().drop_guard();
             let owner = Arc::clone(shared);
-            let elicits = session.as_ref().filter(|s| s.elicits && job.is_call());
-            if job.wants_progress() || elicits.is_some() {
+            let asks = session.as_ref().filter(|s| s.caps.any() && job.is_call());
+            if job.wants_progress() || asks.is_some() {
                 // Progress and questions go out on an SSE stream, the answer last; the
                 // stream ends with it.
                 let (tx, rx) = mpsc::channel::<Value>(PROGRESS_BACKLOG);
-                let live = elicits.map(|session| {
+                let live = asks.map(|session| {
                     let (out, replies) = (tx.clone(), Arc::clone(&session.replies));
                     let (timeout, cancel) = (owner.engine.config.ask_timeout, token.clone());
-                    Arc::new(Live { out, replies, timeout, cancel }) as Arc<dyn Ask>
+                    Arc::new(Live { out, replies, timeout, cancel, caps: session.caps })
                 });
                 shared.life.tasks.spawn(async move {
                     let answer = owner.engine.run(&id, version, job, token, Some(tx.clone()), live).await;

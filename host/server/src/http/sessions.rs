@@ -56,7 +56,7 @@ pub(crate) struct Session {
     /// Cancels its calls: fired by DELETE or when the shutdown grace period is over.
     pub(crate) abort: CancellationToken,
     /// Whether the client's `initialize` declared `elicitation`.
-    pub(crate) elicits: bool,
+    pub(crate) caps: crate::engine::Caps,
     /// Requests sent to the client on its calls' streams, waiting for the responses it
     /// POSTs.
     pub(crate) replies: Arc<Replies>,
@@ -141,12 +141,12 @@ impl Sessions {
     }
 
     /// A new session for the client at `peer`, speaking `version` (with a client that
-    /// `elicits` or not), and its id.
+    /// can be asked what `caps` says), and its id.
     pub(crate) fn create(
         &self,
         peer: IpAddr,
         version: ProtocolVersion,
-        elicits: bool,
+        caps: crate::engine::Caps,
         life: &Lifecycle,
     ) -> Result<String, Refused> {
         let client = client_key(peer);
@@ -159,7 +159,7 @@ impl Sessions {
             in_flight: Arc::new(InFlight::default()),
             stop: life.stopping.child_token(),
             abort: life.abort.child_token(),
-            elicits,
+            caps,
             replies: Arc::default(),
             last_used: Mutex::new(Instant::now()),
             streams: AtomicUsize::new(0),
@@ -208,37 +208,38 @@ fn stop(session: &Session) {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::engine::Caps;
 
     const LOCAL: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
 
     #[test]
     fn sessions_are_unguessable_capped_and_ended_by_id() {
         let (sessions, life) = (Sessions::new(2, 2, Duration::from_secs(3600)), Lifecycle::default());
-        let a = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, false, &life).unwrap();
-        let b = sessions.create(LOCAL, ProtocolVersion::V2025_06_18, false, &life).unwrap();
+        let a = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
+        let b = sessions.create(LOCAL, ProtocolVersion::V2025_06_18, Caps::default(), &life).unwrap();
         assert_ne!(a, b);
         assert_eq!(a.len(), 32);
-        assert!(matches!(sessions.create(LOCAL, ProtocolVersion::V2025_11_25, false, &life), Err(Refused::Full)));
+        assert!(matches!(sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life), Err(Refused::Full)));
         let session = sessions.get(&a).unwrap();
         assert!(sessions.end(&a));
         assert!(session.stop.is_cancelled() && session.abort.is_cancelled());
         assert!(sessions.get(&a).is_none() && !sessions.end(&a));
-        assert!(sessions.create(LOCAL, ProtocolVersion::V2025_11_25, false, &life).is_ok());
+        assert!(sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life).is_ok());
     }
 
     #[test]
     fn idle_sessions_expire_but_not_while_a_call_or_a_stream_is_open() {
         let (sessions, life) = (Sessions::new(3, 3, Duration::from_millis(1)), Lifecycle::default());
-        let idle = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, false, &life).unwrap();
-        let calling = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, false, &life).unwrap();
-        let streaming = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, false, &life).unwrap();
+        let idle = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
+        let calling = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
+        let streaming = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
         let parent = CancellationToken::new();
         let call = sessions.get(&calling).unwrap().in_flight.start(&wasmgate_protocol::Id::Int(1), &parent).unwrap();
         let stream = sessions.get(&streaming).unwrap().stream();
         let idle_session = sessions.get(&idle).unwrap();
         std::thread::sleep(Duration::from_millis(5));
         // The table was full; creating expires the idle one and makes room.
-        let fresh = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, false, &life).unwrap();
+        let fresh = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
         assert!(idle_session.stop.is_cancelled() && idle_session.abort.is_cancelled());
         assert!(sessions.get(&idle).is_none(), "expired");
         assert!(sessions.get(&calling).is_some(), "a call in flight keeps its session");
@@ -253,15 +254,15 @@ mod tests {
     #[test]
     fn one_client_cannot_take_every_session() {
         let (sessions, life) = (Sessions::new(4, 2, Duration::from_secs(3600)), Lifecycle::default());
-        let first = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, false, &life).unwrap();
+        let first = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
         // 127.0.0.2 is the same client as 127.0.0.1 (every loopback address is one).
         let other_loopback = IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 2));
-        sessions.create(other_loopback, ProtocolVersion::V2025_11_25, false, &life).unwrap();
-        let third = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, false, &life);
+        sessions.create(other_loopback, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
+        let third = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life);
         assert!(matches!(third, Err(Refused::ClientFull)), "{third:?}");
         let remote = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 7));
-        sessions.create(remote, ProtocolVersion::V2025_11_25, false, &life).unwrap();
+        sessions.create(remote, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
         assert!(sessions.end(&first));
-        sessions.create(LOCAL, ProtocolVersion::V2025_11_25, false, &life).unwrap();
+        sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
     }
 }

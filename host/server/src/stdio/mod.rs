@@ -26,7 +26,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
-use wasmgate_agent::{Ask, CancellationToken};
+use wasmgate_agent::CancellationToken;
 use wasmgate_protocol::batch::LineBatch;
 use wasmgate_protocol::codes::{INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR};
 use wasmgate_protocol::server::parse_cancelled;
@@ -37,7 +37,7 @@ use crate::config::ServerConfig;
 use crate::engine::ask::{Live, Replies};
 use crate::engine::calls::InFlight;
 use crate::engine::watch::{Listen, announce, listen};
-use crate::engine::{Engine, Routed};
+use crate::engine::{Caps, Engine, Routed};
 use crate::error::ServeError;
 use crate::shutdown::Lifecycle;
 use lines::{Line, next_line};
@@ -74,7 +74,7 @@ where
         tx,
         in_flight: Arc::new(InFlight::default()),
         handshake: None,
-        elicits: false,
+        caps: Caps::default(),
     };
     tokio::pin!(shutdown);
     let read = loop {
@@ -134,7 +134,7 @@ struct Connection {
     handshake: Option<ProtocolVersion>,
     /// Whether the client's `initialize` declared `elicitation`: then an `ask` verdict
     /// is put to it while the call waits.
-    elicits: bool,
+    caps: Caps,
     /// Requests we sent the client (elicitation), waiting for their answers.
     replies: Arc<Replies>,
 }
@@ -182,8 +182,8 @@ impl Connection {
             Routed::Reply(answer) | Routed::Refuse(answer) | Routed::UnknownMethod(answer, _) => {
                 self.send(answer).await
             }
-            Routed::Initialized { answer, version, elicits } => {
-                self.elicits = elicits;
+            Routed::Initialized { answer, version, caps } => {
+                self.caps = caps;
                 self.send(answer).await;
                 if self.handshake.replace(version).is_none() {
                     let changes = engine.backend.tool_changes();
@@ -197,10 +197,10 @@ impl Connection {
                 let Some(ticket) = self.in_flight.start(&id, &self.life.abort) else {
                     return self.send(duplicate(&id)).await;
                 };
-                let live = (self.handshake.is_some() && self.elicits).then(|| {
+                let live = (self.handshake.is_some() && self.caps.any()).then(|| {
                     let (out, replies) = (self.tx.clone(), Arc::clone(&self.replies));
                     let (timeout, cancel) = (engine.config.ask_timeout, ticket.token());
-                    Arc::new(Live { out, replies, timeout, cancel }) as Arc<dyn Ask>
+                    Arc::new(Live { out, replies, timeout, cancel, caps: self.caps })
                 });
                 self.life.tasks.spawn(async move {
                     let answer = engine.run(&id, version, job, ticket.token(), Some(tx.clone()), live).await;
