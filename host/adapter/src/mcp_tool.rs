@@ -16,11 +16,11 @@ use std::time::Duration;
 use jsonschema::Validator;
 use serde_json::Value;
 use wasmgate_agent::{
-    BoxFuture, CancellationToken, Input, InputRefusal, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult,
-    ToolSpec, context,
+    BoxFuture, CancellationToken, Input, InputRefusal, LogLevel, LogMessage, LogSink, Tool, ToolError, ToolErrorKind,
+    ToolExecute, ToolResult, ToolSpec, context,
 };
 use wasmgate_client::{
-    CallOptions, ClientError, InputDeclined, InputHandler, InputRequest, McpClient, ProgressFn, Resume,
+    CallOptions, ClientError, InputDeclined, InputHandler, InputRequest, LogFn, McpClient, ProgressFn, Resume,
 };
 use wasmgate_policy::sanitize;
 use wasmgate_protocol::ToolDefinition;
@@ -119,6 +119,9 @@ impl McpTool {
             progress: progress_relay(),
             input: context.input.clone().map(|input| Arc::new(Relay(input)) as Arc<dyn InputHandler>),
             resume: context.resume.map(|r| Resume { responses: r.responses, state: r.state }),
+            capabilities: Some(capabilities(context.input.as_deref())),
+            log_level: context.log.as_ref().map(|log| log.level.as_str().to_owned()),
+            log: context.log.clone().map(log_relay),
             ..CallOptions::default()
         };
         match self.client.call_tool_with(&self.upstream, arguments, cancel.clone(), options).await {
@@ -216,4 +219,28 @@ impl InputHandler for Relay {
             })
         })
     }
+}
+
+/// The client capabilities a call declares: what its caller's side can answer.
+pub fn capabilities(input: Option<&dyn Input>) -> serde_json::Map<String, Value> {
+    let mut capabilities = serde_json::Map::new();
+    for (method, capability) in
+        [("elicitation/create", "elicitation"), ("sampling/createMessage", "sampling"), ("roots/list", "roots")]
+    {
+        if input.is_some_and(|input| input.can(method)) {
+            capabilities.insert(capability.into(), Value::Object(serde_json::Map::new()));
+        }
+    }
+    capabilities
+}
+
+/// A provider's log messages, as the call context's sink takes them (cleaned above,
+/// by the guard). A message without a known level is dropped.
+fn log_relay(sink: LogSink) -> LogFn {
+    Arc::new(move |params: serde_json::Map<String, Value>| {
+        let Some(level) = params.get("level").and_then(Value::as_str).and_then(LogLevel::parse) else { return };
+        let logger = params.get("logger").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let data = params.get("data").cloned().unwrap_or(Value::Null);
+        (sink.send)(LogMessage { level, logger, data });
+    })
 }

@@ -310,7 +310,7 @@ async fn the_python_sdk_client_uses_serve_over_http_in_both_eras() {
 // ---------------------------------------------------------------- the conformance suite
 
 /// The scenario tools of tests/fixtures/conformance_upstream.py.
-const SCENARIO_TOOLS: [&str; 9] = [
+const SCENARIO_TOOLS: [&str; 23] = [
     "test_simple_text",
     "test_image_content",
     "test_audio_content",
@@ -319,13 +319,28 @@ const SCENARIO_TOOLS: [&str; 9] = [
     "test_error_handling",
     "test_tool_with_progress",
     "test_tool_with_logging",
+    "test_logging_tool",
+    "test_sampling",
+    "test_elicitation",
+    "test_elicitation_sep1034_defaults",
+    "test_elicitation_sep1330_enums",
+    "test_input_required_result_elicitation",
+    "test_streaming_elicitation",
+    "test_input_required_result_sampling",
+    "test_input_required_result_list_roots",
+    "test_input_required_result_request_state",
+    "test_input_required_result_multi_round",
+    "test_input_required_result_tampered_state",
+    "test_input_required_result_capabilities",
+    "test_input_required_result_multiple_inputs",
     "json_schema_2020_12_tool",
 ];
 
 /// A gateway whose one provider, `conformance`, is the fixture upstream (spawned
 /// confined) as a drop-in: its names shown as they are (`prefix = false`), its media
-/// passed after the media check (`media = "pass"`), every scenario tool allowed and
-/// reviewed, and its resources and prompts allowed.
+/// passed after the media check (`media = "pass"`), its requests for input carried
+/// (`sampling = "allow"`; roots answered from the policy), every scenario tool allowed
+/// and reviewed, and its resources and prompts allowed.
 fn conformance_gateway() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let fixtures = fixture("").canonicalize().unwrap();
@@ -339,7 +354,8 @@ fn conformance_gateway() -> tempfile::TempDir {
     );
     std::fs::write(dir.path().join("wasmgate.toml"), config).unwrap();
     let mut policy = format!(
-        "[providers.conformance]\nread_paths = [{:?}]\nresources = [\"test://*\"]\nprompts = [\"*\"]\nmedia = \"pass\"\n\n\
+        "[providers.conformance]\nread_paths = [{:?}]\nresources = [\"test://*\"]\nprompts = [\"*\"]\nmedia = \"pass\"\n\
+         sampling = \"allow\"\nroots = [\"file:///conformance/shared\"]\n\n\
          [providers.conformance.tools]\n",
         fixtures.display().to_string()
     );

@@ -32,8 +32,8 @@ pub mod oauth;
 pub mod transport;
 
 pub use client::{
-    CallOptions, ClientConfig, InputDeclined, InputHandler, InputRequest, McpClient, Progress, ProgressFn, Resume,
-    ToolsWatch, ToolsWatchConfig,
+    CallOptions, ClientConfig, InputDeclined, InputHandler, InputRequest, LogFn, McpClient, Progress, ProgressFn,
+    Resume, ToolsWatch, ToolsWatchConfig,
 };
 pub use error::{ClientError, CloseReason, TransportError};
 pub use tokio_util::sync::CancellationToken;

@@ -178,7 +178,7 @@ impl Backend for GatewayBackend {
 
     fn offers(&self) -> Offers {
         let offers = self.content.offers();
-        Offers { resources: offers.resources, prompts: offers.prompts, completions: offers.completions }
+        Offers { resources: offers.resources, prompts: offers.prompts, completions: offers.completions, logging: true }
     }
 
     fn resources(&self) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {

@@ -23,7 +23,9 @@ use wasmgate_client::{
     StdioTransport,
 };
 use wasmgate_guard::{Approver, ContentSource, Guard, GuardedToolset};
-use wasmgate_policy::{CodeState, ConfinementLevel, Lock, MediaMode, Naming, Policy, ProviderPolicy, exposed_name};
+use wasmgate_policy::{
+    CodeState, ConfinementLevel, Lock, MediaMode, Naming, Policy, ProviderPolicy, Verdict, exposed_name,
+};
 use wasmgate_sandbox::{
     CallLimits, ConnectCheck, DirGrant, Formatter, Grants, MediaCheck, NetworkGrant, Sandbox, SandboxConfig,
 };
@@ -314,6 +316,15 @@ fn connector(
     confined: &Arc<Mutex<Option<String>>>,
 ) -> Result<Connect, StartError> {
     let mut client = ClientConfig::default();
+    // What a handshake-era server is told at `initialize` that it may ask during a call
+    // (each call's own requests declare what its caller's side can answer).
+    client.capabilities.insert("elicitation".into(), serde_json::json!({}));
+    if rules.is_some_and(|r| r.sampling != Verdict::Deny) {
+        client.capabilities.insert("sampling".into(), serde_json::json!({}));
+    }
+    if rules.is_some_and(|r| !r.roots.is_empty()) {
+        client.capabilities.insert("roots".into(), serde_json::json!({}));
+    }
     if let Some(ms) = provider.call_timeout_ms {
         client.call_timeout = Duration::from_millis(ms);
     }

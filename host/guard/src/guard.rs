@@ -31,7 +31,7 @@ use wasmgate_policy::{
 };
 
 use crate::approver::{Approval, ApprovalRequest, Approver, Subject};
-use crate::bridge::Bridged;
+use crate::bridge::{Bridged, screened_log};
 use crate::screen::{Screened, Screener, screen};
 
 /// The policy, the reviewed definitions, the approver and the audit log, shared by
@@ -383,6 +383,7 @@ impl Guarded {
         // The provider's own requests for input during the call go through the policy.
         let mut context = context::current();
         let caller = context.input.take();
+        context.log = context.log.take().map(|sink| screened_log(sink, &self.provider));
         context.input = Some(Arc::new(Bridged {
             guard: Arc::clone(guard),
             call: call.clone(),

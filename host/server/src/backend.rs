@@ -96,6 +96,9 @@ pub struct Offers {
     pub prompts: bool,
     /// `completion/complete`.
     pub completions: bool,
+    /// Log messages of calls (`logging/setLevel` in the handshake era, the
+    /// `logLevel` of a request's `_meta` in 2026-07-28).
+    pub logging: bool,
 }
 
 /// A `prompts/get` answer.

@@ -46,7 +46,7 @@ impl Backend for Library {
     }
 
     fn offers(&self) -> Offers {
-        Offers { resources: true, prompts: true, completions: true }
+        Offers { resources: true, prompts: true, completions: true, logging: false }
     }
 
     fn resources(&self) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {

@@ -26,6 +26,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use wasmgate_protocol::codes::{HEADER_MISMATCH, INVALID_PARAMS};
+use wasmgate_protocol::mcp::{META_CLIENT_CAPABILITIES, META_LOG_LEVEL};
 use wasmgate_protocol::{CallToolResult, Id, InputRequired, ResultKind, parse_call_tool_result};
 
 use super::config::CallOptions;
@@ -53,9 +54,18 @@ pub(crate) async fn call_tool(
         token
     });
     let handler = options.input.clone().or_else(|| shared.config.input_handler.clone());
-    let registered = shared.calls_in_flight.register(options.input);
-    let call =
-        Call { name, arguments: &arguments, cancel, timeout, token: token.as_ref(), handler, resume: options.resume };
+    let registered = shared.calls_in_flight.register(options.input, options.log);
+    let stamp = Stamp { capabilities: options.capabilities, log_level: options.log_level };
+    let call = Call {
+        name,
+        arguments: &arguments,
+        cancel,
+        timeout,
+        token: token.as_ref(),
+        handler,
+        resume: options.resume,
+        stamp,
+    };
     let outcome = rounds(shared, call).await;
     if let Some(token) = &token {
         shared.unwatch_progress(token);
@@ -73,21 +83,49 @@ struct Call<'a> {
     token: Option<&'a Id>,
     handler: Option<Arc<dyn InputHandler>>,
     resume: Option<Resume>,
+    stamp: Stamp,
+}
+
+/// What one call's requests declare besides the client's own stamp.
+struct Stamp {
+    capabilities: Option<Map<String, Value>>,
+    log_level: Option<String>,
+}
+
+impl Stamp {
+    /// `request` with this call's capabilities and log level in its `_meta`, when the
+    /// session's version stamps requests.
+    fn apply(&self, session: &Session, mut request: Value) -> Value {
+        if !session.context.version().is_stateless() {
+            return request;
+        }
+        let Some(meta) = request.pointer_mut("/params/_meta").and_then(Value::as_object_mut) else { return request };
+        if let Some(capabilities) = &self.capabilities {
+            meta.insert(META_CLIENT_CAPABILITIES.into(), Value::Object(capabilities.clone()));
+        }
+        if let Some(level) = &self.log_level {
+            meta.insert(META_LOG_LEVEL.into(), Value::String(level.clone()));
+        }
+        request
+    }
 }
 
 async fn rounds(shared: &Arc<Shared>, call: Call<'_>) -> Result<CallToolResult, ClientError> {
-    let Call { name, arguments, cancel, timeout, token, handler, resume } = call;
+    let Call { name, arguments, cancel, timeout, token, handler, resume, stamp } = call;
     let original =
         |session: &Session| session.context.tools_call(&Id::from(ORIGINAL), name, Some(arguments.clone()), token);
-    let first = |session: &Session, id: &Id| match &resume {
-        None => Ok(session.context.tools_call(id, name, Some(arguments.clone()), token)),
-        // Carrying on from an earlier call's round: its answers, under the keys it asked.
-        Some(resume) => {
-            let asked = resume.responses.keys().map(|k| (k.clone(), Value::Null)).collect();
-            let required = InputRequired { input_requests: Some(asked), request_state: resume.state.clone() };
-            let responses = Some(resume.responses.clone()).filter(|r| !r.is_empty());
-            Ok(session.context.retry_with_input(&original(session), id, &required, responses)?)
-        }
+    let first = |session: &Session, id: &Id| {
+        let request = match &resume {
+            None => session.context.tools_call(id, name, Some(arguments.clone()), token),
+            // Carrying on from an earlier call's round: its answers, under the keys it asked.
+            Some(resume) => {
+                let asked = resume.responses.keys().map(|k| (k.clone(), Value::Null)).collect();
+                let required = InputRequired { input_requests: Some(asked), request_state: resume.state.clone() };
+                let responses = Some(resume.responses.clone()).filter(|r| !r.is_empty());
+                session.context.retry_with_input(&original(session), id, &required, responses)?
+            }
+        };
+        Ok(stamp.apply(session, request))
     };
     let mut headers = param_headers_for(shared, name, arguments);
     let (reply, session) = match request(shared, "tools/call", &first, &headers, timeout, Some(cancel)).await {
@@ -127,7 +165,8 @@ async fn rounds(shared: &Arc<Shared>, call: Call<'_>) -> Result<CallToolResult, 
         };
         let original = original(&session);
         let retry = |session: &Session, id: &Id| {
-            Ok(session.context.retry_with_input(&original, id, &required, responses.clone())?)
+            let request = session.context.retry_with_input(&original, id, &required, responses.clone())?;
+            Ok(stamp.apply(session, request))
         };
         let (reply, _) = request(shared, "tools/call", &retry, &headers, timeout, Some(cancel))
             .await

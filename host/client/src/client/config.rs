@@ -143,6 +143,9 @@ pub struct Progress {
 /// Receives the progress updates of one call, on the client's reader task: keep it quick.
 pub type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 
+/// Receives the `params` of a server's `notifications/message` (untrusted, unparsed).
+pub type LogFn = Arc<dyn Fn(Map<String, Value>) + Send + Sync>;
+
 /// Per-call options of [`McpClient::call_tool_with`](super::McpClient::call_tool_with).
 #[derive(Clone, Default)]
 pub struct CallOptions {
@@ -156,6 +159,16 @@ pub struct CallOptions {
     pub input: Option<Arc<dyn InputHandler>>,
     /// Carries on from an earlier call's `input_required` round.
     pub resume: Option<Resume>,
+    /// The capabilities this call's requests declare (2026-07-28 stamps them on every
+    /// request) instead of [`ClientConfig::capabilities`]: what its caller's side can
+    /// answer.
+    pub capabilities: Option<Map<String, Value>>,
+    /// The least severe log level this call wants the server's messages at (2026-07-28:
+    /// `_meta["io.modelcontextprotocol/logLevel"]`; none: no messages).
+    pub log_level: Option<String>,
+    /// Receives the server's log messages while this is the only call in flight (a
+    /// message names no request, so two calls' messages cannot be told apart).
+    pub log: Option<LogFn>,
 }
 
 impl fmt::Debug for CallOptions {
@@ -165,6 +178,9 @@ impl fmt::Debug for CallOptions {
             .field("progress", &self.progress.as_ref().map(|_| "Fn(Progress)"))
             .field("input", &self.input)
             .field("resume", &self.resume.is_some())
+            .field("capabilities", &self.capabilities)
+            .field("log_level", &self.log_level)
+            .field("log", &self.log.as_ref().map(|_| "Fn(params)"))
             .finish()
     }
 }

@@ -53,7 +53,7 @@ mod router;
 mod tools;
 pub mod watch;
 
-pub use config::{CallOptions, ClientConfig, Progress, ProgressFn, ToolsWatchConfig};
+pub use config::{CallOptions, ClientConfig, LogFn, Progress, ProgressFn, ToolsWatchConfig};
 pub use input::{InputDeclined, InputHandler, InputRequest, Resume};
 pub use watch::ToolsWatch;
 

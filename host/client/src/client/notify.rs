@@ -13,7 +13,8 @@
 //! * `notifications/cancelled` from the server ends a subscription on stdio (the only
 //!   use the 2026-07-28 spec allows it); naming any other request it is ignored.
 //! * `notifications/progress` reaches the callback of its call; `notifications/message`
-//!   is logged; anything else is dropped.
+//!   reaches the log receiver of the one call in flight, or is logged; anything else is
+//!   dropped.
 
 use serde_json::{Map, Value};
 use wasmgate_protocol::{Id, Notification, parse_acknowledged};
@@ -47,13 +48,16 @@ impl Shared {
                     });
                 }
             }
-            // Serialized only when someone reads it: a server can send many of these, up
-            // to the frame limit each, and the reader must keep up with the rest.
-            "notifications/message" if tracing::enabled!(tracing::Level::DEBUG) => {
-                let text = Value::Object(params).to_string();
-                tracing::debug!(server = %self.server, log = %escape(&text.as_bytes()[..text.len().min(1024)]), "server log");
+            "notifications/message" => {
+                if let Some(log) = self.calls_in_flight.only_log() {
+                    log(params);
+                } else if tracing::enabled!(tracing::Level::DEBUG) {
+                    // Serialized only when someone reads it: a server can send many of
+                    // these, up to the frame limit each, and the reader must keep up.
+                    let text = Value::Object(params).to_string();
+                    tracing::debug!(server = %self.server, log = %escape(&text.as_bytes()[..text.len().min(1024)]), "server log");
+                }
             }
-            "notifications/message" => {}
             other => tracing::debug!(server = %self.server, method = other, "notification ignored"),
         }
     }

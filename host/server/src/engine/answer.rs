@@ -5,7 +5,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tokio::sync::mpsc;
-use wasmgate_agent::{Ask, Attachment, CallContext, CancellationToken, Input, Progress, ProgressSink, Resume, context};
+use wasmgate_agent::{
+    Ask, Attachment, CallContext, CancellationToken, Input, LogLevel, LogMessage, LogSink, Progress, ProgressSink,
+    Resume, context,
+};
 use wasmgate_protocol::codes::{INTERNAL_ERROR, INVALID_PARAMS};
 use wasmgate_protocol::server::{
     CallToolParams, call_tool_result, call_tool_text_result, complete_result, get_prompt_result, input_required_result,
@@ -44,11 +47,12 @@ impl Engine {
                     .collect();
                 listed("tools", cursor, Ok(tools))
             }
-            Job::Call { params, caps } => {
+            Job::Call { params, caps, log } => {
+                let log = log.zip(notify.clone()).map(|(level, out)| log_sink(level, out));
                 let progress = params.progress_token.clone().zip(notify).map(|(token, out)| progress_sink(token, out));
                 let ask = live.clone().map(|live| live as Arc<dyn Ask>);
                 let input = live.map(|live| live as Arc<dyn Input>);
-                let context = CallContext { progress, ask, input, ..CallContext::default() };
+                let context = CallContext { progress, ask, input, log, ..CallContext::default() };
                 self.call(id, version, params, caps, cancel, context).await
             }
             Job::ListResources(cursor) => listed("resources", cursor, backend.resources().await),
@@ -177,6 +181,19 @@ impl Engine {
 
 /// Sends each progress update as `notifications/progress` under the client's token.
 /// Updates that find the channel full are dropped, never waited for: progress is
+/// Where a call's log messages go: `notifications/message` on `out`, each message as
+/// the backend cleaned it, dropped when the stream is full (a log never holds up a call).
+fn log_sink(level: LogLevel, out: mpsc::Sender<Value>) -> LogSink {
+    let send = move |message: LogMessage| {
+        let mut params = serde_json::Map::new();
+        params.insert("level".into(), Value::String(message.level.as_str().into()));
+        params.insert("logger".into(), Value::String(message.logger));
+        params.insert("data".into(), message.data);
+        let _ = out.try_send(wasmgate_protocol::notification("notifications/message", Some(params)));
+    };
+    LogSink { level, send: Arc::new(send) }
+}
+
 /// advisory, and a flood from upstream must not hold the call back.
 fn progress_sink(token: Id, out: mpsc::Sender<Value>) -> ProgressSink {
     Arc::new(move |update: Progress| {

@@ -101,6 +101,10 @@ fn not_askable(method: &str) -> InputRefusal {
 }
 
 impl Input for Deferred {
+    fn can(&self, method: &str) -> bool {
+        askable(self.caps, method)
+    }
+
     fn request(&self, method: String, _params: Map<String, Value>) -> BoxFuture<'static, Result<Value, InputRefusal>> {
         let outcome = if askable(self.caps, &method) { InputRefusal::Deferred } else { not_askable(&method) };
         Box::pin(std::future::ready(Err(outcome)))
@@ -380,6 +384,10 @@ pub(crate) struct Live {
 }
 
 impl Input for Live {
+    fn can(&self, method: &str) -> bool {
+        askable(self.caps, method)
+    }
+
     fn request(&self, method: String, params: Map<String, Value>) -> BoxFuture<'static, Result<Value, InputRefusal>> {
         if !askable(self.caps, &method) {
             return Box::pin(std::future::ready(Err(not_askable(&method))));

@@ -26,6 +26,7 @@ pub(crate) mod watch;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
+use wasmgate_agent::LogLevel;
 use wasmgate_protocol::codes::{INVALID_PARAMS, METHOD_NOT_FOUND};
 use wasmgate_protocol::mcp::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
 use wasmgate_protocol::server::{
@@ -68,6 +69,9 @@ pub(crate) enum Routed {
     Run { id: Id, version: ProtocolVersion, job: Job },
     /// `subscriptions/listen`: the tool changes the client asked for, if any.
     Listen { id: Id, version: ProtocolVersion, tools: bool },
+    /// A handshake-era `logging/setLevel`: the connection or session keeps the level for
+    /// its later calls, and answers this.
+    SetLevel { level: LogLevel, answer: Value },
 }
 
 /// A request that the backend answers, with its checked parameters.
@@ -75,9 +79,11 @@ pub(crate) enum Routed {
 pub(crate) enum Job {
     /// `tools/list` from a cursor.
     ListTools(Option<String>),
-    /// `tools/call`; `elicits`: whether a stateless request's stamp declares the
-    /// client's `elicitation` capability.
-    Call { params: CallToolParams, caps: Caps },
+    /// `tools/call`; `caps`: what a stateless request's stamp declares the client can be
+    /// asked; `log`: the least severe level of log messages it wants (a stateless
+    /// request's `_meta` logLevel; in the handshake era, the connection's level, set by
+    /// whoever runs the job).
+    Call { params: CallToolParams, caps: Caps, log: Option<LogLevel> },
     /// `resources/list` from a cursor.
     ListResources(Option<String>),
     /// `resources/templates/list` from a cursor.
@@ -97,6 +103,20 @@ impl Job {
     /// progress token).
     pub(crate) fn wants_progress(&self) -> bool {
         matches!(self, Job::Call { params, .. } if params.progress_token.is_some())
+    }
+
+    /// Whether the client asked for log messages of a `tools/call`.
+    pub(crate) fn wants_log(&self) -> bool {
+        matches!(self, Job::Call { log: Some(_), .. })
+    }
+
+    /// Sets a handshake-era call's log level from its connection, unless it has one.
+    pub(crate) fn log_at(&mut self, level: Option<LogLevel>) {
+        if let Job::Call { log, .. } = self
+            && log.is_none()
+        {
+            *log = level;
+        }
     }
 
     /// Whether this is a `tools/call`.
@@ -127,6 +147,12 @@ impl Caps {
     pub(crate) fn any(self) -> bool {
         self.elicitation || self.sampling
     }
+}
+
+/// The log level a stateless request's `_meta` asks for, if any (an unknown name: none).
+fn stamped_level(params: Option<&Map<String, Value>>) -> Option<LogLevel> {
+    let meta = params?.get("_meta")?.as_object()?;
+    LogLevel::parse(meta.get(wasmgate_protocol::mcp::META_LOG_LEVEL)?.as_str()?)
 }
 
 /// What a stateless stamp declares the client can be asked.
@@ -169,6 +195,9 @@ impl Engine {
         if offers.completions {
             caps.insert("completions".into(), Value::Object(Map::new()));
         }
+        if offers.logging {
+            caps.insert("logging".into(), Value::Object(Map::new()));
+        }
         caps
     }
 
@@ -199,13 +228,13 @@ impl Engine {
         if let Era::Handshake(Some(version)) | Era::Stateless(version) = era {
             let parsed = match method.as_str() {
                 "tools/list" => Some(parse_cursor(params).map(Job::ListTools)),
-                "tools/call" => Some(parse_call_tool_params(params).map(|params| Job::Call {
-                    params,
-                    caps: if matches!(era, Era::Stateless(_)) {
-                        stamped(parse_stateless_meta(params_of).ok())
-                    } else {
-                        Caps::default()
-                    },
+                "tools/call" => Some(parse_call_tool_params(params).map(|params| {
+                    let stateless = matches!(era, Era::Stateless(_));
+                    Job::Call {
+                        params,
+                        caps: if stateless { stamped(parse_stateless_meta(params_of).ok()) } else { Caps::default() },
+                        log: if stateless && offers.logging { stamped_level(params_of) } else { None },
+                    }
                 })),
                 "resources/list" if offers.resources => Some(parse_cursor(params).map(Job::ListResources)),
                 "resources/templates/list" if offers.resources => Some(parse_cursor(params).map(Job::ListTemplates)),
@@ -221,6 +250,18 @@ impl Engine {
         }
         match (era, method.as_str()) {
             (Era::Handshake(_), "ping") => Routed::Reply(result_response(&id, Map::new())),
+            (Era::Handshake(Some(_)), "logging/setLevel") if offers.logging => {
+                let level = params.and_then(|p| p.get("level")).and_then(Value::as_str).and_then(LogLevel::parse);
+                match level {
+                    Some(level) => Routed::SetLevel { level, answer: result_response(&id, Map::new()) },
+                    None => Routed::Reply(error_response(
+                        Some(&id),
+                        INVALID_PARAMS,
+                        "params.level must be one of debug, info, notice, warning, error, critical, alert, emergency",
+                        None,
+                    )),
+                }
+            }
             (Era::Stateless(version), "server/discover") => {
                 let result = discover_result(
                     version,

@@ -174,7 +174,16 @@ async fn dispatch(shared: &Arc<Shared>, peer: IpAddr, session: Option<Arc<Sessio
                 }
             }
         }
-        Routed::Run { id, version, job } => {
+        Routed::SetLevel { level, answer } => {
+            if let Some(session) = &session {
+                *session.log_level.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(level);
+            }
+            json(StatusCode::OK, &answer)
+        }
+        Routed::Run { id, version, mut job } => {
+            if let Some(session) = &session {
+                job.log_at(*session.log_level.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+            }
             let (ticket, token) = match &session {
                 Some(session) => match session.in_flight.start(&id, &session.abort) {
                     Some(ticket) => {
@@ -191,7 +200,7 @@ async fn dispatch(shared: &Arc<Shared>, peer: IpAddr, session: Option<Arc<Sessio
             let cancel_when_dropped = token.clone().drop_guard();
             let owner = Arc::clone(shared);
             let asks = session.as_ref().filter(|s| s.caps.any() && job.is_call());
-            if job.wants_progress() || asks.is_some() {
+            if job.wants_progress() || job.wants_log() || asks.is_some() {
                 // Progress and questions go out on an SSE stream, the answer last; the
                 // stream ends with it.
                 let (tx, rx) = mpsc::channel::<Value>(PROGRESS_BACKLOG);

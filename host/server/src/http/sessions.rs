@@ -60,6 +60,8 @@ pub(crate) struct Session {
     /// Requests sent to the client on its calls' streams, waiting for the responses it
     /// POSTs.
     pub(crate) replies: Arc<Replies>,
+    /// The level `logging/setLevel` set, if it did.
+    pub(crate) log_level: Mutex<Option<wasmgate_agent::LogLevel>>,
     /// When a request last named it.
     last_used: Mutex<Instant>,
     /// Its open GET streams.
@@ -161,6 +163,7 @@ impl Sessions {
             abort: life.abort.child_token(),
             caps,
             replies: Arc::default(),
+            log_level: Mutex::default(),
             last_used: Mutex::new(Instant::now()),
             streams: AtomicUsize::new(0),
         };
@@ -219,7 +222,10 @@ mod tests {
         let b = sessions.create(LOCAL, ProtocolVersion::V2025_06_18, Caps::default(), &life).unwrap();
         assert_ne!(a, b);
         assert_eq!(a.len(), 32);
-        assert!(matches!(sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life), Err(Refused::Full)));
+        assert!(matches!(
+            sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life),
+            Err(Refused::Full)
+        ));
         let session = sessions.get(&a).unwrap();
         assert!(sessions.end(&a));
         assert!(session.stop.is_cancelled() && session.abort.is_cancelled());

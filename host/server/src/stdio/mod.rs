@@ -26,7 +26,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
-use wasmgate_agent::CancellationToken;
+use wasmgate_agent::{CancellationToken, LogLevel};
 use wasmgate_protocol::batch::LineBatch;
 use wasmgate_protocol::codes::{INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR};
 use wasmgate_protocol::server::parse_cancelled;
@@ -75,6 +75,7 @@ where
         in_flight: Arc::new(InFlight::default()),
         handshake: None,
         caps: Caps::default(),
+        log_level: None,
     };
     tokio::pin!(shutdown);
     let read = loop {
@@ -135,6 +136,8 @@ struct Connection {
     /// Whether the client's `initialize` declared `elicitation`: then an `ask` verdict
     /// is put to it while the call waits.
     caps: Caps,
+    /// The level `logging/setLevel` set, if it did.
+    log_level: Option<LogLevel>,
     /// Requests we sent the client (elicitation), waiting for their answers.
     replies: Arc<Replies>,
 }
@@ -190,7 +193,12 @@ impl Connection {
                     self.life.tasks.spawn(announce(changes, tx, self.life.stopping.clone()));
                 }
             }
-            Routed::Run { id, version, job } => {
+            Routed::SetLevel { level, answer } => {
+                self.log_level = Some(level);
+                self.send(answer).await;
+            }
+            Routed::Run { id, version, mut job } => {
+                job.log_at(self.log_level);
                 if let Some(refusal) = self.over_limit(&id) {
                     return self.send(refusal).await;
                 }
