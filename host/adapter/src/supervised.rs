@@ -65,6 +65,10 @@ pub struct Supervised {
     naming: Naming,
     state: Mutex<State>,
     changes: watch::Sender<u64>,
+    /// Moved when the running server says its resource list changed.
+    resource_changes: watch::Sender<u64>,
+    /// Moved when the running server says its prompt list changed.
+    prompt_changes: watch::Sender<u64>,
     /// Cancelled by [`close`](Self::close): the supervising task ends at once.
     stop: CancellationToken,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -106,6 +110,8 @@ impl Supervised {
             naming,
             state: Mutex::new(state),
             changes: watch::Sender::new(0),
+            resource_changes: watch::Sender::new(0),
+            prompt_changes: watch::Sender::new(0),
             stop: stop.clone(),
             task: Mutex::new(None),
         });
@@ -138,6 +144,18 @@ impl Supervised {
     #[must_use]
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
+    }
+
+    /// A counter that moves when the running server says its resource list changed.
+    #[must_use]
+    pub fn resource_changes(&self) -> watch::Receiver<u64> {
+        self.resource_changes.subscribe()
+    }
+
+    /// The same for its prompt list.
+    #[must_use]
+    pub fn prompt_changes(&self) -> watch::Receiver<u64> {
+        self.prompt_changes.subscribe()
     }
 
     fn set(&self, state: State) {
@@ -183,6 +201,8 @@ async fn supervise(
             State::Up(provider) => {
                 let started = tokio::time::Instant::now();
                 let mut list_changes = provider.client().tool_list_changes();
+                let mut resource_changes = provider.client().resource_list_changes();
+                let mut prompt_changes = provider.client().prompt_list_changes();
                 let closed = loop {
                     tokio::select! {
                         () = stop.cancelled() => return,
@@ -190,6 +210,14 @@ async fn supervise(
                             if changed.is_err() { break None; }
                             let Some(supervised) = weak.upgrade() else { return };
                             supervised.changes.send_modify(|n| *n += 1);
+                        }
+                        Ok(()) = resource_changes.changed() => {
+                            let Some(supervised) = weak.upgrade() else { return };
+                            supervised.resource_changes.send_modify(|n| *n += 1);
+                        }
+                        Ok(()) = prompt_changes.changed() => {
+                            let Some(supervised) = weak.upgrade() else { return };
+                            supervised.prompt_changes.send_modify(|n| *n += 1);
                         }
                         () = tokio::time::sleep(WATCH_EVERY) => {}
                     }

@@ -310,7 +310,7 @@ async fn the_python_sdk_client_uses_serve_over_http_in_both_eras() {
 // ---------------------------------------------------------------- the conformance suite
 
 /// The scenario tools of tests/fixtures/conformance_upstream.py.
-const SCENARIO_TOOLS: [&str; 23] = [
+const SCENARIO_TOOLS: [&str; 24] = [
     "test_simple_text",
     "test_image_content",
     "test_audio_content",
@@ -320,6 +320,7 @@ const SCENARIO_TOOLS: [&str; 23] = [
     "test_tool_with_progress",
     "test_tool_with_logging",
     "test_logging_tool",
+    "test_trigger_prompt_change",
     "test_sampling",
     "test_elicitation",
     "test_elicitation_sep1034_defaults",

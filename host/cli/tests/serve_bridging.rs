@@ -8,7 +8,8 @@
 //! What each test holds: the question reaches the client named after the provider and
 //! cleaned; sampling is framed and capped, and refused under the default policy; roots
 //! come from the policy, never from the client; log messages reach the client cleaned;
-//! every request is in the audit log.
+//! every request is in the audit log; the provider's resource and prompt list changes
+//! reach the client.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -24,12 +25,13 @@ use wasmgate_client::{
 };
 use wasmgate_protocol::{CallToolResult, ProtocolVersion};
 
-const TOOLS: [&str; 5] = [
+const TOOLS: [&str; 6] = [
     "test_input_required_result_elicitation",
     "test_input_required_result_sampling",
     "test_input_required_result_list_roots",
     "test_input_required_result_multi_round",
     "test_tool_with_logging",
+    "test_announce_list_changes",
 ];
 
 fn fixtures() -> PathBuf {
@@ -200,10 +202,12 @@ async fn a_providers_log_messages_reach_the_calls_client_cleaned() {
     let result =
         client.call_tool_with("up__test_tool_with_logging", Map::new(), CancellationToken::new(), options).await;
     assert!(!result.unwrap().is_error);
-    let seen = seen.lock().unwrap();
-    let data: Vec<&str> = seen.iter().map(|m| m["data"].as_str().unwrap()).collect();
-    assert_eq!(data, ["Tool execution started", "Tool processing data", "Tool execution completed"]);
-    assert!(seen.iter().all(|m| m["logger"] == "up/conformance" && m["level"] == "info"), "{seen:?}");
+    {
+        let seen = seen.lock().unwrap();
+        let data: Vec<&str> = seen.iter().map(|m| m["data"].as_str().unwrap()).collect();
+        assert_eq!(data, ["Tool execution started", "Tool processing data", "Tool execution completed"]);
+        assert!(seen.iter().all(|m| m["logger"] == "up/conformance" && m["level"] == "info"), "{seen:?}");
+    }
 
     // Without a level, no messages: the provider is not asked for them.
     let quiet = Arc::new(Mutex::new(0));
@@ -212,5 +216,18 @@ async fn a_providers_log_messages_reach_the_calls_client_cleaned() {
     let options = CallOptions { log: Some(log), ..CallOptions::default() };
     client.call_tool_with("up__test_tool_with_logging", Map::new(), CancellationToken::new(), options).await.unwrap();
     assert_eq!(*quiet.lock().unwrap(), 0);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_providers_resource_and_prompt_list_changes_reach_the_client() {
+    let dir = gateway("resources = [\"test://*\"]\nprompts = [\"*\"]\n");
+    let client = client(dir.path(), ProtocolVersion::V2025_11_25, Arc::new(Answers::default())).await;
+    let (mut resources, mut prompts) = (client.resource_list_changes(), client.prompt_list_changes());
+    let announced = call(&client, "test_announce_list_changes").await;
+    assert!(text(&announced).contains("announced"));
+    let within = std::time::Duration::from_secs(10);
+    tokio::time::timeout(within, resources.changed()).await.expect("resources/list_changed").unwrap();
+    tokio::time::timeout(within, prompts.changed()).await.expect("prompts/list_changed").unwrap();
     client.close().await;
 }

@@ -36,6 +36,10 @@ pub struct GatewayBackend {
     /// name's provider and the provider's own name for it.
     admitted: Mutex<HashMap<String, (String, String)>>,
     changes: watch::Sender<u64>,
+    /// Moved when a provider says its resource list changed.
+    resource_changes: watch::Sender<u64>,
+    /// Moved when a provider says its prompt list changed.
+    prompt_changes: watch::Sender<u64>,
     content: GuardedContent,
 }
 
@@ -50,12 +54,27 @@ impl Gateway {
             served: Mutex::default(),
             admitted: Mutex::default(),
             changes: watch::Sender::new(0),
+            resource_changes: watch::Sender::new(0),
+            prompt_changes: watch::Sender::new(0),
             content: GuardedContent::new(
                 Arc::clone(&self.guard),
                 self.mcp_providers().iter().map(|p| Arc::clone(p) as Arc<dyn ContentSource>).collect(),
             ),
         });
         for provider in self.mcp_providers() {
+            // A provider's resource and prompt changes are passed on as they come:
+            // their lists are read afresh by every request anyway.
+            let pass_on = |mut moved: watch::Receiver<u64>, counter: fn(&GatewayBackend) -> &watch::Sender<u64>| {
+                let watcher = Arc::downgrade(&backend);
+                tokio::spawn(async move {
+                    while moved.changed().await.is_ok() {
+                        let Some(backend) = watcher.upgrade() else { break };
+                        counter(&backend).send_modify(|n| *n += 1);
+                    }
+                });
+            };
+            pass_on(provider.resource_changes(), |b| &b.resource_changes);
+            pass_on(provider.prompt_changes(), |b| &b.prompt_changes);
             let mut changes = provider.changes();
             let watcher = Arc::downgrade(&backend);
             tokio::spawn(async move {
@@ -174,6 +193,14 @@ impl Backend for GatewayBackend {
     fn tool(&self, name: &str) -> BoxFuture<'_, Option<ToolSpec>> {
         let name = name.to_owned();
         Box::pin(async move { self.find(&name).await.map(|t| t.spec) })
+    }
+
+    fn resource_changes(&self) -> Option<watch::Receiver<u64>> {
+        Some(self.resource_changes.subscribe())
+    }
+
+    fn prompt_changes(&self) -> Option<watch::Receiver<u64>> {
+        Some(self.prompt_changes.subscribe())
     }
 
     fn offers(&self) -> Offers {

@@ -44,6 +44,17 @@ pub trait Backend: Send + Sync + 'static {
     /// move to its clients (`notifications/tools/list_changed`).
     fn tool_changes(&self) -> watch::Receiver<u64>;
 
+    /// A counter that moves whenever the resource list may have changed, if the backend
+    /// reports such changes (announced as `resources.listChanged`). Default: none.
+    fn resource_changes(&self) -> Option<watch::Receiver<u64>> {
+        None
+    }
+
+    /// The same for the prompt list (`prompts.listChanged`). Default: none.
+    fn prompt_changes(&self) -> Option<watch::Receiver<u64>> {
+        None
+    }
+
     /// What the backend offers besides tools. Default: nothing.
     fn offers(&self) -> Offers {
         Offers::default()

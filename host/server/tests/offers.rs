@@ -11,15 +11,27 @@ use wasmgate_protocol::server::{CompleteParams, CompletionRef, GetPromptParams};
 use wasmgate_server::{Backend, CallFailure, Completion, Offers, Prompt, Refusal, ServerConfig};
 
 use common::{Fixture, Stdio, config, initialize, plain, stamped};
+use std::sync::Arc;
+
+/// The resource and prompt change counters.
+type Counters = (watch::Sender<u64>, watch::Sender<u64>);
 
 /// Three resources, one template, one prompt with an argument, and completion of it.
 struct Library {
     changes: watch::Sender<u64>,
+    /// The resource and prompt change counters, when it reports those changes.
+    content: Option<Arc<Counters>>,
 }
 
 impl Library {
     fn new() -> Self {
-        Self { changes: watch::Sender::new(0) }
+        Self { changes: watch::Sender::new(0), content: None }
+    }
+
+    /// A library that reports changes of its resources and prompts through the counters.
+    fn changing() -> (Self, Arc<Counters>) {
+        let counters = Arc::new((watch::Sender::new(0), watch::Sender::new(0)));
+        (Self { changes: watch::Sender::new(0), content: Some(Arc::clone(&counters)) }, counters)
     }
 }
 
@@ -43,6 +55,14 @@ impl Backend for Library {
 
     fn tool_changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
+    }
+
+    fn resource_changes(&self) -> Option<watch::Receiver<u64>> {
+        self.content.as_ref().map(|c| c.0.subscribe())
+    }
+
+    fn prompt_changes(&self) -> Option<watch::Receiver<u64>> {
+        self.content.as_ref().map(|c| c.1.subscribe())
     }
 
     fn offers(&self) -> Offers {
@@ -106,6 +126,41 @@ async fn capabilities_name_what_the_backend_offers_and_nothing_else() {
     assert_eq!(caps.keys().collect::<Vec<_>>(), ["tools"], "{discovered}");
     let refused = tools_only.ask(stamped(2, "resources/list", json!({}))).await;
     assert_eq!(refused["error"]["code"], -32601, "a capability not offered is a method not found: {refused}");
+}
+
+#[tokio::test]
+async fn resource_and_prompt_list_changes_are_announced_in_both_eras() {
+    let (library, counters) = Library::changing();
+    let mut server = Stdio::start(library, config());
+    let initialized = server.ask(initialize(1, "2025-11-25")).await;
+    let caps = &initialized["result"]["capabilities"];
+    assert_eq!(caps["resources"], json!({"listChanged": true}), "{initialized}");
+    assert_eq!(caps["prompts"], json!({"listChanged": true}));
+    counters.0.send_modify(|n| *n += 1);
+    assert_eq!(server.recv().await, json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}));
+    counters.1.send_modify(|n| *n += 1);
+    assert_eq!(server.recv().await, json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}));
+
+    let (library, counters) = Library::changing();
+    let mut server = Stdio::start(library, config());
+    let listen = json!({"notifications": {"resourcesListChanged": true, "promptsListChanged": true}});
+    server.send(stamped(7, "subscriptions/listen", listen)).await;
+    let id = "io.modelcontextprotocol/subscriptionId";
+    assert_eq!(
+        server.recv().await,
+        json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {
+            "_meta": {id: 7}, "notifications": {"resourcesListChanged": true, "promptsListChanged": true}}})
+    );
+    counters.1.send_modify(|n| *n += 1);
+    assert_eq!(
+        server.recv().await,
+        json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed", "params": {"_meta": {id: 7}}})
+    );
+    counters.0.send_modify(|n| *n += 1);
+    assert_eq!(
+        server.recv().await,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed", "params": {"_meta": {id: 7}}})
+    );
 }
 
 #[tokio::test]

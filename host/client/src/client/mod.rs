@@ -91,6 +91,10 @@ pub(crate) struct Shared {
     /// Bumped by `notifications/tools/list_changed`, an unknown-tool error, and a tool
     /// change stream (re)opening; the cache is stale when it was filled under another value.
     pub(crate) tools_generation: signal::Sender<u64>,
+    /// Moved by each `notifications/resources/list_changed`.
+    pub(crate) resource_changes: signal::Sender<u64>,
+    /// Moved by each `notifications/prompts/list_changed`.
+    pub(crate) prompt_changes: signal::Sender<u64>,
     /// Whether a stream tells us of tool changes (see the `watch` module).
     pub(crate) tools_watch: signal::Sender<ToolsWatch>,
     /// The id of the open `subscriptions/listen` request.
@@ -152,6 +156,8 @@ impl McpClient {
             table: Mutex::new(router::Table::default()),
             session: RwLock::new(None),
             tools_generation: signal::Sender::new(0),
+            resource_changes: signal::Sender::new(0),
+            prompt_changes: signal::Sender::new(0),
             tools_watch: signal::Sender::new(ToolsWatch::Off),
             listening: Mutex::new(None),
             watcher: Mutex::new(None),
@@ -254,6 +260,19 @@ impl McpClient {
     #[must_use]
     pub fn tool_list_changes(&self) -> signal::Receiver<u64> {
         self.shared.tools_generation.subscribe()
+    }
+
+    /// A counter that moves with each `notifications/resources/list_changed` the server
+    /// sends (resources are not cached: a host that serves them lists them again).
+    #[must_use]
+    pub fn resource_list_changes(&self) -> signal::Receiver<u64> {
+        self.shared.resource_changes.subscribe()
+    }
+
+    /// The same for `notifications/prompts/list_changed`.
+    #[must_use]
+    pub fn prompt_list_changes(&self) -> signal::Receiver<u64> {
+        self.shared.prompt_changes.subscribe()
     }
 
     /// Calls a tool with the default options. A tool that ran and failed is

@@ -12,6 +12,8 @@
 //!   failed if it did not (see the `watch` module).
 //! * `notifications/cancelled` from the server ends a subscription on stdio (the only
 //!   use the 2026-07-28 spec allows it); naming any other request it is ignored.
+//! * `notifications/resources/list_changed` and `notifications/prompts/list_changed`
+//!   move their counters, for hosts that pass the change on.
 //! * `notifications/progress` reaches the callback of its call; `notifications/message`
 //!   reaches the log receiver of the one call in flight, or is logged; anything else is
 //!   dropped.
@@ -35,6 +37,8 @@ impl Shared {
                     tracing::info!(server = %self.server, count, "tool list changed; cache marked stale");
                 }
             }
+            "notifications/resources/list_changed" => self.resource_changes.send_modify(|n| *n += 1),
+            "notifications/prompts/list_changed" => self.prompt_changes.send_modify(|n| *n += 1),
             wasmgate_protocol::subscriptions::ACKNOWLEDGED => self.on_acknowledged(&params),
             "notifications/cancelled" => self.on_server_cancelled(&params),
             "notifications/progress" => {

@@ -68,7 +68,7 @@ pub(crate) enum Routed {
     /// token and send its answer.
     Run { id: Id, version: ProtocolVersion, job: Job },
     /// `subscriptions/listen`: the tool changes the client asked for, if any.
-    Listen { id: Id, version: ProtocolVersion, tools: bool },
+    Listen { id: Id, version: ProtocolVersion, filter: SubscriptionFilter },
     /// A handshake-era `logging/setLevel`: the connection or session keeps the level for
     /// its later calls, and answers this.
     SetLevel { level: LogLevel, answer: Value },
@@ -175,8 +175,8 @@ impl Engine {
     }
 
     /// The capabilities announced: tools (with change notifications) and whatever else
-    /// the backend offers. Resource and prompt lists are read afresh on every request;
-    /// their changes are not announced.
+    /// the backend offers (resource and prompt lists with `listChanged` when it reports
+    /// their changes).
     fn capabilities(&self) -> Map<String, Value> {
         let offers = self.backend.offers();
         let flag = |key: &str, on: bool| {
@@ -187,10 +187,10 @@ impl Engine {
         let mut caps = Map::new();
         caps.insert("tools".into(), flag("listChanged", true));
         if offers.resources {
-            caps.insert("resources".into(), flag("listChanged", false));
+            caps.insert("resources".into(), flag("listChanged", self.backend.resource_changes().is_some()));
         }
         if offers.prompts {
-            caps.insert("prompts".into(), flag("listChanged", false));
+            caps.insert("prompts".into(), flag("listChanged", self.backend.prompt_changes().is_some()));
         }
         if offers.completions {
             caps.insert("completions".into(), Value::Object(Map::new()));
@@ -276,7 +276,7 @@ impl Engine {
             (Era::Stateless(version), LISTEN) => {
                 let filter = params.and_then(|p| p.get("notifications"));
                 match filter.map(|f| SubscriptionFilter::parse(f, "params.notifications")) {
-                    Some(Ok(filter)) => Routed::Listen { id, version, tools: filter.tools_list_changed },
+                    Some(Ok(filter)) => Routed::Listen { id, version, filter },
                     Some(Err(e)) => Routed::Reply(invalid(e)),
                     None => Routed::Reply(error_response(
                         Some(&id),

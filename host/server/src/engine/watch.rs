@@ -1,14 +1,15 @@
-//! Change streams: telling clients that the tool list moved.
+//! Change streams: telling clients that a list moved (tools, and the resources and
+//! prompts of a backend that reports their changes).
 //!
 //! * [`announce`]: the handshake era's standing channel (stdout after `initialize`, the
-//!   HTTP GET stream of a session): a bare `notifications/tools/list_changed` per move.
+//!   HTTP GET stream of a session): a bare `notifications/*/list_changed` per move.
 //! * [`listen`]: a 2026-07-28 `subscriptions/listen` request: the acknowledgment first
-//!   (honoring `toolsListChanged` when asked, the only kind this server has), then one
+//!   (honoring each list-change kind asked for that this server reports), then one
 //!   stamped notification per move, and the closing result when the server shuts down.
 //!   A client that cancels (or closes the stream) gets nothing more.
 //!
 //! Both push messages into a channel the transport drains, and end when the channel
-//! closes, the backend drops its change counter, or `stopping` fires. Moves that
+//! closes, the backend drops its change counters, or `stopping` fires. Moves that
 //! happen while a notification waits for room collapse into one, which is all a client
 //! needs: "the list changed, ask again".
 
@@ -18,18 +19,93 @@ use wasmgate_agent::CancellationToken;
 use wasmgate_protocol::server::{listen_acknowledged, listen_closed_result, subscription_notification};
 use wasmgate_protocol::{Id, ProtocolVersion, SubscriptionFilter, notification, result_response};
 
-/// The change notification's method.
-pub(crate) const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+use crate::backend::Backend;
 
-/// Sends `notifications/tools/list_changed` on every move of `changes` until `stopping`.
-pub(crate) async fn announce(mut changes: watch::Receiver<u64>, out: mpsc::Sender<Value>, stopping: CancellationToken) {
-    changes.borrow_and_update();
+/// The tool list's change notification.
+pub(crate) const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+/// The resource list's.
+pub(crate) const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
+/// The prompt list's.
+pub(crate) const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+
+/// The change counters of a backend's lists: tools always, resources and prompts when it
+/// reports their changes.
+pub(crate) struct Changes {
+    tools: Option<watch::Receiver<u64>>,
+    resources: Option<watch::Receiver<u64>>,
+    prompts: Option<watch::Receiver<u64>>,
+}
+
+impl Changes {
+    /// Every list `backend` reports changes of.
+    pub(crate) fn of(backend: &dyn Backend) -> Self {
+        let offers = backend.offers();
+        Self {
+            tools: Some(backend.tool_changes()),
+            resources: backend.resource_changes().filter(|_| offers.resources),
+            prompts: backend.prompt_changes().filter(|_| offers.prompts),
+        }
+    }
+
+    /// Only the lists `filter` asks for.
+    fn only(self, filter: &SubscriptionFilter) -> Self {
+        Self {
+            tools: self.tools.filter(|_| filter.tools_list_changed),
+            resources: self.resources.filter(|_| filter.resources_list_changed),
+            prompts: self.prompts.filter(|_| filter.prompts_list_changed),
+        }
+    }
+
+    /// What of `filter` these counters honor.
+    fn honored(&self) -> SubscriptionFilter {
+        SubscriptionFilter {
+            tools_list_changed: self.tools.is_some(),
+            resources_list_changed: self.resources.is_some(),
+            prompts_list_changed: self.prompts.is_some(),
+            ..SubscriptionFilter::default()
+        }
+    }
+
+    fn mark_seen(&mut self) {
+        for changes in [&mut self.tools, &mut self.resources, &mut self.prompts].into_iter().flatten() {
+            changes.borrow_and_update();
+        }
+    }
+
+    /// The next list to move, or `None` when every counter is gone.
+    async fn next(&mut self) -> Option<&'static str> {
+        /// A counter's next move, or never for one that is gone or not watched.
+        async fn moved(changes: &mut Option<watch::Receiver<u64>>) -> bool {
+            let Some(receiver) = changes else { return std::future::pending().await };
+            if receiver.changed().await.is_ok() {
+                return true;
+            }
+            *changes = None;
+            false
+        }
+        loop {
+            if self.tools.is_none() && self.resources.is_none() && self.prompts.is_none() {
+                return None;
+            }
+            tokio::select! {
+                moved = moved(&mut self.tools) => if moved { return Some(TOOLS_LIST_CHANGED) },
+                moved = moved(&mut self.resources) => if moved { return Some(RESOURCES_LIST_CHANGED) },
+                moved = moved(&mut self.prompts) => if moved { return Some(PROMPTS_LIST_CHANGED) },
+            }
+        }
+    }
+}
+
+/// Sends a `notifications/*/list_changed` on every move of `changes` until `stopping`.
+pub(crate) async fn announce(mut changes: Changes, out: mpsc::Sender<Value>, stopping: CancellationToken) {
+    changes.mark_seen();
     loop {
         tokio::select! {
             biased;
             () = stopping.cancelled() => return,
-            moved = changes.changed() => {
-                if moved.is_err() || out.send(notification(TOOLS_LIST_CHANGED, None)).await.is_err() {
+            moved = changes.next() => {
+                let Some(method) = moved else { return };
+                if out.send(notification(method, None)).await.is_err() {
                     return;
                 }
             }
@@ -42,8 +118,8 @@ pub(crate) async fn announce(mut changes: watch::Receiver<u64>, out: mpsc::Sende
 pub(crate) struct Listen {
     pub(crate) id: Id,
     pub(crate) version: ProtocolVersion,
-    /// Whether the client asked for tool-list changes.
-    pub(crate) tools: bool,
+    /// The list changes the client asked for.
+    pub(crate) filter: SubscriptionFilter,
 }
 
 /// Serves the subscription `listen` into `out` until the client cancels it
@@ -51,18 +127,18 @@ pub(crate) struct Listen {
 /// result is sent).
 pub(crate) async fn listen(
     listen: Listen,
-    mut changes: watch::Receiver<u64>,
+    changes: Changes,
     out: mpsc::Sender<Value>,
     stopping: CancellationToken,
     cancelled: CancellationToken,
 ) {
-    let Listen { id, version, tools } = listen;
-    let honored = SubscriptionFilter { tools_list_changed: tools, ..SubscriptionFilter::default() };
-    changes.borrow_and_update();
-    if out.send(listen_acknowledged(&id, &honored)).await.is_err() {
+    let Listen { id, version, filter } = listen;
+    let mut changes = changes.only(&filter);
+    changes.mark_seen();
+    if out.send(listen_acknowledged(&id, &changes.honored())).await.is_err() {
         return;
     }
-    let mut watching = tools;
+    let mut watching = true;
     loop {
         // Biased: a cancelled subscription never sends one more change.
         tokio::select! {
@@ -72,11 +148,12 @@ pub(crate) async fn listen(
                 let _ = out.send(result_response(&id, listen_closed_result(version, &id))).await;
                 return;
             }
-            moved = changes.changed(), if watching => {
-                if moved.is_err() {
-                    watching = false;
-                } else if out.send(subscription_notification(&id, TOOLS_LIST_CHANGED)).await.is_err() {
-                    return;
+            moved = changes.next(), if watching => match moved {
+                None => watching = false,
+                Some(method) => {
+                    if out.send(subscription_notification(&id, method)).await.is_err() {
+                        return;
+                    }
                 }
             }
         }

@@ -37,7 +37,7 @@ use super::limit::peer_ip;
 use super::reply::{json, refuse, sse, status};
 use super::sessions::{Refused, SESSION_ID, Session, named, repeated};
 use crate::engine::ask::Live;
-use crate::engine::watch::{Listen, listen};
+use crate::engine::watch::{Changes, Listen, listen};
 use crate::engine::{Era, Routed};
 
 /// The POST handler; see the module docs.
@@ -226,12 +226,12 @@ async fn dispatch(shared: &Arc<Shared>, peer: IpAddr, session: Option<Arc<Sessio
                 Err(_) => refuse(StatusCode::INTERNAL_SERVER_ERROR, INTERNAL_ERROR, "The call failed"),
             }
         }
-        Routed::Listen { id, version, tools } => {
+        Routed::Listen { id, version, filter } => {
             let (tx, rx) = mpsc::channel::<Value>(16);
             let cancelled = CancellationToken::new();
-            let changes = engine.backend.tool_changes();
+            let changes = Changes::of(engine.backend.as_ref());
             let stopping = shared.life.stopping.clone();
-            shared.life.tasks.spawn(listen(Listen { id, version, tools }, changes, tx, stopping, cancelled.clone()));
+            shared.life.tasks.spawn(listen(Listen { id, version, filter }, changes, tx, stopping, cancelled.clone()));
             sse(rx, cancelled.drop_guard())
         }
     }

@@ -16,7 +16,7 @@ use wasmgate_protocol::codes::INVALID_REQUEST;
 use super::Shared;
 use super::reply::{refuse, sse, status};
 use super::sessions::{named, repeated};
-use crate::engine::watch::announce;
+use crate::engine::watch::{Changes, announce};
 
 /// The GET handler.
 pub(crate) async fn get(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
@@ -32,7 +32,7 @@ pub(crate) async fn get(State(shared): State<Arc<Shared>>, headers: HeaderMap) -
     // Ends with the session, the server, or the client (the stream's guard).
     let stop = session.stop.child_token();
     let guard = stop.clone().drop_guard();
-    let changes = shared.engine.backend.tool_changes();
+    let changes = Changes::of(shared.engine.backend.as_ref());
     let open = session.stream();
     shared.life.tasks.spawn(async move {
         announce(changes, tx, stop).await;

@@ -36,7 +36,7 @@ use crate::backend::Backend;
 use crate::config::ServerConfig;
 use crate::engine::ask::{Live, Replies};
 use crate::engine::calls::InFlight;
-use crate::engine::watch::{Listen, announce, listen};
+use crate::engine::watch::{Changes, Listen, announce, listen};
 use crate::engine::{Caps, Engine, Routed};
 use crate::error::ServeError;
 use crate::shutdown::Lifecycle;
@@ -189,7 +189,7 @@ impl Connection {
                 self.caps = caps;
                 self.send(answer).await;
                 if self.handshake.replace(version).is_none() {
-                    let changes = engine.backend.tool_changes();
+                    let changes = Changes::of(engine.backend.as_ref());
                     self.life.tasks.spawn(announce(changes, tx, self.life.stopping.clone()));
                 }
             }
@@ -217,7 +217,7 @@ impl Connection {
                     }
                 });
             }
-            Routed::Listen { id, version, tools } => {
+            Routed::Listen { id, version, filter } => {
                 // A subscription lasts until it is cancelled or input ends: without the
                 // bound, a client could open them without end.
                 if let Some(refusal) = self.over_limit(&id) {
@@ -226,9 +226,9 @@ impl Connection {
                 let Some(ticket) = self.in_flight.start(&id, &CancellationToken::new()) else {
                     return self.send(duplicate(&id)).await;
                 };
-                let (changes, stopping) = (engine.backend.tool_changes(), self.life.stopping.clone());
+                let (changes, stopping) = (Changes::of(engine.backend.as_ref()), self.life.stopping.clone());
                 self.life.tasks.spawn(async move {
-                    listen(Listen { id, version, tools }, changes, tx, stopping, ticket.token()).await;
+                    listen(Listen { id, version, filter }, changes, tx, stopping, ticket.token()).await;
                     drop(ticket);
                 });
             }
