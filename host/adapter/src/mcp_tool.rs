@@ -119,7 +119,8 @@ impl McpTool {
             progress: progress_relay(),
             input: context.input.clone().map(|input| Arc::new(Relay(input)) as Arc<dyn InputHandler>),
             resume: context.resume.map(|r| Resume { responses: r.responses, state: r.state }),
-            capabilities: Some(capabilities(context.input.as_deref())),
+            // Without a caller's side in the context, the client's own configuration stands.
+            capabilities: context.input.as_deref().map(capabilities),
             log_level: context.log.as_ref().map(|log| log.level.as_str().to_owned()),
             log: context.log.clone().map(log_relay),
             ..CallOptions::default()
@@ -222,12 +223,12 @@ impl InputHandler for Relay {
 }
 
 /// The client capabilities a call declares: what its caller's side can answer.
-pub fn capabilities(input: Option<&dyn Input>) -> serde_json::Map<String, Value> {
+fn capabilities(input: &dyn Input) -> serde_json::Map<String, Value> {
     let mut capabilities = serde_json::Map::new();
     for (method, capability) in
         [("elicitation/create", "elicitation"), ("sampling/createMessage", "sampling"), ("roots/list", "roots")]
     {
-        if input.is_some_and(|input| input.can(method)) {
+        if input.can(method) {
             capabilities.insert(capability.into(), Value::Object(serde_json::Map::new()));
         }
     }

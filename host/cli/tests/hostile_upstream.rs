@@ -16,11 +16,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{python, stderr, stdout, wasmgate};
+use common::{python, serve_stdio, stderr, stdout, wasmgate};
 use serde_json::{Map, Value, json};
-use wasmgate_client::{
-    CallOptions, CancellationToken, ClientConfig, ClientError, McpClient, StdioConfig, StdioTransport,
-};
+use wasmgate_client::{CallOptions, CancellationToken, ClientConfig, ClientError, McpClient, StdioTransport};
 use wasmgate_protocol::CallToolResult;
 
 /// What a model reads when a call produced no result (`ToolErrorKind::ExecutionFailed`).
@@ -77,11 +75,7 @@ fn configure_with(args: &[&str], extra: &str) -> tempfile::TempDir {
 
 /// `wasmgate serve` on `dir` over stdio, our client connected to it, and its pid.
 async fn serve(dir: &Path) -> (McpClient, u32) {
-    let server = StdioConfig::new("wasmgate", env!("CARGO_BIN_EXE_wasmgate"), dir)
-        .arg("serve")
-        .env("WASMGATE_CONFIG", dir.join("wasmgate.toml"))
-        .env("XDG_CACHE_HOME", dir.join("cache"))
-        .confinement(None);
+    let server = serve_stdio(dir);
     let transport = StdioTransport::spawn(&server).unwrap();
     let pid = transport.pid().expect("the gateway's pid");
     let config = ClientConfig { request_timeout: PATIENCE, call_timeout: PATIENCE, ..ClientConfig::default() };

@@ -8,11 +8,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{serve_http, setup, stderr, wasmgate};
+use common::{serve_http, serve_stdio, setup, stderr, wasmgate};
 use serde_json::{Map, json};
-use wasmgate_client::{
-    CancellationToken, ClientConfig, HttpConfig, HttpTransport, McpClient, StdioConfig, StdioTransport,
-};
+use wasmgate_client::{CancellationToken, ClientConfig, HttpConfig, HttpTransport, McpClient, StdioTransport};
 use wasmgate_protocol::ProtocolVersion;
 
 /// Concurrent HTTP clients, each its own connection (and, handshake era, session).
@@ -182,11 +180,7 @@ async fn http_64_clients() {
 async fn stdio_10k_sequential() {
     let dir = reviewed();
     // wasmgate itself is trusted here: it confines the servers it starts.
-    let server = StdioConfig::new("wasmgate", env!("CARGO_BIN_EXE_wasmgate"), dir.path())
-        .arg("serve")
-        .env("WASMGATE_CONFIG", dir.path().join("wasmgate.toml"))
-        .env("XDG_CACHE_HOME", dir.path().join("cache"))
-        .confinement(None);
+    let server = serve_stdio(dir.path());
     let transport = StdioTransport::spawn(&server).unwrap();
     let pid = transport.pid().expect("the gateway's pid");
     let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();

@@ -17,11 +17,11 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use common::{python, stderr, wasmgate};
+use common::{python, serve_stdio, stderr, wasmgate};
 use serde_json::{Map, Value, json};
 use wasmgate_client::{
     CallOptions, CancellationToken, ClientConfig, InputDeclined, InputHandler, InputRequest, LogFn, McpClient,
-    StdioConfig, StdioTransport,
+    StdioTransport,
 };
 use wasmgate_protocol::{CallToolResult, ProtocolVersion};
 
@@ -101,11 +101,7 @@ async fn client(dir: &Path, version: ProtocolVersion, answers: Arc<Answers>) -> 
         input_handler: Some(answers as Arc<dyn InputHandler>),
         ..ClientConfig::default()
     };
-    let server = StdioConfig::new("wasmgate", env!("CARGO_BIN_EXE_wasmgate"), dir)
-        .arg("serve")
-        .env("WASMGATE_CONFIG", dir.join("wasmgate.toml"))
-        .env("XDG_CACHE_HOME", dir.join("cache"))
-        .confinement(None);
+    let server = serve_stdio(dir);
     McpClient::connect("wasmgate", StdioTransport::spawn(&server).unwrap(), config).await.unwrap()
 }
 

@@ -4,13 +4,13 @@
 
 mod common;
 
-use common::{command, serve_http, setup, stderr, wasmgate};
+use common::{command, serve_http, serve_stdio, setup, stderr, wasmgate};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
 use wasmgate_client::{
     CancellationToken, ClientConfig, HttpConfig, HttpTransport, InputDeclined, InputHandler, InputRequest, McpClient,
-    StdioConfig, StdioTransport,
+    StdioTransport,
 };
 use wasmgate_protocol::ProtocolVersion;
 
@@ -58,13 +58,8 @@ async fn exercise(client: &McpClient) {
 #[tokio::test]
 async fn a_stock_client_uses_the_gateway_over_stdio() {
     let dir = reviewed();
-    let binary = env!("CARGO_BIN_EXE_wasmgate");
     // wasmgate itself is trusted here: it confines the servers it starts.
-    let server = StdioConfig::new("wasmgate", binary, dir.path())
-        .arg("serve")
-        .env("WASMGATE_CONFIG", dir.path().join("wasmgate.toml"))
-        .env("XDG_CACHE_HOME", dir.path().join("cache"))
-        .confinement(None);
+    let server = serve_stdio(dir.path());
     let client =
         McpClient::connect("wasmgate", StdioTransport::spawn(&server).unwrap(), ClientConfig::default()).await.unwrap();
     exercise(&client).await;
@@ -176,11 +171,7 @@ async fn with_person(
             McpClient::connect("wasmgate", transport, config).await.unwrap()
         }
         None => {
-            let server = StdioConfig::new("wasmgate", env!("CARGO_BIN_EXE_wasmgate"), dir)
-                .arg("serve")
-                .env("WASMGATE_CONFIG", dir.join("wasmgate.toml"))
-                .env("XDG_CACHE_HOME", dir.join("cache"))
-                .confinement(None);
+            let server = serve_stdio(dir);
             McpClient::connect("wasmgate", StdioTransport::spawn(&server).unwrap(), config).await.unwrap()
         }
     }

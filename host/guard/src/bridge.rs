@@ -100,7 +100,16 @@ impl Bridged {
                         .into(),
                     subject: Subject::Call,
                 };
-                match self.guard.approver.approve(&request).await {
+                let approval = self.guard.approver.approve(&request).await;
+                let approved = approval == Approval::Approved;
+                let approver = self.guard.approver.name().to_owned();
+                self.guard.note(Entry::call(
+                    &self.call,
+                    &self.provider,
+                    &self.tool,
+                    Event::Approval { approved, approver },
+                ));
+                match approval {
                     Approval::Approved => Ok(()),
                     Approval::Denied { reason } => Err(format!("sampling was not approved: {reason}")),
                 }

@@ -422,3 +422,25 @@ fn media_is_text_unless_passed_and_its_types_and_size_are_checked_at_load() {
     assert_eq!((key.as_str(), problem.as_str()), ("providers.c.media_max_bytes", "0 would pass nothing"));
     assert!(Policy::from_toml("[providers.c]\nmedia = \"raw\"\n", "p").is_err());
 }
+
+#[test]
+fn sampling_is_denied_unless_allowed_and_roots_are_file_uris_checked_at_load() {
+    let plain = parse("[providers.c]\n");
+    let rules = plain.provider("c").unwrap();
+    assert_eq!(
+        (rules.sampling, rules.sampling_max_tokens),
+        (Verdict::Deny, wasmgate_policy::DEFAULT_SAMPLING_MAX_TOKENS)
+    );
+    assert!(rules.roots.is_empty(), "no roots unless listed");
+
+    let set = parse("[providers.c]\nsampling = \"ask\"\nsampling_max_tokens = 64\nroots = [\"file:///srv/data\"]\n");
+    let rules = set.provider("c").unwrap();
+    assert_eq!((rules.sampling, rules.sampling_max_tokens), (Verdict::Ask, 64));
+    assert_eq!(rules.roots, ["file:///srv/data"]);
+
+    let (line, key, problem, fix) = invalid("[providers.c]\nroots = [\"/srv/data\"]\n");
+    assert_eq!((line, key.as_str()), (2, "providers.c.roots[0]"));
+    assert!(problem.contains("is not a file:// URI") && fix.contains("file:///"), "{problem} {fix}");
+    let (_, key, problem, _) = invalid("[providers.c]\nsampling_max_tokens = 0\n");
+    assert_eq!((key.as_str(), problem.as_str()), ("providers.c.sampling_max_tokens", "0 would allow no completion"));
+}

@@ -50,6 +50,16 @@ pub fn wasmgate(dir: &Path, args: &[&str]) -> Output {
     command(dir).args(args).output().unwrap()
 }
 
+/// `wasmgate serve` over stdio on the configuration in `dir`, as a stdio server for our
+/// client (unconfined: it is the gateway, not a provider).
+pub fn serve_stdio(dir: &Path) -> wasmgate_client::StdioConfig {
+    wasmgate_client::StdioConfig::new("wasmgate", env!("CARGO_BIN_EXE_wasmgate"), dir)
+        .arg("serve")
+        .env("WASMGATE_CONFIG", dir.join("wasmgate.toml"))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .confinement(None)
+}
+
 /// The `wasmgate` command, pointed at the configuration in `dir`.
 pub fn command(dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_wasmgate"));

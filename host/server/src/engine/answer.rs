@@ -179,8 +179,6 @@ impl Engine {
     }
 }
 
-/// Sends each progress update as `notifications/progress` under the client's token.
-/// Updates that find the channel full are dropped, never waited for: progress is
 /// Where a call's log messages go: `notifications/message` on `out`, each message as
 /// the backend cleaned it, dropped when the stream is full (a log never holds up a call).
 fn log_sink(level: LogLevel, out: mpsc::Sender<Value>) -> LogSink {
@@ -194,6 +192,8 @@ fn log_sink(level: LogLevel, out: mpsc::Sender<Value>) -> LogSink {
     LogSink { level, send: Arc::new(send) }
 }
 
+/// Sends each progress update as `notifications/progress` under the client's token.
+/// Updates that find the channel full are dropped, never waited for: progress is
 /// advisory, and a flood from upstream must not hold the call back.
 fn progress_sink(token: Id, out: mpsc::Sender<Value>) -> ProgressSink {
     Arc::new(move |update: Progress| {
@@ -238,4 +238,28 @@ fn resume(round: Round, responses: serde_json::Map<String, Value>) -> Resume {
         }
     }
     Resume { responses: answers, state: round.state }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_retry_carries_on_with_the_answers_to_the_keys_the_round_asked_only() {
+        let mut answered = serde_json::Map::new();
+        answered.insert("roots".into(), json!({"roots": [{"uri": "file:///srv"}]}));
+        let round = Round { keys: vec!["name".into()], answered, state: Some("s".into()) };
+        let client = json!({"name": {"action": "accept"}, "roots": {"roots": [{"uri": "file:///home"}]}, "x": 1});
+        let resumed = resume(round, client.as_object().cloned().unwrap());
+        assert_eq!(resumed.state.as_deref(), Some("s"));
+        assert_eq!(
+            Value::Object(resumed.responses),
+            json!({"name": {"action": "accept"},
+            "roots": {"roots": [{"uri": "file:///srv"}]}}),
+            "the client cannot answer what the gateway answered"
+        );
+    }
 }

@@ -484,6 +484,47 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_state_carries_a_providers_round_and_a_change_to_it_is_refused() {
+        let approvals = Approvals::new().unwrap();
+        let mut answered = Map::new();
+        answered.insert("roots".into(), json!({"roots": []}));
+        let carried = Carried {
+            approved: true,
+            round: Some(Round { keys: vec!["name".into()], answered, state: Some("upstream-state".into()) }),
+        };
+        let state = approvals.issue("t", &args(json!({"a": 1})), &carried).unwrap();
+        assert_eq!(state.matches('.').count(), 2, "head, carried, MAC: {state}");
+        assert_eq!(approvals.redeem(&state, "t", &args(json!({"a": 1}))), Ok(carried.clone()));
+
+        // The carried part is readable, but any change to it breaks the MAC.
+        let mut parts: Vec<String> = state.split('.').map(str::to_owned).collect();
+        let forged = Carried { approved: true, round: None };
+        parts[1] = forged.encode().unwrap();
+        let again = approvals.issue("t", &args(json!({"a": 1})), &carried).unwrap();
+        let mut other: Vec<String> = again.split('.').map(str::to_owned).collect();
+        other[1] = parts[1].clone();
+        assert_eq!(
+            approvals.redeem(&other.join("."), "t", &args(json!({"a": 1}))),
+            Err("it was not issued for this call")
+        );
+        assert_eq!(approvals.redeem(&"x".repeat(MAX_STATE_BYTES + 1), "t", &Map::new()), Err("malformed"));
+    }
+
+    #[tokio::test]
+    async fn a_deferred_call_puts_off_only_what_its_client_can_answer() {
+        let deferred = Deferred::new(None, Caps { elicitation: true, sampling: false });
+        assert!(deferred.can("elicitation/create") && !deferred.can("sampling/createMessage"));
+        assert!(!deferred.can("roots/list"), "roots are the gateway's to answer");
+        let asked = deferred.request("elicitation/create".into(), Map::new()).await;
+        assert_eq!(asked, Err(InputRefusal::Deferred));
+        let refused = deferred.request("sampling/createMessage".into(), Map::new()).await;
+        assert!(matches!(refused, Err(InputRefusal::Declined(_))), "{refused:?}");
+        assert!(deferred.defer(args(json!({"k": {"method": "elicitation/create"}})), Map::new(), Some("s".into())));
+        let round = deferred.round().unwrap();
+        assert_eq!((round.requests.len(), round.state.as_deref()), (1, Some("s")));
+    }
+
     #[tokio::test]
     async fn a_deferred_question_is_recorded_unless_it_cannot_wait() {
         let deferred = Deferred::new(None, Caps { elicitation: true, sampling: false });
