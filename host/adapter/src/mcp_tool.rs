@@ -232,6 +232,9 @@ fn capabilities(input: &dyn Input) -> serde_json::Map<String, Value> {
             capabilities.insert(capability.into(), Value::Object(serde_json::Map::new()));
         }
     }
+    if input.can("elicitation/create:url") {
+        capabilities.insert("elicitation".into(), serde_json::json!({"form": {}, "url": {}}));
+    }
     capabilities
 }
 

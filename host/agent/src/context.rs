@@ -61,7 +61,8 @@ pub enum InputRefusal {
 /// The caller's side as a tool's provider sees it: its own requests for input
 /// (`elicitation/create`, `sampling/createMessage`, `roots/list`) go here.
 pub trait Input: Send + Sync {
-    /// Whether it can answer `method` at all (what the provider is told it may ask).
+    /// Whether it can answer `method` at all (what the provider is told it may ask);
+    /// `elicitation/create:url` asks about URL-mode elicitation.
     fn can(&self, method: &str) -> bool;
 
     /// Asks `method` with `params`: the result object, or why there is none.

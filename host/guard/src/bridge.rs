@@ -125,7 +125,7 @@ impl Input for Bridged {
         match method {
             "roots/list" => rules.is_some_and(|r| !r.roots.is_empty()),
             "sampling/createMessage" => rules.is_some_and(|r| r.sampling != Verdict::Deny) && caller(method),
-            "elicitation/create" => caller(method),
+            "elicitation/create" | "elicitation/create:url" => caller(method),
             _ => false,
         }
     }

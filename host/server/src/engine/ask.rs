@@ -87,12 +87,22 @@ impl Deferred {
 }
 
 /// Whether a client that declared `caps` can be asked `method` (roots are never asked
-/// of it: the gateway answers them from the policy).
+/// of it: the gateway answers them from the policy). `elicitation/create:url` names a
+/// URL-mode elicitation, which needs `elicitation.url`.
 pub(crate) fn askable(caps: Caps, method: &str) -> bool {
     match method {
         "elicitation/create" => caps.elicitation,
+        "elicitation/create:url" => caps.elicitation_url,
         "sampling/createMessage" => caps.sampling,
         _ => false,
+    }
+}
+
+/// The name `askable` knows a request by: a URL-mode elicitation is its own.
+fn asked_as<'a>(method: &'a str, params: &Map<String, Value>) -> &'a str {
+    match (method, params.get("mode").and_then(Value::as_str)) {
+        ("elicitation/create", Some("url")) => "elicitation/create:url",
+        _ => method,
     }
 }
 
@@ -105,8 +115,9 @@ impl Input for Deferred {
         askable(self.caps, method)
     }
 
-    fn request(&self, method: String, _params: Map<String, Value>) -> BoxFuture<'static, Result<Value, InputRefusal>> {
-        let outcome = if askable(self.caps, &method) { InputRefusal::Deferred } else { not_askable(&method) };
+    fn request(&self, method: String, params: Map<String, Value>) -> BoxFuture<'static, Result<Value, InputRefusal>> {
+        let asked = asked_as(&method, &params);
+        let outcome = if askable(self.caps, asked) { InputRefusal::Deferred } else { not_askable(asked) };
         Box::pin(std::future::ready(Err(outcome)))
     }
 
@@ -389,8 +400,9 @@ impl Input for Live {
     }
 
     fn request(&self, method: String, params: Map<String, Value>) -> BoxFuture<'static, Result<Value, InputRefusal>> {
-        if !askable(self.caps, &method) {
-            return Box::pin(std::future::ready(Err(not_askable(&method))));
+        let asked = asked_as(&method, &params);
+        if !askable(self.caps, asked) {
+            return Box::pin(std::future::ready(Err(not_askable(asked))));
         }
         let (out, replies, timeout, cancel) =
             (self.out.clone(), Arc::clone(&self.replies), self.timeout, self.cancel.clone());
@@ -513,13 +525,19 @@ mod tests {
 
     #[tokio::test]
     async fn a_deferred_call_puts_off_only_what_its_client_can_answer() {
-        let deferred = Deferred::new(None, Caps { elicitation: true, sampling: false });
+        let deferred = Deferred::new(None, Caps { elicitation: true, ..Caps::default() });
         assert!(deferred.can("elicitation/create") && !deferred.can("sampling/createMessage"));
         assert!(!deferred.can("roots/list"), "roots are the gateway's to answer");
         let asked = deferred.request("elicitation/create".into(), Map::new()).await;
         assert_eq!(asked, Err(InputRefusal::Deferred));
         let refused = deferred.request("sampling/createMessage".into(), Map::new()).await;
         assert!(matches!(refused, Err(InputRefusal::Declined(_))), "{refused:?}");
+        let url = args(json!({"mode": "url", "url": "https://example.com/login", "message": "log in"}));
+        let refused = deferred.request("elicitation/create".into(), url).await;
+        assert!(matches!(refused, Err(InputRefusal::Declined(_))), "URL mode needs elicitation.url: {refused:?}");
+        let both = Caps::of(&args(json!({"elicitation": {"form": {}, "url": {}}})));
+        assert!(both.elicitation && both.elicitation_url && askable(both, "elicitation/create:url"));
+        assert!(!Caps::of(&args(json!({"elicitation": {}}))).elicitation_url);
         assert!(deferred.defer(args(json!({"k": {"method": "elicitation/create"}})), Map::new(), Some("s".into())));
         let round = deferred.round().unwrap();
         assert_eq!((round.requests.len(), round.state.as_deref()), (1, Some("s")));
@@ -527,7 +545,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_deferred_question_is_recorded_unless_it_cannot_wait() {
-        let deferred = Deferred::new(None, Caps { elicitation: true, sampling: false });
+        let deferred = Deferred::new(None, Caps { elicitation: true, ..Caps::default() });
         assert_eq!(deferred.confirm("show it?".into(), false).await, Answer::No);
         assert!(deferred.pending().is_none());
         assert_eq!(deferred.confirm("run it?".into(), true).await, Answer::Deferred);

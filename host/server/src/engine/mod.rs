@@ -130,6 +130,8 @@ impl Job {
 pub(crate) struct Caps {
     /// `elicitation`: questions to its user.
     pub(crate) elicitation: bool,
+    /// `elicitation.url`: questions answered at a URL (2025-11-25 on).
+    pub(crate) elicitation_url: bool,
     /// `sampling`: completions from its model.
     pub(crate) sampling: bool,
 }
@@ -139,6 +141,7 @@ impl Caps {
     pub(crate) fn of(capabilities: &serde_json::Map<String, Value>) -> Self {
         Self {
             elicitation: capabilities.get("elicitation").is_some_and(Value::is_object),
+            elicitation_url: capabilities.get("elicitation").and_then(|e| e.get("url")).is_some_and(Value::is_object),
             sampling: capabilities.get("sampling").is_some_and(Value::is_object),
         }
     }
