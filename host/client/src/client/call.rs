@@ -16,6 +16,10 @@
 //!   most `max_input_rounds` times. No handler, or a declined request, ends in
 //!   [`ClientError::Unsupported`]. The time limit applies to each round trip, not to the
 //!   time a person takes to answer an elicitation; the cancel token covers both.
+//!   The call's own handler ([`CallOptions::input`]) answers instead of the client's;
+//!   one that puts a request off to its caller ([`InputDeclined::Deferred`]) ends the
+//!   call in [`ClientError::InputDeferred`], and a later call carries on from that round
+//!   with [`CallOptions::resume`].
 //! * Over Streamable HTTP, parameters the tool's schema marks with `x-mcp-header` go
 //!   out as `Mcp-Param-*` headers, taken from the cached definition; a `HeaderMismatch`
 //!   (-32020) answer refreshes the tool list and retries once, as the spec suggests.
