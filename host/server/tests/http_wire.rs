@@ -161,6 +161,12 @@ async fn an_unknown_stateless_method_is_not_found_and_an_unknown_tool_is_an_erro
     let list = stamped(1, "prompts/list", json!({})).to_string();
     let (status, body) = answer(post(&server.url, &list, &[MODERN[0], ("mcp-method", "prompts/list")]).await).await;
     assert_eq!((status, &body["error"]["code"]), (StatusCode::NOT_FOUND, &json!(-32601)));
+    // 2026-07-28 has no `initialize`: a stamped one is an unknown method too, no session.
+    let init = stamped(3, "initialize", json!({})).to_string();
+    let response = post(&server.url, &init, &[MODERN[0], ("mcp-method", "initialize")]).await;
+    assert!(response.headers().get("mcp-session-id").is_none());
+    let (status, body) = answer(response).await;
+    assert_eq!((status, &body["error"]["code"]), (StatusCode::NOT_FOUND, &json!(-32601)));
     let call = stamped(2, "tools/call", json!({"name": "nope"})).to_string();
     let (status, body) = answer(post(&server.url, &call, &[MODERN[0], MODERN[1], ("mcp-name", "nope")]).await).await;
     assert_eq!((status, &body["error"]), (StatusCode::OK, &json!({"code": -32602, "message": "Unknown tool: nope"})));

@@ -209,7 +209,9 @@ impl Engine {
     pub(crate) fn route(&self, request: Request, handshake: Option<ProtocolVersion>) -> Routed {
         let Request { id, method, params } = request;
         let params = params.as_ref();
-        if method == "initialize" {
+        // A stamped `initialize` is a 2026-07-28 request, and that era has no such
+        // method: it falls through to -32601 (HTTP 404) below.
+        if method == "initialize" && !has_stateless_meta(params) {
             return self.initialize(&id, params);
         }
         let era = if has_stateless_meta(params) || (handshake.is_none() && method != "ping") {
