@@ -273,30 +273,20 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
             kept
         }
     };
-    let media_max_bytes = match raw.media_max_bytes {
-        None => DEFAULT_MEDIA_MAX_BYTES,
-        Some(n) if *n.get_ref() == 0 => {
-            return Err(src.error(
-                n.span(),
-                &format!("{key}.media_max_bytes"),
-                "0 would pass nothing",
-                "give a positive size in bytes, or leave it out for the default (2 MiB)",
-            ));
-        }
-        Some(n) => n.into_inner(),
-    };
-    let sampling_max_tokens = match raw.sampling_max_tokens {
-        None => DEFAULT_SAMPLING_MAX_TOKENS,
-        Some(n) if *n.get_ref() == 0 => {
-            return Err(src.error(
-                n.span(),
-                &format!("{key}.sampling_max_tokens"),
-                "0 would allow no completion",
-                "give a positive number of tokens, or leave it out for the default (1024)",
-            ));
-        }
-        Some(n) => n.into_inner(),
-    };
+    let media_max_bytes = count_or(
+        src,
+        &format!("{key}.media_max_bytes"),
+        raw.media_max_bytes,
+        DEFAULT_MEDIA_MAX_BYTES,
+        ("0 would pass nothing", "size in bytes"),
+    )?;
+    let sampling_max_tokens = count_or(
+        src,
+        &format!("{key}.sampling_max_tokens"),
+        raw.sampling_max_tokens,
+        DEFAULT_SAMPLING_MAX_TOKENS,
+        ("0 would allow no completion", "number of tokens"),
+    )?;
     let mut roots = Vec::new();
     for (i, root) in raw.roots.into_iter().enumerate() {
         if !root.get_ref().starts_with("file:///") || root.get_ref().chars().any(char::is_control) {
@@ -355,6 +345,27 @@ fn globs(src: &Source<'_>, key: &str, raw: Vec<Spanned<String>>, example: &str) 
             }
         })
         .collect()
+}
+
+/// A positive count, or `default` when it is left out; `(problem, unit)`: what 0 would
+/// mean, and what the count counts.
+fn count_or(
+    src: &Source<'_>,
+    key: &str,
+    v: Option<Spanned<u32>>,
+    default: u32,
+    (problem, unit): (&str, &str),
+) -> Result<u32, PolicyError> {
+    match v {
+        None => Ok(default),
+        Some(n) if *n.get_ref() == 0 => Err(src.error(
+            n.span(),
+            key,
+            problem,
+            format!("give a positive {unit}, or leave it out for the default ({default})"),
+        )),
+        Some(n) => Ok(n.into_inner()),
+    }
 }
 
 fn positive(src: &Source<'_>, key: &str, v: Option<Spanned<u64>>) -> Result<Option<u64>, PolicyError> {
