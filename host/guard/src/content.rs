@@ -379,17 +379,6 @@ impl GuardedContent {
                 served.push(Value::Object(entry));
             }
         }
-        let mut seen = std::collections::HashMap::<String, usize>::new();
-        for entry in &served {
-            *seen.entry(entry["name"].as_str().unwrap_or_default().to_owned()).or_default() += 1;
-        }
-        served.retain(|entry| {
-            let shared = seen.get(entry["name"].as_str().unwrap_or_default()).is_some_and(|n| *n > 1);
-            if shared {
-                tracing::warn!(prompt = %entry["name"], "two providers offer a prompt of this name: it is left out");
-            }
-            !shared
-        });
         served
     }
 
@@ -506,6 +495,17 @@ impl GuardedContent {
                 served.push(Value::Object(entry));
             }
         }
+        let mut seen = std::collections::HashMap::<String, usize>::new();
+        for entry in &served {
+            *seen.entry(entry["name"].as_str().unwrap_or_default().to_owned()).or_default() += 1;
+        }
+        served.retain(|entry| {
+            let shared = seen.get(entry["name"].as_str().unwrap_or_default()).is_some_and(|n| *n > 1);
+            if shared {
+                tracing::warn!(prompt = %entry["name"], "two providers offer a prompt of this name: it is left out");
+            }
+            !shared
+        });
         served
     }
 

@@ -17,6 +17,7 @@ use wasmgate_guard::content::{
     UNKNOWN_CONTENT,
 };
 use wasmgate_guard::{INJECTION_WITHHELD, Unattended};
+use wasmgate_policy::Naming;
 
 const POLICY: &str = r#"
 [providers.docs]
@@ -50,6 +51,8 @@ struct Fake {
     seen: Mutex<Vec<Vec<String>>>,
     /// The requests the fake was asked.
     asked: Mutex<Vec<String>>,
+    /// The names its prompts are shown under.
+    naming: Naming,
 }
 
 impl Fake {
@@ -65,6 +68,7 @@ impl Fake {
             audit,
             seen: Mutex::default(),
             asked: Mutex::default(),
+            naming: Naming::Prefixed,
         }
     }
 
@@ -90,6 +94,10 @@ fn ready<T: Send + 'static>(value: T) -> BoxFuture<'static, T> {
 impl ContentSource for Fake {
     fn provider(&self) -> &str {
         &self.provider
+    }
+
+    fn naming(&self) -> Naming {
+        self.naming
     }
 
     fn resources(&self) -> BoxFuture<'_, Result<Vec<Resource>, SourceError>> {
@@ -346,6 +354,30 @@ async fn prompts_are_listed_prefixed_and_only_when_allowed_and_plain() {
     assert_eq!(names(&listed, "name"), ["docs__summarize"], "{listed:?}");
     assert_eq!(listed[0]["arguments"], json!([{"name": "topic", "required": true}]));
     assert_eq!(listed[0]["description"], "The summarize prompt");
+}
+
+#[tokio::test]
+async fn prompts_shown_as_is_are_served_by_their_own_names_unless_two_providers_show_one() {
+    let served = serve(|audit| {
+        let mut docs = Fake::new("docs", audit.clone());
+        docs.naming = Naming::AsIs;
+        docs.prompts = vec![prompt("summarize", &[]), prompt("odd_one", &[])];
+        docs.resources = Ok(vec![resource("file:///docs/a", "readme")]);
+        let mut broken = Fake::new("broken", audit);
+        broken.naming = Naming::AsIs;
+        broken.prompts = vec![prompt("summarize", &[]), prompt("mine", &[])];
+        broken.resources = Ok(vec![resource("file:///broken/a", "readme")]);
+        vec![docs, broken]
+    });
+    let listed = served.content.prompts().await;
+    assert_eq!(names(&listed, "name"), ["odd_one", "mine"], "the shared name is left out for both: {listed:?}");
+    let refused = served.content.get_prompt("summarize", Map::new(), CancellationToken::new()).await;
+    assert!(matches!(refused, Err(Refusal::InvalidParams(_))), "{refused:?}");
+    served.content.get_prompt("mine", Map::new(), CancellationToken::new()).await.unwrap();
+    assert_eq!(served.fakes[1].asked(), ["prompt mine {}"], "fetched from its provider by its own name");
+    assert!(served.fakes[0].asked().is_empty());
+    // Resources keep their URIs: two of the same display name are both served.
+    assert_eq!(names(&served.content.resources().await, "uri"), ["file:///docs/a", "file:///broken/a"]);
 }
 
 #[tokio::test]
