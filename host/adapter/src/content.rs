@@ -11,6 +11,7 @@ use wasmgate_guard::content::{
 };
 use wasmgate_protocol::{CompleteRequest, ResourceContents};
 
+use crate::mcp_tool::{caller_options, put_off};
 use crate::provider::McpProvider;
 
 /// A client error in the guard's terms: what the provider refused (an unknown resource
@@ -109,7 +110,19 @@ impl ContentSource for McpProvider {
         cancel: CancellationToken,
     ) -> BoxFuture<'a, Result<PromptMessages, SourceError>> {
         Box::pin(async move {
-            let result = self.client().get_prompt(name, arguments, cancel).await.map_err(source_error)?;
+            let options = caller_options();
+            let result = match self.client().get_prompt_with(name, arguments, cancel, options).await {
+                Ok(result) => result,
+                Err(ClientError::InputDeferred { required, answered }) => {
+                    let error = ClientError::InputDeferred { required: required.clone(), answered: answered.clone() };
+                    return Err(if put_off(&required, &answered) {
+                        SourceError::InputDeferred(error.to_string())
+                    } else {
+                        SourceError::Unsupported(error.to_string())
+                    });
+                }
+                Err(error) => return Err(source_error(error)),
+            };
             let messages = result
                 .messages
                 .into_iter()

@@ -8,6 +8,8 @@
 //! | the tool no longer exists | `Ok(is_error)` saying so; the provider's list is refreshed |
 //! | cancelled | `Err` [`ToolErrorKind::Cancelled`] |
 //! | `input_required` nobody can answer | `Err` [`ToolErrorKind::Unsupported`] |
+//! | -32021, a client capability the caller did not declare | `Err` [`ToolErrorKind::MissingCapability`] naming it |
+//! | -32021 for one the gateway's policy withholds | `Err` [`ToolErrorKind::Refused`] |
 //! | anything else (transport, timeout, malformed, other RPC errors) | `Err` [`ToolErrorKind::ExecutionFailed`] |
 
 use std::sync::Arc;
@@ -23,7 +25,7 @@ use wasmgate_client::{
     CallOptions, ClientError, InputDeclined, InputHandler, InputRequest, LogFn, McpClient, ProgressFn, Resume,
 };
 use wasmgate_policy::sanitize;
-use wasmgate_protocol::ToolDefinition;
+use wasmgate_protocol::{InputRequired, ToolDefinition};
 use wasmgate_sandbox::Formatter;
 
 use crate::contract::{checked_arguments, gone, rejected};
@@ -33,6 +35,13 @@ use crate::schema;
 
 /// JSON-RPC "invalid params": how some servers reject arguments.
 const INVALID_PARAMS: i64 = -32602;
+
+/// 2026-07-28's "missing required client capability".
+const MISSING_CAPABILITY: i64 = -32021;
+
+/// The client capabilities a provider may require, and the request each one lets it make.
+const CLIENT_CAPABILITIES: [(&str, &str); 3] =
+    [("elicitation", "elicitation/create"), ("sampling", "sampling/createMessage"), ("roots", "roots/list")];
 
 use crate::offer::Withheld;
 
@@ -114,17 +123,7 @@ impl McpTool {
             Ok(arguments) => arguments,
             Err(invalid) => return Ok(invalid),
         };
-        let context = context::current();
-        let options = CallOptions {
-            progress: progress_relay(),
-            input: context.input.clone().map(|input| Arc::new(Relay(input)) as Arc<dyn InputHandler>),
-            resume: context.resume.map(|r| Resume { responses: r.responses, state: r.state }),
-            // Without a caller's side in the context, the client's own configuration stands.
-            capabilities: context.input.as_deref().map(capabilities),
-            log_level: context.log.as_ref().map(|log| log.level.as_str().to_owned()),
-            log: context.log.clone().map(log_relay),
-            ..CallOptions::default()
-        };
+        let options = CallOptions { progress: progress_relay(), ..caller_options() };
         match self.client.call_tool_with(&self.upstream, arguments, cancel.clone(), options).await {
             Ok(result) => {
                 let rendered = render(self.origin(), &self.formatter, self.output.as_ref(), &result).await;
@@ -159,13 +158,18 @@ impl McpTool {
             ClientError::Rpc { code: INVALID_PARAMS, ref message, .. } => {
                 Ok(rejected(self.origin(), &self.formatter, message).await)
             }
+            ClientError::Rpc { code: MISSING_CAPABILITY, ref data, .. } => {
+                let named = required_capabilities(data.as_ref());
+                Err(missing_capability(named, context::current().input.as_deref())
+                    .with_provider(&self.provider)
+                    .with_source(error))
+            }
             ClientError::InputDeferred { required, answered } => {
-                let mut requests = required.input_requests.clone().unwrap_or_default();
-                requests.retain(|key, _| !answered.contains_key(key));
-                let put_off = context::current()
-                    .input
-                    .is_some_and(|input| input.defer(requests, answered.clone(), required.request_state.clone()));
-                let kind = if put_off { ToolErrorKind::InputDeferred } else { ToolErrorKind::Unsupported };
+                let kind = if put_off(&required, &answered) {
+                    ToolErrorKind::InputDeferred
+                } else {
+                    ToolErrorKind::Unsupported
+                };
                 let error = ClientError::InputDeferred { required, answered };
                 Err(ToolError::new(kind, error.to_string()).with_provider(&self.provider).with_source(error))
             }
@@ -188,6 +192,61 @@ fn progress_relay() -> Option<ProgressFn> {
         let message = update.message.map(|m| sanitize(&m).text.chars().take(MAX_PROGRESS_MESSAGE).collect());
         sink(context::Progress { progress: update.progress, total: update.total, message });
     }))
+}
+
+/// The options of a request made for the caller in the call context (a tool call, a
+/// prompt): its side answers the provider's requests for input, a round put off to it
+/// carries on, it declares what that side can answer, and it gets the log messages it
+/// asked for. Without a caller's side, the client's own configuration stands.
+pub(crate) fn caller_options() -> CallOptions {
+    let context = context::current();
+    CallOptions {
+        input: context.input.clone().map(|input| Arc::new(Relay(input)) as Arc<dyn InputHandler>),
+        resume: context.resume.map(|r| Resume { responses: r.responses, state: r.state }),
+        capabilities: context.input.as_deref().map(capabilities),
+        log_level: context.log.as_ref().map(|log| log.level.as_str().to_owned()),
+        log: context.log.clone().map(log_relay),
+        ..CallOptions::default()
+    }
+}
+
+/// Puts a round of input the client's handler deferred off to the caller in the call
+/// context: the requests not yet answered, the answers given, the provider's state.
+/// False when the caller cannot be asked later.
+pub(crate) fn put_off(required: &InputRequired, answered: &serde_json::Map<String, Value>) -> bool {
+    let mut requests = required.input_requests.clone().unwrap_or_default();
+    requests.retain(|key, _| !answered.contains_key(key));
+    context::current()
+        .input
+        .is_some_and(|input| input.defer(requests, answered.clone(), required.request_state.clone()))
+}
+
+/// The capabilities a -32021's `data.requiredCapabilities` names, of those a client can
+/// have (others are dropped: nobody here could declare them).
+fn required_capabilities(data: Option<&Value>) -> Vec<&'static str> {
+    let Some(required) = data.and_then(|d| d.get("requiredCapabilities")).and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    CLIENT_CAPABILITIES.iter().filter(|(name, _)| required.contains_key(*name)).map(|(name, _)| *name).collect()
+}
+
+/// What a provider's -32021 means for the caller: the capabilities it must declare, or a
+/// refusal when the gateway's own rules withhold one (no client could change that).
+fn missing_capability(named: Vec<&'static str>, input: Option<&dyn Input>) -> ToolError {
+    if named.is_empty() {
+        let detail = "the provider needs a client capability that no client here can declare";
+        return ToolError::new(ToolErrorKind::ExecutionFailed, detail);
+    }
+    for (name, method) in CLIENT_CAPABILITIES.iter().filter(|(name, _)| named.contains(name)) {
+        if let Some(why) = input.and_then(|input| input.withheld(method)) {
+            let detail = format!("the provider needs the client capability {name}, but {why}");
+            return ToolError::new(ToolErrorKind::Refused, detail);
+        }
+    }
+    let detail =
+        format!("the provider needs the client capabilities {}, which the caller did not declare", named.join(", "));
+    ToolError::new(ToolErrorKind::MissingCapability, detail)
+        .with_capabilities(named.into_iter().map(str::to_owned).collect())
 }
 
 /// A client failure that produced no result, as the loop's [`ToolError`].
@@ -247,4 +306,56 @@ fn log_relay(sink: LogSink) -> LogFn {
         let data = params.get("data").cloned().unwrap_or(Value::Null);
         (sink.send)(LogMessage { level, logger, data });
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Map, json};
+
+    use super::*;
+
+    /// A caller's side whose gateway withholds sampling and nothing else.
+    struct NoSampling;
+
+    impl Input for NoSampling {
+        fn can(&self, _: &str) -> bool {
+            false
+        }
+
+        fn request(&self, _: String, _: Map<String, Value>) -> BoxFuture<'static, Result<Value, InputRefusal>> {
+            Box::pin(std::future::ready(Err(InputRefusal::Declined("no".into()))))
+        }
+
+        fn defer(&self, _: Map<String, Value>, _: Map<String, Value>, _: Option<String>) -> bool {
+            false
+        }
+
+        fn withheld(&self, method: &str) -> Option<String> {
+            (method == "sampling/createMessage").then(|| "the policy denies sampling".into())
+        }
+    }
+
+    #[test]
+    fn a_missing_capability_names_only_what_a_client_can_declare() {
+        let data = json!({"requiredCapabilities": {"elicitation": {"form": {}}, "roots": {}, "x-telepathy": {}}});
+        assert_eq!(required_capabilities(Some(&data)), ["elicitation", "roots"]);
+        assert!(required_capabilities(Some(&json!({"requiredCapabilities": ["sampling"]}))).is_empty());
+        assert!(required_capabilities(None).is_empty());
+
+        let error = missing_capability(vec!["elicitation", "roots"], Some(&NoSampling));
+        assert_eq!(error.kind(), ToolErrorKind::MissingCapability);
+        assert_eq!(error.capabilities(), ["elicitation", "roots"]);
+        let unknown = missing_capability(Vec::new(), None);
+        assert_eq!(unknown.kind(), ToolErrorKind::ExecutionFailed, "nothing a client could declare");
+    }
+
+    #[test]
+    fn a_capability_the_policy_withholds_is_a_refusal_no_client_can_lift() {
+        let error = missing_capability(vec!["sampling"], Some(&NoSampling));
+        assert_eq!(error.kind(), ToolErrorKind::Refused);
+        assert!(error.capabilities().is_empty());
+        assert!(error.detail().contains("needs the client capability sampling, but the policy denies sampling"));
+        let caller_decides = missing_capability(vec!["sampling"], None);
+        assert_eq!(caller_decides.kind(), ToolErrorKind::MissingCapability);
+    }
 }

@@ -76,6 +76,14 @@ pub trait Input: Send + Sync {
     /// `{method, params}`) for the caller to answer, `answered` (key to result) given
     /// already, and the provider's `state`. False when this caller cannot be asked later.
     fn defer(&self, requests: Map<String, Value>, answered: Map<String, Value>, state: Option<String>) -> bool;
+
+    /// Why `method` is kept from the provider whatever the caller could answer (a policy
+    /// that denies sampling, say), or `None` when [`can`](Self::can) is up to the caller.
+    /// Default: `None`.
+    fn withheld(&self, method: &str) -> Option<String> {
+        let _ = method;
+        None
+    }
 }
 
 /// A call that carries on from a round of input put off to the caller: the answers

@@ -23,6 +23,9 @@ pub enum ToolErrorKind {
     /// The provider's requests for input went to the caller, who answers them with a
     /// later call (the 2026-07-28 `input_required` round trip, carried on).
     InputDeferred,
+    /// The provider needs a client capability the caller did not declare (2026-07-28's
+    /// -32021); [`ToolError::capabilities`] names them.
+    MissingCapability,
 }
 
 impl fmt::Display for ToolErrorKind {
@@ -33,6 +36,7 @@ impl fmt::Display for ToolErrorKind {
             Self::Unsupported => "unsupported: the tool needs input that nobody here can give",
             Self::Refused => "tool call refused by the gateway",
             Self::InputDeferred => "the tool asked for input, which the caller answers with its next call",
+            Self::MissingCapability => "the tool needs a client capability the caller did not declare",
         })
     }
 }
@@ -43,6 +47,7 @@ pub struct ToolError {
     kind: ToolErrorKind,
     provider: Option<String>,
     detail: String,
+    capabilities: Vec<String>,
     source: Option<Arc<dyn Error + Send + Sync>>,
 }
 
@@ -50,7 +55,7 @@ impl ToolError {
     /// An error of `kind`; `detail` is host-only text (logs, audit).
     #[must_use]
     pub fn new(kind: ToolErrorKind, detail: impl Into<String>) -> Self {
-        Self { kind, provider: None, detail: detail.into(), source: None }
+        Self { kind, provider: None, detail: detail.into(), capabilities: Vec::new(), source: None }
     }
 
     /// The call was cancelled by the caller.
@@ -63,6 +68,14 @@ impl ToolError {
     #[must_use]
     pub fn with_provider(mut self, provider: impl Into<String>) -> Self {
         self.provider = Some(provider.into());
+        self
+    }
+
+    /// The client capabilities the call needs (`sampling`, `elicitation`, `roots`), for
+    /// a [`ToolErrorKind::MissingCapability`].
+    #[must_use]
+    pub fn with_capabilities(mut self, capabilities: Vec<String>) -> Self {
+        self.capabilities = capabilities;
         self
     }
 
@@ -85,6 +98,13 @@ impl ToolError {
         self.provider.as_deref()
     }
 
+    /// The client capabilities a [`ToolErrorKind::MissingCapability`] names (empty for
+    /// other kinds).
+    #[must_use]
+    pub fn capabilities(&self) -> &[String] {
+        &self.capabilities
+    }
+
     /// What happened, for logs and audit; never for a model.
     #[must_use]
     pub fn detail(&self) -> &str {
@@ -104,6 +124,7 @@ impl fmt::Debug for ToolError {
             .field("kind", &self.kind)
             .field("provider", &self.provider)
             .field("detail", &self.detail)
+            .field("capabilities", &self.capabilities)
             .field("source", &self.source.as_ref().map(ToString::to_string))
             .finish()
     }

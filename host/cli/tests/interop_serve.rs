@@ -310,7 +310,7 @@ async fn the_python_sdk_client_uses_serve_over_http_in_both_eras() {
 // ---------------------------------------------------------------- the conformance suite
 
 /// The scenario tools of tests/fixtures/conformance_upstream.py.
-const SCENARIO_TOOLS: [&str; 24] = [
+const SCENARIO_TOOLS: [&str; 25] = [
     "test_simple_text",
     "test_image_content",
     "test_audio_content",
@@ -335,6 +335,7 @@ const SCENARIO_TOOLS: [&str; 24] = [
     "test_input_required_result_capabilities",
     "test_input_required_result_multiple_inputs",
     "json_schema_2020_12_tool",
+    "test_missing_capability",
 ];
 
 /// A gateway whose one provider, `conformance`, is the fixture upstream (spawned

@@ -25,13 +25,14 @@ use wasmgate_client::{
 };
 use wasmgate_protocol::{CallToolResult, ProtocolVersion};
 
-const TOOLS: [&str; 6] = [
+const TOOLS: [&str; 7] = [
     "test_input_required_result_elicitation",
     "test_input_required_result_sampling",
     "test_input_required_result_list_roots",
     "test_input_required_result_multi_round",
     "test_tool_with_logging",
     "test_announce_list_changes",
+    "test_missing_capability",
 ];
 
 fn fixtures() -> PathBuf {
@@ -74,7 +75,7 @@ impl InputHandler for Answers {
         let params = Value::Object(request.params.clone().unwrap_or_default());
         self.asked.lock().unwrap().push((request.method.clone(), params));
         let answer = match request.method.as_str() {
-            "elicitation/create" => Ok(json!({"action": "accept", "content": {"name": "Alice"}})),
+            "elicitation/create" => Ok(json!({"action": "accept", "content": {"name": "Alice", "context": "tests"}})),
             "sampling/createMessage" => Ok(json!({"role": "assistant", "model": "test-model",
                 "content": {"type": "text", "text": "Paris"}, "stopReason": "endTurn"})),
             _ => Err(InputDeclined::Unsupported),
@@ -169,6 +170,27 @@ async fn questions_sampling_and_roots_are_carried_under_the_policy_in_both_eras(
 }
 
 #[tokio::test]
+async fn a_prompt_that_needs_input_asks_the_client_in_both_eras() {
+    for (version, carried) in
+        [(ProtocolVersion::V2026_07_28, "put off to the client"), (ProtocolVersion::V2025_11_25, "answered")]
+    {
+        let dir = gateway("prompts = [\"*\"]\n");
+        let answers = Arc::new(Answers::default());
+        let client = client(dir.path(), version, Arc::clone(&answers)).await;
+        let name = "up__test_input_required_result_prompt";
+        let prompt = client.get_prompt(name, Map::new(), CancellationToken::new()).await.unwrap();
+        let texts: String = prompt.messages.iter().filter_map(|m| m.content["text"].as_str()).collect();
+        assert!(texts.contains("Prompt with context: tests"), "{version}: {texts}");
+        let asked = answers.asked("elicitation/create");
+        assert_eq!(asked.len(), 1, "{version}: {asked:?}");
+        assert_eq!(asked[0]["message"], "[up] What context should the prompt use?", "named after the provider");
+        client.close().await;
+        let records = input_records(dir.path());
+        assert_eq!(records, [format!("elicitation/create: {carried}")], "{version}");
+    }
+}
+
+#[tokio::test]
 async fn sampling_is_refused_by_default_and_the_client_is_never_asked() {
     for version in [ProtocolVersion::V2026_07_28, ProtocolVersion::V2025_11_25] {
         let dir = gateway("");
@@ -185,6 +207,33 @@ async fn sampling_is_refused_by_default_and_the_client_is_never_asked() {
         let why = "sampling/createMessage: declined: the policy does not let this provider ask the client's model";
         assert!(records.iter().any(|r| r.starts_with(why)), "{version}: {records:?}");
     }
+}
+
+#[tokio::test]
+async fn a_capability_the_client_lacks_is_named_and_one_the_policy_withholds_is_refused() {
+    let bare = ClientConfig { versions: vec![ProtocolVersion::V2026_07_28], ..ClientConfig::default() };
+    let connect = |dir: &Path, config: ClientConfig| {
+        McpClient::connect("wasmgate", StdioTransport::spawn(&serve_stdio(dir)).unwrap(), config)
+    };
+    // The policy grants sampling; the client did not declare it: -32021, naming it.
+    let dir = gateway("sampling = \"allow\"\n");
+    let lacking = connect(dir.path(), bare).await.unwrap();
+    let missing = lacking.call_tool("up__test_missing_capability", Map::new(), CancellationToken::new()).await;
+    match missing {
+        Err(wasmgate_client::ClientError::Rpc { code: -32021, data: Some(data), .. }) => {
+            assert_eq!(data, json!({"requiredCapabilities": {"sampling": {}}}));
+        }
+        other => panic!("expected -32021, got {other:?}"),
+    }
+    lacking.close().await;
+
+    // The client declares sampling; the policy denies it: no capability the client could
+    // add would help, so the call fails as refused by the gateway.
+    let dir = gateway("");
+    let client = client(dir.path(), ProtocolVersion::V2026_07_28, Arc::new(Answers::default())).await;
+    let refused = call(&client, "test_missing_capability").await;
+    assert!(refused.is_error && text(&refused).contains("refused by the gateway"), "{}", text(&refused));
+    client.close().await;
 }
 
 #[tokio::test]

@@ -6,8 +6,13 @@
 mod common;
 
 use common::{expect_notification, expect_request};
+use std::sync::Arc;
+
 use serde_json::{Map, Value, json};
-use wasmgate_client::{CancellationToken, ClientConfig, ClientError, FakeServer, McpClient, fake};
+use wasmgate_client::{
+    BoxFuture, CancellationToken, ClientConfig, ClientError, FakeServer, InputDeclined, InputHandler, InputRequest,
+    McpClient, fake,
+};
 use wasmgate_protocol::codes::INVALID_PARAMS;
 use wasmgate_protocol::{CompleteRequest, CompleteResult, GetPromptResult, PromptInfo, ResourceTemplateInfo, Role};
 
@@ -220,8 +225,43 @@ async fn an_unknown_prompt_surfaces_as_the_servers_rpc_error() {
     }
 }
 
+/// Fills every elicitation with `{"context": "tests"}`.
+#[derive(Debug)]
+struct Filler;
+
+impl InputHandler for Filler {
+    fn answer(&self, request: InputRequest) -> BoxFuture<'_, Result<Value, InputDeclined>> {
+        let answer = match request.method.as_str() {
+            "elicitation/create" => Ok(json!({"action": "accept", "content": {"context": "tests"}})),
+            _ => Err(InputDeclined::Unsupported),
+        };
+        Box::pin(std::future::ready(answer))
+    }
+}
+
 #[tokio::test]
-async fn a_prompt_that_asks_for_input_is_unsupported() {
+async fn a_prompt_that_asks_for_input_is_answered_by_the_handler_and_asked_again() {
+    let config = ClientConfig { input_handler: Some(Arc::new(Filler)), ..ClientConfig::default() };
+    let (client, mut server) = connected(config).await;
+    let getting = get(&client, "briefing", json!({"topic": "rust"}), CancellationToken::new());
+    let (first, _) = expect_request(&mut server, "prompts/get").await;
+    let asked = json!({"resultType": "input_required", "requestState": "s1",
+                       "inputRequests": {"ctx": {"method": "elicitation/create",
+                                                 "params": {"message": "Which context?"}}}});
+    server.respond(&first, asked).await;
+    let (retry, params) = expect_request(&mut server, "prompts/get").await;
+    assert_ne!(retry, first, "a retry is a new request");
+    assert_eq!((params["name"].clone(), params["arguments"].clone()), (json!("briefing"), json!({"topic": "rust"})));
+    assert_eq!(params["requestState"], "s1");
+    assert_eq!(params["inputResponses"], json!({"ctx": {"action": "accept", "content": {"context": "tests"}}}));
+    let messages = json!([{"role": "user", "content": {"type": "text", "text": "Context: tests"}}]);
+    server.respond(&retry, json!({"resultType": "complete", "messages": messages})).await;
+    let prompt = getting.await.unwrap().unwrap();
+    assert_eq!(prompt.messages.len(), 1);
+}
+
+#[tokio::test]
+async fn a_prompt_that_asks_for_input_nobody_can_give_is_unsupported() {
     let (client, mut server) = connected(ClientConfig::default()).await;
     let getting = get(&client, "guarded", json!({}), CancellationToken::new());
     let (id, _) = expect_request(&mut server, "prompts/get").await;

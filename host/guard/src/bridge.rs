@@ -130,6 +130,19 @@ impl Input for Bridged {
         }
     }
 
+    fn withheld(&self, method: &str) -> Option<String> {
+        let rules = self.guard.policy().provider(&self.provider);
+        match method {
+            "roots/list" if rules.is_none_or(|r| r.roots.is_empty()) => {
+                Some("the policy lists no roots for this provider (roots = [...])".into())
+            }
+            "sampling/createMessage" if rules.is_none_or(|r| r.sampling == Verdict::Deny) => {
+                Some("the policy denies this provider sampling (sampling = \"deny\")".into())
+            }
+            _ => None,
+        }
+    }
+
     fn request(&self, method: String, params: Map<String, Value>) -> BoxFuture<'static, Result<Value, InputRefusal>> {
         if method == "roots/list" {
             let roots: Vec<Value> = self

@@ -27,10 +27,11 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use wasmgate_agent::{BoxFuture, CancellationToken, ToolResult};
+use wasmgate_agent::{BoxFuture, CancellationToken, ToolResult, context};
 use wasmgate_audit::Event;
 use wasmgate_policy::{InjectionAction, Naming, ProviderPolicy, detect, exposed_name, sanitize, split_prefixed};
 
+use crate::bridge::Bridged;
 use crate::guard::Guard;
 use crate::screen::{Screened, Screener, screen};
 
@@ -229,6 +230,10 @@ pub enum SourceError {
     /// The provider does not offer this at all.
     #[error("the provider does not support it: {0}")]
     Unsupported(String),
+    /// The provider asked for input that went to the caller, who answers it with its
+    /// next request (the 2026-07-28 `input_required` round trip, carried on).
+    #[error("the provider asked for input, which the caller answers with its next request: {0}")]
+    InputDeferred(String),
     /// Anything else: the connection, a malformed answer, a timeout, a cancellation.
     #[error("{0}")]
     Failed(String),
@@ -557,12 +562,27 @@ impl GuardedContent {
         let audited = json!({ "name": prompt, "arguments": arguments });
         let access = self.guard.begin_access(name, "prompts/get", audited, "the policy allows this prompt").await;
         let access = access.map_err(|e| Refusal::Failed(e.to_string()))?;
-        let result = match source.get_prompt(&prompt, arguments, cancel).await {
+        // The provider's requests for input while it fills the prompt go through the
+        // policy, as during a tool call.
+        let mut context = context::current();
+        let caller = context.input.take();
+        context.log = None;
+        context.input = Some(Arc::new(Bridged {
+            guard: Arc::clone(&self.guard),
+            call: access.call().to_owned(),
+            provider: name.to_owned(),
+            tool: "prompts/get".into(),
+            caller,
+        }));
+        let result = match context::scope(context, source.get_prompt(&prompt, arguments, cancel)).await {
             Ok(result) => result,
             Err(e) => {
                 let refusal = match &e {
                     SourceError::Refused(_) => {
                         Refusal::InvalidParams(format!("the provider {name} refused the prompt's arguments"))
+                    }
+                    SourceError::InputDeferred(_) => {
+                        Refusal::Failed(format!("the provider {name} needs input to produce the prompt"))
                     }
                     _ => Refusal::Failed(format!("the provider {name} could not produce the prompt")),
                 };

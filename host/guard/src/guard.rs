@@ -251,6 +251,11 @@ pub struct Access {
 }
 
 impl Access {
+    /// The id of the access's records (`call` in the audit log).
+    pub(crate) fn call(&self) -> &str {
+        &self.call
+    }
+
     /// The outcome of `call` of `provider`'s `what`, to be recorded.
     fn new(guard: &Arc<Guard>, call: String, provider: &str, what: &str) -> Self {
         Access { guard: Arc::clone(guard), call, provider: provider.to_owned(), what: what.to_owned(), ended: false }

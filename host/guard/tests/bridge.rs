@@ -150,3 +150,39 @@ async fn a_question_reaches_the_caller_named_after_the_provider_and_cleaned() {
     assert_eq!(caller.asked.lock().unwrap()[0].1["message"], "[p] Your name?");
     assert_eq!(inputs(&setup), ["elicitation/create: answered"]);
 }
+
+/// A guarded tool of provider `p` that reports, per method, why the gateway withholds it
+/// (what a provider's -32021 is checked against).
+fn withholding_tool(setup: &Setup) -> Tool {
+    let spec = ToolSpec { name: "p__ask".into(), description: "asks".into(), input_schema: json!({"type": "object"}) };
+    let tool = Tool::from_fn(spec, move |_, _| async move {
+        let input = wasmgate_agent::context::current().input.expect("the guard always offers one");
+        let lines: Vec<String> = ["roots/list", "sampling/createMessage", "elicitation/create"]
+            .iter()
+            .map(|method| format!("{method}: {:?}", input.withheld(method)))
+            .collect();
+        Ok(ToolResult::text(lines.join("\n")))
+    });
+    let offer = Offer { provider: "p".into(), name: "ask".into(), definition: definition("ask", "asks"), tool };
+    match setup.guard.admit(offer) {
+        Admission::Offered(tool) => tool,
+        _ => panic!("the tool is reviewed and allowed"),
+    }
+}
+
+#[tokio::test]
+async fn the_policy_names_what_it_withholds_and_leaves_the_rest_to_the_caller() {
+    let default = setup("");
+    let text = withholding_tool(&default).execute(json!({}), CancellationToken::new()).await.unwrap().content;
+    assert!(
+        text.contains(
+            "roots/list: Some(\"the policy lists no roots for this provider (roots = [...])\")\n\
+             sampling/createMessage: Some(\"the policy denies this provider sampling (sampling = \\\"deny\\\")\")\n\
+             elicitation/create: None\n"
+        ),
+        "{text}"
+    );
+    let granted = setup("sampling = \"ask\"\nroots = [\"file:///srv\"]");
+    let text = withholding_tool(&granted).execute(json!({}), CancellationToken::new()).await.unwrap().content;
+    assert!(text.contains("roots/list: None\nsampling/createMessage: None\nelicitation/create: None\n"), "{text}");
+}

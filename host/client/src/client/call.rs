@@ -31,7 +31,9 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use wasmgate_protocol::codes::{HEADER_MISMATCH, INVALID_PARAMS};
 use wasmgate_protocol::mcp::{META_CLIENT_CAPABILITIES, META_LOG_LEVEL};
-use wasmgate_protocol::{CallToolResult, Id, InputRequired, ResultKind, parse_call_tool_result};
+use wasmgate_protocol::{
+    CallToolResult, GetPromptResult, Id, InputRequired, ResultKind, parse_call_tool_result, parse_get_prompt_result,
+};
 
 use super::config::CallOptions;
 use super::connect::request;
@@ -42,7 +44,7 @@ use crate::error::{ClientError, asked};
 
 /// Stands in for the first round's id when rebuilding the request for a retry; never
 /// equal to a real id, which are integers.
-const ORIGINAL: &str = "wasmgate-original-request";
+pub(crate) const ORIGINAL: &str = "wasmgate-original-request";
 
 pub(crate) async fn call_tool(
     shared: &Arc<Shared>,
@@ -52,45 +54,29 @@ pub(crate) async fn call_tool(
     options: CallOptions,
 ) -> Result<CallToolResult, ClientError> {
     let timeout = options.timeout.unwrap_or(shared.config.call_timeout);
-    let token = options.progress.map(|callback| {
+    let token = options.progress.clone().map(|callback| {
         let token = shared.next_id();
         shared.watch_progress(&token, callback);
         token
     });
-    let handler = options.input.clone().or_else(|| shared.config.input_handler.clone());
-    let registered = shared.calls_in_flight.register(options.input, options.log);
-    let stamp = Stamp { capabilities: options.capabilities, log_level: options.log_level };
-    let call = Call {
-        name,
-        arguments: &arguments,
-        cancel,
-        timeout,
-        token: token.as_ref(),
-        handler,
-        resume: options.resume,
-        stamp,
-    };
-    let outcome = rounds(shared, call).await;
+    let asking = Asking::new(shared, "tools/call", format!("tool {name:?}"), cancel, timeout, options);
+    let call = Call { name, arguments: &arguments, token: token.as_ref() };
+    let outcome = rounds(shared, &asking, call).await;
     if let Some(token) = &token {
         shared.unwatch_progress(token);
     }
-    shared.calls_in_flight.unregister(registered);
+    asking.end(shared);
     outcome
 }
 
-/// One `tools/call` and what it carries.
+/// One `tools/call`.
 struct Call<'a> {
     name: &'a str,
     arguments: &'a Map<String, Value>,
-    cancel: &'a CancellationToken,
-    timeout: Duration,
     token: Option<&'a Id>,
-    handler: Option<Arc<dyn InputHandler>>,
-    resume: Option<Resume>,
-    stamp: Stamp,
 }
 
-/// What one call's requests declare besides the client's own stamp.
+/// What a call's requests declare besides the client's own stamp.
 struct Stamp {
     capabilities: Option<Map<String, Value>>,
     log_level: Option<String>,
@@ -114,69 +100,156 @@ impl Stamp {
     }
 }
 
-async fn rounds(shared: &Arc<Shared>, call: Call<'_>) -> Result<CallToolResult, ClientError> {
-    let Call { name, arguments, cancel, timeout, token, handler, resume, stamp } = call;
-    let original =
-        |session: &Session| session.context.tools_call(&Id::from(ORIGINAL), name, Some(arguments.clone()), token);
-    let first = |session: &Session, id: &Id| {
-        let request = match &resume {
-            None => session.context.tools_call(id, name, Some(arguments.clone()), token),
-            // Carrying on from an earlier call's round: its answers, under the keys it asked.
+/// A result that may ask for input instead (`input_required`).
+pub(crate) trait Rounded: Sized {
+    /// Reads a reply's result.
+    fn parse(reply: Reply) -> Result<Self, ClientError>;
+    /// Whether it is complete or asks for input.
+    fn kind(&mut self) -> &mut ResultKind;
+}
+
+impl Rounded for CallToolResult {
+    fn parse(reply: Reply) -> Result<Self, ClientError> {
+        Ok(parse_call_tool_result(&Value::Object(reply.result))?)
+    }
+
+    fn kind(&mut self) -> &mut ResultKind {
+        &mut self.kind
+    }
+}
+
+impl Rounded for GetPromptResult {
+    fn parse(reply: Reply) -> Result<Self, ClientError> {
+        Ok(parse_get_prompt_result(&Value::Object(reply.result))?)
+    }
+
+    fn kind(&mut self) -> &mut ResultKind {
+        &mut self.kind
+    }
+}
+
+/// A request that may go through `input_required` rounds (`tools/call`, `prompts/get`):
+/// what stays the same from one round to the next.
+pub(crate) struct Asking<'a> {
+    method: &'static str,
+    /// What is asked, for messages: `tool "x"`, `prompt "y"`.
+    subject: String,
+    cancel: &'a CancellationToken,
+    timeout: Duration,
+    handler: Option<Arc<dyn InputHandler>>,
+    resume: Option<Resume>,
+    stamp: Stamp,
+    registered: u64,
+}
+
+impl<'a> Asking<'a> {
+    /// Registers the request with the calls in flight (see [`Asking::end`]).
+    pub(crate) fn new(
+        shared: &Shared,
+        method: &'static str,
+        subject: String,
+        cancel: &'a CancellationToken,
+        timeout: Duration,
+        options: CallOptions,
+    ) -> Self {
+        let handler = options.input.clone().or_else(|| shared.config.input_handler.clone());
+        let registered = shared.calls_in_flight.register(options.input, options.log);
+        let stamp = Stamp { capabilities: options.capabilities, log_level: options.log_level };
+        Asking { method, subject, cancel, timeout, handler, resume: options.resume, stamp, registered }
+    }
+
+    /// Takes the request off the calls in flight.
+    pub(crate) fn end(&self, shared: &Shared) {
+        shared.calls_in_flight.unregister(self.registered);
+    }
+
+    /// The first request under `id`: as `build` makes it, or, carrying on from an
+    /// earlier call's round, its retry with that round's answers.
+    pub(crate) fn first(
+        &self,
+        session: &Session,
+        id: &Id,
+        build: &dyn Fn(&Session, &Id) -> Result<Value, ClientError>,
+    ) -> Result<Value, ClientError> {
+        let request = match &self.resume {
+            None => build(session, id)?,
             Some(resume) => {
                 let asked = resume.responses.keys().map(|k| (k.clone(), Value::Null)).collect();
                 let required = InputRequired { input_requests: Some(asked), request_state: resume.state.clone() };
                 let responses = Some(resume.responses.clone()).filter(|r| !r.is_empty());
-                session.context.retry_with_input(&original(session), id, &required, responses)?
+                session.context.retry_with_input(&build(session, &Id::from(ORIGINAL))?, id, &required, responses)?
             }
         };
-        Ok(stamp.apply(session, request))
-    };
+        Ok(self.stamp.apply(session, request))
+    }
+
+    /// Answers `result`'s rounds of input and retries `original` (the first request,
+    /// built with the id [`ORIGINAL`]) until a result is complete, at most `max_input_rounds` times.
+    /// `failed` maps a retry's failure, as for the first request.
+    pub(crate) async fn rounds<T: Rounded>(
+        &self,
+        shared: &Arc<Shared>,
+        original: &Value,
+        headers: &[(String, String)],
+        mut result: T,
+        failed: impl Fn(ClientError) -> ClientError,
+    ) -> Result<T, ClientError> {
+        let mut round = 0;
+        loop {
+            let required = match std::mem::replace(result.kind(), ResultKind::Complete) {
+                ResultKind::Complete => return Ok(result),
+                ResultKind::InputRequired(required) => required,
+            };
+            round += 1;
+            if round > shared.config.max_input_rounds {
+                let limit = shared.config.max_input_rounds;
+                return Err(ClientError::LimitExceeded { what: "input_required rounds".into(), limit });
+            }
+            let Some(handler) = &self.handler else {
+                return Err(ClientError::Unsupported(format!(
+                    "{} needs input ({}) and no input handler is configured",
+                    self.subject,
+                    asked(&required)
+                )));
+            };
+            let responses = match answer_all(handler.as_ref(), &required, self.cancel).await? {
+                Answers::All(responses) => responses,
+                Answers::Deferred(answered) => {
+                    return Err(ClientError::InputDeferred { required: Box::new(required), answered });
+                }
+            };
+            let retry = |session: &Session, id: &Id| {
+                let request = session.context.retry_with_input(original, id, &required, responses.clone())?;
+                Ok(self.stamp.apply(session, request))
+            };
+            let (reply, _) = request(shared, self.method, &retry, headers, self.timeout, Some(self.cancel))
+                .await
+                .map_err(&failed)?;
+            result = T::parse(reply)?;
+        }
+    }
+}
+
+async fn rounds(shared: &Arc<Shared>, asking: &Asking<'_>, call: Call<'_>) -> Result<CallToolResult, ClientError> {
+    let Call { name, arguments, token } = call;
+    let build = |session: &Session, id: &Id| Ok(session.context.tools_call(id, name, Some(arguments.clone()), token));
+    let first = |session: &Session, id: &Id| asking.first(session, id, &build);
     let mut headers = param_headers_for(shared, name, arguments);
-    let (reply, session) = match request(shared, "tools/call", &first, &headers, timeout, Some(cancel)).await {
+    let timeout = asking.timeout;
+    let (reply, session) = match request(shared, "tools/call", &first, &headers, timeout, Some(asking.cancel)).await {
         // The headers came from a stale or missing definition: refresh it and retry once.
         Err(ClientError::Rpc { code: HEADER_MISMATCH, .. }) if shared.transport.mirrors_param_headers() => {
             shared.tools_changed();
             tools::list(shared).await?;
             headers = param_headers_for(shared, name, arguments);
-            request(shared, "tools/call", &first, &headers, timeout, Some(cancel)).await
+            request(shared, "tools/call", &first, &headers, timeout, Some(asking.cancel)).await
         }
         outcome => outcome,
     }
     .map_err(|e| unknown_tool(shared, name, e))?;
-    let mut result = parse(reply)?;
-    let mut round = 0;
-    loop {
-        let required = match result.kind {
-            ResultKind::Complete => return Ok(result),
-            ResultKind::InputRequired(required) => required,
-        };
-        round += 1;
-        if round > shared.config.max_input_rounds {
-            let limit = shared.config.max_input_rounds;
-            return Err(ClientError::LimitExceeded { what: "input_required rounds".into(), limit });
-        }
-        let Some(handler) = &handler else {
-            return Err(ClientError::Unsupported(format!(
-                "tool {name:?} needs input ({}) and no input handler is configured",
-                asked(&required)
-            )));
-        };
-        let responses = match answer_all(handler.as_ref(), &required, cancel).await? {
-            Answers::All(responses) => responses,
-            Answers::Deferred(answered) => {
-                return Err(ClientError::InputDeferred { required: Box::new(required), answered });
-            }
-        };
-        let original = original(&session);
-        let retry = |session: &Session, id: &Id| {
-            let request = session.context.retry_with_input(&original, id, &required, responses.clone())?;
-            Ok(stamp.apply(session, request))
-        };
-        let (reply, _) = request(shared, "tools/call", &retry, &headers, timeout, Some(cancel))
-            .await
-            .map_err(|e| unknown_tool(shared, name, e))?;
-        result = parse(reply)?;
-    }
+    let result = CallToolResult::parse(reply)?;
+    let original = build(&session, &Id::from(ORIGINAL))?;
+    asking.rounds(shared, &original, &headers, result, |e| unknown_tool(shared, name, e)).await
 }
 
 /// The `Mcp-Param-*` headers of a call, from the tool's cached definition.
@@ -188,10 +261,6 @@ fn param_headers_for(shared: &Shared, name: &str, arguments: &Map<String, Value>
         .and_then(|tool| param_headers::annotated(&tool.input_schema).ok())
         .map(|params| param_headers::headers(&params, arguments))
         .unwrap_or_default()
-}
-
-fn parse(reply: Reply) -> Result<CallToolResult, ClientError> {
-    Ok(parse_call_tool_result(&Value::Object(reply.result))?)
 }
 
 /// What the handler made of one round.

@@ -368,7 +368,7 @@ impl McpClient {
     /// # Errors
     ///
     /// [`ClientError::Unsupported`] when the server did not declare the `prompts`
-    /// capability or answers `input_required`; [`ClientError::InvalidRequest`] (nothing
+    /// capability, or asks for input and no input handler answers; [`ClientError::InvalidRequest`] (nothing
     /// sent) for an argument that is not a string; `Timeout`, `Cancelled`,
     /// `TransportClosed`, `MalformedMessage` (a message with an unknown role, too many
     /// messages, ...), and [`ClientError::Rpc`] for the server's own refusal (an unknown
@@ -379,7 +379,25 @@ impl McpClient {
         arguments: Map<String, Value>,
         cancel: CancellationToken,
     ) -> Result<GetPromptResult, ClientError> {
-        prompts::get(&self.shared, name, &arguments, &cancel).await
+        prompts::get(&self.shared, name, &arguments, &cancel, CallOptions::default()).await
+    }
+
+    /// [`get_prompt`](Self::get_prompt) with a call's options: a timeout override, and
+    /// who answers the server's `input_required` rounds and how (as for
+    /// [`call_tool_with`](Self::call_tool_with); progress is not asked for).
+    ///
+    /// # Errors
+    ///
+    /// As [`get_prompt`](Self::get_prompt), and as a call for its input:
+    /// [`ClientError::InputDeferred`] when its handler put a request off to its caller.
+    pub async fn get_prompt_with(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        cancel: CancellationToken,
+        options: CallOptions,
+    ) -> Result<GetPromptResult, ClientError> {
+        prompts::get(&self.shared, name, &arguments, &cancel, options).await
     }
 
     /// Asks for completions of one argument of a prompt or resource template, within

@@ -12,19 +12,20 @@
 //!   `request_timeout`, cancelled like `tools/call`. A prompt argument that is not a
 //!   string, or a completion reference of another kind than a prompt or a resource
 //!   template, is [`ClientError::InvalidRequest`] and nothing is sent. A 2026-07-28
-//!   server may answer `prompts/get` with `input_required`; answering it is not
-//!   supported here, so that is [`ClientError::Unsupported`].
+//!   server may answer `prompts/get` with `input_required`: its rounds are answered as
+//!   a tool call's are (the `call` module), with the same [`CallOptions`].
 
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use wasmgate_protocol::{
-    ClientContext, CompleteRequest, CompleteResult, GetPromptResult, Id, PromptInfo, ProtocolError, ResultKind,
-    parse_complete_result, parse_get_prompt_result, parse_prompts_list,
+    ClientContext, CompleteRequest, CompleteResult, GetPromptResult, Id, PromptInfo, ProtocolError,
+    parse_complete_result, parse_prompts_list,
 };
 
-use super::config::ClientConfig;
+use super::call::{Asking, ORIGINAL, Rounded};
+use super::config::{CallOptions, ClientConfig};
 use super::connect::request;
 use super::paging::{self, Listing};
 use super::{Session, Shared};
@@ -77,20 +78,24 @@ pub(crate) async fn get(
     name: &str,
     arguments: &Map<String, Value>,
     cancel: &CancellationToken,
+    options: CallOptions,
 ) -> Result<GetPromptResult, ClientError> {
     require(shared, "prompts")?;
     let build = |session: &Session, id: &Id| {
         session.context.prompts_get(id, name, arguments).map_err(|e| invalid_request("prompts/get", &e))
     };
-    let timeout = shared.config.request_timeout;
-    let (reply, _) = request(shared, "prompts/get", &build, &[], timeout, Some(cancel)).await?;
-    let result = parse_get_prompt_result(&Value::Object(reply.result))?;
-    match result.kind {
-        ResultKind::Complete => Ok(result),
-        ResultKind::InputRequired(_) => Err(ClientError::Unsupported(format!(
-            "getting the prompt {name:?} needs input, which prompts/get cannot give"
-        ))),
+    let timeout = options.timeout.unwrap_or(shared.config.request_timeout);
+    let asking = Asking::new(shared, "prompts/get", format!("prompt {name:?}"), cancel, timeout, options);
+    let outcome = async {
+        let first = |session: &Session, id: &Id| asking.first(session, id, &build);
+        let (reply, session) = request(shared, "prompts/get", &first, &[], timeout, Some(cancel)).await?;
+        let result = GetPromptResult::parse(reply)?;
+        let original = build(&session, &Id::from(ORIGINAL))?;
+        asking.rounds(shared, &original, &[], result, |e| e).await
     }
+    .await;
+    asking.end(shared);
+    outcome
 }
 
 pub(crate) async fn complete(

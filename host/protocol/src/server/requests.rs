@@ -157,12 +157,16 @@ pub fn parse_resource_uri(params: Option<&Object>) -> Result<String, ProtocolErr
 }
 
 /// The parameters of `prompts/get`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct GetPromptParams {
     /// The prompt's name, never empty.
     pub name: String,
     /// The arguments, every value a string (`{}` when absent).
     pub arguments: Object,
+    /// `inputResponses` of a 2026-07-28 retry (as for `tools/call`).
+    pub input_responses: Option<Object>,
+    /// `requestState` of a 2026-07-28 retry (as for `tools/call`).
+    pub request_state: Option<String>,
 }
 
 /// Reads the parameters of `prompts/get`.
@@ -171,7 +175,8 @@ pub struct GetPromptParams {
 ///
 /// [`MissingField`](ProtocolError::MissingField) without params or a name,
 /// [`WrongType`](ProtocolError::WrongType) for a name that is not a string, arguments
-/// that are not an object or an argument value that is not a string,
+/// that are not an object or an argument value that is not a string, `inputResponses`
+/// that is not an object or `requestState` that is not a string,
 /// [`InvalidValue`](ProtocolError::InvalidValue) for an empty name.
 pub fn parse_get_prompt_params(params: Option<&Object>) -> Result<GetPromptParams, ProtocolError> {
     let params = params.ok_or_else(|| ProtocolError::MissingField { at: "params".into() })?;
@@ -181,7 +186,9 @@ pub fn parse_get_prompt_params(params: Option<&Object>) -> Result<GetPromptParam
     }
     let arguments = opt_object(params, "params", "arguments")?.cloned().unwrap_or_default();
     string_values(&arguments, "params.arguments")?;
-    Ok(GetPromptParams { name: name.to_owned(), arguments })
+    let input_responses = opt_object(params, "params", "inputResponses")?.cloned();
+    let request_state = opt_str(params, "params", "requestState")?.map(str::to_owned);
+    Ok(GetPromptParams { name: name.to_owned(), arguments, input_responses, request_state })
 }
 
 /// Checks that every value of `map` is a string, as prompt and completion arguments are.

@@ -7,16 +7,17 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use wasmgate_agent::{
     Ask, Attachment, CallContext, CancellationToken, Input, LogLevel, LogMessage, LogSink, Progress, ProgressSink,
-    Resume, context,
+    Resume, ToolErrorKind, context,
 };
-use wasmgate_protocol::codes::{INTERNAL_ERROR, INVALID_PARAMS};
+use wasmgate_protocol::codes::{INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY};
 use wasmgate_protocol::server::{
-    CallToolParams, call_tool_result, call_tool_text_result, complete_result, get_prompt_result, input_required_result,
-    list_result, progress_notification, read_resource_result, resource_not_found_error, tool_definition,
+    CallToolParams, GetPromptParams, call_tool_result, call_tool_text_result, complete_result, get_prompt_result,
+    input_required_result, list_result, progress_notification, read_resource_result, resource_not_found_error,
+    tool_definition,
 };
 use wasmgate_protocol::{CacheHints, Id, ProtocolVersion, error_response, result_response};
 
-use super::ask::{self, Carried, Deferred, Live, Round};
+use super::ask::{self, Carried, Deferred, Live, Round, Subject};
 use super::{Caps, Engine, Job};
 use crate::backend::{CallFailure, Refusal};
 
@@ -62,12 +63,12 @@ impl Engine {
                 Ok(contents) => result_response(id, read_resource_result(version, contents, CacheHints::default())),
                 Err(refusal) => refused(id, version, refusal),
             },
-            Job::GetPrompt(params) => match backend.get_prompt(params, cancel).await {
-                Ok(prompt) => {
-                    result_response(id, get_prompt_result(version, prompt.description.as_deref(), prompt.messages))
-                }
-                Err(refusal) => refused(id, version, refusal),
-            },
+            Job::GetPrompt { params, caps } => {
+                let ask = live.clone().map(|live| live as Arc<dyn Ask>);
+                let input = live.map(|live| live as Arc<dyn Input>);
+                let context = CallContext { ask, input, ..CallContext::default() };
+                self.get_prompt(id, version, params, caps, cancel, context).await
+            }
             Job::Complete(params) => match backend.complete(params, cancel).await {
                 Ok(c) => result_response(id, complete_result(version, c.values, c.total, c.has_more)),
                 Err(refusal) => refused(id, version, refusal),
@@ -90,10 +91,8 @@ impl Engine {
         result_response(id, list_result(version, key, page, next.as_deref(), CacheHints::default()))
     }
 
-    /// Runs a `tools/call` and builds its response; see [`CallFailure`] for the mapping.
-    /// A stateless call from a client that elicits asks by `input_required` (see the
-    /// `ask` module): a retry's `requestState` is checked before anything runs, and a
-    /// call that deferred its question answers `input_required` instead of its result.
+    /// Runs a `tools/call` and builds its response; see [`CallFailure`] for the mapping,
+    /// and [`asking`](Self::asking) for the provider's or the gateway's questions.
     async fn call(
         &self,
         id: &Id,
@@ -101,22 +100,103 @@ impl Engine {
         params: CallToolParams,
         caps: Caps,
         cancel: CancellationToken,
-        mut context: CallContext,
+        context: CallContext,
     ) -> Value {
         let CallToolParams { name, arguments, input_responses, request_state, .. } = params;
+        let subject = Subject { method: "tools/call", name: &name, arguments: &arguments };
+        let asked = Asked { subject, input_responses, request_state, caps };
+        let work = self.backend.call(name.clone(), arguments.clone(), cancel);
+        let outcome = match self.asking(id, asked, version, context, work).await {
+            Ok(outcome) => outcome,
+            Err(Early::Answer(answer)) => return answer,
+            Err(Early::TooLarge(message)) => return result_response(id, call_tool_text_result(version, message, true)),
+        };
+        match outcome {
+            Ok(result) => {
+                let blocks = result.attachments.into_iter().map(block).collect();
+                result_response(id, call_tool_result(version, &result.content, blocks, result.is_error))
+            }
+            Err(CallFailure::UnknownTool(name)) => {
+                error_response(Some(id), INVALID_PARAMS, &format!("Unknown tool: {name}"), None)
+            }
+            // A 2026-07-28 client learns which capability to declare; an older one
+            // declared its capabilities once, for the session, and gets the text below.
+            Err(CallFailure::Tool(error))
+                if error.kind() == ToolErrorKind::MissingCapability && version.is_stateless() =>
+            {
+                let names = error.capabilities();
+                let required: serde_json::Map<String, Value> =
+                    names.iter().map(|name| (name.clone(), Value::Object(serde_json::Map::new()))).collect();
+                let message = format!("Missing required client capability: {}", names.join(", "));
+                let data = serde_json::json!({ "requiredCapabilities": required });
+                error_response(Some(id), MISSING_REQUIRED_CLIENT_CAPABILITY, &message, Some(data))
+            }
+            Err(CallFailure::Tool(error)) => {
+                tracing::warn!(
+                    tool = %name,
+                    kind = ?error.kind(),
+                    provider = error.provider().unwrap_or("-"),
+                    detail = error.detail(),
+                    "tool call produced no result"
+                );
+                result_response(id, call_tool_text_result(version, &error.to_string(), true))
+            }
+        }
+    }
+
+    /// Runs a `prompts/get` and builds its response; a provider that needs input to fill
+    /// the prompt asks as during a call ([`asking`](Self::asking)).
+    async fn get_prompt(
+        &self,
+        id: &Id,
+        version: ProtocolVersion,
+        params: GetPromptParams,
+        caps: Caps,
+        cancel: CancellationToken,
+        context: CallContext,
+    ) -> Value {
+        let GetPromptParams { name, arguments, input_responses, request_state } = params;
+        let subject = Subject { method: "prompts/get", name: &name, arguments: &arguments };
+        let asked = Asked { subject, input_responses, request_state, caps };
+        let plain = GetPromptParams { name: name.clone(), arguments: arguments.clone(), ..GetPromptParams::default() };
+        let work = self.backend.get_prompt(plain, cancel);
+        match self.asking(id, asked, version, context, work).await {
+            Ok(Ok(prompt)) => {
+                result_response(id, get_prompt_result(version, prompt.description.as_deref(), prompt.messages))
+            }
+            Ok(Err(refusal)) => refused(id, version, refusal),
+            Err(Early::Answer(answer)) => answer,
+            Err(Early::TooLarge(message)) => error_response(Some(id), INTERNAL_ERROR, message, None),
+        }
+    }
+
+    /// Runs `work` (a call, a prompt) with the client's side in its `context`. A stateless
+    /// request from a client that can be asked asks by `input_required` (see the `ask`
+    /// module): a retry's `requestState` is checked before anything runs, and a request
+    /// whose questions were put off ends in `input_required` instead of its outcome.
+    async fn asking<T>(
+        &self,
+        id: &Id,
+        asked: Asked<'_>,
+        version: ProtocolVersion,
+        mut context: CallContext,
+        work: impl Future<Output = T>,
+    ) -> Result<T, Early> {
+        let Asked { subject, input_responses, request_state, caps } = asked;
         let deferred = match &self.approvals {
             Some(approvals) if version.is_stateless() && caps.any() => {
                 let (answer, resume) = match request_state {
-                    Some(state) => match approvals.redeem(&state, &name, &arguments) {
+                    Some(state) => match approvals.redeem(&state, subject) {
                         Ok(carried) => {
                             let responses = input_responses.unwrap_or_default();
                             let answer = carried.approved || ask::approved(&responses);
                             (Some(answer), carried.round.map(|round| resume(round, responses)))
                         }
                         Err(why) => {
-                            let message =
-                                format!("Invalid requestState: {why}; call again without it to be asked afresh");
-                            return error_response(Some(id), INVALID_PARAMS, &message, None);
+                            let message = format!(
+                                "Invalid requestState: {why}; send the request again without it to be asked afresh"
+                            );
+                            return Err(Early::Answer(error_response(Some(id), INVALID_PARAMS, &message, None)));
                         }
                     },
                     None => (None, None),
@@ -134,13 +214,16 @@ impl Engine {
             }
             context.input = Some(Arc::clone(deferred) as Arc<dyn Input>);
         }
-        let outcome = context::scope(context, self.backend.call(name.clone(), arguments.clone(), cancel)).await;
+        let outcome = context::scope(context, work).await;
         if let (Some(deferred), Some(approvals)) = (deferred, &self.approvals) {
             // A question of the gateway's own (approval) comes first: the call never ran.
             if let Some(question) = deferred.pending()
-                && let Some(state) = approvals.issue(&name, &arguments, &Carried::default())
+                && let Some(state) = approvals.issue(subject, &Carried::default())
             {
-                return result_response(id, input_required_result(ask::input_requests(&question), &state));
+                return Err(Early::Answer(result_response(
+                    id,
+                    input_required_result(ask::input_requests(&question), &state),
+                )));
             }
             if let Some(round) = deferred.round() {
                 let keys = round.requests.keys().cloned().collect();
@@ -148,35 +231,31 @@ impl Engine {
                     approved: deferred.approved(),
                     round: Some(Round { keys, answered: round.answered, state: round.state }),
                 };
-                return match approvals.issue(&name, &arguments, &carried) {
-                    Some(state) => result_response(id, input_required_result(round.requests, &state)),
-                    None => {
-                        let message = "the provider's request for input is too large to carry";
-                        result_response(id, call_tool_text_result(version, message, true))
-                    }
-                };
+                return Err(match approvals.issue(subject, &carried) {
+                    Some(state) => Early::Answer(result_response(id, input_required_result(round.requests, &state))),
+                    None => Early::TooLarge("the provider's request for input is too large to carry"),
+                });
             }
         }
-        match outcome {
-            Ok(result) => {
-                let blocks = result.attachments.into_iter().map(block).collect();
-                result_response(id, call_tool_result(version, &result.content, blocks, result.is_error))
-            }
-            Err(CallFailure::UnknownTool(name)) => {
-                error_response(Some(id), INVALID_PARAMS, &format!("Unknown tool: {name}"), None)
-            }
-            Err(CallFailure::Tool(error)) => {
-                tracing::warn!(
-                    tool = %name,
-                    kind = ?error.kind(),
-                    provider = error.provider().unwrap_or("-"),
-                    detail = error.detail(),
-                    "tool call produced no result"
-                );
-                result_response(id, call_tool_text_result(version, &error.to_string(), true))
-            }
-        }
+        Ok(outcome)
     }
+}
+
+/// A request a provider may ask input for, as the client sent it.
+struct Asked<'a> {
+    subject: Subject<'a>,
+    input_responses: Option<serde_json::Map<String, Value>>,
+    request_state: Option<String>,
+    /// What the client declared it can be asked.
+    caps: Caps,
+}
+
+/// How [`Engine::asking`] ends a request before its outcome is answered.
+enum Early {
+    /// With this response (`input_required`, or a refused `requestState`).
+    Answer(Value),
+    /// With this failure: a round too large to carry in a request state.
+    TooLarge(&'static str),
 }
 
 /// Where a call's log messages go: `notifications/message` on `out`, each message as

@@ -225,10 +225,21 @@ impl Carried {
 /// The longest request state redeemed (a provider's own state and answers ride in it).
 const MAX_STATE_BYTES: usize = 256 << 10;
 
+/// What a request state is bound to: one request's method, name and arguments.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Subject<'a> {
+    /// `tools/call` or `prompts/get`.
+    pub(crate) method: &'a str,
+    /// The tool's or the prompt's name.
+    pub(crate) name: &'a str,
+    /// Its arguments.
+    pub(crate) arguments: &'a Map<String, Value>,
+}
+
 /// Signs and redeems request states: `hex(expiry ‖ nonce) [. base64url(carried)] .
-/// hex(MAC)`, the MAC a keyed BLAKE3 over the tool name, the arguments, the expiry, the
-/// nonce and what it carries, under a key drawn at start-up. A state is bound to one
-/// call and redeemable once.
+/// hex(MAC)`, the MAC a keyed BLAKE3 over the method, the tool's or prompt's name, the
+/// arguments, the expiry, the nonce and what it carries, under a key drawn at start-up.
+/// A state is bound to one request and redeemable once.
 #[derive(Debug)]
 pub(crate) struct Approvals {
     key: [u8; 32],
@@ -243,19 +254,14 @@ impl Approvals {
         Some(Self { key, redeemed: Mutex::default() })
     }
 
-    fn mac(
-        &self,
-        name: &str,
-        arguments: &Map<String, Value>,
-        expiry: u64,
-        nonce: &[u8; 16],
-        carried: &str,
-    ) -> blake3::Hash {
+    fn mac(&self, subject: Subject<'_>, expiry: u64, nonce: &[u8; 16], carried: &str) -> blake3::Hash {
         let mut hasher = blake3::Hasher::new_keyed(&self.key);
-        hasher.update(&(name.len() as u64).to_le_bytes());
-        hasher.update(name.as_bytes());
+        for part in [subject.method, subject.name] {
+            hasher.update(&(part.len() as u64).to_le_bytes());
+            hasher.update(part.as_bytes());
+        }
         // Straight into the hash: no copy of the arguments, no intermediate text.
-        if serde_json::to_writer(&mut hasher, arguments).is_err() {
+        if serde_json::to_writer(&mut hasher, subject.arguments).is_err() {
             hasher.update(b"\0unserializable");
         }
         hasher.update(&expiry.to_le_bytes());
@@ -265,13 +271,13 @@ impl Approvals {
         hasher.finalize()
     }
 
-    /// A state for a call of `name` with `arguments`, carrying `carried`.
-    pub(crate) fn issue(&self, name: &str, arguments: &Map<String, Value>, carried: &Carried) -> Option<String> {
+    /// A state for `subject`, carrying `carried`.
+    pub(crate) fn issue(&self, subject: Subject<'_>, carried: &Carried) -> Option<String> {
         let mut nonce = [0u8; 16];
         getrandom::fill(&mut nonce).ok()?;
         let expiry = now().saturating_add(STATE_LIFETIME.as_secs());
         let carried = carried.encode();
-        let mac = self.mac(name, arguments, expiry, &nonce, carried.as_deref().unwrap_or_default());
+        let mac = self.mac(subject, expiry, &nonce, carried.as_deref().unwrap_or_default());
         let head = format!("{}{}", hex::encode(expiry.to_be_bytes()), hex::encode(nonce));
         let state = match carried {
             Some(carried) => format!("{head}.{carried}.{}", mac.to_hex()),
@@ -280,14 +286,8 @@ impl Approvals {
         (state.len() <= MAX_STATE_BYTES).then_some(state)
     }
 
-    /// Checks `state` for a call of `name` with `arguments`, spends it, and gives what
-    /// it carries.
-    pub(crate) fn redeem(
-        &self,
-        state: &str,
-        name: &str,
-        arguments: &Map<String, Value>,
-    ) -> Result<Carried, &'static str> {
+    /// Checks `state` for `subject`, spends it, and gives what it carries.
+    pub(crate) fn redeem(&self, state: &str, subject: Subject<'_>) -> Result<Carried, &'static str> {
         if state.len() > MAX_STATE_BYTES {
             return Err("malformed");
         }
@@ -302,7 +302,7 @@ impl Approvals {
         let nonce: [u8; 16] = nonce.try_into().map_err(|_| "malformed")?;
         let mac = blake3::Hash::from_hex(mac).map_err(|_| "malformed")?;
         // Hash's equality is constant-time.
-        if self.mac(name, arguments, expiry, &nonce, carried_text) != mac {
+        if self.mac(subject, expiry, &nonce, carried_text) != mac {
             return Err("it was not issued for this call");
         }
         let carried = if carried_text.is_empty() {
@@ -446,40 +446,61 @@ mod tests {
         value.as_object().cloned().unwrap()
     }
 
+    fn call<'a>(name: &'a str, arguments: &'a Map<String, Value>) -> Subject<'a> {
+        Subject { method: "tools/call", name, arguments }
+    }
+
+    #[test]
+    fn a_state_for_a_tool_call_is_not_one_for_a_prompt_of_the_same_name() {
+        let approvals = Approvals::new().unwrap();
+        let arguments = args(json!({"a": "1"}));
+        let state = approvals.issue(call("x", &arguments), &Carried::default()).unwrap();
+        let prompt = Subject { method: "prompts/get", name: "x", arguments: &arguments };
+        assert_eq!(approvals.redeem(&state, prompt), Err("it was not issued for this call"));
+        let state = approvals.issue(prompt, &Carried::default()).unwrap();
+        assert_eq!(approvals.redeem(&state, prompt), Ok(Carried::default()));
+    }
+
     #[test]
     fn a_state_is_bound_to_its_call_and_redeemable_once() {
         let approvals = Approvals::new().unwrap();
-        let state = approvals.issue("p__create", &args(json!({"a": 1})), &Carried::default()).unwrap();
+        let state = approvals.issue(call("p__create", &args(json!({"a": 1}))), &Carried::default()).unwrap();
         assert_eq!(
-            approvals.redeem(&state, "p__delete", &args(json!({"a": 1}))),
+            approvals.redeem(&state, call("p__delete", &args(json!({"a": 1})))),
             Err("it was not issued for this call")
         );
         assert_eq!(
-            approvals.redeem(&state, "p__create", &args(json!({"a": 2}))),
+            approvals.redeem(&state, call("p__create", &args(json!({"a": 2})))),
             Err("it was not issued for this call")
         );
-        assert_eq!(approvals.redeem(&state, "p__create", &args(json!({"a": 1}))), Ok(Carried::default()));
-        assert_eq!(approvals.redeem(&state, "p__create", &args(json!({"a": 1}))), Err("it has been used already"));
+        assert_eq!(approvals.redeem(&state, call("p__create", &args(json!({"a": 1})))), Ok(Carried::default()));
+        assert_eq!(
+            approvals.redeem(&state, call("p__create", &args(json!({"a": 1})))),
+            Err("it has been used already")
+        );
         let other = Approvals::new().unwrap();
-        let foreign = other.issue("p__create", &args(json!({})), &Carried::default()).unwrap();
-        assert_eq!(approvals.redeem(&foreign, "p__create", &args(json!({}))), Err("it was not issued for this call"));
+        let foreign = other.issue(call("p__create", &args(json!({}))), &Carried::default()).unwrap();
+        assert_eq!(
+            approvals.redeem(&foreign, call("p__create", &args(json!({})))),
+            Err("it was not issued for this call")
+        );
     }
 
     #[test]
     fn tampered_malformed_and_expired_states_are_refused() {
         let approvals = Approvals::new().unwrap();
-        let state = approvals.issue("t", &Map::new(), &Carried::default()).unwrap();
+        let state = approvals.issue(call("t", &Map::new()), &Carried::default()).unwrap();
         let mut tampered = state.clone().into_bytes();
         tampered[3] = if tampered[3] == b'0' { b'1' } else { b'0' };
-        assert!(approvals.redeem(&String::from_utf8(tampered).unwrap(), "t", &Map::new()).is_err());
+        assert!(approvals.redeem(&String::from_utf8(tampered).unwrap(), call("t", &Map::new())).is_err());
         for bad in ["", ".", "zz.zz", "00.00", &state.replace('.', "")] {
-            assert_eq!(approvals.redeem(bad, "t", &Map::new()), Err("malformed"), "{bad:?}");
+            assert_eq!(approvals.redeem(bad, call("t", &Map::new())), Err("malformed"), "{bad:?}");
         }
         let nonce = [7u8; 16];
         let expired = 1u64;
-        let mac = approvals.mac("t", &Map::new(), expired, &nonce, "");
+        let mac = approvals.mac(call("t", &Map::new()), expired, &nonce, "");
         let old = format!("{}{}.{}", hex::encode(expired.to_be_bytes()), hex::encode(nonce), mac.to_hex());
-        assert_eq!(approvals.redeem(&old, "t", &Map::new()), Err("it has expired"));
+        assert_eq!(approvals.redeem(&old, call("t", &Map::new())), Err("it has expired"));
     }
 
     #[test]
@@ -505,22 +526,22 @@ mod tests {
             approved: true,
             round: Some(Round { keys: vec!["name".into()], answered, state: Some("upstream-state".into()) }),
         };
-        let state = approvals.issue("t", &args(json!({"a": 1})), &carried).unwrap();
+        let state = approvals.issue(call("t", &args(json!({"a": 1}))), &carried).unwrap();
         assert_eq!(state.matches('.').count(), 2, "head, carried, MAC: {state}");
-        assert_eq!(approvals.redeem(&state, "t", &args(json!({"a": 1}))), Ok(carried.clone()));
+        assert_eq!(approvals.redeem(&state, call("t", &args(json!({"a": 1})))), Ok(carried.clone()));
 
         // The carried part is readable, but any change to it breaks the MAC.
         let mut parts: Vec<String> = state.split('.').map(str::to_owned).collect();
         let forged = Carried { approved: true, round: None };
         parts[1] = forged.encode().unwrap();
-        let again = approvals.issue("t", &args(json!({"a": 1})), &carried).unwrap();
+        let again = approvals.issue(call("t", &args(json!({"a": 1}))), &carried).unwrap();
         let mut other: Vec<String> = again.split('.').map(str::to_owned).collect();
         other[1] = parts[1].clone();
         assert_eq!(
-            approvals.redeem(&other.join("."), "t", &args(json!({"a": 1}))),
+            approvals.redeem(&other.join("."), call("t", &args(json!({"a": 1})))),
             Err("it was not issued for this call")
         );
-        assert_eq!(approvals.redeem(&"x".repeat(MAX_STATE_BYTES + 1), "t", &Map::new()), Err("malformed"));
+        assert_eq!(approvals.redeem(&"x".repeat(MAX_STATE_BYTES + 1), call("t", &Map::new())), Err("malformed"));
     }
 
     #[tokio::test]

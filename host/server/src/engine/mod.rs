@@ -92,8 +92,8 @@ pub(crate) enum Job {
     Read(String),
     /// `prompts/list` from a cursor.
     ListPrompts(Option<String>),
-    /// `prompts/get`.
-    GetPrompt(GetPromptParams),
+    /// `prompts/get`; `caps` as for a call (a provider may ask for input to fill it).
+    GetPrompt { params: GetPromptParams, caps: Caps },
     /// `completion/complete`.
     Complete(CompleteParams),
 }
@@ -119,9 +119,10 @@ impl Job {
         }
     }
 
-    /// Whether this is a `tools/call`.
-    pub(crate) fn is_call(&self) -> bool {
-        matches!(self, Job::Call { .. })
+    /// Whether a provider may ask the client something while it runs (`tools/call`,
+    /// `prompts/get`).
+    pub(crate) fn may_ask(&self) -> bool {
+        matches!(self, Job::Call { .. } | Job::GetPrompt { .. })
     }
 }
 
@@ -231,21 +232,22 @@ impl Engine {
             Err(e) => Routed::Reply(invalid(e)),
         };
         if let Era::Handshake(Some(version)) | Era::Stateless(version) = era {
+            let stateless = matches!(era, Era::Stateless(_));
+            let caps = || if stateless { stamped(parse_stateless_meta(params_of).ok()) } else { Caps::default() };
             let parsed = match method.as_str() {
                 "tools/list" => Some(parse_cursor(params).map(Job::ListTools)),
-                "tools/call" => Some(parse_call_tool_params(params).map(|params| {
-                    let stateless = matches!(era, Era::Stateless(_));
-                    Job::Call {
-                        params,
-                        caps: if stateless { stamped(parse_stateless_meta(params_of).ok()) } else { Caps::default() },
-                        log: if stateless && offers.logging { stamped_level(params_of) } else { None },
-                    }
+                "tools/call" => Some(parse_call_tool_params(params).map(|params| Job::Call {
+                    params,
+                    caps: caps(),
+                    log: if stateless && offers.logging { stamped_level(params_of) } else { None },
                 })),
                 "resources/list" if offers.resources => Some(parse_cursor(params).map(Job::ListResources)),
                 "resources/templates/list" if offers.resources => Some(parse_cursor(params).map(Job::ListTemplates)),
                 "resources/read" if offers.resources => Some(parse_resource_uri(params).map(Job::Read)),
                 "prompts/list" if offers.prompts => Some(parse_cursor(params).map(Job::ListPrompts)),
-                "prompts/get" if offers.prompts => Some(parse_get_prompt_params(params).map(Job::GetPrompt)),
+                "prompts/get" if offers.prompts => {
+                    Some(parse_get_prompt_params(params).map(|params| Job::GetPrompt { params, caps: caps() }))
+                }
                 "completion/complete" if offers.completions => Some(parse_complete_params(params).map(Job::Complete)),
                 _ => None,
             };

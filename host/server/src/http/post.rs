@@ -27,7 +27,9 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use wasmgate_agent::CancellationToken;
-use wasmgate_protocol::codes::{HEADER_MISMATCH, INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR};
+use wasmgate_protocol::codes::{
+    HEADER_MISMATCH, INTERNAL_ERROR, INVALID_REQUEST, MISSING_REQUIRED_CLIENT_CAPABILITY, PARSE_ERROR,
+};
 use wasmgate_protocol::server::{has_stateless_meta, parse_cancelled};
 use wasmgate_protocol::{Id, Message, Request, classify, error_response, parse_message};
 
@@ -199,7 +201,7 @@ async fn dispatch(shared: &Arc<Shared>, peer: IpAddr, session: Option<Arc<Sessio
             // cooperatively: the backend sees its token fire and ends the call its own way.
             let cancel_when_dropped = token.clone().drop_guard();
             let owner = Arc::clone(shared);
-            let asks = session.as_ref().filter(|s| s.caps.any() && job.is_call());
+            let asks = session.as_ref().filter(|s| s.caps.any() && job.may_ask());
             if job.wants_progress() || job.wants_log() || asks.is_some() {
                 // Progress and questions go out on an SSE stream, the answer last; the
                 // stream ends with it.
@@ -222,7 +224,7 @@ async fn dispatch(shared: &Arc<Shared>, peer: IpAddr, session: Option<Arc<Sessio
                 answer
             });
             match call.await {
-                Ok(answer) => json(StatusCode::OK, &answer),
+                Ok(answer) => json(answer_status(&answer), &answer),
                 Err(_) => refuse(StatusCode::INTERNAL_SERVER_ERROR, INTERNAL_ERROR, "The call failed"),
             }
         }
@@ -234,6 +236,16 @@ async fn dispatch(shared: &Arc<Shared>, peer: IpAddr, session: Option<Arc<Sessio
             shared.life.tasks.spawn(listen(Listen { id, version, filter }, changes, tx, stopping, cancelled.clone()));
             sse(rx, cancelled.drop_guard())
         }
+    }
+}
+
+/// The status of an answer sent as plain JSON: 400 for a missing client capability, as
+/// 2026-07-28 asks of a server that cannot serve a request without it; 200 otherwise
+/// (a JSON-RPC error is still an answer).
+fn answer_status(answer: &Value) -> StatusCode {
+    match answer.pointer("/error/code").and_then(Value::as_i64) {
+        Some(MISSING_REQUIRED_CLIENT_CAPABILITY) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
     }
 }
 
