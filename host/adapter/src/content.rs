@@ -15,9 +15,15 @@ use crate::mcp_tool::{caller_options, put_off};
 use crate::provider::McpProvider;
 
 /// A client error in the guard's terms: what the provider refused (an unknown resource
-/// or prompt, invalid arguments) apart from what failed.
+/// or prompt, invalid arguments) apart from what failed. A round of input the caller's
+/// side put off is handed to it here ([`put_off`]).
 fn source_error(error: ClientError) -> SourceError {
     match error {
+        ClientError::InputDeferred { required, answered } => {
+            let deferred = put_off(&required, &answered);
+            let text = ClientError::InputDeferred { required, answered }.to_string();
+            if deferred { SourceError::InputDeferred(text) } else { SourceError::Unsupported(text) }
+        }
         ClientError::Rpc { code: -32602 | -32002, .. } => SourceError::Refused(error.to_string()),
         ClientError::Unsupported(_) => SourceError::Unsupported(error.to_string()),
         _ => SourceError::Failed(error.to_string()),
@@ -72,7 +78,7 @@ impl ContentSource for McpProvider {
         cancel: CancellationToken,
     ) -> BoxFuture<'a, Result<Vec<Contents>, SourceError>> {
         Box::pin(async move {
-            let read = self.client().read_resource(uri, cancel).await.map_err(source_error)?;
+            let read = self.client().read_resource_with(uri, cancel, caller_options()).await.map_err(source_error)?;
             Ok(read
                 .contents
                 .into_iter()
@@ -111,18 +117,7 @@ impl ContentSource for McpProvider {
     ) -> BoxFuture<'a, Result<PromptMessages, SourceError>> {
         Box::pin(async move {
             let options = caller_options();
-            let result = match self.client().get_prompt_with(name, arguments, cancel, options).await {
-                Ok(result) => result,
-                Err(ClientError::InputDeferred { required, answered }) => {
-                    let error = ClientError::InputDeferred { required: required.clone(), answered: answered.clone() };
-                    return Err(if put_off(&required, &answered) {
-                        SourceError::InputDeferred(error.to_string())
-                    } else {
-                        SourceError::Unsupported(error.to_string())
-                    });
-                }
-                Err(error) => return Err(source_error(error)),
-            };
+            let result = self.client().get_prompt_with(name, arguments, cancel, options).await.map_err(source_error)?;
             let messages = result
                 .messages
                 .into_iter()

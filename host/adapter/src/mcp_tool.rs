@@ -158,21 +158,6 @@ impl McpTool {
             ClientError::Rpc { code: INVALID_PARAMS, ref message, .. } => {
                 Ok(rejected(self.origin(), &self.formatter, message).await)
             }
-            ClientError::Rpc { code: MISSING_CAPABILITY, ref data, .. } => {
-                let named = required_capabilities(data.as_ref());
-                Err(missing_capability(named, context::current().input.as_deref())
-                    .with_provider(&self.provider)
-                    .with_source(error))
-            }
-            ClientError::InputDeferred { required, answered } => {
-                let kind = if put_off(&required, &answered) {
-                    ToolErrorKind::InputDeferred
-                } else {
-                    ToolErrorKind::Unsupported
-                };
-                let error = ClientError::InputDeferred { required, answered };
-                Err(ToolError::new(kind, error.to_string()).with_provider(&self.provider).with_source(error))
-            }
             _ => Err(tool_error(&self.provider, error)),
         }
     }
@@ -249,11 +234,23 @@ fn missing_capability(named: Vec<&'static str>, input: Option<&dyn Input>) -> To
         .with_capabilities(named.into_iter().map(str::to_owned).collect())
 }
 
-/// A client failure that produced no result, as the loop's [`ToolError`].
+/// A client failure that produced no result, as the loop's [`ToolError`]. A round of
+/// input the caller's side put off is handed to it here ([`put_off`]); a provider's
+/// -32021 names what the caller must declare ([`missing_capability`]).
 pub(crate) fn tool_error(provider: &str, error: ClientError) -> ToolError {
     let kind = match error {
         ClientError::Cancelled => ToolErrorKind::Cancelled,
         ClientError::Unsupported(_) => ToolErrorKind::Unsupported,
+        ClientError::InputDeferred { ref required, ref answered } if put_off(required, answered) => {
+            ToolErrorKind::InputDeferred
+        }
+        ClientError::InputDeferred { .. } => ToolErrorKind::Unsupported,
+        ClientError::Rpc { code: MISSING_CAPABILITY, ref data, .. } => {
+            let named = required_capabilities(data.as_ref());
+            return missing_capability(named, context::current().input.as_deref())
+                .with_provider(provider)
+                .with_source(error);
+        }
         _ => ToolErrorKind::ExecutionFailed,
     };
     ToolError::new(kind, error.to_string()).with_provider(provider).with_source(error)

@@ -22,7 +22,7 @@ use wasmgate_policy::sanitize;
 use wasmgate_protocol::{CallToolResult, ContentBlock, ResourceInfo, ResultKind};
 use wasmgate_sandbox::Formatter;
 
-use crate::mcp_tool::tool_error;
+use crate::mcp_tool::{caller_options, tool_error};
 use crate::render::{Origin, render};
 
 /// The tool's name after the provider's.
@@ -123,7 +123,7 @@ impl ReadResource {
                 return Ok(ToolResult::error(format!("unknown resource: {uri:?} is not listed by {}", self.provider)));
             }
         }
-        let read = self.client.read_resource(uri, cancel).await.map_err(|e| self.failed(e))?;
+        let read = self.client.read_resource_with(uri, cancel, caller_options()).await.map_err(|e| self.failed(e))?;
         let blocks: Vec<Value> =
             read.contents.iter().map(|c| json!({"type": "resource", "resource": c.raw().clone()})).collect();
         let result = CallToolResult {

@@ -170,23 +170,32 @@ async fn questions_sampling_and_roots_are_carried_under_the_policy_in_both_eras(
 }
 
 #[tokio::test]
-async fn a_prompt_that_needs_input_asks_the_client_in_both_eras() {
+async fn a_prompt_or_a_read_that_needs_input_asks_the_client_in_both_eras() {
     for (version, carried) in
         [(ProtocolVersion::V2026_07_28, "put off to the client"), (ProtocolVersion::V2025_11_25, "answered")]
     {
-        let dir = gateway("prompts = [\"*\"]\n");
+        let dir = gateway("prompts = [\"*\"]\nresources = [\"test://*\"]\n");
         let answers = Arc::new(Answers::default());
         let client = client(dir.path(), version, Arc::clone(&answers)).await;
         let name = "up__test_input_required_result_prompt";
         let prompt = client.get_prompt(name, Map::new(), CancellationToken::new()).await.unwrap();
         let texts: String = prompt.messages.iter().filter_map(|m| m.content["text"].as_str()).collect();
         assert!(texts.contains("Prompt with context: tests"), "{version}: {texts}");
-        let asked = answers.asked("elicitation/create");
-        assert_eq!(asked.len(), 1, "{version}: {asked:?}");
-        assert_eq!(asked[0]["message"], "[up] What context should the prompt use?", "named after the provider");
+        let read = client.read_resource("test://ask-first", CancellationToken::new()).await.unwrap();
+        let text = match read.contents.first() {
+            Some(wasmgate_protocol::ResourceContents::Text { text, .. }) => text.clone(),
+            other => panic!("{version}: expected text, got {other:?}"),
+        };
+        assert!(text.contains("Read for Alice"), "{version}: {text}");
+        let asked: Vec<Value> = answers.asked("elicitation/create").iter().map(|p| p["message"].clone()).collect();
+        assert_eq!(
+            asked,
+            [json!("[up] What context should the prompt use?"), json!("[up] Who is reading?")],
+            "{version}: named after the provider"
+        );
         client.close().await;
         let records = input_records(dir.path());
-        assert_eq!(records, [format!("elicitation/create: {carried}")], "{version}");
+        assert_eq!(records, [format!("elicitation/create: {carried}"), format!("elicitation/create: {carried}")]);
     }
 }
 

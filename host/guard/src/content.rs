@@ -27,12 +27,12 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use wasmgate_agent::{BoxFuture, CancellationToken, ToolResult, context};
+use wasmgate_agent::{BoxFuture, CallContext, CancellationToken, ToolResult, context};
 use wasmgate_audit::Event;
 use wasmgate_policy::{InjectionAction, Naming, ProviderPolicy, detect, exposed_name, sanitize, split_prefixed};
 
 use crate::bridge::Bridged;
-use crate::guard::Guard;
+use crate::guard::{Access, Guard};
 use crate::screen::{Screened, Screener, screen};
 
 /// The most characters of a title or description served.
@@ -432,6 +432,23 @@ impl GuardedContent {
         }
     }
 
+    /// The call context of a read or a prompt under `access` (`what`): the provider's
+    /// requests for input while it answers go through the policy, as during a tool call;
+    /// its log messages are not asked for.
+    fn bridged(&self, access: &Access, provider: &str, what: &str) -> CallContext {
+        let mut context = context::current();
+        let caller = context.input.take();
+        context.log = None;
+        context.input = Some(Arc::new(Bridged {
+            guard: Arc::clone(&self.guard),
+            call: access.call().to_owned(),
+            provider: provider.to_owned(),
+            tool: what.to_owned(),
+            caller,
+        }));
+        context
+    }
+
     /// The `contents` of the resource at `uri`, read from the one provider the policy
     /// routes it to, audited and screened.
     ///
@@ -444,11 +461,15 @@ impl GuardedContent {
         let arguments = json!({ "uri": uri });
         let access = self.guard.begin_access(name, "resources/read", arguments, "the policy allows this URI").await;
         let access = access.map_err(|e| Refusal::Failed(e.to_string()))?;
-        let read = match source.read_resource(uri, cancel).await {
+        let context = self.bridged(&access, name, "resources/read");
+        let read = match context::scope(context, source.read_resource(uri, cancel)).await {
             Ok(read) => read,
             Err(e) => {
                 let refusal = match &e {
                     SourceError::Refused(_) => Refusal::ResourceNotFound(uri.to_owned()),
+                    SourceError::InputDeferred(_) => {
+                        Refusal::Failed(format!("the provider {name} needs input to read the resource"))
+                    }
                     _ => Refusal::Failed(format!("the provider {name} could not read the resource")),
                 };
                 access.end(Event::Failed { error: e.to_string() });
@@ -562,18 +583,7 @@ impl GuardedContent {
         let audited = json!({ "name": prompt, "arguments": arguments });
         let access = self.guard.begin_access(name, "prompts/get", audited, "the policy allows this prompt").await;
         let access = access.map_err(|e| Refusal::Failed(e.to_string()))?;
-        // The provider's requests for input while it fills the prompt go through the
-        // policy, as during a tool call.
-        let mut context = context::current();
-        let caller = context.input.take();
-        context.log = None;
-        context.input = Some(Arc::new(Bridged {
-            guard: Arc::clone(&self.guard),
-            call: access.call().to_owned(),
-            provider: name.to_owned(),
-            tool: "prompts/get".into(),
-            caller,
-        }));
+        let context = self.bridged(&access, name, "prompts/get");
         let result = match context::scope(context, source.get_prompt(&prompt, arguments, cancel)).await {
             Ok(result) => result,
             Err(e) => {

@@ -31,9 +31,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use wasmgate_protocol::codes::{HEADER_MISMATCH, INVALID_PARAMS};
 use wasmgate_protocol::mcp::{META_CLIENT_CAPABILITIES, META_LOG_LEVEL};
-use wasmgate_protocol::{
-    CallToolResult, GetPromptResult, Id, InputRequired, ResultKind, parse_call_tool_result, parse_get_prompt_result,
-};
+use wasmgate_protocol::{CallToolResult, Id, InputRequired, ResultKind, parse_call_tool_result};
 
 use super::config::CallOptions;
 use super::connect::request;
@@ -118,17 +116,8 @@ impl Rounded for CallToolResult {
     }
 }
 
-impl Rounded for GetPromptResult {
-    fn parse(reply: Reply) -> Result<Self, ClientError> {
-        Ok(parse_get_prompt_result(&Value::Object(reply.result))?)
-    }
-
-    fn kind(&mut self) -> &mut ResultKind {
-        &mut self.kind
-    }
-}
-
-/// A request that may go through `input_required` rounds (`tools/call`, `prompts/get`):
+/// A request that may go through `input_required` rounds (`tools/call`, `prompts/get`,
+/// `resources/read`):
 /// what stays the same from one round to the next.
 pub(crate) struct Asking<'a> {
     method: &'static str,

@@ -325,12 +325,29 @@ impl McpClient {
     /// # Errors
     ///
     /// [`ClientError::Unsupported`] when the server did not declare the `resources`
-    /// capability or answers `input_required`; `Timeout`, `Cancelled`, `TransportClosed`,
+    /// capability, or asks for input and no input handler answers; `Timeout`, `Cancelled`, `TransportClosed`,
     /// `MalformedMessage` (contents that are not exactly one of text or blob, ...), and
     /// [`ClientError::Rpc`] for the server's own refusal (an unknown URI is -32602, or
     /// -32002 before 2026-07-28).
     pub async fn read_resource(&self, uri: &str, cancel: CancellationToken) -> Result<ReadResourceResult, ClientError> {
-        resources::read(&self.shared, uri, &cancel).await
+        resources::read(&self.shared, uri, &cancel, CallOptions::default()).await
+    }
+
+    /// [`read_resource`](Self::read_resource) with a call's options: a timeout override,
+    /// and who answers the server's `input_required` rounds and how (as for
+    /// [`call_tool_with`](Self::call_tool_with); progress is not asked for).
+    ///
+    /// # Errors
+    ///
+    /// As [`read_resource`](Self::read_resource), and as a call for its input:
+    /// [`ClientError::InputDeferred`] when its handler put a request off to its caller.
+    pub async fn read_resource_with(
+        &self,
+        uri: &str,
+        cancel: CancellationToken,
+        options: CallOptions,
+    ) -> Result<ReadResourceResult, ClientError> {
+        resources::read(&self.shared, uri, &cancel, options).await
     }
 
     /// All resource templates the server lists, every page, fetched afresh each time (no

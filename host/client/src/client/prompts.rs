@@ -20,14 +20,15 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use wasmgate_protocol::{
-    ClientContext, CompleteRequest, CompleteResult, GetPromptResult, Id, PromptInfo, ProtocolError,
-    parse_complete_result, parse_prompts_list,
+    ClientContext, CompleteRequest, CompleteResult, GetPromptResult, Id, PromptInfo, ProtocolError, ResultKind,
+    parse_complete_result, parse_get_prompt_result, parse_prompts_list,
 };
 
 use super::call::{Asking, ORIGINAL, Rounded};
 use super::config::{CallOptions, ClientConfig};
 use super::connect::request;
 use super::paging::{self, Listing};
+use super::router::Reply;
 use super::{Session, Shared};
 use crate::error::ClientError;
 
@@ -70,6 +71,16 @@ fn listing(config: &ClientConfig) -> Listing<PromptInfo> {
         build: ClientContext::prompts_list,
         parse: |result, max| parse_prompts_list(result, max).map(|page| (page.prompts, page.next_cursor)),
         key: |prompt| &prompt.name,
+    }
+}
+
+impl Rounded for GetPromptResult {
+    fn parse(reply: Reply) -> Result<Self, ClientError> {
+        Ok(parse_get_prompt_result(&Value::Object(reply.result))?)
+    }
+
+    fn kind(&mut self) -> &mut ResultKind {
+        &mut self.kind
     }
 }
 

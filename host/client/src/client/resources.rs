@@ -13,8 +13,8 @@
 //! * A read is one request under `request_timeout`, cancelled like `tools/call` (a
 //!   `notifications/cancelled`, or on 2026-07-28 HTTP the request's stream closed). Its
 //!   size is already capped by the transport. A 2026-07-28 server may answer
-//!   `input_required`; answering it is not supported here, so that is
-//!   [`ClientError::Unsupported`].
+//!   `input_required`: its rounds are answered as a tool call's are (the `call`
+//!   module), with the same [`CallOptions`].
 
 use std::sync::Arc;
 
@@ -25,9 +25,11 @@ use wasmgate_protocol::{
     parse_resource_templates_list, parse_resources_list,
 };
 
-use super::config::ClientConfig;
+use super::call::{Asking, ORIGINAL, Rounded};
+use super::config::{CallOptions, ClientConfig};
 use super::connect::request;
 use super::paging::{self, Listing};
+use super::router::Reply;
 use super::{Session, Shared};
 use crate::error::ClientError;
 
@@ -78,10 +80,21 @@ fn template_listing(config: &ClientConfig) -> Listing<ResourceTemplateInfo> {
     }
 }
 
+impl Rounded for ReadResourceResult {
+    fn parse(reply: Reply) -> Result<Self, ClientError> {
+        Ok(parse_read_resource_result(&Value::Object(reply.result))?)
+    }
+
+    fn kind(&mut self) -> &mut ResultKind {
+        &mut self.kind
+    }
+}
+
 pub(crate) async fn read(
     shared: &Arc<Shared>,
     uri: &str,
     cancel: &CancellationToken,
+    options: CallOptions,
 ) -> Result<ReadResourceResult, ClientError> {
     if !declared(shared)? {
         return Err(ClientError::Unsupported(format!(
@@ -90,13 +103,16 @@ pub(crate) async fn read(
         )));
     }
     let build = |session: &Session, id: &Id| Ok(session.context.resources_read(id, uri));
-    let timeout = shared.config.request_timeout;
-    let (reply, _) = request(shared, "resources/read", &build, &[], timeout, Some(cancel)).await?;
-    let result = parse_read_resource_result(&Value::Object(reply.result))?;
-    match result.kind {
-        ResultKind::Complete => Ok(result),
-        ResultKind::InputRequired(_) => {
-            Err(ClientError::Unsupported(format!("reading {uri:?} needs input, which resources/read cannot give")))
-        }
+    let timeout = options.timeout.unwrap_or(shared.config.request_timeout);
+    let asking = Asking::new(shared, "resources/read", format!("reading {uri:?}"), cancel, timeout, options);
+    let outcome = async {
+        let first = |session: &Session, id: &Id| asking.first(session, id, &build);
+        let (reply, session) = request(shared, "resources/read", &first, &[], timeout, Some(cancel)).await?;
+        let result = ReadResourceResult::parse(reply)?;
+        let original = build(&session, &Id::from(ORIGINAL))?;
+        asking.rounds(shared, &original, &[], result, |e| e).await
     }
+    .await;
+    asking.end(shared);
+    outcome
 }

@@ -156,6 +156,31 @@ pub fn parse_resource_uri(params: Option<&Object>) -> Result<String, ProtocolErr
     Ok(uri.to_owned())
 }
 
+/// The parameters of `resources/read`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReadResourceParams {
+    /// The resource's URI, never empty.
+    pub uri: String,
+    /// `inputResponses` of a 2026-07-28 retry (as for `tools/call`).
+    pub input_responses: Option<Object>,
+    /// `requestState` of a 2026-07-28 retry (as for `tools/call`).
+    pub request_state: Option<String>,
+}
+
+/// Reads the parameters of `resources/read`.
+///
+/// # Errors
+///
+/// As [`parse_resource_uri`]; `inputResponses` that is not an object or `requestState`
+/// that is not a string are [`WrongType`](ProtocolError::WrongType).
+pub fn parse_read_resource_params(params: Option<&Object>) -> Result<ReadResourceParams, ProtocolError> {
+    let uri = parse_resource_uri(params)?;
+    let params = params.ok_or_else(|| ProtocolError::MissingField { at: "params".into() })?;
+    let input_responses = opt_object(params, "params", "inputResponses")?.cloned();
+    let request_state = opt_str(params, "params", "requestState")?.map(str::to_owned);
+    Ok(ReadResourceParams { uri, input_responses, request_state })
+}
+
 /// The parameters of `prompts/get`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GetPromptParams {

@@ -11,9 +11,9 @@ use wasmgate_agent::{
 };
 use wasmgate_protocol::codes::{INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY};
 use wasmgate_protocol::server::{
-    CallToolParams, GetPromptParams, call_tool_result, call_tool_text_result, complete_result, get_prompt_result,
-    input_required_result, list_result, progress_notification, read_resource_result, resource_not_found_error,
-    tool_definition,
+    CallToolParams, GetPromptParams, ReadResourceParams, call_tool_result, call_tool_text_result, complete_result,
+    get_prompt_result, input_required_result, list_result, progress_notification, read_resource_result,
+    resource_not_found_error, tool_definition,
 };
 use wasmgate_protocol::{CacheHints, Id, ProtocolVersion, error_response, result_response};
 
@@ -59,15 +59,9 @@ impl Engine {
             Job::ListResources(cursor) => listed("resources", cursor, backend.resources().await),
             Job::ListTemplates(cursor) => listed("resourceTemplates", cursor, backend.resource_templates().await),
             Job::ListPrompts(cursor) => listed("prompts", cursor, backend.prompts().await),
-            Job::Read(uri) => match backend.read_resource(uri, cancel).await {
-                Ok(contents) => result_response(id, read_resource_result(version, contents, CacheHints::default())),
-                Err(refusal) => refused(id, version, refusal),
-            },
+            Job::Read { params, caps } => self.read(id, version, params, caps, cancel, asked_live(live)).await,
             Job::GetPrompt { params, caps } => {
-                let ask = live.clone().map(|live| live as Arc<dyn Ask>);
-                let input = live.map(|live| live as Arc<dyn Input>);
-                let context = CallContext { ask, input, ..CallContext::default() };
-                self.get_prompt(id, version, params, caps, cancel, context).await
+                self.get_prompt(id, version, params, caps, cancel, asked_live(live)).await
             }
             Job::Complete(params) => match backend.complete(params, cancel).await {
                 Ok(c) => result_response(id, complete_result(version, c.values, c.total, c.has_more)),
@@ -141,6 +135,30 @@ impl Engine {
                 );
                 result_response(id, call_tool_text_result(version, &error.to_string(), true))
             }
+        }
+    }
+
+    /// Runs a `resources/read` and builds its response; a provider that needs input to
+    /// read it asks as during a call ([`asking`](Self::asking)).
+    async fn read(
+        &self,
+        id: &Id,
+        version: ProtocolVersion,
+        params: ReadResourceParams,
+        caps: Caps,
+        cancel: CancellationToken,
+        context: CallContext,
+    ) -> Value {
+        let ReadResourceParams { uri, input_responses, request_state } = params;
+        let none = serde_json::Map::new();
+        let subject = Subject { method: "resources/read", name: &uri, arguments: &none };
+        let asked = Asked { subject, input_responses, request_state, caps };
+        let work = self.backend.read_resource(uri.clone(), cancel);
+        match self.asking(id, asked, version, context, work).await {
+            Ok(Ok(contents)) => result_response(id, read_resource_result(version, contents, CacheHints::default())),
+            Ok(Err(refusal)) => refused(id, version, refusal),
+            Err(Early::Answer(answer)) => answer,
+            Err(Early::TooLarge(message)) => error_response(Some(id), INTERNAL_ERROR, message, None),
         }
     }
 
@@ -256,6 +274,13 @@ enum Early {
     Answer(Value),
     /// With this failure: a round too large to carry in a request state.
     TooLarge(&'static str),
+}
+
+/// The context of a request whose provider may ask the client live (handshake era).
+fn asked_live(live: Option<Arc<Live>>) -> CallContext {
+    let ask = live.clone().map(|live| live as Arc<dyn Ask>);
+    let input = live.map(|live| live as Arc<dyn Input>);
+    CallContext { ask, input, ..CallContext::default() }
 }
 
 /// Where a call's log messages go: `notifications/message` on `out`, each message as

@@ -30,9 +30,10 @@ use wasmgate_agent::LogLevel;
 use wasmgate_protocol::codes::{INVALID_PARAMS, METHOD_NOT_FOUND};
 use wasmgate_protocol::mcp::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
 use wasmgate_protocol::server::{
-    CallToolParams, CompleteParams, GetPromptParams, answer_initialize_version, discover_result, has_stateless_meta,
-    initialize_result, parse_call_tool_params, parse_complete_params, parse_cursor, parse_get_prompt_params,
-    parse_initialize_params, parse_resource_uri, parse_stateless_meta, unsupported_version_error,
+    CallToolParams, CompleteParams, GetPromptParams, ReadResourceParams, answer_initialize_version, discover_result,
+    has_stateless_meta, initialize_result, parse_call_tool_params, parse_complete_params, parse_cursor,
+    parse_get_prompt_params, parse_initialize_params, parse_read_resource_params, parse_stateless_meta,
+    unsupported_version_error,
 };
 use wasmgate_protocol::subscriptions::LISTEN;
 use wasmgate_protocol::{
@@ -88,8 +89,8 @@ pub(crate) enum Job {
     ListResources(Option<String>),
     /// `resources/templates/list` from a cursor.
     ListTemplates(Option<String>),
-    /// `resources/read` of a URI.
-    Read(String),
+    /// `resources/read` of a URI; `caps` as for a call (a provider may ask for input).
+    Read { params: ReadResourceParams, caps: Caps },
     /// `prompts/list` from a cursor.
     ListPrompts(Option<String>),
     /// `prompts/get`; `caps` as for a call (a provider may ask for input to fill it).
@@ -120,9 +121,9 @@ impl Job {
     }
 
     /// Whether a provider may ask the client something while it runs (`tools/call`,
-    /// `prompts/get`).
+    /// `prompts/get`, `resources/read`).
     pub(crate) fn may_ask(&self) -> bool {
-        matches!(self, Job::Call { .. } | Job::GetPrompt { .. })
+        matches!(self, Job::Call { .. } | Job::GetPrompt { .. } | Job::Read { .. })
     }
 }
 
@@ -243,7 +244,9 @@ impl Engine {
                 })),
                 "resources/list" if offers.resources => Some(parse_cursor(params).map(Job::ListResources)),
                 "resources/templates/list" if offers.resources => Some(parse_cursor(params).map(Job::ListTemplates)),
-                "resources/read" if offers.resources => Some(parse_resource_uri(params).map(Job::Read)),
+                "resources/read" if offers.resources => {
+                    Some(parse_read_resource_params(params).map(|params| Job::Read { params, caps: caps() }))
+                }
                 "prompts/list" if offers.prompts => Some(parse_cursor(params).map(Job::ListPrompts)),
                 "prompts/get" if offers.prompts => {
                     Some(parse_get_prompt_params(params).map(|params| Job::GetPrompt { params, caps: caps() }))
