@@ -33,7 +33,7 @@ pub mod transport;
 
 pub use client::{
     CallOptions, ClientConfig, InputDeclined, InputHandler, InputRequest, LogFn, McpClient, Progress, ProgressFn,
-    Resume, ToolsWatch, ToolsWatchConfig,
+    ResourceSubscription, Resume, ToolsWatch, ToolsWatchConfig,
 };
 pub use error::{ClientError, CloseReason, TransportError};
 pub use tokio_util::sync::CancellationToken;

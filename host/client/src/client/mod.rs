@@ -50,11 +50,13 @@ mod param_headers;
 mod prompts;
 mod resources;
 mod router;
+pub mod subscribe;
 mod tools;
 pub mod watch;
 
 pub use config::{CallOptions, ClientConfig, LogFn, Progress, ProgressFn, ToolsWatchConfig};
 pub use input::{InputDeclined, InputHandler, InputRequest, Resume};
+pub use subscribe::ResourceSubscription;
 pub use watch::ToolsWatch;
 
 /// A connection to one MCP server. Clones share the connection.
@@ -114,6 +116,8 @@ pub(crate) struct Shared {
     pub(crate) noise: noise::Noise,
     /// The calls in flight and their own input handlers.
     pub(crate) calls_in_flight: input::CallsInFlight,
+    /// The resources followed (`resources/subscribe`).
+    pub(crate) followed: Mutex<subscribe::Followed>,
 }
 
 impl Drop for Shared {
@@ -168,6 +172,7 @@ impl McpClient {
             server_requests: Arc::new(tokio::sync::Semaphore::new(router::MAX_SERVER_REQUESTS_IN_FLIGHT)),
             noise: noise::Noise::default(),
             calls_in_flight: input::CallsInFlight::default(),
+            followed: Mutex::default(),
         });
         let reader = tokio::spawn(router::run(Arc::downgrade(&shared), inbound));
         if let Ok(mut slot) = shared.reader.lock() {
@@ -348,6 +353,18 @@ impl McpClient {
         options: CallOptions,
     ) -> Result<ReadResourceResult, ClientError> {
         resources::read(&self.shared, uri, &cancel, options).await
+    }
+
+    /// Follows changes to the content of the resource at `uri` until the subscription is
+    /// dropped (see the `subscribe` module).
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::Unsupported`] when the server does not offer subscriptions or will
+    /// not follow this URI; [`ClientError::LimitExceeded`] past
+    /// [`MAX_FOLLOWED`](subscribe::MAX_FOLLOWED) URIs; the request's own failures.
+    pub async fn subscribe_resource(&self, uri: &str) -> Result<ResourceSubscription, ClientError> {
+        subscribe::subscribe(&self.shared, uri).await
     }
 
     /// All resource templates the server lists, every page, fetched afresh each time (no

@@ -13,7 +13,9 @@
 //! * `notifications/cancelled` from the server ends a subscription on stdio (the only
 //!   use the 2026-07-28 spec allows it); naming any other request it is ignored.
 //! * `notifications/resources/list_changed` and `notifications/prompts/list_changed`
-//!   move their counters, for hosts that pass the change on.
+//!   move their counters, for hosts that pass the change on;
+//!   `notifications/resources/updated` moves the counter of a followed resource (see
+//!   the `subscribe` module), and an acknowledgment of its listen request goes to it.
 //! * `notifications/progress` reaches the callback of its call; `notifications/message`
 //!   reaches the log receiver of the one call in flight, or is logged; anything else is
 //!   dropped.
@@ -39,6 +41,7 @@ impl Shared {
             }
             "notifications/resources/list_changed" => self.resource_changes.send_modify(|n| *n += 1),
             "notifications/prompts/list_changed" => self.prompt_changes.send_modify(|n| *n += 1),
+            "notifications/resources/updated" => self.on_resource_updated(&params),
             wasmgate_protocol::subscriptions::ACKNOWLEDGED => self.on_acknowledged(&params),
             "notifications/cancelled" => self.on_server_cancelled(&params),
             "notifications/progress" => {
@@ -74,6 +77,9 @@ impl Shared {
                 return;
             }
         };
+        if self.on_resource_acknowledged(&ack.subscription_id, ack.notifications.clone()) {
+            return;
+        }
         if self.listening().as_ref() != Some(&ack.subscription_id) {
             tracing::debug!(server = %self.server, id = %ack.subscription_id, "acknowledgment of another subscription");
             return;
