@@ -7,7 +7,7 @@ use wasmgate_agent::{BoxFuture, CancellationToken};
 use wasmgate_client::ClientError;
 use wasmgate_guard::content::{
     Completion, CompletionRequest, ContentSource, Contents, PromptArgument, PromptInfo, PromptMessage, PromptMessages,
-    Resource, ResourceTemplate, Role, SourceError,
+    Resource, ResourceTemplate, ResourceWatch, Role, SourceError,
 };
 use wasmgate_protocol::{CompleteRequest, ResourceContents};
 
@@ -106,6 +106,13 @@ impl ContentSource for McpProvider {
                         .collect(),
                 })
                 .collect())
+        })
+    }
+
+    fn subscribe<'a>(&'a self, uri: &'a str) -> BoxFuture<'a, Result<ResourceWatch, SourceError>> {
+        Box::pin(async move {
+            let subscription = self.client().subscribe_resource(uri).await.map_err(source_error)?;
+            Ok(ResourceWatch { changes: subscription.changes(), keep: Box::new(subscription) })
         })
     }
 

@@ -20,7 +20,7 @@ use tokio::sync::watch;
 use wasmgate_agent::{BoxFuture, CancellationToken, Offer, ToolSource};
 use wasmgate_guard::content::{
     Completion, CompletionRequest, ContentSource, Contents, PromptInfo, PromptMessages, Resource, ResourceTemplate,
-    SourceError,
+    ResourceWatch, SourceError,
 };
 use wasmgate_policy::Naming;
 
@@ -322,6 +322,10 @@ impl ContentSource for Supervised {
         cancel: CancellationToken,
     ) -> BoxFuture<'a, Result<Vec<Contents>, SourceError>> {
         Box::pin(async move { self.running().map_err(SourceError::Failed)?.read_resource(uri, cancel).await })
+    }
+
+    fn subscribe<'a>(&'a self, uri: &'a str) -> BoxFuture<'a, Result<ResourceWatch, SourceError>> {
+        Box::pin(async move { self.running().map_err(SourceError::Failed)?.subscribe(uri).await })
     }
 
     fn prompts(&self) -> BoxFuture<'_, Result<Vec<PromptInfo>, SourceError>> {

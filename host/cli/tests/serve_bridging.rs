@@ -25,7 +25,7 @@ use wasmgate_client::{
 };
 use wasmgate_protocol::{CallToolResult, ProtocolVersion};
 
-const TOOLS: [&str; 7] = [
+const TOOLS: [&str; 8] = [
     "test_input_required_result_elicitation",
     "test_input_required_result_sampling",
     "test_input_required_result_list_roots",
@@ -33,6 +33,7 @@ const TOOLS: [&str; 7] = [
     "test_tool_with_logging",
     "test_announce_list_changes",
     "test_missing_capability",
+    "test_update_resource",
 ];
 
 fn fixtures() -> PathBuf {
@@ -284,4 +285,39 @@ async fn a_providers_resource_and_prompt_list_changes_reach_the_client() {
     tokio::time::timeout(within, resources.changed()).await.expect("resources/list_changed").unwrap();
     tokio::time::timeout(within, prompts.changed()).await.expect("prompts/list_changed").unwrap();
     client.close().await;
+}
+
+#[tokio::test]
+async fn a_handshake_era_client_follows_a_providers_resource_through_the_gateway() {
+    let dir = gateway("resources = [\"test://*\"]\n");
+    let client = client(dir.path(), ProtocolVersion::V2025_11_25, Arc::new(Answers::default())).await;
+    let update = |client: McpClient| async move {
+        let mut arguments = Map::new();
+        arguments.insert("uri".into(), json!("test://static-text"));
+        let result = client.call_tool("up__test_update_resource", arguments, CancellationToken::new()).await.unwrap();
+        text(&result)
+    };
+    let mut followed = client.subscribe_resource("test://static-text").await.unwrap();
+    let said = update(client.clone()).await;
+    assert!(said.contains("updated test://static-text"), "the provider follows it: {said}");
+    let changed = tokio::time::timeout(std::time::Duration::from_secs(10), followed.changed()).await;
+    assert_eq!(changed.ok(), Some(true), "the update reached the client");
+
+    // Unsubscribing reaches the provider: it ends its subscription (a chain of messages,
+    // so asked again until it has, within a bound).
+    drop(followed);
+    let mut said = String::new();
+    for _ in 0..100 {
+        said = update(client.clone()).await;
+        if said.contains("nobody follows") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(said.contains("nobody follows test://static-text"), "{said}");
+    let outside = client.subscribe_resource("file:///etc/passwd").await;
+    assert!(outside.is_err(), "a URI the policy serves from no provider is refused: {outside:?}");
+    client.close().await;
+    let records = std::fs::read_to_string(dir.path().join("state/audit.jsonl")).unwrap();
+    assert!(records.contains("\"tool\":\"resources/subscribe\""), "{records}");
 }

@@ -122,3 +122,21 @@ async fn a_server_without_subscriptions_is_not_asked_and_one_that_leaves_the_uri
     let outcome = subscribing.await.unwrap();
     assert!(matches!(outcome, Err(ClientError::Rpc { code: -32602, .. })), "{outcome:?}");
 }
+
+#[tokio::test]
+async fn a_connection_follows_at_most_max_followed_uris() {
+    let (client, mut server) = connected("2025-11-25", true).await;
+    let mut held = Vec::new();
+    for n in 0..wasmgate_client::client::subscribe::MAX_FOLLOWED {
+        let subscribing = {
+            let client = client.clone();
+            tokio::spawn(async move { client.subscribe_resource(&format!("file:///n/{n}")).await })
+        };
+        let (id, _) = expect_request(&mut server, "resources/subscribe").await;
+        server.respond(&id, json!({})).await;
+        held.push(subscribing.await.unwrap().unwrap());
+    }
+    let over = client.subscribe_resource("file:///one-more").await;
+    assert!(matches!(over, Err(ClientError::LimitExceeded { limit: 256, .. })), "{over:?}");
+    assert_eq!(server.try_recv(), None, "nothing was sent for it");
+}

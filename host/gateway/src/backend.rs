@@ -20,7 +20,7 @@ use wasmgate_guard::content::{self, CompletionRef, GuardedContent};
 use wasmgate_guard::{ContentSource, Guard, GuardedToolset};
 use wasmgate_policy::{Policy, Verdict, split_prefixed};
 use wasmgate_protocol::server::{self as wire, CompleteParams, GetPromptParams};
-use wasmgate_server::{Backend, CallFailure, Completion, Offers, Prompt, Refusal};
+use wasmgate_server::{Backend, CallFailure, Completion, Offers, Prompt, Refusal, ResourceWatch};
 
 use crate::start::Gateway;
 
@@ -205,7 +205,13 @@ impl Backend for GatewayBackend {
 
     fn offers(&self) -> Offers {
         let offers = self.content.offers();
-        Offers { resources: offers.resources, prompts: offers.prompts, completions: offers.completions, logging: true }
+        Offers {
+            resources: offers.resources,
+            prompts: offers.prompts,
+            completions: offers.completions,
+            logging: true,
+            subscriptions: offers.resources,
+        }
     }
 
     fn resources(&self) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
@@ -218,6 +224,13 @@ impl Backend for GatewayBackend {
 
     fn read_resource(&self, uri: String, cancel: CancellationToken) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
         Box::pin(async move { self.content.read_resource(&uri, cancel).await.map_err(refusal) })
+    }
+
+    fn watch_resource(&self, uri: String) -> BoxFuture<'_, Result<ResourceWatch, Refusal>> {
+        Box::pin(async move {
+            let watch = self.content.watch_resource(&uri).await.map_err(refusal)?;
+            Ok(ResourceWatch { changes: watch.changes, keep: watch.keep })
+        })
     }
 
     fn prompts(&self) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {

@@ -239,6 +239,20 @@ pub enum SourceError {
     Failed(String),
 }
 
+/// Changes to one resource's content, followed until dropped.
+pub struct ResourceWatch {
+    /// Moves on each change (changes that come faster than they are seen collapse).
+    pub changes: tokio::sync::watch::Receiver<u64>,
+    /// Kept while the resource is followed: dropping it ends the provider's subscription.
+    pub keep: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl std::fmt::Debug for ResourceWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResourceWatch").field("changes", &*self.changes.borrow()).finish_non_exhaustive()
+    }
+}
+
 /// A provider of resources, prompts and completion.
 pub trait ContentSource: Send + Sync + std::fmt::Debug {
     /// The provider's configured name.
@@ -261,6 +275,13 @@ pub trait ContentSource: Send + Sync + std::fmt::Debug {
         uri: &'a str,
         cancel: CancellationToken,
     ) -> BoxFuture<'a, Result<Vec<Contents>, SourceError>>;
+
+    /// Follows changes to the content of the resource at `uri`. Default: the provider
+    /// offers no subscriptions.
+    fn subscribe<'a>(&'a self, uri: &'a str) -> BoxFuture<'a, Result<ResourceWatch, SourceError>> {
+        let refused = SourceError::Unsupported(format!("no subscription to {uri}"));
+        Box::pin(std::future::ready(Err(refused)))
+    }
 
     /// Its prompts.
     fn prompts(&self) -> BoxFuture<'_, Result<Vec<PromptInfo>, SourceError>>;
@@ -429,6 +450,39 @@ impl GuardedContent {
                 "the policy lets more than one provider ({}) serve {uri}, so none does: narrow their `resources` globs",
                 many.join(", ")
             ))),
+        }
+    }
+
+    /// Follows changes to the resource at `uri`, from the provider the policy lets serve
+    /// it, recorded as a `resources/subscribe` access. The updates carry only the URI,
+    /// so there is nothing of the provider's to screen.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`] for a URI no provider may serve, a provider that does not follow
+    /// it, or when the audit log or the provider fails.
+    pub async fn watch_resource(&self, uri: &str) -> Result<ResourceWatch, Refusal> {
+        let source = self.reader(uri)?;
+        let name = source.provider();
+        let arguments = json!({ "uri": uri });
+        let access =
+            self.guard.begin_access(name, "resources/subscribe", arguments, "the policy allows this URI").await;
+        let access = access.map_err(|e| Refusal::Failed(e.to_string()))?;
+        match source.subscribe(uri).await {
+            Ok(watch) => {
+                access.end(Event::Finished { is_error: false, flags: Vec::new() });
+                Ok(watch)
+            }
+            Err(e) => {
+                let refusal = match &e {
+                    SourceError::Unsupported(_) | SourceError::Refused(_) => {
+                        Refusal::InvalidParams(format!("the provider {name} does not follow changes to {uri}"))
+                    }
+                    _ => Refusal::Failed(format!("the provider {name} could not follow the resource")),
+                };
+                access.end(Event::Failed { error: e.to_string() });
+                Err(refusal)
+            }
         }
     }
 

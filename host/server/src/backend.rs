@@ -76,6 +76,14 @@ pub trait Backend: Send + Sync + 'static {
         Box::pin(std::future::ready(Err(Refusal::ResourceNotFound(uri))))
     }
 
+    /// Follows changes to the content of the resource at `uri` (`resources/subscribe`),
+    /// until the watch is dropped. Asked only when [`Offers::subscriptions`] is set.
+    /// Default: refused.
+    fn watch_resource(&self, uri: String) -> BoxFuture<'_, Result<ResourceWatch, Refusal>> {
+        let refused = Refusal::InvalidParams(format!("changes to {uri} cannot be followed"));
+        Box::pin(std::future::ready(Err(refused)))
+    }
+
     /// The `Prompt` entries of `prompts/list`, whole.
     fn prompts(&self) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
         Box::pin(std::future::ready(Ok(Vec::new())))
@@ -107,9 +115,26 @@ pub struct Offers {
     pub prompts: bool,
     /// `completion/complete`.
     pub completions: bool,
+    /// `resources/subscribe` and `resources/unsubscribe` (handshake era), announced as
+    /// `resources.subscribe`; needs `resources`.
+    pub subscriptions: bool,
     /// Log messages of calls (`logging/setLevel` in the handshake era, the
     /// `logLevel` of a request's `_meta` in 2026-07-28).
     pub logging: bool,
+}
+
+/// Changes to one resource's content, followed until dropped.
+pub struct ResourceWatch {
+    /// Moves on each change (changes that come faster than they are sent collapse).
+    pub changes: watch::Receiver<u64>,
+    /// Kept while the resource is followed: dropping it ends the subscription.
+    pub keep: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl std::fmt::Debug for ResourceWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResourceWatch").field("changes", &*self.changes.borrow()).finish_non_exhaustive()
+    }
 }
 
 /// A `prompts/get` answer.

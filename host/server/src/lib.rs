@@ -35,7 +35,7 @@ mod shutdown;
 pub mod stdio;
 pub mod tools;
 
-pub use backend::{Backend, CallFailure, Completion, Offers, Prompt, Refusal};
+pub use backend::{Backend, CallFailure, Completion, Offers, Prompt, Refusal, ResourceWatch};
 pub use config::ServerConfig;
 pub use error::ServeError;
 pub use http::{HttpConfig, serve_http};

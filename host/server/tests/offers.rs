@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 use wasmgate_agent::{BoxFuture, CancellationToken, ToolResult, ToolSpec};
 use wasmgate_protocol::server::{CompleteParams, CompletionRef, GetPromptParams};
-use wasmgate_server::{Backend, CallFailure, Completion, Offers, Prompt, Refusal, ServerConfig};
+use wasmgate_server::{Backend, CallFailure, Completion, Offers, Prompt, Refusal, ResourceWatch, ServerConfig};
 
 use common::{Fixture, Stdio, config, initialize, plain, stamped};
 use std::sync::Arc;
@@ -16,22 +16,36 @@ use std::sync::Arc;
 /// The resource and prompt change counters.
 type Counters = (watch::Sender<u64>, watch::Sender<u64>);
 
+/// Changes to the resources that can be followed (`test://r/*`, all at once), and a
+/// token each watch keeps while it is followed.
+struct Follow {
+    updates: watch::Sender<u64>,
+    held: Arc<()>,
+}
+
 /// Three resources, one template, one prompt with an argument, and completion of it.
 struct Library {
     changes: watch::Sender<u64>,
     /// The resource and prompt change counters, when it reports those changes.
     content: Option<Arc<Counters>>,
+    follow: Arc<Follow>,
 }
 
 impl Library {
     fn new() -> Self {
-        Self { changes: watch::Sender::new(0), content: None }
+        Self::following().0
     }
 
     /// A library that reports changes of its resources and prompts through the counters.
     fn changing() -> (Self, Arc<Counters>) {
         let counters = Arc::new((watch::Sender::new(0), watch::Sender::new(0)));
-        (Self { changes: watch::Sender::new(0), content: Some(Arc::clone(&counters)) }, counters)
+        (Self { content: Some(Arc::clone(&counters)), ..Self::new() }, counters)
+    }
+
+    /// A library whose `test://r/*` change through the returned [`Follow`].
+    fn following() -> (Self, Arc<Follow>) {
+        let follow = Arc::new(Follow { updates: watch::Sender::new(0), held: Arc::new(()) });
+        (Self { changes: watch::Sender::new(0), content: None, follow: Arc::clone(&follow) }, follow)
     }
 }
 
@@ -66,7 +80,7 @@ impl Backend for Library {
     }
 
     fn offers(&self) -> Offers {
-        Offers { resources: true, prompts: true, completions: true, logging: false }
+        Offers { resources: true, prompts: true, completions: true, logging: false, subscriptions: true }
     }
 
     fn resources(&self) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
@@ -82,6 +96,16 @@ impl Backend for Library {
             "test://r/1" => Ok(vec![json!({"uri": uri, "text": "one"})]),
             "test://broken" => Err(Refusal::Failed("the provider could not be reached".into())),
             _ => Err(Refusal::ResourceNotFound(uri)),
+        })
+    }
+
+    fn watch_resource(&self, uri: String) -> BoxFuture<'_, Result<ResourceWatch, Refusal>> {
+        ready(match uri.as_str() {
+            followed if followed.starts_with("test://r/") => Ok(ResourceWatch {
+                changes: self.follow.updates.subscribe(),
+                keep: Box::new(Arc::clone(&self.follow.held)),
+            }),
+            _ => Err(Refusal::InvalidParams(format!("changes to {uri} cannot be followed"))),
         })
     }
 
@@ -116,7 +140,7 @@ async fn capabilities_name_what_the_backend_offers_and_nothing_else() {
     let mut server = Stdio::start(Library::new(), config());
     let discovered = server.ask(stamped(1, "server/discover", json!({}))).await;
     let caps = &discovered["result"]["capabilities"];
-    assert_eq!(caps["resources"], json!({"listChanged": false}), "{discovered}");
+    assert_eq!(caps["resources"], json!({"listChanged": false, "subscribe": true}), "{discovered}");
     assert_eq!(caps["prompts"], json!({"listChanged": false}));
     assert_eq!(caps["completions"], json!({}));
 
@@ -134,7 +158,7 @@ async fn resource_and_prompt_list_changes_are_announced_in_both_eras() {
     let mut server = Stdio::start(library, config());
     let initialized = server.ask(initialize(1, "2025-11-25")).await;
     let caps = &initialized["result"]["capabilities"];
-    assert_eq!(caps["resources"], json!({"listChanged": true}), "{initialized}");
+    assert_eq!(caps["resources"], json!({"listChanged": true, "subscribe": true}), "{initialized}");
     assert_eq!(caps["prompts"], json!({"listChanged": true}));
     counters.0.send_modify(|n| *n += 1);
     assert_eq!(server.recv().await, json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}));
@@ -230,4 +254,89 @@ async fn completions_are_capped_at_one_hundred_values() {
     assert_eq!((completion["total"].clone(), completion["hasMore"].clone()), (json!(150), json!(true)));
     let bad = server.ask(stamped(2, "completion/complete", json!({"ref": {"type": "ref/tool"}}))).await;
     assert_eq!(bad["error"]["code"], -32602, "{bad}");
+}
+
+#[tokio::test]
+async fn a_handshake_era_client_follows_a_resource_until_it_unsubscribes() {
+    let (library, follow) = Library::following();
+    let mut server = Stdio::start(library, config());
+    let initialized = server.ask(initialize(1, "2025-11-25")).await;
+    assert_eq!(initialized["result"]["capabilities"]["resources"]["subscribe"], true, "{initialized}");
+    let answer = server.ask(plain(2, "resources/subscribe", json!({"uri": "test://r/1"}))).await;
+    assert_eq!(answer["result"], json!({}), "{answer}");
+    let again = server.ask(plain(3, "resources/subscribe", json!({"uri": "test://r/1"}))).await;
+    assert_eq!(again["result"], json!({}), "a second subscribe changes nothing");
+    assert_eq!(Arc::strong_count(&follow.held), 2, "one watch for the URI");
+
+    follow.updates.send_modify(|n| *n += 1);
+    let updated =
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "test://r/1"}});
+    assert_eq!(server.recv().await, updated);
+
+    let refused = server.ask(plain(4, "resources/subscribe", json!({"uri": "test://elsewhere"}))).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let malformed = server.ask(plain(5, "resources/subscribe", json!({}))).await;
+    assert_eq!(malformed["error"]["code"], -32602, "{malformed}");
+
+    let answer = server.ask(plain(6, "resources/unsubscribe", json!({"uri": "test://r/1"}))).await;
+    assert_eq!(answer["result"], json!({}), "{answer}");
+    // The watch goes with its task, which unsubscribing aborts; wait (bounded) for it.
+    let released = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while Arc::strong_count(&follow.held) > 1 {
+            tokio::task::yield_now().await;
+        }
+    });
+    assert!(released.await.is_ok(), "the watch was dropped");
+    let stateless = server.ask(stamped(7, "resources/subscribe", json!({"uri": "test://r/1"}))).await;
+    assert_eq!(stateless["error"]["code"], -32601, "2026-07-28 has no resources/subscribe: {stateless}");
+}
+
+#[tokio::test]
+async fn a_connection_follows_at_most_sixty_four_resources() {
+    let (library, follow) = Library::following();
+    let mut server = Stdio::start(library, config());
+    server.ask(initialize(1, "2025-11-25")).await;
+    for n in 1..=64 {
+        let answer = server.ask(plain(n + 1, "resources/subscribe", json!({"uri": format!("test://r/{n}")}))).await;
+        assert_eq!(answer["result"], json!({}), "{answer}");
+    }
+    let over = server.ask(plain(100, "resources/subscribe", json!({"uri": "test://r/65"}))).await;
+    assert_eq!(over["error"]["code"], -32602, "{over}");
+    assert!(over["error"]["message"].as_str().unwrap().contains("unsubscribe from one first"), "{over}");
+    assert_eq!(Arc::strong_count(&follow.held), 65, "the 65th was never followed");
+    server.ask(plain(101, "resources/unsubscribe", json!({"uri": "test://r/1"}))).await;
+    let room = server.ask(plain(102, "resources/subscribe", json!({"uri": "test://r/65"}))).await;
+    assert_eq!(room["result"], json!({}), "{room}");
+}
+
+#[tokio::test]
+async fn a_2026_subscription_follows_the_resources_it_names_that_the_backend_follows() {
+    let (library, follow) = Library::following();
+    let mut server = Stdio::start(library, config());
+    let uris = json!(["test://r/1", "test://elsewhere", "test://r/1"]);
+    server.send(stamped(1, "subscriptions/listen", json!({"notifications": {"resourceSubscriptions": uris}}))).await;
+    let acknowledged = server.recv().await;
+    assert_eq!(acknowledged["method"], "notifications/subscriptions/acknowledged", "{acknowledged}");
+    assert_eq!(
+        acknowledged["params"]["notifications"],
+        json!({"resourceSubscriptions": ["test://r/1"]}),
+        "only what is followed, once"
+    );
+    assert_eq!(Arc::strong_count(&follow.held), 2);
+    follow.updates.send_modify(|n| *n += 1);
+    let updated = server.recv().await;
+    assert_eq!(updated["method"], "notifications/resources/updated", "{updated}");
+    assert_eq!(updated["params"]["uri"], "test://r/1");
+    assert_eq!(updated["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 1);
+    server.send(plain_notification("notifications/cancelled", json!({"requestId": 1}))).await;
+    let released = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while Arc::strong_count(&follow.held) > 1 {
+            tokio::task::yield_now().await;
+        }
+    });
+    assert!(released.await.is_ok(), "the subscription's watch was dropped with it");
+}
+
+fn plain_notification(method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": method, "params": params})
 }

@@ -63,6 +63,13 @@ impl ResourceSubscription {
         &self.uri
     }
 
+    /// A receiver of the change counter, for whoever waits on changes elsewhere (it
+    /// keeps moving only while this subscription is held).
+    #[must_use]
+    pub fn changes(&self) -> signal::Receiver<u64> {
+        self.changes.clone()
+    }
+
     /// Waits for the next change; false once the subscription ended (the connection
     /// closed, or the server stopped it).
     pub async fn changed(&mut self) -> bool {

@@ -18,6 +18,7 @@ use wasmgate_protocol::server::{
 use wasmgate_protocol::{CacheHints, Id, ProtocolVersion, error_response, result_response};
 
 use super::ask::{self, Carried, Deferred, Live, Round, Subject};
+use super::follow::Followed;
 use super::{Caps, Engine, Job};
 use crate::backend::{CallFailure, Refusal};
 
@@ -306,6 +307,17 @@ fn progress_sink(token: Id, out: mpsc::Sender<Value>) -> ProgressSink {
             tracing::debug!(token = %token, "progress update dropped: the client is not reading");
         }
     })
+}
+
+impl Engine {
+    /// Follows `uri` for a handshake-era connection or session (`resources/subscribe`)
+    /// and builds the answer: `{}`, or the refusal.
+    pub(crate) async fn subscribe(&self, followed: &Followed, id: &Id, version: ProtocolVersion, uri: String) -> Value {
+        match followed.subscribe(self.backend.as_ref(), uri).await {
+            Ok(()) => result_response(id, serde_json::Map::new()),
+            Err(refusal) => refused(id, version, refusal),
+        }
+    }
 }
 
 /// The error response for a [`Refusal`].

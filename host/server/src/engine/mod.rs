@@ -21,6 +21,7 @@
 mod answer;
 pub(crate) mod ask;
 pub(crate) mod calls;
+pub(crate) mod follow;
 pub(crate) mod watch;
 
 use std::sync::Arc;
@@ -32,8 +33,8 @@ use wasmgate_protocol::mcp::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
 use wasmgate_protocol::server::{
     CallToolParams, CompleteParams, GetPromptParams, ReadResourceParams, answer_initialize_version, discover_result,
     has_stateless_meta, initialize_result, parse_call_tool_params, parse_complete_params, parse_cursor,
-    parse_get_prompt_params, parse_initialize_params, parse_read_resource_params, parse_stateless_meta,
-    unsupported_version_error,
+    parse_get_prompt_params, parse_initialize_params, parse_read_resource_params, parse_resource_uri,
+    parse_stateless_meta, unsupported_version_error,
 };
 use wasmgate_protocol::subscriptions::LISTEN;
 use wasmgate_protocol::{
@@ -73,6 +74,12 @@ pub(crate) enum Routed {
     /// A handshake-era `logging/setLevel`: the connection or session keeps the level for
     /// its later calls, and answers this.
     SetLevel { level: LogLevel, answer: Value },
+    /// A handshake-era `resources/subscribe`: the connection or session follows `uri`
+    /// (see the `follow` module) and answers `{}`, or the refusal.
+    Subscribe { id: Id, version: ProtocolVersion, uri: String },
+    /// A handshake-era `resources/unsubscribe`: the connection or session stops
+    /// following `uri`, and answers this.
+    Unsubscribe { uri: String, answer: Value },
 }
 
 /// A request that the backend answers, with its checked parameters.
@@ -192,7 +199,12 @@ impl Engine {
         let mut caps = Map::new();
         caps.insert("tools".into(), flag("listChanged", true));
         if offers.resources {
-            caps.insert("resources".into(), flag("listChanged", self.backend.resource_changes().is_some()));
+            let mut resources = Map::new();
+            resources.insert("listChanged".into(), Value::Bool(self.backend.resource_changes().is_some()));
+            if offers.subscriptions {
+                resources.insert("subscribe".into(), Value::Bool(true));
+            }
+            caps.insert("resources".into(), Value::Object(resources));
         }
         if offers.prompts {
             caps.insert("prompts".into(), flag("listChanged", self.backend.prompt_changes().is_some()));
@@ -270,6 +282,18 @@ impl Engine {
                         "params.level must be one of debug, info, notice, warning, error, critical, alert, emergency",
                         None,
                     )),
+                }
+            }
+            (Era::Handshake(Some(version)), "resources/subscribe") if offers.resources && offers.subscriptions => {
+                match parse_resource_uri(params) {
+                    Ok(uri) => Routed::Subscribe { id, version, uri },
+                    Err(e) => Routed::Reply(invalid(e)),
+                }
+            }
+            (Era::Handshake(Some(_)), "resources/unsubscribe") if offers.resources && offers.subscriptions => {
+                match parse_resource_uri(params) {
+                    Ok(uri) => Routed::Unsubscribe { uri, answer: result_response(&id, Map::new()) },
+                    Err(e) => Routed::Reply(invalid(e)),
                 }
             }
             (Era::Stateless(version), "server/discover") => {

@@ -4,8 +4,10 @@
 //! * [`announce`]: the handshake era's standing channel (stdout after `initialize`, the
 //!   HTTP GET stream of a session): a bare `notifications/*/list_changed` per move.
 //! * [`listen`]: a 2026-07-28 `subscriptions/listen` request: the acknowledgment first
-//!   (honoring each list-change kind asked for that this server reports), then one
-//!   stamped notification per move, and the closing result when the server shuts down.
+//!   (honoring each list-change kind asked for that this server reports, and each
+//!   resource in `resourceSubscriptions` the backend follows), then one stamped
+//!   notification per move or resource update, and the closing result when the server
+//!   shuts down.
 //!   A client that cancels (or closes the stream) gets nothing more.
 //!
 //! Both push messages into a channel the transport drains, and end when the channel
@@ -13,12 +15,15 @@
 //! happen while a notification waits for room collapse into one, which is all a client
 //! needs: "the list changed, ask again".
 
+use std::sync::Arc;
+
 use serde_json::Value;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 use wasmgate_agent::CancellationToken;
 use wasmgate_protocol::server::{listen_acknowledged, listen_closed_result, subscription_notification};
 use wasmgate_protocol::{Id, ProtocolVersion, SubscriptionFilter, notification, result_response};
 
+use super::follow::{Followed, MAX_FOLLOWED};
 use crate::backend::Backend;
 
 /// The tool list's change notification.
@@ -127,21 +132,37 @@ pub(crate) struct Listen {
 /// result is sent).
 pub(crate) async fn listen(
     listen: Listen,
-    changes: Changes,
+    backend: Arc<dyn Backend>,
     out: mpsc::Sender<Value>,
     stopping: CancellationToken,
     cancelled: CancellationToken,
 ) {
     let Listen { id, version, filter } = listen;
-    let mut changes = changes.only(&filter);
+    let mut changes = Changes::of(backend.as_ref()).only(&filter);
     changes.mark_seen();
-    if out.send(listen_acknowledged(&id, &changes.honored())).await.is_err() {
+    // The resources asked for that the backend follows (at most MAX_FOLLOWED, each
+    // once); the acknowledgment names them, and only them.
+    let followed = Followed::default();
+    let mut honored = changes.honored();
+    if backend.offers().resources && backend.offers().subscriptions {
+        for uri in &filter.resource_subscriptions {
+            if honored.resource_subscriptions.len() >= MAX_FOLLOWED || honored.resource_subscriptions.contains(uri) {
+                continue;
+            }
+            match followed.subscribe(backend.as_ref(), uri.clone()).await {
+                Ok(()) => honored.resource_subscriptions.push(uri.clone()),
+                Err(refusal) => tracing::debug!(%uri, %refusal, "a resource subscription not honored"),
+            }
+        }
+    }
+    let mut updates = followed.updates();
+    if out.send(listen_acknowledged(&id, &honored)).await.is_err() {
         return;
     }
-    let mut watching = true;
+    let (mut watching, mut following) = (true, !honored.resource_subscriptions.is_empty());
     loop {
         // Biased: a cancelled subscription never sends one more change.
-        tokio::select! {
+        let message = tokio::select! {
             biased;
             () = cancelled.cancelled() => return,
             () = stopping.cancelled() => {
@@ -149,13 +170,32 @@ pub(crate) async fn listen(
                 return;
             }
             moved = changes.next(), if watching => match moved {
-                None => watching = false,
-                Some(method) => {
-                    if out.send(subscription_notification(&id, method)).await.is_err() {
-                        return;
-                    }
+                None => {
+                    watching = false;
+                    continue;
                 }
-            }
+                Some(method) => subscription_notification(&id, method),
+            },
+            updated = updates.recv(), if following => match updated {
+                Ok(uri) => {
+                    let mut message = subscription_notification(&id, RESOURCE_UPDATED);
+                    if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {
+                        params.insert("uri".into(), Value::String(uri));
+                    }
+                    message
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => {
+                    following = false;
+                    continue;
+                }
+            },
+        };
+        if out.send(message).await.is_err() {
+            return;
         }
     }
 }
+
+/// A followed resource's change notification.
+const RESOURCE_UPDATED: &str = "notifications/resources/updated";

@@ -39,7 +39,7 @@ use super::limit::peer_ip;
 use super::reply::{json, refuse, sse, status};
 use super::sessions::{Refused, SESSION_ID, Session, named, repeated};
 use crate::engine::ask::Live;
-use crate::engine::watch::{Changes, Listen, listen};
+use crate::engine::watch::{Listen, listen};
 use crate::engine::{Era, Routed};
 
 /// The POST handler; see the module docs.
@@ -182,6 +182,19 @@ async fn dispatch(shared: &Arc<Shared>, peer: IpAddr, session: Option<Arc<Sessio
             }
             json(StatusCode::OK, &answer)
         }
+        Routed::Subscribe { id, version, uri } => match &session {
+            Some(session) => json(StatusCode::OK, &engine.subscribe(&session.followed, &id, version, uri).await),
+            None => {
+                let message = "resources/subscribe needs a session: initialize first";
+                json(StatusCode::BAD_REQUEST, &error_response(Some(&id), INVALID_REQUEST, message, None))
+            }
+        },
+        Routed::Unsubscribe { uri, answer } => {
+            if let Some(session) = &session {
+                session.followed.unsubscribe(&uri);
+            }
+            json(StatusCode::OK, &answer)
+        }
         Routed::Run { id, version, mut job } => {
             if let Some(session) = &session {
                 job.log_at(*session.log_level.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
@@ -231,9 +244,8 @@ async fn dispatch(shared: &Arc<Shared>, peer: IpAddr, session: Option<Arc<Sessio
         Routed::Listen { id, version, filter } => {
             let (tx, rx) = mpsc::channel::<Value>(16);
             let cancelled = CancellationToken::new();
-            let changes = Changes::of(engine.backend.as_ref());
-            let stopping = shared.life.stopping.clone();
-            shared.life.tasks.spawn(listen(Listen { id, version, filter }, changes, tx, stopping, cancelled.clone()));
+            let (backend, stopping) = (Arc::clone(&engine.backend), shared.life.stopping.clone());
+            shared.life.tasks.spawn(listen(Listen { id, version, filter }, backend, tx, stopping, cancelled.clone()));
             sse(rx, cancelled.drop_guard())
         }
     }

@@ -66,6 +66,8 @@ pub(crate) struct Session {
     last_used: Mutex<Instant>,
     /// Its open GET streams.
     streams: AtomicUsize,
+    /// The resources it follows; updates go out on its GET streams.
+    pub(crate) followed: crate::engine::follow::Followed,
 }
 
 impl Session {
@@ -166,6 +168,7 @@ impl Sessions {
             log_level: Mutex::default(),
             last_used: Mutex::new(Instant::now()),
             streams: AtomicUsize::new(0),
+            followed: crate::engine::follow::Followed::default(),
         };
         let mut open = self.open();
         self.expire(&mut open);

@@ -1,7 +1,8 @@
 //! GET and DELETE, which only the handshake era has.
 //!
 //! GET with a session opens the standalone event stream on which the server announces
-//! tool-list changes until the session ends or the server stops. DELETE ends the session.
+//! list changes, and updates of the resources the session follows, until the session
+//! ends or the server stops. DELETE ends the session.
 //! Without a session header both answer 405, as a 2026-07-28 server does.
 
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use wasmgate_protocol::codes::INVALID_REQUEST;
 use super::Shared;
 use super::reply::{refuse, sse, status};
 use super::sessions::{named, repeated};
+use crate::engine::follow::forward;
 use crate::engine::watch::{Changes, announce};
 
 /// The GET handler.
@@ -33,9 +35,10 @@ pub(crate) async fn get(State(shared): State<Arc<Shared>>, headers: HeaderMap) -
     let stop = session.stop.child_token();
     let guard = stop.clone().drop_guard();
     let changes = Changes::of(shared.engine.backend.as_ref());
+    let updates = session.followed.updates();
     let open = session.stream();
     shared.life.tasks.spawn(async move {
-        announce(changes, tx, stop).await;
+        tokio::join!(announce(changes, tx.clone(), stop.clone()), forward(updates, tx, stop));
         drop(open);
     });
     sse(rx, guard)

@@ -36,6 +36,7 @@ use crate::backend::Backend;
 use crate::config::ServerConfig;
 use crate::engine::ask::{Live, Replies};
 use crate::engine::calls::InFlight;
+use crate::engine::follow::{Followed, forward};
 use crate::engine::watch::{Changes, Listen, announce, listen};
 use crate::engine::{Caps, Engine, Routed};
 use crate::error::ServeError;
@@ -71,6 +72,7 @@ where
         engine: Arc::new(Engine::new(backend, config)),
         life: Lifecycle::default(),
         replies: Arc::default(),
+        followed: Arc::default(),
         tx,
         in_flight: Arc::new(InFlight::default()),
         handshake: None,
@@ -140,6 +142,8 @@ struct Connection {
     log_level: Option<LogLevel>,
     /// Requests we sent the client (elicitation), waiting for their answers.
     replies: Arc<Replies>,
+    /// The resources it follows (`resources/subscribe`).
+    followed: Arc<Followed>,
 }
 
 impl Connection {
@@ -190,11 +194,23 @@ impl Connection {
                 self.send(answer).await;
                 if self.handshake.replace(version).is_none() {
                     let changes = Changes::of(engine.backend.as_ref());
-                    self.life.tasks.spawn(announce(changes, tx, self.life.stopping.clone()));
+                    let stopping = self.life.stopping.clone();
+                    self.life.tasks.spawn(forward(self.followed.updates(), tx.clone(), stopping.clone()));
+                    self.life.tasks.spawn(announce(changes, tx, stopping));
                 }
             }
             Routed::SetLevel { level, answer } => {
                 self.log_level = Some(level);
+                self.send(answer).await;
+            }
+            Routed::Subscribe { id, version, uri } => {
+                let followed = Arc::clone(&self.followed);
+                self.life.tasks.spawn(async move {
+                    let _ = tx.send(engine.subscribe(&followed, &id, version, uri).await).await;
+                });
+            }
+            Routed::Unsubscribe { uri, answer } => {
+                self.followed.unsubscribe(&uri);
                 self.send(answer).await;
             }
             Routed::Run { id, version, mut job } => {
@@ -226,9 +242,9 @@ impl Connection {
                 let Some(ticket) = self.in_flight.start(&id, &CancellationToken::new()) else {
                     return self.send(duplicate(&id)).await;
                 };
-                let (changes, stopping) = (Changes::of(engine.backend.as_ref()), self.life.stopping.clone());
+                let (backend, stopping) = (Arc::clone(&engine.backend), self.life.stopping.clone());
                 self.life.tasks.spawn(async move {
-                    listen(Listen { id, version, filter }, changes, tx, stopping, ticket.token()).await;
+                    listen(Listen { id, version, filter }, backend, tx, stopping, ticket.token()).await;
                     drop(ticket);
                 });
             }
