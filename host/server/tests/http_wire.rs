@@ -191,9 +191,17 @@ async fn a_session_is_issued_by_initialize_required_by_name_and_ended_by_delete(
     let (status, body) =
         answer(post(&server.url, &plain(2, "tools/list", json!({})).to_string(), &in_session).await).await;
     assert_eq!((status, body["result"]["tools"].as_array().unwrap().len()), (StatusCode::OK, 4));
-    let wrong_version = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-06-18")];
-    let (status, _) = answer(post(&server.url, &plain(3, "ping", json!({})).to_string(), &wrong_version).await).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
+    // Another version a session may speak is allowed (the session's version governs);
+    // one no session here speaks is refused.
+    let other_version = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-06-18")];
+    let (status, _) = answer(post(&server.url, &plain(3, "ping", json!({})).to_string(), &other_version).await).await;
+    assert_eq!(status, StatusCode::OK);
+    for unspoken in ["1900-01-01", "2026-07-28"] {
+        let wrong_version = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", unspoken)];
+        let ping = plain(3, "ping", json!({})).to_string();
+        let (status, _) = answer(post(&server.url, &ping, &wrong_version).await).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{unspoken:?}");
+    }
     let unknown = [("mcp-session-id", "0123456789abcdef0123456789abcdef")];
     assert_eq!(
         post(&server.url, &plain(4, "ping", json!({})).to_string(), &unknown).await.status(),

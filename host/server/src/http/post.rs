@@ -31,7 +31,7 @@ use wasmgate_protocol::codes::{
     HEADER_MISMATCH, INTERNAL_ERROR, INVALID_REQUEST, MISSING_REQUIRED_CLIENT_CAPABILITY, PARSE_ERROR,
 };
 use wasmgate_protocol::server::{has_stateless_meta, parse_cancelled};
-use wasmgate_protocol::{Id, Message, Request, classify, error_response, parse_message};
+use wasmgate_protocol::{Id, Message, ProtocolVersion, Request, classify, error_response, parse_message};
 
 use super::Shared;
 use super::guard::{OVER_LIMIT_BODY_BYTES, OverLimit, too_many};
@@ -134,10 +134,23 @@ async fn request(
         let Some(found) = shared.sessions.get(&session_id) else {
             return refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, "Session not found");
         };
+        // The session's version governs how the request is read; a header naming another
+        // version this server speaks in a session is allowed (the specification asks
+        // clients to send the negotiated one, and refuses only unsupported ones), any
+        // other is refused.
         let refused = match super::headers::single(headers, "mcp-protocol-version") {
             Err(error) => Some(format!("Invalid request: {error}")),
             Ok(Some(v)) if v.as_bytes() != found.version.as_str().as_bytes() => {
-                Some(format!("MCP-Protocol-Version header does not match the session's version {}", found.version))
+                let named = v.to_str().ok().and_then(ProtocolVersion::parse);
+                let spoken =
+                    named.is_some_and(|named| !named.is_stateless() && shared.engine.config.versions.contains(&named));
+                (!spoken).then(|| {
+                    format!(
+                        "Unsupported MCP-Protocol-Version header: this session speaks {}, and the header names no \
+                         version a session here speaks",
+                        found.version
+                    )
+                })
             }
             Ok(_) => None,
         };
