@@ -42,7 +42,7 @@ use crate::error::{ClientError, asked};
 
 /// Stands in for the first round's id when rebuilding the request for a retry; never
 /// equal to a real id, which are integers.
-pub(crate) const ORIGINAL: &str = "wasmgate-original-request";
+const ORIGINAL: &str = "wasmgate-original-request";
 
 pub(crate) async fn call_tool(
     shared: &Arc<Shared>,
@@ -170,6 +170,26 @@ impl<'a> Asking<'a> {
             }
         };
         Ok(self.stamp.apply(session, request))
+    }
+
+    /// The whole request, built by `build`: the first round, the rounds of input that
+    /// follow, and the request taken off the calls in flight at the end (for requests
+    /// without `tools/call`'s headers and unknown-tool rule).
+    pub(crate) async fn through<T: Rounded>(
+        self,
+        shared: &Arc<Shared>,
+        build: &(dyn Fn(&Session, &Id) -> Result<Value, ClientError> + Sync),
+    ) -> Result<T, ClientError> {
+        let outcome = async {
+            let first = |session: &Session, id: &Id| self.first(session, id, build);
+            let (reply, session) = request(shared, self.method, &first, &[], self.timeout, Some(self.cancel)).await?;
+            let result = T::parse(reply)?;
+            let original = build(&session, &Id::from(ORIGINAL))?;
+            self.rounds(shared, &original, &[], result, |e| e).await
+        }
+        .await;
+        self.end(shared);
+        outcome
     }
 
     /// Answers `result`'s rounds of input and retries `original` (the first request,

@@ -24,7 +24,7 @@ use wasmgate_protocol::{
     parse_complete_result, parse_get_prompt_result, parse_prompts_list,
 };
 
-use super::call::{Asking, ORIGINAL, Rounded};
+use super::call::{Asking, Rounded};
 use super::config::{CallOptions, ClientConfig};
 use super::connect::request;
 use super::paging::{self, Listing};
@@ -97,16 +97,7 @@ pub(crate) async fn get(
     };
     let timeout = options.timeout.unwrap_or(shared.config.request_timeout);
     let asking = Asking::new(shared, "prompts/get", format!("prompt {name:?}"), cancel, timeout, options);
-    let outcome = async {
-        let first = |session: &Session, id: &Id| asking.first(session, id, &build);
-        let (reply, session) = request(shared, "prompts/get", &first, &[], timeout, Some(cancel)).await?;
-        let result = GetPromptResult::parse(reply)?;
-        let original = build(&session, &Id::from(ORIGINAL))?;
-        asking.rounds(shared, &original, &[], result, |e| e).await
-    }
-    .await;
-    asking.end(shared);
-    outcome
+    asking.through(shared, &build).await
 }
 
 pub(crate) async fn complete(

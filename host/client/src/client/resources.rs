@@ -25,9 +25,8 @@ use wasmgate_protocol::{
     parse_resource_templates_list, parse_resources_list,
 };
 
-use super::call::{Asking, ORIGINAL, Rounded};
+use super::call::{Asking, Rounded};
 use super::config::{CallOptions, ClientConfig};
-use super::connect::request;
 use super::paging::{self, Listing};
 use super::router::Reply;
 use super::{Session, Shared};
@@ -105,14 +104,5 @@ pub(crate) async fn read(
     let build = |session: &Session, id: &Id| Ok(session.context.resources_read(id, uri));
     let timeout = options.timeout.unwrap_or(shared.config.request_timeout);
     let asking = Asking::new(shared, "resources/read", format!("reading {uri:?}"), cancel, timeout, options);
-    let outcome = async {
-        let first = |session: &Session, id: &Id| asking.first(session, id, &build);
-        let (reply, session) = request(shared, "resources/read", &first, &[], timeout, Some(cancel)).await?;
-        let result = ReadResourceResult::parse(reply)?;
-        let original = build(&session, &Id::from(ORIGINAL))?;
-        asking.rounds(shared, &original, &[], result, |e| e).await
-    }
-    .await;
-    asking.end(shared);
-    outcome
+    asking.through(shared, &build).await
 }
