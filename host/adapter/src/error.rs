@@ -19,6 +19,19 @@ pub enum AdapterError {
         /// What the client reported (boxed: it is large, and start-up errors are rare).
         source: Box<ClientError>,
     },
+    /// A stdio server started but did not answer: what the client reported, the server's
+    /// last lines of stderr, and the likely cause with what fixes it, when one is known.
+    #[error("cannot start provider {provider:?}: {error}{}", said(stderr, cause.as_deref()))]
+    Silent {
+        /// The provider's configured name.
+        provider: String,
+        /// What the client reported (not a `source`: its text is part of this one's).
+        error: Box<ClientError>,
+        /// The server's last lines of stderr, oldest first (escaped).
+        stderr: Vec<String>,
+        /// The likely cause, and the key or command that fixes it.
+        cause: Option<String>,
+    },
     /// A provider's transport could not be set up (a stdio server not spawned, a bad URL).
     #[error("cannot start provider {provider:?}")]
     Transport {
@@ -51,3 +64,16 @@ pub enum AdapterError {
 
 /// `error` and its causes, joined by `: ` (the client crate's, for the layers above).
 pub use wasmgate_client::error::report;
+
+/// The end of a [`AdapterError::Silent`] message: the server's last words and the cause.
+fn said(stderr: &[String], cause: Option<&str>) -> String {
+    let mut text = String::new();
+    if !stderr.is_empty() {
+        let quoted: Vec<String> = stderr.iter().map(|line| format!("{line:?}")).collect();
+        text.push_str(&format!("; its last lines of stderr: {}", quoted.join(" / ")));
+    }
+    if let Some(cause) = cause {
+        text.push_str(&format!("; likely cause: {cause}"));
+    }
+    text
+}

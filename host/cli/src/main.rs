@@ -9,19 +9,22 @@
 //! * `wasmgate doctor`: what this machine can enforce on a stdio server ([`doctor`]);
 //! * `wasmgate audit verify FILE`: check an audit log's hash chain ([`audit`]).
 //!
-//! Logs go to stderr (set `WASMGATE_LOG=debug` to see guest stderr); stdout carries only
-//! the command's output, because it carries the MCP stdio protocol under `serve`.
+//! Logs go to stderr, one line per event (set `WASMGATE_LOG=debug` to see guest stderr,
+//! `--log-format json` for JSON lines; see [`logs`]); stdout carries only the command's
+//! output, because it carries the MCP stdio protocol under `serve`.
 
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use logs::LogFormat;
 
 mod audit;
 mod call;
 mod doctor;
 mod format;
 mod login;
+mod logs;
 mod open;
 mod review;
 mod scan;
@@ -33,6 +36,10 @@ mod tools;
 #[derive(Debug, Parser)]
 #[command(name = "wasmgate", version, about = "Let an agent use tools written by strangers without trusting them")]
 struct Cli {
+    /// How log lines on stderr look: `text` (one line per event; coloured only on a
+    /// terminal) or `json` (one JSON object per line). `WASMGATE_LOG` sets the level.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -69,14 +76,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("WASMGATE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
     let cli = Cli::parse();
+    logs::init(cli.log_format);
     let outcome = match cli.command {
         Command::Format(args) => format::run(args).map(|()| true),
         Command::Scan(args) => scan::run(args),

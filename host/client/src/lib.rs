@@ -40,6 +40,7 @@ pub use tokio_util::sync::CancellationToken;
 pub use transport::fake::{self, FakeServer, FakeTransport};
 pub use transport::http::{Bearer, HeaderValueSource, HttpConfig, HttpTransport};
 pub use transport::process::resolve_program;
+pub use transport::stderr::StderrTail;
 pub use transport::stdio::{StdioConfig, StdioLimits, StdioTransport};
 pub use transport::{BoxFuture, Inbound, StreamEnd, Transport};
 /// Kernel confinement of stdio servers (the `wasmgate-confine` crate).

@@ -20,6 +20,7 @@
 pub mod backend;
 pub mod code;
 pub mod config;
+mod diagnose;
 pub mod error;
 pub mod mcp_servers;
 pub mod oauth;

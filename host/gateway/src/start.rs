@@ -32,6 +32,7 @@ use wasmgate_sandbox::{
 
 use crate::code;
 use crate::config::{Config, HeaderConfig, LimitsConfig, ProviderConfig, ProviderKind};
+use crate::diagnose::{Setup, likely_cause};
 use crate::error::StartError;
 
 /// A started gateway: the guard, every provider, and their guarded tools.
@@ -332,11 +333,14 @@ fn connector(
         ProviderKind::Http => Transport::Http(Box::new(http(config, name, provider)?)),
         _ => Transport::Stdio(Box::new(stdio(config, name, provider, rules, audit)?)),
     };
+    let network = rules.is_some_and(|r| !r.network_hosts.is_empty() || !r.network_ports.is_empty());
+    let command = provider.command.clone().unwrap_or_default();
+    let setup = Setup::new(name, &command, &provider.args, network);
     let (name, audit, confined) = (name.to_owned(), Arc::clone(audit), Arc::clone(confined));
     Ok(Arc::new(move || {
         let (name, transport, client, formatters) =
             (name.clone(), transport.clone(), client.clone(), Arc::clone(&formatters));
-        let (audit, confined) = (Arc::clone(&audit), Arc::clone(&confined));
+        let (audit, confined, setup) = (Arc::clone(&audit), Arc::clone(&confined), setup.clone());
         Box::pin(async move {
             let failed = |source| AdapterError::Transport { provider: name.clone(), source };
             match transport {
@@ -354,12 +358,24 @@ fn connector(
                             warn_incomplete(&audit, &name, &report.to_string());
                         }
                     }
-                    McpProvider::connect(&name, transport, client, formatters).await
+                    let tail = transport.stderr_tail();
+                    match McpProvider::connect(&name, transport, client, formatters).await {
+                        Err(AdapterError::Unreachable { provider, source }) => {
+                            let stderr = tail.lines(STDERR_WAIT).await;
+                            let cause = likely_cause(&setup, &stderr);
+                            Err(AdapterError::Silent { provider, error: source, stderr, cause })
+                        }
+                        outcome => outcome,
+                    }
                 }
             }
         })
     }))
 }
+
+/// How long a server that did not answer is given to finish writing its stderr before
+/// its last lines are quoted in the error.
+const STDERR_WAIT: Duration = Duration::from_secs(1);
 
 /// A provider's transport settings.
 #[derive(Clone)]

@@ -37,7 +37,7 @@ pub mod http;
 pub(crate) mod lines;
 pub(crate) mod process;
 pub(crate) mod sse;
-pub(crate) mod stderr;
+pub mod stderr;
 pub mod stdio;
 
 /// The bounded line framing, for the `stdio_framing` target in `fuzz/`; not a stable API.

@@ -8,9 +8,12 @@
 //! `total_bytes` over the process's life. Whatever is over a budget is counted and
 //! dropped, and the drop is logged once per budget.
 
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::io::AsyncRead;
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::lines::{Line, LineReader};
@@ -23,8 +26,57 @@ pub(crate) struct StderrBudget {
     pub(crate) total_bytes: usize,
 }
 
-/// Reads `stderr` to its end, logging within `budget`.
-pub(crate) async fn drain(server: String, stderr: impl AsyncRead + Unpin, budget: StderrBudget) {
+/// How many of a server's last stderr lines [`StderrTail`] keeps.
+const TAIL_LINES: usize = 8;
+/// The most characters of one line it keeps.
+const TAIL_LINE_CHARS: usize = 300;
+
+/// The last lines a stdio server wrote to stderr, escaped and cut, whatever the logging
+/// budget let through: for saying why a server that failed to start did. A handle: the
+/// drain fills it, clones read it.
+#[derive(Debug, Clone)]
+pub struct StderrTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+    ended: watch::Sender<bool>,
+}
+
+impl Default for StderrTail {
+    fn default() -> Self {
+        Self { lines: Arc::default(), ended: watch::Sender::new(false) }
+    }
+}
+
+impl StderrTail {
+    fn push(&self, line: &str) {
+        let mut line: String = line.chars().take(TAIL_LINE_CHARS).collect();
+        if line.len() < TAIL_LINE_CHARS && line.trim().is_empty() {
+            return;
+        }
+        line.truncate(line.trim_end().len());
+        let mut lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
+        if lines.len() == TAIL_LINES {
+            lines.pop_front();
+        }
+        lines.push_back(line);
+    }
+
+    /// The last lines (at most eight, oldest first), once stderr has closed or `wait`
+    /// has passed, whichever is first: a server that just exited may have lines still in
+    /// the pipe.
+    pub async fn lines(&self, wait: Duration) -> Vec<String> {
+        let mut ended = self.ended.subscribe();
+        let _ = tokio::time::timeout(wait, ended.wait_for(|ended| *ended)).await;
+        self.lines.lock().unwrap_or_else(PoisonError::into_inner).iter().cloned().collect()
+    }
+}
+
+/// Reads `stderr` to its end, logging within `budget`; every line also goes to `tail`.
+pub(crate) async fn drain(server: String, stderr: impl AsyncRead + Unpin, budget: StderrBudget, tail: StderrTail) {
+    drain_lines(&server, stderr, budget, &tail).await;
+    tail.ended.send_replace(true);
+}
+
+async fn drain_lines(server: &str, stderr: impl AsyncRead + Unpin, budget: StderrBudget, tail: &StderrTail) {
     let mut lines = LineReader::new(tokio::io::BufReader::new(stderr), budget.line_bytes);
     let mut logged_bytes = 0usize;
     let mut window = (Instant::now(), 0u32);
@@ -38,6 +90,8 @@ pub(crate) async fn drain(server: String, stderr: impl AsyncRead + Unpin, budget
             }
             Ok(Line::Eof { .. }) | Err(_) => break,
         };
+        let line = escape(&text);
+        tail.push(&line);
         let now = Instant::now();
         if now.duration_since(window.0) >= Duration::from_secs(1) {
             window = (now, 0);
@@ -51,7 +105,6 @@ pub(crate) async fn drain(server: String, stderr: impl AsyncRead + Unpin, budget
         }
         window.1 += 1;
         logged_bytes += text.len();
-        let line = escape(&text);
         match len {
             None => tracing::info!(target: "wasmgate::server_stderr", server = %server, "{line}"),
             Some(len) => {
@@ -100,11 +153,37 @@ mod tests {
         input.extend_from_slice(&[b'y'; 100_000]);
         input.push(b'\n');
         let budget = StderrBudget { line_bytes: 32, lines_per_second: 1_000_000, total_bytes: 100 };
-        drain("srv".into(), &input[..], budget).await;
+        let tail = StderrTail::default();
+        drain("srv".into(), &input[..], budget, tail.clone()).await;
         let log = captured.text();
         let logged = log.lines().filter(|l| l.contains("line 0")).count();
         assert_eq!(logged, 10, "100 bytes of 10-byte lines: {log}");
         assert!(log.contains("over its logging budget") && log.contains("dropped=9991"), "{log}");
+
+        // The tail keeps the last lines whatever the budget dropped, each cut.
+        let last = tail.lines(Duration::ZERO).await;
+        assert_eq!(last.len(), 8);
+        assert_eq!(last[0], "line 09993");
+        assert_eq!(last[6], "line 09999");
+        assert_eq!(last[7], "y".repeat(32), "cut at the line limit");
+    }
+
+    #[tokio::test]
+    async fn the_tail_keeps_eight_lines_escaped_and_cut_and_skips_blank_ones() {
+        // A subscriber of its own, as the test above has: a callsite first seen with none
+        // would be cached as uninteresting for that test too.
+        let captured = logs::Captured::default();
+        let _guard = tracing::subscriber::set_default(captured.subscriber());
+        let tail = StderrTail::default();
+        let long = format!("{}\n", "z".repeat(1000));
+        let input = format!("a\n\n   \nb\x1b[31m\n{long}c\nd\ne\nf\ng\nh\n");
+        let budget = StderrBudget { line_bytes: 4096, lines_per_second: 1_000, total_bytes: 1 << 20 };
+        drain("srv".into(), input.as_bytes(), budget, tail.clone()).await;
+        let last = tail.lines(std::time::Duration::from_secs(5)).await;
+        assert_eq!(last.len(), 8, "{last:?}");
+        assert_eq!(last[0], "b\\u{1b}[31m", "escaped");
+        assert_eq!(last[1].chars().count(), 300, "cut");
+        assert_eq!(last[7], "h", "a, the oldest of nine, is gone");
     }
 
     #[test]

@@ -24,7 +24,7 @@ use wasmgate_protocol::batch::LineBatch;
 
 use super::lines::{Line, LineReader};
 use super::process::{self, Graces, ReaderEnd};
-use super::stderr::{self, StderrBudget};
+use super::stderr::{self, StderrBudget, StderrTail};
 use super::{BoxFuture, INBOUND_CAPACITY, Inbound, Transport};
 use crate::error::{CloseReason, TransportError};
 
@@ -147,6 +147,8 @@ pub struct StdioTransport {
     finished: watch::Receiver<Option<CloseReason>>,
     /// What the kernel applied to the process (`None`: unconfined by config).
     confinement: Option<ConfinementReport>,
+    /// Its last lines of stderr.
+    tail: StderrTail,
 }
 
 impl StdioTransport {
@@ -189,7 +191,8 @@ impl StdioTransport {
             lines_per_second: limits.stderr_lines_per_second,
             total_bytes: limits.stderr_total_bytes,
         };
-        runtime.spawn(stderr::drain(config.name.clone(), stderr, budget));
+        let tail = StderrTail::default();
+        runtime.spawn(stderr::drain(config.name.clone(), stderr, budget, tail.clone()));
         let graces = Graces { shutdown: limits.shutdown_grace, term: limits.term_grace, exit: limits.exit_grace };
         let name = config.name.clone();
         runtime.spawn(async move {
@@ -210,7 +213,14 @@ impl StdioTransport {
             shutdown: std::sync::Mutex::new(Some(shutdown_tx)),
             finished,
             confinement,
+            tail,
         })
+    }
+
+    /// The last lines the server wrote to stderr (see [`StderrTail`]).
+    #[must_use]
+    pub fn stderr_tail(&self) -> StderrTail {
+        self.tail.clone()
     }
 
     /// The confinement the server runs under, as the kernel applied it (`None`: its
