@@ -7,7 +7,8 @@
 //!   and one call through the whole pipeline ([`tools`], [`review`], [`call`]);
 //! * `wasmgate scan FILE`: the injection detector on a text ([`scan`]);
 //! * `wasmgate doctor`: what this machine can enforce on a stdio server ([`doctor`]);
-//! * `wasmgate audit verify FILE`: check an audit log's hash chain ([`audit`]).
+//! * `wasmgate audit verify FILE`: check an audit log's hash chain ([`audit`]);
+//! * `wasmgate init --from FILE`: a desktop client's servers, behind wasmgate ([`init`]).
 //!
 //! Logs go to stderr, one line per event (set `WASMGATE_LOG=debug` to see guest stderr,
 //! `--log-format json` for JSON lines; see [`logs`]); stdout carries only the command's
@@ -23,6 +24,7 @@ mod audit;
 mod call;
 mod doctor;
 mod format;
+mod init;
 mod login;
 mod logs;
 mod open;
@@ -73,6 +75,10 @@ enum Command {
     Login(login::LoginArgs),
     /// Forget an OAuth provider's tokens.
     Logout(login::LogoutArgs),
+    /// Put the MCP servers of a desktop client's configuration behind wasmgate: writes
+    /// `wasmgate.toml` and a `policy.toml` in which every tool asks and every server is
+    /// confined with no network; installs servers that download themselves at each start.
+    Init(init::InitArgs),
 }
 
 fn main() -> ExitCode {
@@ -89,6 +95,7 @@ fn main() -> ExitCode {
         Command::Call(args) => runtime().and_then(|rt| rt.block_on(call::run(args))),
         Command::Login(args) => runtime().and_then(|rt| rt.block_on(login::login(args))).map(|()| true),
         Command::Logout(args) => login::logout(&args).map(|()| true),
+        Command::Init(args) => init::run(&args).map(|()| true),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

@@ -1,4 +1,5 @@
-//! Importing the `mcpServers` JSON that desktop MCP clients use:
+//! Importing the `mcpServers` JSON that desktop MCP clients use (and VS Code's
+//! `servers` layouts, see [`read`]):
 //!
 //! ```json
 //! {"mcpServers": {"files": {"command": "npx", "args": ["-y", "some-server"], "env": {"K": "v"}},
@@ -20,11 +21,25 @@ use wasmgate_policy::name::validate_provider;
 
 use crate::config::{ProviderConfig, file_relative_command};
 
+/// The layouts clients write: `{"mcpServers": {...}}` (Claude Desktop, Cursor, and most
+/// others), `{"servers": {...}}` (VS Code's `mcp.json`) and `{"mcp": {"servers": {...}}}`
+/// (VS Code's settings). Other top-level keys are the client's own, and left alone.
 #[derive(Debug, Deserialize)]
 struct File {
     #[serde(rename = "mcpServers")]
-    mcp_servers: BTreeMap<String, Entry>,
+    mcp_servers: Option<BTreeMap<String, Entry>>,
+    servers: Option<BTreeMap<String, Entry>>,
+    mcp: Option<Nested>,
 }
+
+#[derive(Debug, Deserialize)]
+struct Nested {
+    servers: BTreeMap<String, Entry>,
+}
+
+/// What every layout's error says the file should hold.
+const LAYOUTS: &str = "the file must hold {\"mcpServers\": {\"name\": {...}}} (Claude Desktop, Cursor), \
+                       {\"servers\": {...}} (VS Code's mcp.json) or {\"mcp\": {\"servers\": {...}}} (VS Code's settings)";
 
 /// One server. Keys wasmgate does not know are refused rather than ignored: a setting
 /// that silently did nothing (a header, a transport type) would leave the server other
@@ -66,24 +81,50 @@ fn header(value: String) -> crate::config::HeaderConfig {
 /// The file cannot be read or parsed, or an entry is unusable; the error names the file,
 /// the entry and the fix.
 pub fn import(path: &Path, providers: &mut BTreeMap<String, ProviderConfig>) -> Result<(), PolicyError> {
+    let read = read(path, providers)?;
+    providers.extend(read);
+    Ok(())
+}
+
+/// The servers of a client's file at `path`, as providers; `existing` names the
+/// providers an entry may not redefine.
+///
+/// # Errors
+///
+/// As [`import`].
+pub fn read(
+    path: &Path,
+    existing: &BTreeMap<String, ProviderConfig>,
+) -> Result<BTreeMap<String, ProviderConfig>, PolicyError> {
     let text =
         crate::config::read_bounded(path).map_err(|source| PolicyError::Read { path: path.to_owned(), source })?;
     let origin = path.display().to_string();
     let src = Source { text: &text, origin: &origin };
     let file: File = serde_json::from_str(&text).map_err(|e| {
         let offset = offset_of(&text, e.line(), e.column());
-        src.error(offset..offset, "mcpServers", e.to_string(), "the file must be {\"mcpServers\": {\"name\": {...}}}")
+        src.error(offset..offset, "mcpServers", e.to_string(), LAYOUTS)
     })?;
+    let (layout, entries) = match (file.mcp_servers, file.servers, file.mcp) {
+        (Some(entries), None, None) => ("mcpServers", entries),
+        (None, Some(entries), None) => ("servers", entries),
+        (None, None, Some(nested)) => ("mcp.servers", nested.servers),
+        (None, None, None) => return Err(src.error(0..0, "mcpServers", "no servers in the file", LAYOUTS)),
+        _ => {
+            let problem = "the file holds servers in more than one layout".to_owned();
+            return Err(src.error(0..0, "mcpServers", problem, "keep one of them"));
+        }
+    };
     let base = path.parent().unwrap_or(Path::new(""));
-    for (name, entry) in file.mcp_servers {
+    let mut providers = BTreeMap::new();
+    for (name, entry) in entries {
         if entry.disabled {
             continue;
         }
         let at = text.find(&format!("\"{name}\"")).unwrap_or(0);
-        let key = format!("mcpServers.{name}");
+        let key = format!("{layout}.{name}");
         let problem = if let Err(e) = validate_provider(&name) {
             Some((e.to_string(), "rename the entry: it becomes the provider's name and its tools' prefix".to_owned()))
-        } else if providers.contains_key(&name) {
+        } else if existing.contains_key(&name) {
             Some((
                 format!("wasmgate.toml already defines a provider {name:?}"),
                 "rename one of them, or remove the entry you do not want".to_owned(),
@@ -126,7 +167,7 @@ pub fn import(path: &Path, providers: &mut BTreeMap<String, ProviderConfig>) -> 
         }
         providers.insert(name, provider);
     }
-    Ok(())
+    Ok(providers)
 }
 
 fn offset_of(text: &str, line: usize, column: usize) -> usize {

@@ -1,0 +1,471 @@
+//! `wasmgate init --from FILE`: the MCP servers a desktop client already uses, put behind
+//! wasmgate.
+//!
+//! * Reads the client's JSON (`mcpServers` of Claude Desktop and Cursor, `servers` of VS
+//!   Code's `mcp.json`, `mcp.servers` of its settings) with the same strict reading as
+//!   `mcp_servers` in `wasmgate.toml` (CONFIG.md).
+//! * Writes `wasmgate.toml` with one provider per server and `policy.toml` in which every
+//!   tool of every server asks (`unlisted = "ask"`) and every stdio server is confined
+//!   with no network (`confinement = "required"`, no `network_hosts`); never over an
+//!   existing file without `--force`.
+//! * A server that fetches its code at each start (`npx -y pkg`, `uvx pkg`) could not
+//!   start confined (no network to download itself), and code fetched at each start
+//!   cannot be pinned: with the user's consent (asked on a terminal, or `--install`) it
+//!   is installed once into `state/packages/<name>/` (npm or a Python virtual
+//!   environment, the exact versions recorded there: `package-lock.json`,
+//!   `requirements.lock`) and the command rewritten to run from there.
+//! * `--client-config` prints the JSON that points the client at `wasmgate serve`.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+use wasmgate_gateway::config::{HeaderConfig, ProviderConfig};
+use wasmgate_gateway::mcp_servers;
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The client's configuration: Claude Desktop's or Cursor's `mcpServers` JSON, VS
+    /// Code's `mcp.json` (`servers`) or settings (`mcp.servers`).
+    #[arg(long, value_name = "FILE", required_unless_present = "client_config")]
+    from: Option<PathBuf>,
+    /// Where `wasmgate.toml`, `policy.toml` and the state directory go.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    dir: PathBuf,
+    /// Overwrite `wasmgate.toml` and `policy.toml` if they are there.
+    #[arg(long)]
+    force: bool,
+    /// Install servers that download themselves at each start (`npx -y`, `uvx`) without
+    /// asking.
+    #[arg(long, conflicts_with = "no_install")]
+    install: bool,
+    /// Leave such servers as they are (confined, they cannot start).
+    #[arg(long)]
+    no_install: bool,
+    /// Print only the JSON that points a client at `wasmgate serve` with the
+    /// configuration in DIR.
+    #[arg(long, conflicts_with_all = ["from", "force", "install", "no_install"])]
+    client_config: bool,
+}
+
+pub fn run(args: &InitArgs) -> anyhow::Result<()> {
+    let dir = std::path::absolute(&args.dir).context("the directory")?;
+    let (config, policy) = (dir.join("wasmgate.toml"), dir.join("policy.toml"));
+    if args.client_config {
+        if !config.exists() {
+            bail!("no configuration at {}: run `wasmgate init --from FILE` first", config.display());
+        }
+        println!("{}", client_config(&config)?);
+        return Ok(());
+    }
+    let Some(from) = &args.from else { bail!("--from FILE names the client's configuration") };
+    for file in [&config, &policy] {
+        if file.exists() && !args.force {
+            bail!("{} is already there: pass --force to overwrite it", file.display());
+        }
+    }
+    let mut servers = mcp_servers::read(from, &BTreeMap::new())?;
+    if servers.is_empty() {
+        bail!("{} lists no servers (or only disabled ones)", from.display());
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut notes = Vec::new();
+    for (name, server) in &mut servers {
+        let Some(fetch) = Fetch::of(server) else { continue };
+        let what = fetch.describe();
+        if !consent(args, name, &what)? {
+            notes.push(format!(
+                "{name}: left as `{what}`; confined, it cannot download itself, so it will not start \
+                 (run init again with --install, or install it yourself and set its `command`)"
+            ));
+            continue;
+        }
+        let folder = dir.join("state/packages").join(name);
+        let installed = fetch.install(&folder).with_context(|| format!("installing {name}'s server ({what})"))?;
+        notes.push(format!(
+            "{name}: installed {} into {} (versions in {})",
+            installed.what,
+            rel(&dir, &folder),
+            installed.lock
+        ));
+        server.command = Some(installed.command);
+        server.args = installed.args;
+        server.read_exec = installed.read_exec;
+    }
+    std::fs::write(&config, wasmgate_toml(from, &servers)).with_context(|| format!("writing {}", config.display()))?;
+    std::fs::write(&policy, policy_toml(from, &servers)).with_context(|| format!("writing {}", policy.display()))?;
+    println!(
+        "wrote {} ({} servers) and {}: every tool asks, every stdio server is confined with no network",
+        config.display(),
+        servers.len(),
+        policy.display()
+    );
+    for note in notes {
+        println!("  {note}");
+    }
+    println!("next: wasmgate review --config {}   (read each server's tools and code, and pin them)", config.display());
+    println!("then: wasmgate init --dir {} --client-config   (the JSON for your client)", dir.display());
+    Ok(())
+}
+
+/// `path` relative to `dir` when under it, for messages.
+fn rel(dir: &Path, path: &Path) -> String {
+    path.strip_prefix(dir).unwrap_or(path).display().to_string()
+}
+
+/// Whether to install `name`'s server (`what`): the flags decide, else a person at a
+/// terminal; without one, no.
+fn consent(args: &InitArgs, name: &str, what: &str) -> anyhow::Result<bool> {
+    if args.install || args.no_install {
+        return Ok(args.install);
+    }
+    if !std::io::stdin().is_terminal() {
+        return Ok(false);
+    }
+    eprint!(
+        "{name} runs `{what}`, which downloads its code at each start: a confined server has no network for that, \
+         and code that changes at each start cannot be pinned. Install it once, under state/packages/{name}/? [y/N] "
+    );
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
+/// A server command that downloads its code at each start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Fetch {
+    /// `npx [-y] [-p PKG] PKG_OR_BIN args...`
+    Npm { package: String, bin: Option<String>, args: Vec<String> },
+    /// `uvx [--from SPEC] CMD args...`
+    Python { package: String, command: String, args: Vec<String> },
+}
+
+/// What an install gave: how to run the server from its folder.
+struct Installed {
+    what: String,
+    lock: &'static str,
+    command: PathBuf,
+    args: Vec<String>,
+    read_exec: Vec<PathBuf>,
+}
+
+impl Fetch {
+    /// The fetch `server` runs, if its command is one.
+    fn of(server: &ProviderConfig) -> Option<Self> {
+        let program = server.command.as_ref()?.file_name()?.to_str()?;
+        match program {
+            "npx" => npx(&server.args),
+            "uvx" => uvx(&server.args),
+            _ => None,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Fetch::Npm { package, .. } => format!("npx {package}"),
+            Fetch::Python { package, .. } => format!("uvx {package}"),
+        }
+    }
+
+    fn install(&self, folder: &Path) -> anyhow::Result<Installed> {
+        std::fs::create_dir_all(folder)?;
+        let folder = folder.canonicalize()?;
+        match self {
+            Fetch::Npm { package, bin, args } => {
+                let mut npm = Command::new("npm");
+                npm.args(["install", "--no-audit", "--no-fund", "--save-exact", "--prefix"]).arg(&folder).arg(package);
+                succeed(npm.stdout(std::process::Stdio::null()), "npm install")?;
+                let name = npm_name(package);
+                let root = folder.join("node_modules").join(name);
+                let manifest: serde_json::Value = serde_json::from_str(
+                    &std::fs::read_to_string(root.join("package.json")).context("the installed package.json")?,
+                )?;
+                let version = manifest["version"].as_str().unwrap_or("?").to_owned();
+                let script = root.join(npm_bin(&manifest, name, bin.as_deref())?).canonicalize()?;
+                let node = which("node")?;
+                let node_home = node.parent().and_then(Path::parent).unwrap_or(Path::new("/")).to_owned();
+                let mut run = vec![script.display().to_string()];
+                run.extend(args.iter().cloned());
+                Ok(Installed {
+                    what: format!("{name} {version} (npm)"),
+                    lock: "package-lock.json",
+                    command: node,
+                    args: run,
+                    read_exec: vec![folder, node_home],
+                })
+            }
+            Fetch::Python { package, command, args } => {
+                let venv = folder.join("venv");
+                let python = which("python3")?;
+                succeed(Command::new(&python).args(["-m", "venv"]).arg(&venv), "python3 -m venv")?;
+                let pip = venv.join("bin/python");
+                let mut install = Command::new(&pip);
+                install.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", package]);
+                succeed(&mut install, "pip install")?;
+                let frozen = Command::new(&pip).args(["-m", "pip", "freeze"]).output()?;
+                std::fs::write(folder.join("requirements.lock"), &frozen.stdout)?;
+                let base = Command::new(&python).args(["-c", "import sys; print(sys.base_prefix)"]).output()?;
+                let base = PathBuf::from(String::from_utf8_lossy(&base.stdout).trim());
+                let version = String::from_utf8_lossy(&frozen.stdout)
+                    .lines()
+                    .find(|l| l.to_lowercase().starts_with(&format!("{}==", pip_name(package).to_lowercase())))
+                    .map_or_else(|| pip_name(package).to_owned(), str::to_owned);
+                Ok(Installed {
+                    what: format!("{version} (pip)"),
+                    lock: "requirements.lock",
+                    command: venv.join("bin").join(command),
+                    args: args.clone(),
+                    read_exec: vec![folder, base.canonicalize().unwrap_or(base)],
+                })
+            }
+        }
+    }
+}
+
+/// `npx` arguments as a fetch: `-y`/`--yes` and `-q` skipped, `-p`/`--package` naming
+/// the package (then the first word is its command), else the first word is the package.
+fn npx(args: &[String]) -> Option<Fetch> {
+    let mut package = None;
+    let mut words = args.iter();
+    let mut rest = Vec::new();
+    while let Some(arg) = words.next() {
+        match arg.as_str() {
+            "-y" | "--yes" | "-q" | "--quiet" => {}
+            "-p" | "--package" => package = Some(words.next()?.clone()),
+            flag if flag.starts_with("--package=") => package = flag.strip_prefix("--package=").map(str::to_owned),
+            flag if flag.starts_with('-') && rest.is_empty() => return None,
+            word => {
+                rest.push(word.to_owned());
+                rest.extend(words.by_ref().cloned());
+            }
+        }
+    }
+    let mut rest = rest.into_iter();
+    let first = rest.next()?;
+    Some(match package {
+        Some(package) => Fetch::Npm { package, bin: Some(first), args: rest.collect() },
+        None => Fetch::Npm { package: first, bin: None, args: rest.collect() },
+    })
+}
+
+/// `uvx` arguments as a fetch: `--from SPEC` naming the package, the first word the
+/// command (and the package without `--from`; `pkg@1.2` pins it).
+fn uvx(args: &[String]) -> Option<Fetch> {
+    let mut from = None;
+    let mut words = args.iter();
+    let first = loop {
+        let arg = words.next()?;
+        match arg.as_str() {
+            "--from" => from = Some(words.next()?.clone()),
+            flag if flag.starts_with("--from=") => from = flag.strip_prefix("--from=").map(str::to_owned),
+            flag if flag.starts_with('-') => return None,
+            word => break word.to_owned(),
+        }
+    };
+    let pin = |spec: &str| match spec.split_once('@') {
+        Some((name, version)) if !name.is_empty() => format!("{name}=={version}"),
+        _ => spec.to_owned(),
+    };
+    let command = first.split_once('@').map_or(first.as_str(), |(name, _)| name).to_owned();
+    let package = pin(from.as_deref().unwrap_or(&first));
+    Some(Fetch::Python { package, command, args: words.cloned().collect() })
+}
+
+/// The package name of an npm spec (`@scope/name@1.2.3` is `@scope/name`).
+fn npm_name(spec: &str) -> &str {
+    let at = if let Some(scoped) = spec.strip_prefix('@') { scoped.find('@').map(|i| i + 1) } else { spec.find('@') };
+    at.map_or(spec, |i| &spec[..i])
+}
+
+/// The distribution name of a pip spec (`pkg==1.2`, `pkg>=1`, `pkg[extra]`).
+fn pip_name(spec: &str) -> &str {
+    let end = spec.find(|c: char| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.'))).unwrap_or(spec.len());
+    &spec[..end]
+}
+
+/// The file a package's `bin` runs: the one named `wanted`, or the package's own name,
+/// or its only one.
+fn npm_bin(manifest: &serde_json::Value, name: &str, wanted: Option<&str>) -> anyhow::Result<String> {
+    let short = name.rsplit('/').next().unwrap_or(name);
+    match &manifest["bin"] {
+        serde_json::Value::String(path) if wanted.is_none_or(|w| w == short) => Ok(path.clone()),
+        serde_json::Value::Object(bins) => {
+            let pick = wanted.or_else(|| bins.contains_key(short).then_some(short));
+            let path = match pick {
+                Some(bin) => bins.get(bin),
+                None if bins.len() == 1 => bins.values().next(),
+                None => None,
+            };
+            match path.and_then(serde_json::Value::as_str) {
+                Some(path) => Ok(path.to_owned()),
+                None => {
+                    let names: Vec<&String> = bins.keys().collect();
+                    bail!("{name} has several commands ({names:?}): name one with `npx -p {name} COMMAND`")
+                }
+            }
+        }
+        _ => bail!("{name} has no command to run (no `bin` in its package.json)"),
+    }
+}
+
+/// `program` on PATH, resolved.
+fn which(program: &str) -> anyhow::Result<PathBuf> {
+    let found = wasmgate_client::resolve_program(Path::new(program), &BTreeMap::new())
+        .with_context(|| format!("{program} is not on PATH: install it first"))?;
+    Ok(found.canonicalize().unwrap_or(found))
+}
+
+/// Runs `command`, its errors to the user; fails when it does.
+fn succeed(command: &mut Command, what: &str) -> anyhow::Result<()> {
+    let status = command.stdin(std::process::Stdio::null()).status().with_context(|| format!("cannot run {what}"))?;
+    if !status.success() {
+        bail!("{what} failed ({status})");
+    }
+    Ok(())
+}
+
+/// The `wasmgate.toml` of `servers`, imported from `from`.
+fn wasmgate_toml(from: &Path, servers: &BTreeMap<String, ProviderConfig>) -> String {
+    let mut providers = toml::Table::new();
+    for (name, server) in servers {
+        let mut table = toml::Table::new();
+        if let Some(command) = &server.command {
+            table.insert("command".into(), command.display().to_string().into());
+            table.insert("args".into(), server.args.clone().into());
+            if !server.env.is_empty() {
+                let env: toml::Table = server.env.iter().map(|(k, v)| (k.clone(), v.clone().into())).collect();
+                table.insert("env".into(), env.into());
+            }
+            if !server.read_exec.is_empty() {
+                let dirs: Vec<String> = server.read_exec.iter().map(|d| d.display().to_string()).collect();
+                table.insert("read_exec".into(), dirs.into());
+            }
+        }
+        if let Some(url) = &server.url {
+            table.insert("url".into(), url.clone().into());
+            if !server.headers.is_empty() {
+                let headers: toml::Table = server
+                    .headers
+                    .iter()
+                    .map(|(k, v)| {
+                        let value: toml::Value = match v {
+                            HeaderConfig::Value(value) => value.clone().into(),
+                            HeaderConfig::Env { env } => {
+                                toml::Table::from_iter([("env".to_owned(), env.clone().into())]).into()
+                            }
+                        };
+                        (k.clone(), value)
+                    })
+                    .collect();
+                table.insert("headers".into(), headers.into());
+            }
+        }
+        providers.insert(name.clone(), table.into());
+    }
+    let mut root = toml::Table::new();
+    root.insert("policy".into(), "policy.toml".into());
+    root.insert("lock".into(), "wasmgate.lock".into());
+    root.insert("state_dir".into(), "state".into());
+    root.insert("providers".into(), providers.into());
+    format!(
+        "# Written by `wasmgate init --from {}`: its servers, behind wasmgate (docs/CONFIG.md).\n\n{root}",
+        from.display()
+    )
+}
+
+/// The `policy.toml` of `servers`: every tool asks, every stdio server confined with no
+/// network.
+fn policy_toml(from: &Path, servers: &BTreeMap<String, ProviderConfig>) -> String {
+    let mut providers = toml::Table::new();
+    for (name, server) in servers {
+        let mut table = toml::Table::new();
+        let note = format!("imported from {}: every tool asks until you decide (docs/POLICY.md)", from.display());
+        table.insert("note".into(), note.into());
+        table.insert("unlisted".into(), "ask".into());
+        if server.command.is_some() {
+            table.insert("confinement".into(), "required".into());
+        }
+        providers.insert(name.clone(), table.into());
+    }
+    let mut root = toml::Table::new();
+    root.insert("providers".into(), providers.into());
+    format!(
+        "# Written by `wasmgate init`: every tool asks, every stdio server runs confined with no network.\n\
+         # Allow what you trust (`[providers.NAME.tools]`, `tool = \"allow\"`), grant hosts with\n\
+         # `network_hosts`, and run `wasmgate review` after each change of a server.\n\n{root}"
+    )
+}
+
+/// The client's JSON for `wasmgate serve` with the configuration `config`.
+fn client_config(config: &Path) -> anyhow::Result<String> {
+    let exe = std::env::current_exe().context("where this wasmgate is")?;
+    let snippet = serde_json::json!({
+        "mcpServers": {
+            "wasmgate": {
+                "command": exe.display().to_string(),
+                "args": ["serve", "--config", config.display().to_string()],
+            }
+        }
+    });
+    Ok(serde_json::to_string_pretty(&snippet)?)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn words(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn npx_and_uvx_commands_name_their_package() {
+        assert_eq!(
+            npx(&words("-y @modelcontextprotocol/server-everything@2026.8.31 stdio")),
+            Some(Fetch::Npm {
+                package: "@modelcontextprotocol/server-everything@2026.8.31".into(),
+                bin: None,
+                args: words("stdio")
+            })
+        );
+        assert_eq!(
+            npx(&words("--package @a/tools -y serve --port 1")),
+            Some(Fetch::Npm { package: "@a/tools".into(), bin: Some("serve".into()), args: words("--port 1") })
+        );
+        assert_eq!(npx(&words("--node-options=x pkg")), None, "an option not understood leaves it alone");
+        assert_eq!(npx(&[]), None);
+        assert_eq!(
+            uvx(&words("mcp-server-time@1.2.0 --local-timezone UTC")),
+            Some(Fetch::Python {
+                package: "mcp-server-time==1.2.0".into(),
+                command: "mcp-server-time".into(),
+                args: words("--local-timezone UTC")
+            })
+        );
+        assert_eq!(
+            uvx(&words("--from caldav-mcp==0.3 caldav")),
+            Some(Fetch::Python { package: "caldav-mcp==0.3".into(), command: "caldav".into(), args: vec![] })
+        );
+    }
+
+    #[test]
+    fn spec_names_and_bins() {
+        assert_eq!(npm_name("@scope/name@1.2.3"), "@scope/name");
+        assert_eq!(npm_name("@scope/name"), "@scope/name");
+        assert_eq!(npm_name("plain@latest"), "plain");
+        assert_eq!(pip_name("pkg[extra]>=1"), "pkg");
+        let one = serde_json::json!({"bin": "dist/index.js"});
+        assert_eq!(npm_bin(&one, "@s/x", None).unwrap(), "dist/index.js");
+        let many = serde_json::json!({"bin": {"x": "a.js", "y": "b.js"}});
+        assert_eq!(npm_bin(&many, "@s/x", None).unwrap(), "a.js");
+        assert_eq!(npm_bin(&many, "@s/z", Some("y")).unwrap(), "b.js");
+        assert!(npm_bin(&many, "@s/z", None).unwrap_err().to_string().contains("several commands"));
+        assert!(npm_bin(&serde_json::json!({}), "x", None).is_err());
+    }
+}

@@ -1,0 +1,94 @@
+//! `wasmgate init --from FILE`: each client's layout, what is written, and what is
+//! refused. The quick start (quickstart.rs) runs it end to end with an install.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn init(dir: &Path, args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_wasmgate"));
+    command.arg("init").args(args).arg("--dir").arg(dir).stdin(Stdio::null());
+    command.output().unwrap()
+}
+
+fn said(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+#[test]
+fn a_vs_code_file_becomes_a_configuration_that_asks_for_every_tool() {
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("mcp.json");
+    std::fs::write(
+        &file,
+        r#"{"servers": {
+            "files": {"type": "stdio", "command": "/usr/bin/python3", "args": ["server.py"], "env": {"ROOT": "/srv"}},
+            "search": {"type": "http", "url": "https://search.example/mcp", "headers": {"X-Key": "${env:SEARCH_KEY}"}},
+            "old": {"command": "x", "disabled": true}
+        }}"#,
+    )
+    .unwrap();
+    let dir = home.path().join("gw");
+    let out = init(&dir, &["--from", &file.display().to_string()]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("(2 servers)"), "the disabled one is left out: {}", said(&out));
+    let config = std::fs::read_to_string(dir.join("wasmgate.toml")).unwrap();
+    assert!(config.contains("[providers.files]") && config.contains("command = \"/usr/bin/python3\""), "{config}");
+    assert!(config.contains("ROOT = \"/srv\""), "{config}");
+    assert!(
+        config.contains("url = \"https://search.example/mcp\"") && config.contains("env = \"SEARCH_KEY\""),
+        "{config}"
+    );
+    let policy = std::fs::read_to_string(dir.join("policy.toml")).unwrap();
+    assert_eq!(policy.matches("unlisted = \"ask\"").count(), 2, "{policy}");
+    assert_eq!(policy.matches("confinement = \"required\"").count(), 1, "the stdio server only: {policy}");
+
+    // What it wrote is a configuration the gateway reads.
+    let tools = Command::new(env!("CARGO_BIN_EXE_wasmgate"))
+        .args(["tools", "--config"])
+        .arg(dir.join("wasmgate.toml"))
+        .env("SEARCH_KEY", "k")
+        .output()
+        .unwrap();
+    assert!(said(&tools).contains("files (stdio)"), "{}", said(&tools));
+}
+
+#[test]
+fn a_server_fetched_at_start_is_left_alone_without_consent_and_files_are_never_overwritten() {
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("claude.json");
+    std::fs::write(&file, r#"{"mcpServers": {"fetched": {"command": "npx", "args": ["-y", "some-server"]}}}"#).unwrap();
+    let dir = home.path().join("gw");
+    let from = file.display().to_string();
+    let out = init(&dir, &["--from", &from]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("fetched: left as `npx some-server`"), "no terminal, no --install: {}", said(&out));
+    assert!(std::fs::read_to_string(dir.join("wasmgate.toml")).unwrap().contains("command = \"npx\""));
+    assert!(!dir.join("state/packages").exists(), "nothing installed");
+
+    let again = init(&dir, &["--from", &from, "--no-install"]);
+    assert!(!again.status.success() && said(&again).contains("is already there: pass --force"), "{}", said(&again));
+    let forced = init(&dir, &["--from", &from, "--no-install", "--force"]);
+    assert!(forced.status.success(), "{}", said(&forced));
+
+    let snippet = init(&dir, &["--client-config"]);
+    let snippet: serde_json::Value = serde_json::from_slice(&snippet.stdout).unwrap();
+    assert_eq!(snippet["mcpServers"]["wasmgate"]["args"][0], "serve");
+    let nowhere = init(&home.path().join("none"), &["--client-config"]);
+    assert!(!nowhere.status.success() && said(&nowhere).contains("run `wasmgate init --from FILE` first"));
+}
+
+#[test]
+fn a_file_in_no_layout_or_two_is_refused_with_the_layouts_named() {
+    let home = tempfile::tempdir().unwrap();
+    for (body, expected) in [
+        (r#"{"theme": "dark"}"#, "no servers in the file"),
+        (r#"{"mcpServers": {"a": {"command": "x"}}, "servers": {"b": {"command": "y"}}}"#, "more than one layout"),
+        (r#"{"servers": {"a": {"command": "x", "envFile": ".env"}}}"#, "unknown field `envFile`"),
+    ] {
+        let file = home.path().join("client.json");
+        std::fs::write(&file, body).unwrap();
+        let out = init(&home.path().join("gw"), &["--from", &file.display().to_string()]);
+        assert!(!out.status.success() && said(&out).contains(expected), "{body}: {}", said(&out));
+    }
+}
