@@ -5,8 +5,10 @@
 //! ([`Network::Proxied`](wasmgate_confine::Network::Proxied)); its `HTTP_PROXY` and
 //! `HTTPS_PROXY` point there. This module serves that listener from the gateway's side:
 //!
-//! * `CONNECT host:port` (HTTPS, or any TCP) and absolute-form `GET http://host:port/...`
-//!   (plain HTTP) are the two requests it understands; anything else is refused;
+//! * `CONNECT host:port` (HTTPS, or any TCP) and absolute-form `http://host:port/...`
+//!   requests of any method (plain HTTP; sent on in origin form, one request per
+//!   connection, with `Host` naming the target) are the two it understands; anything
+//!   else is refused;
 //! * the target must be one of the grants, host and port exactly (a host name compared
 //!   without regard to case);
 //! * the gateway resolves a granted name itself and connects to an address it checked:
@@ -331,6 +333,7 @@ async fn connection(mut stream: TcpStream, grant: &EgressGrant) -> EgressRecord 
         if target.tunnel {
             stream.write_all(&status(200, "")).await.map_err(|e| (0, e.to_string()))?;
         } else {
+            let head = origin_form(&head, &target).map_err(|reason| (400, reason))?;
             upstream.write_all(&head).await.map_err(|e| (0, e.to_string()))?;
             record.bytes_up = head.len() as u64;
         }
@@ -348,6 +351,46 @@ async fn connection(mut stream: TcpStream, grant: &EgressGrant) -> EgressRecord 
     }
     record.duration = started.elapsed();
     record
+}
+
+/// The head of an absolute-form request (`METHOD http://host:port/path HTTP/1.1`), and
+/// whatever body bytes came with it, as the origin server expects it: the request line
+/// in origin form (`METHOD /path HTTP/1.1`, as an origin server must read it and most
+/// only can), `Host` naming the target whatever the request said (RFC 9112 has a proxy
+/// replace it: a server behind one address may serve other sites by name, and the
+/// grant is for this one), the proxy's own headers dropped, and `Connection: close`. One request per connection: the next one, to whatever host,
+/// comes on a new connection and is checked like this one, never carried unread down a
+/// connection opened for another.
+fn origin_form(head: &[u8], target: &Target) -> Result<Vec<u8>, String> {
+    let end = head.windows(4).position(|w| w == b"\r\n\r\n").ok_or("a request head without its end")? + 4;
+    let text = std::str::from_utf8(&head[..end - 4]).map_err(|_| "a request head that is not text".to_owned())?;
+    let mut lines = text.split("\r\n");
+    let request_line = lines.next().unwrap_or_default();
+    let mut parts = request_line.split(' ');
+    let (Some(method), Some(uri), Some(version)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err("a malformed request line".into());
+    };
+    let rest = uri.strip_prefix("http://").ok_or("not an absolute http:// request")?;
+    let path = match rest.find(['/', '?']) {
+        Some(at) if rest[at..].starts_with('/') => rest[at..].to_owned(),
+        Some(at) => format!("/{}", &rest[at..]),
+        None => "/".to_owned(),
+    };
+    let path = path.split('#').next().unwrap_or("/");
+    let mut out = format!("{method} {path} {version}\r\n");
+    let name = if target.host.contains(':') { format!("[{}]", target.host) } else { target.host.clone() };
+    out.push_str(&format!("Host: {name}:{}\r\n", target.port));
+    for line in lines {
+        let name = line.split(':').next().unwrap_or_default().trim().to_ascii_lowercase();
+        if !matches!(name.as_str(), "host" | "connection" | "proxy-connection" | "proxy-authorization" | "keep-alive") {
+            out.push_str(line);
+            out.push_str("\r\n");
+        }
+    }
+    out.push_str("Connection: close\r\n\r\n");
+    let mut bytes = out.into_bytes();
+    bytes.extend_from_slice(&head[end..]);
+    Ok(bytes)
 }
 
 /// Reads up to the end of the request head (an empty line), at most [`MAX_HEAD`] bytes.
@@ -419,6 +462,29 @@ mod tests {
         ] {
             assert!(t(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_plain_http_request_reaches_its_origin_in_origin_form_for_one_request() {
+        let head = b"PROPFIND http://127.0.0.1:5232/alice/cal/?x=1#f HTTP/1.1\r\nHost: other.example\r\n\
+                     Proxy-Connection: keep-alive\r\nConnection: keep-alive\r\nDepth: 1\r\n\r\n<body/>";
+        let target = target(head).unwrap();
+        let sent = String::from_utf8(origin_form(head, &target).unwrap()).unwrap();
+        assert_eq!(
+            sent,
+            "PROPFIND /alice/cal/?x=1 HTTP/1.1\r\nHost: 127.0.0.1:5232\r\nDepth: 1\r\nConnection: close\r\n\r\n<body/>",
+            "origin form, Host naming the target whatever the request said, one request per connection"
+        );
+        let bare = b"GET http://a.com HTTP/1.1\r\n\r\n";
+        let sent = String::from_utf8(origin_form(bare, &target_of(bare)).unwrap()).unwrap();
+        assert_eq!(sent, "GET / HTTP/1.1\r\nHost: a.com:80\r\nConnection: close\r\n\r\n", "the target's Host");
+        let query = b"GET http://a.com?q HTTP/1.1\r\n\r\n";
+        assert!(String::from_utf8(origin_form(query, &target_of(query)).unwrap()).unwrap().starts_with("GET /?q "));
+        assert!(origin_form(b"GET http://a.com/ HTTP/1.1\r\n\xff\r\n\r\n", &target_of(bare)).is_err());
+    }
+
+    fn target_of(head: &[u8]) -> Target {
+        target(head).unwrap()
     }
 
     #[test]
