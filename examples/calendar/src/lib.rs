@@ -7,10 +7,13 @@
 //!   calendar's data seeded;
 //! * [`scenario`]: what the scripted model asks and calls;
 //! * [`show`]: what the agent saw, laid out for a terminal;
-//! * [`checks`]: the trust checklist, checked against what the model read.
+//! * [`checks`]: the trust checklist, checked against what the model read;
+//! * [`caldav`]: the second act's real parts: Radicale, seeded with hostile events, and
+//!   the written configuration of caldav-mcp in front of it.
 //!
 //! The `calendar-demo` binary puts them together; docs/CALENDAR.md walks through it.
 
+pub mod caldav;
 pub mod checks;
 pub mod scenario;
 pub mod setup;

@@ -1,16 +1,19 @@
 //! `calendar-demo [STATE_DIR]`: the calendar scenario end to end, in-process through the
-//! gateway library. It writes the bundled configuration into a fresh state directory
-//! (default `target/calendar-demo`), starts the gateway with nobody present to approve
-//! anything, runs a scripted agent turn over the guarded tools, prints what the model
-//! saw, and verifies the audit log. `scripts/demo.sh` builds and runs it.
+//! gateway library, in two acts. Each writes its bundled configuration into a fresh state
+//! directory (default `target/calendar-demo`), starts a gateway with nobody present to
+//! approve anything, runs a scripted agent turn over the guarded tools, prints what the
+//! model saw, checks the trust checklist, and verifies the audit log. The first act's
+//! providers are this project's (a hostile calendar server, the WASM calendar); the
+//! second's are real and someone else's: caldav-mcp from npm in front of Radicale from
+//! PyPI, granted that one host. `scripts/demo.sh` installs them, builds and runs it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use wasmgate_agent::{AgentConfig, AllowAll, CancellationToken, run_agent};
 use wasmgate_example_calendar::setup::Setup;
-use wasmgate_example_calendar::{checks, scenario, show};
+use wasmgate_example_calendar::{caldav, checks, scenario, show};
 use wasmgate_gateway::{Config, Gateway, ToolState};
 use wasmgate_guard::Unattended;
 
@@ -18,12 +21,23 @@ use wasmgate_guard::Unattended;
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false).with_env_filter("warn").init();
     let state_dir = std::env::args_os().nth(1).map_or_else(Setup::default_state_dir, PathBuf::from);
-    let setup = Setup::new(&state_dir);
+    let first = first_act(&state_dir).await?;
+    let second = second_act(&state_dir).await?;
+    if !(first && second) {
+        bail!("the scenario did not go as the checklist says (see above)");
+    }
+    Ok(())
+}
+
+/// The first act: this project's hostile calendar server and the WASM calendar. Whether
+/// every check held.
+async fn first_act(state_dir: &Path) -> anyhow::Result<bool> {
+    let setup = Setup::new(state_dir);
     let config_path = setup.write()?;
     let config = Config::load(&config_path)?;
 
-    show::heading("wasmgate calendar demo");
-    println!("  state:    {} (fresh on every run)", show::short(&state_dir));
+    show::heading("wasmgate calendar demo, first act: a hostile calendar server and a WASM calendar");
+    println!("  state:    {} (fresh on every run)", show::short(state_dir));
     println!("  config:   {} (examples/calendar/wasmgate.toml, filled in)", show::short(&config_path));
     println!("  policy:   {} (examples/calendar/policy.toml, filled in)", show::short(&config.policy));
     println!("  reviewed: {}", show::short(&config.lock));
@@ -31,24 +45,82 @@ async fn main() -> anyhow::Result<()> {
 
     let gateway = Gateway::start(&config, Arc::new(Unattended)).await.context("starting the gateway")?;
     show::heading("Providers");
-    show::providers(&gateway.providers);
+    show::providers(&gateway.providers, "stdio MCP server (examples/calendar/server.py), a native process");
+    let unreviewed = tools(&gateway, &config_path).await;
+
+    show::heading("The agent's turn");
+    let conversation = turn(&gateway, scenario::model(), scenario::conversation()).await;
+    show::heading("The trust checklist, checked against what the model read");
+    let checks = checks::run(&show::exchanges(&conversation.0));
+    print_checks(&checks);
+    close(gateway).await?;
+    verify(&config)?;
+    conversation.1.context("the agent's turn")?;
+    Ok(checks.iter().all(|c| c.holds) && unreviewed.is_empty())
+}
+
+/// The second act: someone else's CalDAV MCP server in front of a real CalDAV server,
+/// granted that one host. Whether every check held.
+async fn second_act(state_dir: &Path) -> anyhow::Result<bool> {
+    show::heading("Second act: a third-party CalDAV MCP server on a real CalDAV server");
+    let peers = caldav::Peers::find()?;
+    let radicale = caldav::Radicale::start(&peers, &state_dir.join("radicale")).context("starting Radicale")?;
+    println!("  CalDAV server: Radicale 3.9.0 (PyPI), at http://{} (loopback)", radicale.host);
+    println!("    seeded with alice's week: an injected instruction, invisible and bidi characters,");
+    println!("    a description of 100 KB");
+    println!("  MCP server:    caldav-mcp 0.10.0 (npm), {}", show::short(&peers.caldav_mcp));
+    let config_path = caldav::write_config(&state_dir.join("caldav"), &peers, &radicale)?;
+    let config = Config::load(&config_path)?;
+    println!("  config:        {} (examples/calendar/caldav/, filled in)", show::short(&config_path));
+    println!("  reviewed:      {} (its tools and its code, pinned)", show::short(&config.lock));
+    let gateway = Gateway::start(&config, Arc::new(Unattended)).await.context("starting the second gateway")?;
+    let granted = gateway.guard.policy().provider("caldav").map(|p| p.network_hosts.clone()).unwrap_or_default();
+    println!("  egress grant:  network_hosts = {granted:?}: the one host it may reach, through the gateway's proxy");
+    show::heading("Providers");
+    show::providers(&gateway.providers, "stdio MCP server (caldav-mcp, Node.js), a native process");
+    let unreviewed = tools(&gateway, &config_path).await;
+
+    show::heading("The agent's turn");
+    let conversation = turn(&gateway, scenario::caldav_model(), scenario::caldav_conversation()).await;
+    close(gateway).await?;
+    drop(radicale);
+
+    show::heading("Connections the server made");
+    let connections = show::connections(&config.audit.path).context("reading the audit log")?;
+    show::connection_summary(&connections);
+    show::heading("The trust checklist, checked against what the model read and the connections made");
+    let granted = granted.first().cloned().unwrap_or_default();
+    let checks = checks::caldav(&show::exchanges(&conversation.0), &connections, &granted);
+    print_checks(&checks);
+    verify(&config)?;
+    conversation.1.context("the agent's turn")?;
+    Ok(checks.iter().all(|c| c.holds) && unreviewed.is_empty())
+}
+
+/// Prints every tool's state; returns those withheld until reviewed.
+async fn tools(gateway: &Gateway, config_path: &Path) -> Vec<String> {
     show::heading("Tools, and what the policy says about each");
     let statuses = gateway.tool_statuses().await;
     show::tools(&statuses);
-    let unreviewed: Vec<&str> = statuses
+    let unreviewed: Vec<String> = statuses
         .iter()
         .filter(|s| matches!(s.state, ToolState::Unreviewed | ToolState::Changed(_)))
-        .map(|s| s.exposed.as_str())
+        .map(|s| s.exposed.clone())
         .collect();
     if !unreviewed.is_empty() {
         println!("\n  withheld until reviewed: {}", unreviewed.join(", "));
-        println!("  (a definition changed since examples/calendar/wasmgate.lock was written: review it with");
-        println!("   `target/debug/wasmgate review --config {}`)", show::short(&config_path));
+        println!("  (a definition changed since the committed lock was written: review it with");
+        println!("   `target/debug/wasmgate review --config {}`)", show::short(config_path));
     }
+    unreviewed
+}
 
-    show::heading("The agent's turn");
-    let model = scenario::model();
-    let mut conversation = scenario::conversation();
+/// Runs one scripted turn over the gateway's tools and prints it.
+async fn turn(
+    gateway: &Gateway,
+    model: wasmgate_agent::ScriptedModel,
+    mut conversation: Vec<wasmgate_agent::Message>,
+) -> (Vec<wasmgate_agent::Message>, Result<(), wasmgate_agent::AgentError>) {
     let cancel = CancellationToken::new();
     let outcome =
         run_agent(&model, gateway.toolset.as_ref(), &AllowAll, &mut conversation, &AgentConfig::default(), &cancel)
@@ -58,20 +130,28 @@ async fn main() -> anyhow::Result<()> {
         Ok(_) => println!("The turn ended with the model's answer."),
         Err(error) => println!("The turn ended without an answer: {error}"),
     }
+    (conversation, outcome.map(|_| ()))
+}
 
-    show::heading("The trust checklist, checked against what the model read");
-    let checks = checks::run(&show::exchanges(&conversation));
-    for check in &checks {
+fn print_checks(checks: &[checks::Check]) {
+    for check in checks {
         println!("  {}  {}", if check.holds { "ok  " } else { "FAIL" }, check.claim);
     }
+}
 
+/// Closes the gateway and its audit log.
+async fn close(gateway: Gateway) -> anyhow::Result<()> {
     gateway.close().await;
     let audit = Arc::clone(gateway.guard.audit());
     drop(gateway);
     let Ok(audit) = Arc::try_unwrap(audit) else {
         bail!("the audit log is still in use after the gateway closed");
     };
-    audit.close().context("closing the audit log")?;
+    audit.close().context("closing the audit log")
+}
+
+/// Verifies the closed audit log of `config` and prints its records.
+fn verify(config: &Config) -> anyhow::Result<()> {
     show::heading("Audit log");
     println!("  {}", show::short(&config.audit.path));
     let summary = wasmgate_audit::verify(&config.audit.path).context("verifying the audit log")?;
@@ -81,10 +161,5 @@ async fn main() -> anyhow::Result<()> {
     );
     show::audit_records(&config.audit.path).context("reading the audit log")?;
     println!("  check it yourself: target/debug/wasmgate audit verify {}", show::short(&config.audit.path));
-
-    outcome.context("the agent's turn")?;
-    if checks.iter().any(|c| !c.holds) || !unreviewed.is_empty() {
-        bail!("the scenario did not go as the checklist says (see above)");
-    }
     Ok(())
 }

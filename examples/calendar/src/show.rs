@@ -54,11 +54,12 @@ pub fn short(path: &Path) -> String {
         .unwrap_or_else(|| path.display().to_string())
 }
 
-/// Every provider, how it runs and how it is confined.
-pub fn providers(providers: &[ProviderInfo]) {
+/// Every provider, how it runs (`stdio` says what a stdio server is) and how it is
+/// confined.
+pub fn providers(providers: &[ProviderInfo], stdio: &str) {
     for provider in providers {
         let kind = match provider.kind {
-            ProviderKind::Stdio => "stdio MCP server (examples/calendar/server.py), a native process",
+            ProviderKind::Stdio => stdio,
             ProviderKind::Http => "Streamable HTTP MCP server",
             ProviderKind::Component => "WASM tool component (guest-tools/calendar), in the sandbox",
         };
@@ -114,6 +115,13 @@ pub fn audit_records(path: &Path) -> std::io::Result<()> {
         let gist = match field("event").as_str() {
             "requested" => format!("({})", field("verdict")),
             "approval" => format!("(approved: {}, by {})", record["approved"], field("approver")),
+            "egress" => {
+                let target = format!("{}:{}", field("host"), record["port"]);
+                match record.get("refused").and_then(Value::as_str) {
+                    Some(why) => format!("({target}, refused: {why})"),
+                    None => format!("({target}, {} bytes up, {} down)", record["bytes_up"], record["bytes_down"]),
+                }
+            }
             "finished" => match record.get("flags").and_then(Value::as_array) {
                 Some(flags) if !flags.is_empty() => {
                     let flags: Vec<&str> = flags.iter().filter_map(Value::as_str).collect();
@@ -128,4 +136,37 @@ pub fn audit_records(path: &Path) -> std::io::Result<()> {
         println!("{}", line.trim_end());
     }
     Ok(())
+}
+
+/// The connections a server made, from the `egress` records of the audit log at `path`.
+pub fn connections(path: &Path) -> std::io::Result<Vec<crate::checks::Connection>> {
+    let text = std::fs::read_to_string(path)?;
+    Ok(text
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|record| record["event"] == "egress")
+        .map(|record| crate::checks::Connection {
+            target: format!("{}:{}", record["host"].as_str().unwrap_or("?"), record["port"]),
+            refused: record.get("refused").and_then(Value::as_str).map(str::to_owned),
+        })
+        .collect())
+}
+
+/// The connections, allowed ones counted per target, refused ones each with why.
+pub fn connection_summary(connections: &[crate::checks::Connection]) {
+    let mut allowed: Vec<(&str, usize)> = Vec::new();
+    for connection in connections.iter().filter(|c| c.refused.is_none()) {
+        match allowed.iter_mut().find(|(target, _)| *target == connection.target) {
+            Some((_, count)) => *count += 1,
+            None => allowed.push((&connection.target, 1)),
+        }
+    }
+    for (target, count) in allowed {
+        println!("  {target:<20} allowed  ({count} connections)");
+    }
+    for connection in connections {
+        if let Some(why) = &connection.refused {
+            println!("  {:<20} refused: {why}", connection.target);
+        }
+    }
 }

@@ -1,8 +1,10 @@
 //! Rendering a calendar tool's result: an agenda when the result carries
 //! `structuredContent.events`, its plain text content otherwise.
 //!
-//! An event is an object with `start` and `end` (`YYYY-MM-DDTHH:MM`), `title`,
-//! and optionally `description` and `id`; other fields are ignored. Each event
+//! An event is an object with `start` and `end` (`YYYY-MM-DDTHH:MM`, or ISO 8601 with
+//! seconds and a zone), `title` (or `summary`), and optionally `description` and `id`
+//! (or `uid`); other fields are ignored. The events come from `structuredContent.events`,
+//! or from a text block that is a JSON array of them (the CalDAV servers' shape). Each event
 //! becomes one line: `Tue 2026-12-01 10:00–11:00  Team sync — Weekly planning  [evt-2]`.
 
 use serde_json::Value;
@@ -54,12 +56,31 @@ pub fn render(input: Input<'_>) -> Result<String, RenderError> {
         .map(serde_json::from_str)
         .transpose()
         .map_err(|e| RenderError::InvalidInput(format!("structuredContent is not JSON: {e}")))?;
-    let events = structured.as_ref().and_then(|s| s.get("events")).and_then(Value::as_array);
+    let listed = listed_events(&content);
+    let events = structured.as_ref().and_then(|s| s.get("events")).and_then(Value::as_array).or(listed.as_ref());
     let text = match events {
         Some(events) if !input.is_error => agenda(input.tool_name, events),
         _ => plain(&content, input.is_error),
     };
     Ok(bound(text, input.max_output_bytes))
+}
+
+/// The events of a result whose one text block is a JSON array of events, as CalDAV MCP
+/// servers answer (`[{"uid", "summary", "start", "end", "description"}, ...]`): every
+/// entry an object with a `start` and a `summary` or `title`, put in order of `start`.
+/// Anything else is not an agenda, and is shown as text.
+fn listed_events(content: &[Value]) -> Option<Vec<Value>> {
+    let [block] = content else { return None };
+    let text = block.get("text").and_then(Value::as_str)?;
+    let Ok(Value::Array(entries)) = serde_json::from_str::<Value>(text.trim()) else { return None };
+    let event = |e: &Value| e.get("start").is_some() && (e.get("summary").is_some() || e.get("title").is_some());
+    if !entries.iter().all(event) {
+        return None;
+    }
+    // Servers list them in storage order; an agenda reads in time order.
+    let mut entries = entries;
+    entries.sort_by(|a, b| a["start"].as_str().unwrap_or("").cmp(b["start"].as_str().unwrap_or("")));
+    Some(entries)
 }
 
 /// One line per event, under a line saying what they are.
@@ -88,8 +109,10 @@ fn event_line(event: &Value) -> String {
         return "(an entry that is not an event)".to_owned();
     }
     let field = |key: &str| event.get(key).and_then(Value::as_str).unwrap_or("");
+    // `title` and `id`, or iCalendar's `summary` and `uid` as CalDAV servers name them.
+    let either = |key: &str, other: &str| if field(key).is_empty() { field(other) } else { field(key) };
     let mut line = when::span(field("start"), field("end"));
-    let title = clean::line(field("title"), MAX_TITLE_CHARS);
+    let title = clean::line(either("title", "summary"), MAX_TITLE_CHARS);
     line.push_str("  ");
     line.push_str(if title.is_empty() { "(untitled)" } else { &title });
     let description = clean::line(field("description"), MAX_DESCRIPTION_CHARS);
@@ -97,7 +120,7 @@ fn event_line(event: &Value) -> String {
         line.push_str(" — ");
         line.push_str(&description);
     }
-    let id = clean::line(field("id"), MAX_ID_CHARS);
+    let id = clean::line(either("id", "uid"), MAX_ID_CHARS);
     if !id.is_empty() {
         line.push_str(&format!("  [{id}]"));
     }

@@ -1,5 +1,6 @@
-//! Event times: local times written `YYYY-MM-DDTHH:MM`, shown with their
-//! weekday, and a start and an end shown as one span.
+//! Event times: local times written `YYYY-MM-DDTHH:MM` (or ISO 8601 with seconds and a
+//! zone, as CalDAV servers write them), shown with their weekday, and a start and an end
+//! shown as one span.
 
 use crate::clean;
 
@@ -22,13 +23,16 @@ pub struct LocalTime {
 }
 
 impl LocalTime {
-    /// Parses exactly `YYYY-MM-DDTHH:MM` with a real calendar date.
+    /// Parses `YYYY-MM-DDTHH:MM` with a real calendar date, and the ISO 8601 times
+    /// CalDAV servers write too: seconds and their fraction, and a zone (`Z`, `+01:00`),
+    /// read as written (the zone is not applied; [`zone`] names it).
     pub fn parse(text: &str) -> Option<LocalTime> {
         let b = text.as_bytes();
-        let shape = b.len() == 16 && b[4] == b'-' && b[7] == b'-' && b[10] == b'T' && b[13] == b':';
-        if !shape {
+        let shape = b.len() >= 16 && b[4] == b'-' && b[7] == b'-' && b[10] == b'T' && b[13] == b':';
+        if !shape || zone_of(text.get(16..)?).is_none() {
             return None;
         }
+        let text = text.get(..16)?;
         let num = |range: std::ops::Range<usize>| -> Option<u32> {
             let digits = text.get(range)?;
             digits.bytes().all(|c| c.is_ascii_digit()).then(|| digits.parse().ok())?
@@ -69,6 +73,46 @@ impl LocalTime {
     }
 }
 
+/// The zone a time's tail names: `Some("")` for none (a local time), `Some("UTC")` for
+/// `Z`, `Some("+01:00")` for an offset; `None` for a tail that is not seconds, their
+/// fraction and a zone.
+fn zone_of(tail: &str) -> Option<&str> {
+    let mut rest = tail;
+    if let Some(seconds) = rest.strip_prefix(':') {
+        let digits = seconds.get(..2).filter(|d| d.bytes().all(|c| c.is_ascii_digit()))?;
+        rest = &seconds[digits.len()..];
+        if let Some(fraction) = rest.strip_prefix('.') {
+            let len = fraction.bytes().take_while(u8::is_ascii_digit).count();
+            if len == 0 || len > 9 {
+                return None;
+            }
+            rest = &fraction[len..];
+        }
+    }
+    match rest {
+        "" => Some(""),
+        "Z" => Some("UTC"),
+        offset => {
+            let b = offset.as_bytes();
+            let ok = b.len() == 6
+                && matches!(b[0], b'+' | b'-')
+                && b[3] == b':'
+                && [1, 2, 4, 5].iter().all(|&i| b[i].is_ascii_digit());
+            ok.then_some(offset)
+        }
+    }
+}
+
+/// The zone of a time `LocalTime::parse` accepts, as shown after its span (`UTC`,
+/// `+01:00`), or `""` for a local time or one that does not parse.
+#[must_use]
+pub fn zone(text: &str) -> &str {
+    match text.get(16..) {
+        Some(tail) if LocalTime::parse(text).is_some() => zone_of(tail).unwrap_or(""),
+        _ => "",
+    }
+}
+
 fn days_in_month(year: u32, month: u32) -> u32 {
     match month {
         2 if year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400)) => 29,
@@ -82,6 +126,14 @@ fn days_in_month(year: u32, month: u32) -> u32 {
 /// `Thu 2026-12-03 22:00 – Fri 2026-12-04 06:00` across days. Times that do not
 /// parse are shown as they were sent, cleaned and bounded.
 pub fn span(start: &str, end: &str) -> String {
+    let span = local_span(start, end);
+    match zone(start) {
+        "" => span,
+        zone => format!("{span} {zone}"),
+    }
+}
+
+fn local_span(start: &str, end: &str) -> String {
     match (LocalTime::parse(start), LocalTime::parse(end)) {
         (Some(s), Some(e)) if s.same_day(&e) => format!("{} {}–{}", s.date(), s.clock(), e.clock()),
         (Some(s), Some(e)) => format!("{} {} – {} {}", s.date(), s.clock(), e.date(), e.clock()),
@@ -117,9 +169,22 @@ mod tests {
         assert!(LocalTime::parse("2026-02-29T10:00").is_none());
         assert!(LocalTime::parse("2026-12-01T24:00").is_none());
         assert!(LocalTime::parse("2026-12-01 10:00").is_none());
-        assert!(LocalTime::parse("2026-12-01T10:00:00").is_none());
+        for tail in [":0", ":00.", ":00.1234567890", "z", "+1:00", "+01:0x", " ", ":00Zjunk"] {
+            assert!(LocalTime::parse(&format!("2026-12-01T10:00{tail}")).is_none(), "{tail:?}");
+        }
         assert!(LocalTime::parse("+026-12-01T10:00").is_none());
         assert!(LocalTime::parse("2026-1é-01T10:0").is_none());
+    }
+
+    #[test]
+    fn iso_times_with_seconds_and_a_zone_parse_and_name_the_zone() {
+        for (time, zone) in
+            [("2026-12-01T10:00:00", ""), ("2026-12-01T10:00:00.000Z", "UTC"), ("2026-12-01T10:00+01:00", "+01:00")]
+        {
+            assert_eq!(LocalTime::parse(time).map(|t| t.hour), Some(10), "{time}");
+            assert_eq!(super::zone(time), zone, "{time}");
+        }
+        assert_eq!(span("2026-12-01T10:00:00Z", "2026-12-01T11:00:00Z"), "Tue 2026-12-01 10:00–11:00 UTC");
     }
 
     #[test]

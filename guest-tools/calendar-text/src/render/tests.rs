@@ -118,3 +118,29 @@ fn invalid_input_is_a_typed_error() {
     assert!(matches!(err("{}", None), RenderError::InvalidInput(m) if m.contains("not a JSON array")));
     assert!(matches!(err("[]", Some("{")), RenderError::InvalidInput(m) if m.contains("structuredContent")));
 }
+
+#[test]
+fn a_caldav_servers_json_list_is_an_agenda_with_its_fields_cut_and_cleaned() {
+    let long = "A".repeat(100_000);
+    let list = format!(
+        r#"[{{"uid":"e2@demo","summary":"Pay\u200bro\u202ell","start":"2026-12-08T12:00:00Z","end":"2026-12-08T13:00:00Z","description":"{long}"}},
+            {{"uid":"e1@demo","summary":"Team sync","start":"2026-12-07T09:00:00.000Z","end":"2026-12-07T10:00:00.000Z","description":"Agenda: roadmap"}}]"#
+    );
+    let content = serde_json::json!([{"type": "text", "text": list}]).to_string();
+    let out = render(input("caldav__list-events", &content, None)).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "2 events:");
+    assert_eq!(lines[1], "Mon 2026-12-07 09:00–10:00 UTC  Team sync — Agenda: roadmap  [e1@demo]", "in time order");
+    assert!(lines[2].starts_with("Tue 2026-12-08 12:00–13:00 UTC  Payroll — AAAA"), "cleaned: {}", lines[2]);
+    assert!(lines[2].chars().count() < 400, "the description is cut: {} chars", lines[2].chars().count());
+    assert_eq!(lines.len(), 3);
+}
+
+#[test]
+fn text_that_is_not_a_list_of_events_stays_text() {
+    for text in [r#"[{"name":"x"}]"#, r#"{"summary":"x","start":"2026-12-07T09:00"}"#, "plain words"] {
+        let content = serde_json::json!([{"type": "text", "text": text}]).to_string();
+        let out = render(input("caldav__list-calendars", &content, None)).unwrap();
+        assert!(!out.contains("event"), "{text}: {out}");
+    }
+}
