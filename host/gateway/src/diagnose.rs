@@ -11,6 +11,8 @@
 //!   the path, and where to grant it.
 //! * **Something missing** (`ModuleNotFoundError`, `Cannot find module`, `ENOENT`,
 //!   `No such file or directory`): not installed, or outside the paths it may read.
+//! * **Silence**: a server that ran but never answered, with none of the above in its
+//!   stderr, is named as such, with what to check: never a bare timeout.
 //!
 //! The stderr is the server's own text, so it only selects among these fixed sentences;
 //! a path is quoted from it escaped, as the log shows it.
@@ -82,8 +84,9 @@ const MISSING: [&str; 6] = [
     "importerror",
 ];
 
-/// The likely cause of a server's silence and its fix, if one is recognised.
-pub(crate) fn likely_cause(setup: &Setup, stderr: &[String]) -> Option<String> {
+/// The likely cause of a server's silence and its fix, if one is recognised;
+/// `timed_out` says the server was still running but never answered.
+pub(crate) fn likely_cause(setup: &Setup, stderr: &[String], timed_out: bool) -> Option<String> {
     let provider = &setup.provider;
     if let Some(fetcher) = setup.fetcher() {
         return Some(format!(
@@ -120,7 +123,14 @@ pub(crate) fn likely_cause(setup: &Setup, stderr: &[String]) -> Option<String> {
              grant its directory with `read_exec` under [providers.{provider}] in wasmgate.toml"
         ));
     }
-    None
+    timed_out.then(|| {
+        format!(
+            "it ran but never answered: check that `command` and `args` under [providers.{provider}] in \
+             wasmgate.toml start an MCP server on stdio, and that it is not waiting for something a confined \
+             server cannot reach (a network, a terminal, a file outside its paths); `WASMGATE_LOG=info` shows \
+             all it writes to stderr"
+        )
+    })
 }
 
 /// Where `needle` first stands in `line` as words of their own (no letter or digit
@@ -183,7 +193,7 @@ mod tests {
             ("/usr/local/bin/pipx", vec!["run", "x"]),
             ("pnpm", vec!["dlx", "x"]),
         ] {
-            let cause = likely_cause(&setup(command, &args, false), &[]).unwrap();
+            let cause = likely_cause(&setup(command, &args, false), &[], false).unwrap();
             assert!(cause.contains("downloads the server each time it starts"), "{command}: {cause}");
             assert!(cause.contains("wasmgate init --from"), "{cause}");
         }
@@ -192,23 +202,25 @@ mod tests {
     #[test]
     fn a_failed_lookup_is_no_network_or_a_host_not_granted() {
         let said = lines(&["npm error network request failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org"]);
-        let none = likely_cause(&setup("node", &["server.js"], false), &said).unwrap();
+        let none = likely_cause(&setup("node", &["server.js"], false), &said, false).unwrap();
         assert!(none.contains("it has no network") && none.contains("[providers.cal]"), "{none}");
-        let some = likely_cause(&setup("node", &["server.js"], true), &said).unwrap();
+        let some = likely_cause(&setup("node", &["server.js"], true), &said, false).unwrap();
         assert!(some.contains("may reach only the hosts in `network_hosts`"), "{some}");
     }
 
     #[test]
     fn a_refused_path_is_quoted_and_a_missing_module_named() {
         let said = lines(&["Traceback:", "PermissionError: [Errno 13] Permission denied: '/home/me/.config/cal.toml'"]);
-        let cause = likely_cause(&setup("python3", &["s.py"], false), &said).unwrap();
+        let cause = likely_cause(&setup("python3", &["s.py"], false), &said, false).unwrap();
         assert!(cause.contains("may not read `/home/me/.config/cal.toml`"), "{cause}");
         let said = lines(&["/root/.pyenv/shims/python3: line 12: /root/.pyenv/libexec/pyenv: Permission denied"]);
-        let cause = likely_cause(&setup("python3", &["s.py"], false), &said).unwrap();
+        let cause = likely_cause(&setup("python3", &["s.py"], false), &said, false).unwrap();
         assert!(cause.contains("may not read `/root/.pyenv/libexec/pyenv`"), "the one refused: {cause}");
         let said = lines(&["ModuleNotFoundError: No module named 'caldav'"]);
-        let cause = likely_cause(&setup("python3", &["s.py"], false), &said).unwrap();
+        let cause = likely_cause(&setup("python3", &["s.py"], false), &said, false).unwrap();
         assert!(cause.contains("missing, or outside the paths it may read"), "not a lookup's ENOTFOUND: {cause}");
-        assert_eq!(likely_cause(&setup("python3", &["s.py"], false), &lines(&["all is well"])), None);
+        assert_eq!(likely_cause(&setup("python3", &["s.py"], false), &lines(&["all is well"]), false), None);
+        let silent = likely_cause(&setup("python3", &["s.py"], false), &[], true).unwrap();
+        assert!(silent.contains("it ran but never answered") && silent.contains("[providers.cal]"), "{silent}");
     }
 }

@@ -362,7 +362,7 @@ fn connector(
                     match McpProvider::connect(&name, transport, client, formatters).await {
                         Err(AdapterError::Unreachable { provider, source }) => {
                             let stderr = tail.lines(STDERR_WAIT).await;
-                            let cause = likely_cause(&setup, &stderr);
+                            let cause = likely_cause(&setup, &stderr, source.to_string().contains("timed out"));
                             Err(AdapterError::Silent { provider, error: source, stderr, cause })
                         }
                         outcome => outcome,
