@@ -142,10 +142,21 @@ fn print_checks(checks: &[checks::Check]) {
 /// Closes the gateway and its audit log.
 async fn close(gateway: Gateway) -> anyhow::Result<()> {
     gateway.close().await;
-    let audit = Arc::clone(gateway.guard.audit());
+    let mut audit = Arc::clone(gateway.guard.audit());
     drop(gateway);
-    let Ok(audit) = Arc::try_unwrap(audit) else {
-        bail!("the audit log is still in use after the gateway closed");
+    // The egress proxy's last connections end a moment after their server does, and each
+    // records itself in the log on its way out: wait for them to let go of it (10 s at
+    // most), so that the log is closed with every record in it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let audit = loop {
+        match Arc::try_unwrap(audit) {
+            Ok(audit) => break audit,
+            Err(shared) if std::time::Instant::now() < deadline => {
+                audit = shared;
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            Err(_) => bail!("the audit log is still in use 10 s after the gateway closed"),
+        }
     };
     audit.close().context("closing the audit log")
 }
