@@ -7,7 +7,8 @@
 //! * Writes `wasmgate.toml` with one provider per server and `policy.toml` in which every
 //!   tool of every server asks (`unlisted = "ask"`) and every stdio server is confined
 //!   with no network (`confinement = "required"`, no `network_hosts`); never over an
-//!   existing file without `--force`.
+//!   existing file without `--force`; both private to the user (0600), since a server's
+//!   `env` may hold a credential.
 //! * A server that fetches its code at each start (`npx -y pkg`, `uvx pkg`) could not
 //!   start confined (no network to download itself), and code fetched at each start
 //!   cannot be pinned: with the user's consent (asked on a terminal, or `--install`) it
@@ -95,8 +96,10 @@ pub fn run(args: &InitArgs) -> anyhow::Result<()> {
         server.args = installed.args;
         server.read_exec = installed.read_exec;
     }
-    std::fs::write(&config, wasmgate_toml(from, &servers)).with_context(|| format!("writing {}", config.display()))?;
-    std::fs::write(&policy, policy_toml(from, &servers)).with_context(|| format!("writing {}", policy.display()))?;
+    // Private to the user: the servers' `env` and headers may hold credentials, copied as
+    // the client's file had them.
+    write_private(&config, &wasmgate_toml(from, &servers))?;
+    write_private(&policy, &policy_toml(from, &servers))?;
     println!(
         "wrote {} ({} servers) and {}: every tool asks, every stdio server is confined with no network",
         config.display(),
@@ -109,6 +112,20 @@ pub fn run(args: &InitArgs) -> anyhow::Result<()> {
     println!("next: wasmgate review --config {}   (read each server's tools and code, and pin them)", config.display());
     println!("then: wasmgate init --dir {} --client-config   (the JSON for your client)", dir.display());
     Ok(())
+}
+
+/// Writes `text` to `path`, readable and writable by the user alone (0600).
+fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    file.write_all(text.as_bytes()).with_context(|| format!("writing {}", path.display()))
 }
 
 /// `path` relative to `dir` when under it, for messages.

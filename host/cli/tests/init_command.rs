@@ -39,6 +39,9 @@ fn a_vs_code_file_becomes_a_configuration_that_asks_for_every_tool() {
         config.contains("url = \"https://search.example/mcp\"") && config.contains("env = \"SEARCH_KEY\""),
         "{config}"
     );
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(dir.join("wasmgate.toml")).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600, "an env value may be a credential: the file is the user's alone");
     let policy = std::fs::read_to_string(dir.join("policy.toml")).unwrap();
     assert_eq!(policy.matches("unlisted = \"ask\"").count(), 2, "{policy}");
     assert_eq!(policy.matches("confinement = \"required\"").count(), 1, "the stdio server only: {policy}");
