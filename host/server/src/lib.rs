@@ -38,7 +38,7 @@ pub mod tools;
 pub use backend::{Backend, CallFailure, Completion, Offers, Prompt, Refusal, ResourceWatch};
 pub use config::ServerConfig;
 pub use error::ServeError;
-pub use http::{HttpConfig, serve_http};
+pub use http::{AuthFailure, Authenticator, Caller, HttpConfig, serve_http};
 pub use stdio::serve_stdio;
 pub use tools::ToolsBackend;
 pub use wasmgate_protocol::server::ServerIdentity;

@@ -245,3 +245,70 @@ async fn a_subscription_answers_with_an_event_stream_that_starts_with_the_acknow
     assert_eq!(event["method"], "notifications/subscriptions/acknowledged");
     assert_eq!(event["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 5);
 }
+
+/// Lets in `good` (alice) and refuses every other token, `narrow` for want of a scope.
+struct Tokens;
+
+impl wasmgate_server::Authenticator for Tokens {
+    fn authenticate<'a>(
+        &'a self,
+        token: Option<&'a str>,
+    ) -> wasmgate_agent::BoxFuture<'a, Result<wasmgate_server::Caller, wasmgate_server::AuthFailure>> {
+        use wasmgate_server::AuthFailure;
+        let outcome = match token {
+            None => Err(AuthFailure::Missing),
+            Some("good") => Ok(wasmgate_server::Caller { subject: "alice".into(), claims: serde_json::Map::new() }),
+            Some("narrow") => Err(AuthFailure::InsufficientScope { scope: "mcp:tools".into() }),
+            Some(_) => Err(AuthFailure::Invalid("unknown token".into())),
+        };
+        Box::pin(std::future::ready(outcome))
+    }
+
+    fn metadata(&self) -> Value {
+        json!({"resource": "https://gw.example/mcp", "authorization_servers": ["https://as.example"]})
+    }
+
+    fn metadata_url(&self) -> String {
+        "https://gw.example/.well-known/oauth-protected-resource/mcp".into()
+    }
+}
+
+#[tokio::test]
+async fn as_a_resource_server_it_lets_in_valid_tokens_and_tells_the_others_where_to_get_one() {
+    let http = HttpConfig { authenticator: Some(std::sync::Arc::new(Tokens)), ..HttpConfig::default() };
+    let server = Http::start(Fixture::new().backend, config(), http).await;
+    let list = stamped(1, "tools/list", json!({})).to_string();
+    let headers = [MODERN[0], ("mcp-method", "tools/list")];
+    let challenge = |response: &reqwest::Response| {
+        response.headers().get("www-authenticate").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default()
+    };
+    let metadata = "resource_metadata=\"https://gw.example/.well-known/oauth-protected-resource/mcp\"";
+
+    let none = post(&server.url, &list, &headers).await;
+    assert_eq!((none.status(), challenge(&none)), (StatusCode::UNAUTHORIZED, format!("Bearer {metadata}")));
+    for (token, status, error) in [
+        ("Bearer forged", StatusCode::UNAUTHORIZED, "error=\"invalid_token\""),
+        ("Bearer narrow", StatusCode::FORBIDDEN, "error=\"insufficient_scope\", scope=\"mcp:tools\""),
+    ] {
+        let mut with = headers.to_vec();
+        with.push(("authorization", token));
+        let refused = post(&server.url, &list, &with).await;
+        assert_eq!(refused.status(), status, "{token}");
+        let said = challenge(&refused);
+        assert!(said.contains(metadata) && said.contains(error), "{token}: {said}");
+    }
+    let mut with = headers.to_vec();
+    with.push(("authorization", "Bearer good"));
+    let (status, body) = answer(post(&server.url, &list, &with).await).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body["result"]["tools"].as_array().is_some_and(|tools| !tools.is_empty()), "{body}");
+
+    // The metadata, without a token, at both places a client looks.
+    let base = server.url.trim_end_matches("/mcp");
+    for path in ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"] {
+        let response = reqwest::get(format!("{base}{path}")).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        let document: Value = serde_json::from_str(&response.text().await.unwrap()).unwrap();
+        assert_eq!(document["authorization_servers"], json!(["https://as.example"]), "{path}");
+    }
+}

@@ -11,6 +11,10 @@ pub struct HttpConfig {
     /// When set, every request must carry `Authorization: Bearer <token>` (else 401).
     /// Compared in constant time; never logged (`Debug` redacts it).
     pub bearer_token: Option<String>,
+    /// When set, the HTTP face is an OAuth 2.1 resource server: every request's bearer
+    /// token is checked by it, and its protected resource metadata is served (see
+    /// [`auth`](super::auth)). Checked after `bearer_token`, if both are set.
+    pub authenticator: Option<std::sync::Arc<dyn super::auth::Authenticator>>,
     /// Origins allowed besides loopback ones (`http://localhost`, `http://127.0.0.1`,
     /// `http://[::1]`, any port, http or https), written as a browser sends them, e.g.
     /// `https://app.example.com`. A request with any other `Origin` is refused with 403:
@@ -49,6 +53,7 @@ impl HttpConfig {
         Self {
             path: "/mcp".into(),
             bearer_token: None,
+            authenticator: None,
             allowed_origins: Vec::new(),
             max_body_bytes: wasmgate_protocol::MessageLimits::DEFAULT.max_message_bytes,
             max_header_bytes: 16 * 1024,
@@ -72,6 +77,7 @@ impl fmt::Debug for HttpConfig {
         f.debug_struct("HttpConfig")
             .field("path", &self.path)
             .field("bearer_token", &self.bearer_token.as_ref().map(|_| "<redacted>"))
+            .field("authenticator", &self.authenticator.as_ref().map(|_| "<set>"))
             .field("allowed_origins", &self.allowed_origins)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_header_bytes", &self.max_header_bytes)

@@ -3,7 +3,8 @@
 //! 1. header size (431): hyper bounds its read buffer; this makes the limit exact;
 //! 2. `Origin` (403): absent, loopback, or listed; anything else is a page in a browser
 //!    reaching a local server through DNS rebinding;
-//! 3. bearer token (401, with `WWW-Authenticate: Bearer`), compared in constant time;
+//! 3. bearer token (401, with `WWW-Authenticate: Bearer`), compared in constant time,
+//!    and the authenticator's check of it (401 or 403, see [`auth`](super::auth));
 //! 4. per-client concurrency (429), by client (see [`limit`](super::limit)); the permit
 //!    rides on the response body. A POST over the limit is still read, up to
 //!    [`OVER_LIMIT_BODY_BYTES`] and [`OVER_LIMIT_READS`] at a time per client: if it
@@ -22,6 +23,7 @@ use subtle::ConstantTimeEq;
 use wasmgate_protocol::codes::INVALID_REQUEST;
 
 use super::Shared;
+use super::auth;
 use super::limit::{PermitBody, peer_ip};
 use super::reply::refuse;
 
@@ -48,13 +50,24 @@ pub(crate) async fn guard(State(shared): State<Arc<Shared>>, request: Request, n
         response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         return response;
     }
+    let mut request = request;
+    if let Some(authenticator) = &config.authenticator {
+        match authenticator.authenticate(auth::bearer(request.headers())).await {
+            Ok(caller) => {
+                request.extensions_mut().insert(caller);
+            }
+            Err(failure) => {
+                tracing::info!(%failure, "request refused by the authenticator");
+                return auth::refusal(&failure, &authenticator.metadata_url());
+            }
+        }
+    }
     let peer = peer_ip(request.extensions().get());
     let Some(permit) = shared.clients.acquire(peer, config.per_client_concurrency) else {
         tracing::info!(%peer, limit = config.per_client_concurrency, "per-client concurrency limit reached");
         if request.method() == Method::POST
             && let Some(read) = shared.over_limit.acquire(peer, OVER_LIMIT_READS)
         {
-            let mut request = request;
             request.extensions_mut().insert(OverLimit);
             return next.run(request).await.map(|body| PermitBody::wrap(body, read));
         }

@@ -13,6 +13,7 @@
 //!   DELETE (the end of a session).
 //! * `reply`: JSON, refusal and SSE responses.
 
+pub mod auth;
 mod config;
 mod guard;
 mod headers;
@@ -35,6 +36,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt;
 
+pub use auth::{AuthFailure, Authenticator, Caller};
 pub use config::HttpConfig;
 
 use crate::backend::Backend;
@@ -91,10 +93,18 @@ where
         over_limit: Arc::new(ClientLimits::default()),
         life: Lifecycle::default(),
     });
-    let router = Router::new()
+    let mut router = Router::new()
         .route(&path, post_route(post::post).get(stream::get).delete(stream::delete))
-        .layer(axum::middleware::from_fn_with_state(Arc::clone(&shared), guard::guard))
-        .with_state(Arc::clone(&shared));
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&shared), guard::guard));
+    if shared.http.authenticator.is_some() {
+        // Added after the guard, so served without a token: it is how a client learns
+        // where to get one.
+        let metadata = axum::routing::get(protected_resource);
+        router = router
+            .route(auth::METADATA_PATH, metadata.clone())
+            .route(&format!("{}{path}", auth::METADATA_PATH), metadata);
+    }
+    let router = router.with_state(Arc::clone(&shared));
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.max_buf_size(buffer).timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
     tokio::pin!(shutdown);
@@ -128,6 +138,16 @@ fn transient(error: &std::io::Error) -> bool {
     // EMFILE and ENFILE: out of file descriptors, for the process or the system.
     matches!(error.kind(), ConnectionAborted | ConnectionReset | Interrupted | WouldBlock)
         || matches!(error.raw_os_error(), Some(23 | 24))
+}
+
+/// The protected resource metadata, for a client that was told where to look.
+async fn protected_resource(
+    axum::extract::State(shared): axum::extract::State<Arc<Shared>>,
+) -> axum::response::Response {
+    match &shared.http.authenticator {
+        Some(authenticator) => auth::metadata(authenticator.as_ref()),
+        None => reply::status(axum::http::StatusCode::NOT_FOUND),
+    }
 }
 
 /// Serves one connection until it closes, or until shutdown and its last response.
