@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
+use wasmgate_gateway::resource_server::JwtAuthenticator;
 use wasmgate_guard::{CallerApprover, Unattended};
-use wasmgate_server::{HttpConfig, ServerConfig, ServerIdentity, serve_http, serve_stdio};
+use wasmgate_server::{Authenticator, HttpConfig, ServerConfig, ServerIdentity, serve_http, serve_stdio};
 
 use crate::open::ConfigArgs;
 use crate::spin;
@@ -91,12 +92,25 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if args.per_client_requests == Some(0) {
         bail!("--per-client-requests 0 would refuse every request: pass at least 1");
     }
+    // `[serve.oauth]` makes the HTTP face an OAuth 2.1 resource server (docs/SERVER.md).
+    let authenticator = match (&args.http, args.config.load()?.serve.oauth) {
+        (Some(_), Some(oauth)) => {
+            let server = JwtAuthenticator::new(oauth).context("[serve.oauth] in the configuration")?;
+            Some(Arc::new(server) as Arc<dyn Authenticator>)
+        }
+        _ => None,
+    };
+    if token.is_some() && authenticator.is_some() {
+        bail!("--token-env and [serve.oauth] both say which bearer tokens to accept: keep one of them");
+    }
     if let Some(addr) = args.http
         && !addr.ip().is_loopback()
         && token.is_none()
+        && authenticator.is_none()
     {
         bail!(
-            "--http {addr} is not a loopback address: anyone who can reach it could call tools; pass --token-env VAR"
+            "--http {addr} is not a loopback address: anyone who can reach it could call tools; pass --token-env VAR, \
+             or set [serve.oauth] in the configuration"
         );
     }
     // Nobody can answer `ask` at a terminal while stdin and stdout carry the protocol:
@@ -137,6 +151,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             let defaults = HttpConfig::new();
             let http = HttpConfig {
                 bearer_token: token,
+                authenticator,
                 allowed_origins: args.allow_origin,
                 per_client_concurrency: args.per_client_requests.unwrap_or(defaults.per_client_concurrency),
                 ..defaults

@@ -323,3 +323,81 @@ fn listing_and_calling_announce_no_tool_list_change() {
     assert!(unasked.is_empty(), "unasked messages: {unasked:?}");
     assert_eq!(heard[3]["result"]["tools"], heard[1]["result"]["tools"]);
 }
+
+/// One raw HTTP/1.1 exchange with `url`'s server: `method` on `path`, `body` as JSON;
+/// the answer's status line and headers, lowercased names.
+fn exchange(url: &str, method: &str, path: &str, body: &str) -> (String, Vec<(String, String)>, String) {
+    use std::io::{Read as _, Write as _};
+    let authority = url.trim_start_matches("http://").split('/').next().unwrap();
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let (head, rest) = answer.split_once("\r\n\r\n").unwrap();
+    let mut lines = head.lines();
+    let status = lines.next().unwrap().to_owned();
+    let headers = lines
+        .filter_map(|l| l.split_once(": "))
+        .map(|(name, value)| (name.to_ascii_lowercase(), value.to_owned()))
+        .collect();
+    (status, headers, rest.to_owned())
+}
+
+#[test]
+fn with_serve_oauth_the_http_face_asks_for_an_access_token_and_says_where_to_get_one() {
+    let dir = setup();
+    let config = dir.path().join("wasmgate.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(
+        "\n[serve.oauth]\nissuer = \"https://as.example\"\nresource = \"https://gw.example/mcp\"\n\
+         jwks_uri = \"https://as.example/jwks.json\"\nscopes = [\"mcp\"]\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    let (_served, url) = serve_http(dir.path(), &[]);
+
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).to_string();
+    let (status, headers, _) = exchange(&url, "POST", "/mcp", &list);
+    assert!(status.starts_with("HTTP/1.1 401"), "{status}");
+    let challenge = headers.iter().find(|(name, _)| name == "www-authenticate").map(|(_, v)| v.as_str());
+    assert_eq!(
+        challenge,
+        Some("Bearer resource_metadata=\"https://gw.example/.well-known/oauth-protected-resource/mcp\""),
+        "{headers:?}"
+    );
+
+    let (status, _, body) = exchange(&url, "GET", "/.well-known/oauth-protected-resource/mcp", "");
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    let metadata: Value = serde_json::from_str(body.trim()).unwrap();
+    assert_eq!(metadata["resource"], "https://gw.example/mcp");
+    assert_eq!(metadata["authorization_servers"], json!(["https://as.example"]));
+    assert_eq!(metadata["scopes_supported"], json!(["mcp"]));
+}
+
+#[test]
+fn serve_oauth_with_a_plain_http_jwks_or_beside_a_static_token_is_refused() {
+    let dir = setup();
+    let config = dir.path().join("wasmgate.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(
+        "\n[serve.oauth]\nissuer = \"https://as.example\"\nresource = \"https://gw.example/mcp\"\n\
+         jwks_uri = \"http://as.example/jwks.json\"\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    let out = wasmgate(dir.path(), &["serve", "--http", "127.0.0.1:0"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("jwks_uri") && stderr(&out).contains("must be https"), "{}", stderr(&out));
+
+    let text = std::fs::read_to_string(&config).unwrap().replace("http://as.example", "https://as.example");
+    std::fs::write(&config, text).unwrap();
+    let both = command(dir.path())
+        .env("WASMGATE_TEST_TOKEN", "0123456789abcdef0123")
+        .args(["serve", "--http", "127.0.0.1:0", "--token-env", "WASMGATE_TEST_TOKEN"])
+        .output()
+        .unwrap();
+    assert!(!both.status.success() && stderr(&both).contains("keep one of them"), "{}", stderr(&both));
+}

@@ -34,6 +34,12 @@
 //! [providers.diary]               # a WASM tool component
 //! component = "diary.wasm"
 //! dirs = [{ host = "diary-data", guest = "/data", read_only = false }]
+//!
+//! [serve.oauth]                   # optional: `serve --http` accepts these access tokens
+//! issuer = "https://auth.example.com"
+//! resource = "https://gateway.example.com/mcp"
+//! jwks_uri = "https://auth.example.com/.well-known/jwks.json"
+//! scopes = ["mcp"]
 //! ```
 
 use std::collections::BTreeMap;
@@ -63,6 +69,33 @@ struct RawConfig {
     sandbox: SandboxSettings,
     #[serde(default)]
     providers: BTreeMap<String, Spanned<ProviderConfig>>,
+    #[serde(default)]
+    serve: ServeConfig,
+}
+
+/// How `wasmgate serve` lets callers in.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ServeConfig {
+    /// The HTTP face as an OAuth 2.1 resource server (`[serve.oauth]`).
+    pub oauth: Option<ResourceServerConfig>,
+}
+
+/// `[serve.oauth]`: whose access tokens `wasmgate serve --http` accepts (the
+/// `resource_server` module).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceServerConfig {
+    /// The authorization server that issues them (`iss`).
+    pub issuer: String,
+    /// The gateway's own MCP endpoint as clients reach it: the tokens' audience, and the
+    /// `resource` of its protected resource metadata.
+    pub resource: String,
+    /// Where the issuer publishes its signing keys (a JWKS).
+    pub jwks_uri: String,
+    /// Scopes a token must carry, all of them (none by default).
+    #[serde(default)]
+    pub scopes: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -273,6 +306,8 @@ pub struct Config {
     pub sandbox: SandboxSettings,
     /// The providers, by name.
     pub providers: BTreeMap<String, ProviderConfig>,
+    /// How `wasmgate serve` lets callers in.
+    pub serve: ServeConfig,
 }
 
 impl ProviderConfig {
@@ -415,6 +450,7 @@ impl Config {
             limits: raw.limits,
             sandbox: SandboxSettings { cache_dir: raw.sandbox.cache_dir.map(at), ..raw.sandbox },
             providers,
+            serve: raw.serve,
         };
         if let Some(file) = raw.mcp_servers {
             crate::mcp_servers::import(&at(file), &mut config.providers)?;

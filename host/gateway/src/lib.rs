@@ -24,6 +24,7 @@ mod diagnose;
 pub mod error;
 pub mod mcp_servers;
 pub mod oauth;
+pub mod resource_server;
 pub mod start;
 pub mod status;
 

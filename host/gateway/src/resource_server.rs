@@ -1,0 +1,275 @@
+//! `wasmgate serve --http` as an OAuth 2.1 resource server: access tokens are JWTs,
+//! checked against the signing keys the issuer publishes (its JWKS), as the MCP
+//! authorization specification asks of an MCP server.
+//!
+//! A token is let in when all of these hold:
+//!
+//! * its signature verifies with the issuer's key named by its `kid` (or its only key),
+//!   under an asymmetric algorithm (RS*, PS*, ES256, ES384, EdDSA: a symmetric `HS*`
+//!   token could be signed with a public key taken for a secret, and is refused);
+//! * `iss` is the configured issuer and `aud` names this gateway's resource URL;
+//! * `exp` is in the future and `nbf`, if any, in the past (30 s of leeway each);
+//! * it has a `sub`, which becomes the caller's name;
+//! * its `scope` (space-separated) or `scp` (a list) holds every configured scope (else
+//!   403, `insufficient_scope`).
+//!
+//! Keys are fetched at the first request, kept, fetched again every 10 minutes, and at
+//! once when a token names a key not among them (the issuer rotated its keys), but no
+//! more often than every 30 s: a stream of tokens with made-up key ids cannot make the
+//! gateway hammer the issuer. A failed fetch keeps the keys it had. The JWKS is read up
+//! to 256 KiB within 10 s, over HTTPS (plain HTTP only to a loopback host).
+
+use std::time::{Duration, Instant};
+
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::{Map, Value, json};
+use tokio::sync::Mutex;
+use wasmgate_agent::BoxFuture;
+use wasmgate_server::{AuthFailure, Authenticator, Caller};
+
+use crate::config::ResourceServerConfig;
+
+/// How long fetched keys are trusted before they are fetched again.
+const KEYS_TTL: Duration = Duration::from_secs(600);
+/// The least time between two fetches.
+const MIN_REFETCH: Duration = Duration::from_secs(30);
+/// The largest JWKS read.
+const MAX_JWKS_BYTES: usize = 256 << 10;
+/// Clock skew allowed on `exp` and `nbf`, in seconds.
+const LEEWAY_SECS: u64 = 30;
+
+/// The checks of the module docs, for one issuer and one resource.
+#[derive(Debug)]
+pub struct JwtAuthenticator {
+    config: ResourceServerConfig,
+    http: reqwest::Client,
+    keys: Mutex<Keys>,
+    min_refetch: Duration,
+}
+
+#[derive(Debug, Default)]
+struct Keys {
+    set: Option<JwkSet>,
+    fetched: Option<Instant>,
+}
+
+/// Why a resource server cannot be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum ResourceServerError {
+    /// A URL that is not usable.
+    #[error("[serve.oauth] {key}: {why}")]
+    Url {
+        /// The key.
+        key: &'static str,
+        /// Why not.
+        why: String,
+    },
+    /// The HTTP client could not be made.
+    #[error("cannot make the HTTP client for the JWKS: {0}")]
+    Client(String),
+}
+
+impl JwtAuthenticator {
+    /// A resource server for `config`.
+    ///
+    /// # Errors
+    ///
+    /// A `resource` or `jwks_uri` that is not an `https` URL (or `http` to a loopback host).
+    pub fn new(config: ResourceServerConfig) -> Result<Self, ResourceServerError> {
+        for (key, url) in [("resource", &config.resource), ("jwks_uri", &config.jwks_uri)] {
+            check_url(url).map_err(|why| ResourceServerError::Url { key, why })?;
+        }
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| ResourceServerError::Client(e.to_string()))?;
+        Ok(Self { config, http, keys: Mutex::default(), min_refetch: MIN_REFETCH })
+    }
+
+    /// The least time between two fetches of the keys (default 30 s).
+    #[must_use]
+    pub fn min_refetch(mut self, interval: Duration) -> Self {
+        self.min_refetch = interval;
+        self
+    }
+
+    /// The key for a token's `kid`, fetching the JWKS when it is stale, missing, or does
+    /// not have that key (no more often than `min_refetch`).
+    async fn key(&self, kid: Option<&str>) -> Result<jsonwebtoken::jwk::Jwk, String> {
+        let mut keys = self.keys.lock().await;
+        let find = |set: &JwkSet| match kid {
+            Some(kid) => set.find(kid).cloned(),
+            None if set.keys.len() == 1 => set.keys.first().cloned(),
+            None => None,
+        };
+        let stale = keys.fetched.is_none_or(|at| at.elapsed() > KEYS_TTL);
+        let found = keys.set.as_ref().and_then(find);
+        let may_fetch = keys.fetched.is_none_or(|at| at.elapsed() >= self.min_refetch);
+        if (stale || found.is_none()) && may_fetch {
+            keys.fetched = Some(Instant::now());
+            match self.fetch().await {
+                Ok(set) => keys.set = Some(set),
+                Err(why) => {
+                    tracing::warn!(jwks = %self.config.jwks_uri, %why, "the issuer's keys could not be fetched")
+                }
+            }
+        }
+        keys.set.as_ref().and_then(find).ok_or_else(|| match kid {
+            Some(kid) => format!("no key {kid:?} among the issuer's keys"),
+            None => "the token names no key, and the issuer has more than one".to_owned(),
+        })
+    }
+
+    async fn fetch(&self) -> Result<JwkSet, String> {
+        let mut response = self.http.get(&self.config.jwks_uri).send().await.map_err(|e| e.to_string())?;
+        if !response.status().is_success() {
+            return Err(format!("HTTP {}", response.status()));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+            if body.len() + chunk.len() > MAX_JWKS_BYTES {
+                return Err(format!("the JWKS is over {MAX_JWKS_BYTES} bytes"));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        serde_json::from_slice(&body).map_err(|e| format!("not a JWKS: {e}"))
+    }
+
+    async fn check(&self, token: &str) -> Result<Caller, AuthFailure> {
+        let invalid = |why: &str| AuthFailure::Invalid(why.to_owned());
+        let header = jsonwebtoken::decode_header(token).map_err(|_| invalid("malformed"))?;
+        if !matches!(
+            header.alg,
+            Algorithm::RS256
+                | Algorithm::RS384
+                | Algorithm::RS512
+                | Algorithm::PS256
+                | Algorithm::PS384
+                | Algorithm::PS512
+                | Algorithm::ES256
+                | Algorithm::ES384
+                | Algorithm::EdDSA
+        ) {
+            return Err(invalid("the algorithm is not an asymmetric one"));
+        }
+        let jwk = self.key(header.kid.as_deref()).await.map_err(AuthFailure::Invalid)?;
+        let key = DecodingKey::from_jwk(&jwk).map_err(|_| invalid("the issuer's key is unusable"))?;
+        let mut validation = Validation::new(header.alg);
+        validation.leeway = LEEWAY_SECS;
+        validation.validate_nbf = true;
+        validation.set_issuer(&[&self.config.issuer]);
+        validation.set_audience(&[&self.config.resource]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        let claims = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation)
+            .map_err(|e| AuthFailure::Invalid(reason(e.kind())))?
+            .claims;
+        let granted = scopes(&claims);
+        let missing: Vec<&String> = self.config.scopes.iter().filter(|s| !granted.contains(&s.as_str())).collect();
+        if !missing.is_empty() {
+            return Err(AuthFailure::InsufficientScope { scope: self.config.scopes.join(" ") });
+        }
+        let subject = claims.get("sub").and_then(Value::as_str).unwrap_or_default().to_owned();
+        if subject.is_empty() {
+            return Err(invalid("no subject"));
+        }
+        Ok(Caller { subject, claims })
+    }
+}
+
+impl Authenticator for JwtAuthenticator {
+    fn authenticate<'a>(&'a self, token: Option<&'a str>) -> BoxFuture<'a, Result<Caller, AuthFailure>> {
+        Box::pin(async move {
+            match token {
+                None => Err(AuthFailure::Missing),
+                Some(token) => self.check(token).await,
+            }
+        })
+    }
+
+    fn metadata(&self) -> Value {
+        let mut metadata = json!({
+            "resource": self.config.resource,
+            "authorization_servers": [self.config.issuer],
+            "bearer_methods_supported": ["header"],
+        });
+        if !self.config.scopes.is_empty() {
+            metadata["scopes_supported"] = json!(self.config.scopes);
+        }
+        metadata
+    }
+
+    fn metadata_url(&self) -> String {
+        metadata_url(&self.config.resource)
+    }
+}
+
+/// The well-known URL of `resource`'s metadata (RFC 9728: the well-known path between
+/// the host and the resource's path).
+fn metadata_url(resource: &str) -> String {
+    let (scheme, rest) = resource.split_once("://").unwrap_or(("https", resource));
+    let (host, path) = rest.find('/').map_or((rest, ""), |at| (&rest[..at], &rest[at..]));
+    format!("{scheme}://{host}{}{}", wasmgate_server::http::auth::METADATA_PATH, path.trim_end_matches('/'))
+}
+
+/// The scopes a token grants: `scope` split on spaces, or `scp` as a list.
+fn scopes(claims: &Map<String, Value>) -> Vec<&str> {
+    match (claims.get("scope"), claims.get("scp")) {
+        (Some(Value::String(scope)), _) => scope.split(' ').filter(|s| !s.is_empty()).collect(),
+        (_, Some(Value::Array(list))) => list.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A short, stable reason for a refused token (never the token).
+fn reason(kind: &jsonwebtoken::errors::ErrorKind) -> String {
+    use jsonwebtoken::errors::ErrorKind;
+    match kind {
+        ErrorKind::ExpiredSignature => "expired".into(),
+        ErrorKind::ImmatureSignature => "not valid yet".into(),
+        ErrorKind::InvalidIssuer => "another issuer's".into(),
+        ErrorKind::InvalidAudience => "for another resource".into(),
+        ErrorKind::InvalidSignature => "the signature does not verify".into(),
+        ErrorKind::MissingRequiredClaim(claim) => format!("no {claim} claim"),
+        _ => "not a valid token".into(),
+    }
+}
+
+/// `https`, or `http` to a loopback host.
+fn check_url(url: &str) -> Result<(), String> {
+    let Some((scheme, rest)) = url.split_once("://") else { return Err(format!("{url:?} is not a URL")) };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host =
+        host.rsplit_once(':').map_or(host, |(h, port)| if port.bytes().all(|b| b.is_ascii_digit()) { h } else { host });
+    let loopback = host == "localhost"
+        || host.trim_matches(['[', ']']).parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    match scheme {
+        "https" if !host.is_empty() => Ok(()),
+        "http" if loopback => Ok(()),
+        _ => Err(format!("{url:?} must be https (http only to a loopback host)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{check_url, metadata_url};
+
+    #[test]
+    fn the_metadata_url_puts_the_well_known_path_before_the_resources() {
+        assert_eq!(
+            metadata_url("https://gw.example/mcp"),
+            "https://gw.example/.well-known/oauth-protected-resource/mcp"
+        );
+        assert_eq!(metadata_url("https://gw.example"), "https://gw.example/.well-known/oauth-protected-resource");
+    }
+
+    #[test]
+    fn only_https_or_loopback_http_urls_are_taken() {
+        assert!(check_url("https://as.example/jwks").is_ok());
+        assert!(check_url("http://127.0.0.1:8080/jwks").is_ok());
+        assert!(check_url("http://localhost/jwks").is_ok());
+        assert!(check_url("http://as.example/jwks").is_err());
+        assert!(check_url("ftp://as.example").is_err() && check_url("as.example").is_err());
+    }
+}
