@@ -182,6 +182,18 @@ pub struct CallContext {
     pub resume: Option<Resume>,
     /// Where the provider's log messages go, if the caller wants them.
     pub log: Option<LogSink>,
+    /// Who made the call, when the one serving it knows.
+    pub caller: Option<Arc<Caller>>,
+}
+
+/// Who made a call: an access token's subject and claims over HTTP, the local user over
+/// stdio.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Caller {
+    /// Its name: the token's `sub`, or the local user's.
+    pub subject: String,
+    /// Every claim of its token (none for the local user).
+    pub claims: Map<String, Value>,
 }
 
 impl fmt::Debug for CallContext {
@@ -192,6 +204,7 @@ impl fmt::Debug for CallContext {
             .field("input", &self.input.as_ref().map(|_| "dyn Input"))
             .field("resume", &self.resume.is_some())
             .field("log", &self.log.as_ref().map(|l| l.level))
+            .field("caller", &self.caller.as_ref().map(|c| c.subject.as_str()))
             .finish()
     }
 }

@@ -27,7 +27,8 @@ pub mod source;
 pub mod tool;
 
 pub use context::{
-    Answer, Ask, CallContext, Input, InputRefusal, LogLevel, LogMessage, LogSink, Progress, ProgressSink, Resume,
+    Answer, Ask, CallContext, Caller, Input, InputRefusal, LogLevel, LogMessage, LogSink, Progress, ProgressSink,
+    Resume,
 };
 pub use error::{ToolError, ToolErrorKind};
 pub use model::{CallStatus, Message, ModelClient, ModelError, ModelTurn, ToolCall};

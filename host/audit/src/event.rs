@@ -108,6 +108,10 @@ pub struct Entry {
     /// The call this record belongs to (absent for log-level warnings).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call: Option<String>,
+    /// Who made the call: the caller's subject (an access token's `sub` over HTTP, the
+    /// local user over stdio); absent when nobody is named.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
     /// The provider.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
@@ -129,6 +133,7 @@ impl Entry {
     pub fn call(call: impl Into<String>, provider: impl Into<String>, tool: impl Into<String>, event: Event) -> Self {
         Entry {
             call: Some(call.into()),
+            caller: None,
             provider: Some(provider.into()),
             tool: Some(tool.into()),
             event,
@@ -138,12 +143,12 @@ impl Entry {
 
     /// A record about the log or the host, not about one call.
     pub fn log(event: Event) -> Self {
-        Entry { call: None, provider: None, tool: None, event, arguments_sha256: None }
+        Entry { call: None, caller: None, provider: None, tool: None, event, arguments_sha256: None }
     }
 
     /// Applies the size bounds from the module docs.
     pub(crate) fn bounded(mut self) -> Self {
-        for s in [&mut self.call, &mut self.provider, &mut self.tool].into_iter().flatten() {
+        for s in [&mut self.call, &mut self.caller, &mut self.provider, &mut self.tool].into_iter().flatten() {
             cut(s);
         }
         match &mut self.event {

@@ -59,11 +59,17 @@ async fn exercise(client: &McpClient) {
 async fn a_stock_client_uses_the_gateway_over_stdio() {
     let dir = reviewed();
     // wasmgate itself is trusted here: it confines the servers it starts.
-    let server = serve_stdio(dir.path());
+    let server = serve_stdio(dir.path()).env("USER", "tester");
     let client =
         McpClient::connect("wasmgate", StdioTransport::spawn(&server).unwrap(), ClientConfig::default()).await.unwrap();
     exercise(&client).await;
     client.close().await;
+    // Over stdio the caller is the local user, and every record of a call names it.
+    let audit = std::fs::read_to_string(dir.path().join("state/audit.jsonl")).unwrap();
+    let calls: Vec<Value> =
+        audit.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["call"].is_string()).collect();
+    assert!(calls.len() >= 6, "{audit}");
+    assert!(calls.iter().all(|r| r["caller"] == "tester"), "{audit}");
 }
 
 #[tokio::test]

@@ -194,6 +194,7 @@ impl Guard {
             tracing::error!(error = %e, "audit log cannot be written; refusing the call");
             ToolError::new(ToolErrorKind::Refused, format!("the audit log cannot be written: {e}"))
         };
+        let entries = entries.into_iter().map(with_caller).collect::<Vec<_>>();
         self.audit.submit(entries).map_err(refused)?.await.map(|_| ()).map_err(refused)
     }
 
@@ -233,10 +234,19 @@ impl Guard {
     /// Queues an outcome record without waiting for it: it costs no fsync of its own,
     /// and becomes durable with the next start record (or within 200 ms).
     pub(crate) fn note(&self, entry: Entry) {
-        if let Err(e) = self.audit.record_later([entry]) {
+        if let Err(e) = self.audit.record_later([with_caller(entry)]) {
             tracing::error!(error = %e, "audit log cannot be written; later calls will be refused");
         }
     }
+}
+
+/// `entry` with the caller of the call being served, when it is about a call and the
+/// call context names one (every record of a call carries who made it).
+fn with_caller(mut entry: Entry) -> Entry {
+    if entry.call.is_some() && entry.caller.is_none() {
+        entry.caller = context::current().caller.map(|caller| caller.subject.clone());
+    }
+    entry
 }
 
 /// A read under way (see [`Guard::begin_access`]); [`end`](Self::end) records how it

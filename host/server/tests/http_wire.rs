@@ -312,3 +312,23 @@ async fn as_a_resource_server_it_lets_in_valid_tokens_and_tells_the_others_where
         assert_eq!(document["authorization_servers"], json!(["https://as.example"]), "{path}");
     }
 }
+
+#[tokio::test]
+async fn the_caller_a_token_names_rides_in_the_call_context() {
+    let spec = wasmgate_agent::ToolSpec {
+        name: "whoami".into(),
+        description: "Says who called".into(),
+        input_schema: json!({"type": "object"}),
+    };
+    let tool = wasmgate_agent::Tool::from_fn(spec, |_, _| async {
+        let caller = wasmgate_agent::context::current().caller;
+        Ok(wasmgate_agent::ToolResult::text(caller.map_or_else(|| "nobody".to_owned(), |c| c.subject.clone())))
+    });
+    let http = HttpConfig { authenticator: Some(std::sync::Arc::new(Tokens)), ..HttpConfig::default() };
+    let server = Http::start(wasmgate_server::ToolsBackend::new(vec![tool]), config(), http).await;
+    let call = stamped(1, "tools/call", json!({"name": "whoami", "arguments": {}})).to_string();
+    let headers = [MODERN[0], MODERN[1], ("mcp-name", "whoami"), ("authorization", "Bearer good")];
+    let (status, body) = answer(post(&server.url, &call, &headers).await).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["result"]["content"][0]["text"], "alice", "{body}");
+}

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use wasmgate_agent::{
-    Ask, Attachment, CallContext, CancellationToken, Input, LogLevel, LogMessage, LogSink, Progress, ProgressSink,
-    Resume, ToolErrorKind, context,
+    Ask, Attachment, CallContext, Caller, CancellationToken, Input, LogLevel, LogMessage, LogSink, Progress,
+    ProgressSink, Resume, ToolErrorKind, context,
 };
 use wasmgate_protocol::codes::{INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY};
 use wasmgate_protocol::server::{
@@ -23,18 +23,16 @@ use super::{Caps, Engine, Job};
 use crate::backend::{CallFailure, Refusal};
 
 impl Engine {
-    /// Runs `job` and builds its response. `notify` is where the request's own
-    /// notifications go (progress), when the transport has such a place; `live` asks
-    /// the client while the call waits (handshake-era elicitation), when it can.
+    /// Runs `job` and builds its response, with what it can reach ([`Around`]).
     pub(crate) async fn run(
         &self,
         id: &Id,
         version: ProtocolVersion,
         job: Job,
         cancel: CancellationToken,
-        notify: Option<mpsc::Sender<Value>>,
-        live: Option<Arc<Live>>,
+        around: Around,
     ) -> Value {
+        let Around { notify, live, caller } = around;
         let backend = &self.backend;
         let listed = |key: &str, cursor: Option<String>, items: Result<Vec<Value>, Refusal>| match items {
             Ok(items) => self.page(id, version, key, items, cursor.as_deref()),
@@ -54,15 +52,18 @@ impl Engine {
                 let progress = params.progress_token.clone().zip(notify).map(|(token, out)| progress_sink(token, out));
                 let ask = live.clone().map(|live| live as Arc<dyn Ask>);
                 let input = live.map(|live| live as Arc<dyn Input>);
-                let context = CallContext { progress, ask, input, log, ..CallContext::default() };
+                let context = CallContext { progress, ask, input, log, caller, ..CallContext::default() };
                 self.call(id, version, params, caps, cancel, context).await
             }
             Job::ListResources(cursor) => listed("resources", cursor, backend.resources().await),
             Job::ListTemplates(cursor) => listed("resourceTemplates", cursor, backend.resource_templates().await),
             Job::ListPrompts(cursor) => listed("prompts", cursor, backend.prompts().await),
-            Job::Read { params, caps } => self.read(id, version, params, caps, cancel, asked_live(live)).await,
+            Job::Read { params, caps } => {
+                self.read(id, version, params, caps, cancel, CallContext { caller, ..asked_live(live) }).await
+            }
             Job::GetPrompt { params, caps } => {
-                self.get_prompt(id, version, params, caps, cancel, asked_live(live)).await
+                let context = CallContext { caller, ..asked_live(live) };
+                self.get_prompt(id, version, params, caps, cancel, context).await
             }
             Job::Complete(params) => match backend.complete(params, cancel).await {
                 Ok(c) => result_response(id, complete_result(version, c.values, c.total, c.has_more)),
@@ -258,6 +259,18 @@ impl Engine {
         }
         Ok(outcome)
     }
+}
+
+/// What a job can reach besides its answer.
+#[derive(Default)]
+pub(crate) struct Around {
+    /// Where the request's own notifications go (progress, log messages), when the
+    /// transport has such a place.
+    pub(crate) notify: Option<mpsc::Sender<Value>>,
+    /// The client, to ask while the call waits (handshake-era elicitation), when it can.
+    pub(crate) live: Option<Arc<Live>>,
+    /// Who made the request, when known (it rides in the call context).
+    pub(crate) caller: Option<Arc<Caller>>,
 }
 
 /// A request a provider may ask input for, as the client sent it.

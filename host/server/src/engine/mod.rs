@@ -19,6 +19,8 @@
 //! prompts, completion), `watch` (change streams).
 
 mod answer;
+
+pub(crate) use answer::Around;
 pub(crate) mod ask;
 pub(crate) mod calls;
 pub(crate) mod follow;

@@ -15,23 +15,15 @@
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use wasmgate_agent::BoxFuture;
+pub use wasmgate_agent::Caller;
 use wasmgate_protocol::codes::INVALID_REQUEST;
 
 use super::reply::{json, refuse};
 
 /// The well-known path of the protected resource metadata.
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
-
-/// Who made a request, as its token says.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Caller {
-    /// The token's subject (`sub`).
-    pub subject: String,
-    /// Every claim of the token, for policy and audit.
-    pub claims: Map<String, Value>,
-}
 
 /// Why a request is not let in.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

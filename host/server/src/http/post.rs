@@ -34,10 +34,12 @@ use wasmgate_protocol::server::{has_stateless_meta, parse_cancelled};
 use wasmgate_protocol::{Id, Message, ProtocolVersion, Request, classify, error_response, parse_message};
 
 use super::Shared;
+use super::auth::Caller;
 use super::guard::{OVER_LIMIT_BODY_BYTES, OverLimit, too_many};
 use super::limit::peer_ip;
 use super::reply::{json, refuse, sse, status};
 use super::sessions::{Refused, SESSION_ID, Session, named, repeated};
+use crate::engine::Around;
 use crate::engine::ask::Live;
 use crate::engine::watch::{Listen, listen};
 use crate::engine::{Era, Routed};
@@ -47,9 +49,11 @@ pub(crate) async fn post(
     State(shared): State<Arc<Shared>>,
     over_limit: Option<Extension<OverLimit>>,
     connected: Option<Extension<ConnectInfo<SocketAddr>>>,
+    caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    let caller = caller.map(|Extension(caller)| Arc::new(caller));
     let peer = peer_ip(connected.as_ref().map(|Extension(connected)| connected));
     let over_limit = over_limit.is_some();
     let max_body_bytes = if over_limit { OVER_LIMIT_BODY_BYTES } else { shared.http.max_body_bytes };
@@ -81,7 +85,7 @@ pub(crate) async fn post(
     };
     match classify(value) {
         Ok(Message::Request(_)) if over_limit => too_many(),
-        Ok(Message::Request(request)) => self::request(&shared, peer, &headers, session, request).await,
+        Ok(Message::Request(request)) => self::request(&shared, peer, &headers, session, request, caller).await,
         Ok(Message::Notification(n)) => {
             tracing::debug!(method = %n.method, session = session.is_some(), "notification");
             if n.method == "notifications/cancelled"
@@ -117,6 +121,7 @@ async fn request(
     headers: &HeaderMap,
     session_id: Option<String>,
     request: Request,
+    caller: Option<Arc<Caller>>,
 ) -> Response {
     let mut session = None;
     if has_stateless_meta(request.params.as_ref()) {
@@ -160,10 +165,16 @@ async fn request(
         session = Some(found);
     }
     let routed = shared.engine.route(request, session.as_ref().map(|s| s.version));
-    dispatch(shared, peer, session, routed).await
+    dispatch(shared, peer, session, routed, caller).await
 }
 
-async fn dispatch(shared: &Arc<Shared>, peer: IpAddr, session: Option<Arc<Session>>, routed: Routed) -> Response {
+async fn dispatch(
+    shared: &Arc<Shared>,
+    peer: IpAddr,
+    session: Option<Arc<Session>>,
+    routed: Routed,
+    caller: Option<Arc<Caller>>,
+) -> Response {
     let engine = &shared.engine;
     match routed {
         Routed::Reply(answer) => json(StatusCode::OK, &answer),
@@ -238,14 +249,15 @@ async fn dispatch(shared: &Arc<Shared>, peer: IpAddr, session: Option<Arc<Sessio
                     Arc::new(Live { out, replies, timeout, cancel, caps: session.caps })
                 });
                 shared.life.tasks.spawn(async move {
-                    let answer = owner.engine.run(&id, version, job, token, Some(tx.clone()), live).await;
+                    let around = Around { notify: Some(tx.clone()), live, caller };
+                    let answer = owner.engine.run(&id, version, job, token, around).await;
                     drop(ticket);
                     let _ = tx.send(answer).await;
                 });
                 return sse(rx, cancel_when_dropped);
             }
             let call = shared.life.tasks.spawn(async move {
-                let answer = owner.engine.run(&id, version, job, token, None, None).await;
+                let answer = owner.engine.run(&id, version, job, token, Around { caller, ..Around::default() }).await;
                 drop(ticket);
                 answer
             });

@@ -34,6 +34,7 @@ use wasmgate_protocol::{Id, Message, ProtocolVersion, Request, classify, error_r
 
 use crate::backend::Backend;
 use crate::config::ServerConfig;
+use crate::engine::Around;
 use crate::engine::ask::{Live, Replies};
 use crate::engine::calls::InFlight;
 use crate::engine::follow::{Followed, forward};
@@ -42,6 +43,7 @@ use crate::engine::{Caps, Engine, Routed};
 use crate::error::ServeError;
 use crate::shutdown::Lifecycle;
 use lines::{Line, next_line};
+use wasmgate_agent::Caller;
 
 /// Messages waiting for the writer; beyond this, tasks wait (backpressure on a slow client).
 const OUTBOX: usize = 64;
@@ -73,6 +75,7 @@ where
         life: Lifecycle::default(),
         replies: Arc::default(),
         followed: Arc::default(),
+        caller: Arc::new(local_user()),
         tx,
         in_flight: Arc::new(InFlight::default()),
         handshake: None,
@@ -144,6 +147,8 @@ struct Connection {
     replies: Arc<Replies>,
     /// The resources it follows (`resources/subscribe`).
     followed: Arc<Followed>,
+    /// Who calls: over stdio, the local user who started the server.
+    caller: Arc<Caller>,
 }
 
 impl Connection {
@@ -226,8 +231,10 @@ impl Connection {
                     let (timeout, cancel) = (engine.config.ask_timeout, ticket.token());
                     Arc::new(Live { out, replies, timeout, cancel, caps: self.caps })
                 });
+                let caller = Some(Arc::clone(&self.caller));
                 self.life.tasks.spawn(async move {
-                    let answer = engine.run(&id, version, job, ticket.token(), Some(tx.clone()), live).await;
+                    let around = Around { notify: Some(tx.clone()), live, caller };
+                    let answer = engine.run(&id, version, job, ticket.token(), around).await;
                     if !ticket.cancelled_by_client() {
                         let _ = tx.send(answer).await;
                     }
@@ -265,4 +272,11 @@ impl Connection {
 
 fn duplicate(id: &Id) -> Value {
     error_response(Some(id), INVALID_REQUEST, &format!("Invalid request: id {id} is already in flight"), None)
+}
+
+/// The local user, as the caller of a stdio connection: whoever started the server
+/// (`$USER`, or `$LOGNAME`; `local` when neither is set).
+fn local_user() -> Caller {
+    let name = ["USER", "LOGNAME"].iter().find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()));
+    Caller { subject: name.unwrap_or_else(|| "local".into()), claims: serde_json::Map::new() }
 }
