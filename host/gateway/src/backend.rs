@@ -41,6 +41,7 @@ pub struct GatewayBackend {
     /// Moved when a provider says its prompt list changed.
     prompt_changes: watch::Sender<u64>,
     content: GuardedContent,
+    readiness: crate::start::Readiness,
 }
 
 impl Gateway {
@@ -60,6 +61,7 @@ impl Gateway {
                 Arc::clone(&self.guard),
                 self.mcp_providers().iter().map(|p| Arc::clone(p) as Arc<dyn ContentSource>).collect(),
             ),
+            readiness: self.readiness(),
         });
         for provider in self.mcp_providers() {
             // A provider's resource and prompt changes are passed on as they come:
@@ -224,6 +226,10 @@ impl Backend for GatewayBackend {
 
     fn read_resource(&self, uri: String, cancel: CancellationToken) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
         Box::pin(async move { self.content.read_resource(&uri, cancel).await.map_err(refusal) })
+    }
+
+    fn unready(&self) -> Vec<String> {
+        self.readiness.unready()
     }
 
     fn watch_resource(&self, uri: String) -> BoxFuture<'_, Result<ResourceWatch, Refusal>> {

@@ -63,6 +63,35 @@ pub struct ProviderInfo {
     /// not tried again. An MCP server that cannot be reached is tried again instead; see
     /// [`Gateway::provider_trouble`].
     pub withheld: Option<String>,
+    /// Whether the gateway is not ready without it (`required = true`).
+    pub required: bool,
+}
+
+/// Whether the gateway should take calls now.
+#[derive(Debug, Clone)]
+pub struct Readiness {
+    guard: Arc<Guard>,
+    /// Each required provider: its name, why it could not be set up (if so), and its
+    /// supervised server (if it is one).
+    required: Vec<(String, Option<String>, Option<Arc<Supervised>>)>,
+}
+
+impl Readiness {
+    /// Why not, if anything: the audit log failed (every call would be refused), or a
+    /// provider marked `required` is not running. Empty when it is ready.
+    #[must_use]
+    pub fn unready(&self) -> Vec<String> {
+        let mut reasons = Vec::new();
+        if self.guard.audit().is_poisoned() {
+            reasons.push("the audit log cannot be written".to_owned());
+        }
+        for (name, withheld, supervised) in &self.required {
+            if withheld.is_some() || supervised.as_ref().is_some_and(|s| s.running().is_err()) {
+                reasons.push(format!("the required provider {name} is not running"));
+            }
+        }
+        reasons
+    }
 }
 
 impl Gateway {
@@ -111,7 +140,13 @@ impl Gateway {
                 tracing::warn!(provider = %name, "the policy does not mention this provider: all its tools are denied");
             }
             let kind = provider.kind();
-            let mut info = ProviderInfo { name: name.clone(), kind: kind.clone(), confinement: None, withheld: None };
+            let mut info = ProviderInfo {
+                name: name.clone(),
+                kind: kind.clone(),
+                confinement: None,
+                withheld: None,
+                required: provider.required,
+            };
             let limits = limits(&config.limits, rules);
             let planned = reviewed_code(&lock, name, provider, &policy)
                 .and_then(|()| {
@@ -192,6 +227,18 @@ impl Gateway {
             return Some(why);
         }
         self.mcp.iter().find(|s| s.name() == name).and_then(|s| s.running().err())
+    }
+
+    /// What says whether the gateway should take calls now ([`Readiness`]).
+    #[must_use]
+    pub fn readiness(&self) -> Readiness {
+        let required = self
+            .providers
+            .iter()
+            .filter(|p| p.required)
+            .map(|p| (p.name.clone(), p.withheld.clone(), self.mcp.iter().find(|s| s.name() == p.name).cloned()))
+            .collect();
+        Readiness { guard: Arc::clone(&self.guard), required }
     }
 
     /// Every provider's tool source.

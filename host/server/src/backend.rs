@@ -55,6 +55,12 @@ pub trait Backend: Send + Sync + 'static {
         None
     }
 
+    /// Why the backend should not be sent calls now, if anything (`/readyz` answers 503
+    /// while this is not empty). Default: always ready.
+    fn unready(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// What the backend offers besides tools. Default: nothing.
     fn offers(&self) -> Offers {
         Offers::default()

@@ -332,3 +332,44 @@ async fn the_caller_a_token_names_rides_in_the_call_context() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["result"]["content"][0]["text"], "alice", "{body}");
 }
+
+/// A backend with no tools that is never ready.
+struct Unready(tokio::sync::watch::Sender<u64>);
+
+impl wasmgate_server::Backend for Unready {
+    fn tools(&self) -> wasmgate_agent::BoxFuture<'_, Vec<wasmgate_agent::ToolSpec>> {
+        Box::pin(std::future::ready(Vec::new()))
+    }
+
+    fn call(
+        &self,
+        name: String,
+        _: serde_json::Map<String, Value>,
+        _: wasmgate_agent::CancellationToken,
+    ) -> wasmgate_agent::BoxFuture<'_, Result<wasmgate_agent::ToolResult, wasmgate_server::CallFailure>> {
+        Box::pin(std::future::ready(Err(wasmgate_server::CallFailure::UnknownTool(name))))
+    }
+
+    fn tool_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.0.subscribe()
+    }
+
+    fn unready(&self) -> Vec<String> {
+        vec!["the audit log cannot be written".into()]
+    }
+}
+
+#[tokio::test]
+async fn healthz_says_it_lives_and_readyz_whether_the_backend_is_ready_without_a_token() {
+    let http = || HttpConfig { authenticator: Some(std::sync::Arc::new(Tokens)), ..HttpConfig::default() };
+    let ready = Http::start(Fixture::new().backend, config(), http()).await;
+    let unready = Http::start(Unready(tokio::sync::watch::Sender::new(0)), config(), http()).await;
+    let get = |url: &str, path: &str| {
+        let url = format!("{}{path}", url.trim_end_matches("/mcp"));
+        async move { reqwest::get(url).await.unwrap().status() }
+    };
+    assert_eq!(get(&ready.url, "/healthz").await, StatusCode::OK);
+    assert_eq!(get(&ready.url, "/readyz").await, StatusCode::OK);
+    assert_eq!(get(&unready.url, "/healthz").await, StatusCode::OK, "alive, though not ready");
+    assert_eq!(get(&unready.url, "/readyz").await, StatusCode::SERVICE_UNAVAILABLE);
+}

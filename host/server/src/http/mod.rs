@@ -104,7 +104,12 @@ where
             .route(auth::METADATA_PATH, metadata.clone())
             .route(&format!("{}{path}", auth::METADATA_PATH), metadata);
     }
-    let router = router.with_state(Arc::clone(&shared));
+    // Probes for an orchestrator or a load balancer, served without a token (they say
+    // nothing but whether the server lives and is ready).
+    let router = router
+        .route("/healthz", axum::routing::get(healthz))
+        .route("/readyz", axum::routing::get(readyz))
+        .with_state(Arc::clone(&shared));
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.max_buf_size(buffer).timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
     tokio::pin!(shutdown);
@@ -138,6 +143,26 @@ fn transient(error: &std::io::Error) -> bool {
     // EMFILE and ENFILE: out of file descriptors, for the process or the system.
     matches!(error.kind(), ConnectionAborted | ConnectionReset | Interrupted | WouldBlock)
         || matches!(error.raw_os_error(), Some(23 | 24))
+}
+
+/// `/healthz`: 200 while the server runs.
+async fn healthz() -> axum::response::Response {
+    reply::status(axum::http::StatusCode::OK)
+}
+
+/// `/readyz`: 200 when the backend is ready and the server is not stopping, else 503;
+/// the reasons go to the log, not to whoever asks.
+async fn readyz(axum::extract::State(shared): axum::extract::State<Arc<Shared>>) -> axum::response::Response {
+    let mut reasons = shared.engine.backend.unready();
+    if shared.life.stopping.is_cancelled() {
+        reasons.push("the server is shutting down".into());
+    }
+    if reasons.is_empty() {
+        reply::status(axum::http::StatusCode::OK)
+    } else {
+        tracing::info!(reasons = %reasons.join("; "), "not ready");
+        reply::status(axum::http::StatusCode::SERVICE_UNAVAILABLE)
+    }
 }
 
 /// The protected resource metadata, for a client that was told where to look.

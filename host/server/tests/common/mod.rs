@@ -203,7 +203,7 @@ pub struct Http {
 }
 
 impl Http {
-    pub async fn start(backend: ToolsBackend, config: ServerConfig, http: HttpConfig) -> Self {
+    pub async fn start(backend: impl wasmgate_server::Backend, config: ServerConfig, http: HttpConfig) -> Self {
         logs();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
