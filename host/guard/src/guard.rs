@@ -240,6 +240,13 @@ impl Guard {
     }
 }
 
+/// What a policy may say of `caller`: its token's claims, and `subject`.
+fn caller_facts(caller: &wasmgate_agent::Caller) -> serde_json::Map<String, Value> {
+    let mut facts = caller.claims.clone();
+    facts.insert("subject".into(), Value::String(caller.subject.clone()));
+    facts
+}
+
 /// `entry` with the caller of the call being served, when it is about a call and the
 /// call context names one (every record of a call carries who made it).
 fn with_caller(mut entry: Entry) -> Entry {
@@ -359,7 +366,10 @@ impl Guarded {
         let call = guard.call_id();
         let entry = |event| Entry::call(&call, &self.provider, &self.tool, event);
         let decision = match self.rules {
-            Rules::Tool => guard.policy.decide(&self.provider, &self.tool, &input),
+            Rules::Tool => {
+                let facts = context::current().caller.map(|caller| caller_facts(&caller));
+                guard.policy.decide_as(&self.provider, &self.tool, &input, facts.as_ref())
+            }
             Rules::Resources => match input.get("uri").and_then(Value::as_str) {
                 Some(uri) => guard.policy.decide_read(&self.provider, uri),
                 None => Decision { verdict: Verdict::Deny, reason: "a resource read needs a `uri` string".into() },

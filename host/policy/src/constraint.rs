@@ -6,7 +6,7 @@
 //! is bounded, so a policy file cannot make the host build an enormous automaton.
 
 use regex::{Regex, RegexBuilder};
-use serde_json::{Number, Value};
+use serde_json::{Map, Number, Value};
 
 /// The longest pattern accepted, in bytes.
 pub const MAX_PATTERN_LEN: usize = 1024;
@@ -71,9 +71,29 @@ impl Constraint {
     /// `Ok` when the arguments satisfy the constraint, else the reason (safe to show the model: it
     /// names the pointer and the policy's value, never echoes the argument).
     pub fn check(&self, args: &Value) -> Result<(), String> {
+        self.check_as(args, None)
+    }
+
+    /// [`check`](Self::check) for a call made by `caller` (its facts: `subject` and its
+    /// token's claims). An `equals` whose value is exactly `"{caller.NAME}"` compares
+    /// with the caller's `NAME` (`subject`, or a claim such as `email`); without a
+    /// caller, or a caller without that fact, it fails: a rule about the caller never
+    /// holds for nobody.
+    pub fn check_as(&self, args: &Value, caller: Option<&Map<String, Value>>) -> Result<(), String> {
         let Some(actual) = args.pointer(&self.pointer) else {
             return Err(format!("argument `{}` is required by policy but missing", self.pointer));
         };
+        if let Rule::Equals(Value::String(template)) = &self.rule
+            && let Some(name) = caller_fact(template)
+        {
+            return match caller.and_then(|facts| facts.get(name)) {
+                Some(expected) if json_eq(actual, expected) => Ok(()),
+                Some(_) => Err(format!("argument `{}` must equal the caller's {name}", self.pointer)),
+                None => {
+                    Err(format!("argument `{}` must equal the caller's {name}, and the caller has none", self.pointer))
+                }
+            };
+        }
         match &self.rule {
             Rule::Equals(expected) if json_eq(actual, expected) => Ok(()),
             Rule::Equals(expected) => Err(format!("argument `{}` must equal {}", self.pointer, short(expected))),
@@ -83,6 +103,13 @@ impl Constraint {
             }
         }
     }
+}
+
+/// The fact a `"{caller.NAME}"` value names, if it is one.
+fn caller_fact(value: &str) -> Option<&str> {
+    let name = value.strip_prefix("{caller.")?.strip_suffix('}')?;
+    let valid = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    valid.then_some(name)
 }
 
 /// Whether `pointer` is a syntactically valid RFC 6901 pointer (empty, or `/`-separated with only
@@ -231,5 +258,35 @@ mod tests {
         for bad in ["a", "/a~", "/a~2", "a/b"] {
             assert!(!is_valid_pointer(bad), "{bad}");
         }
+    }
+}
+
+#[cfg(test)]
+mod caller_tests {
+    #![allow(clippy::unwrap_used)]
+    use serde_json::{Map, Value, json};
+
+    use super::Constraint;
+
+    fn facts(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn an_equals_naming_a_caller_fact_compares_with_the_callers_and_fails_for_nobody() {
+        let own = Constraint::equals("/user", json!("{caller.email}"));
+        let alice = facts(json!({"subject": "u1", "email": "alice@example.com"}));
+        assert_eq!(own.check_as(&json!({"user": "alice@example.com"}), Some(&alice)), Ok(()));
+        assert_eq!(
+            own.check_as(&json!({"user": "bob@example.com"}), Some(&alice)),
+            Err("argument `/user` must equal the caller's email".into())
+        );
+        let nameless = facts(json!({"subject": "u2"}));
+        assert!(own.check_as(&json!({"user": "x"}), Some(&nameless)).unwrap_err().ends_with("the caller has none"));
+        assert!(own.check(&json!({"user": "{caller.email}"})).is_err(), "the literal text is no way around it");
+        let by_subject = Constraint::equals("/owner", json!("{caller.subject}"));
+        assert_eq!(by_subject.check_as(&json!({"owner": "u1"}), Some(&alice)), Ok(()));
+        let literal = Constraint::equals("/x", json!("{caller.}"));
+        assert_eq!(literal.check(&json!({"x": "{caller.}"})), Ok(()), "not a fact's name: compared as written");
     }
 }

@@ -121,6 +121,20 @@ impl Policy {
     /// with `args`. Pure: the same inputs always give the same decision. Tool annotations are not
     /// an input, so nothing a provider claims about its tools can loosen a verdict.
     pub fn decide(&self, provider: &str, tool: &str, args: &Value) -> Decision {
+        self.decide_as(provider, tool, args, None)
+    }
+
+    /// [`decide`](Self::decide) for a call made by `caller` (its facts: `subject` and its
+    /// token's claims), for constraints that name the caller
+    /// ([`Constraint::check_as`](crate::Constraint::check_as)).
+    #[must_use]
+    pub fn decide_as(
+        &self,
+        provider: &str,
+        tool: &str,
+        args: &Value,
+        caller: Option<&serde_json::Map<String, Value>>,
+    ) -> Decision {
         let Some(p) = self.providers.get(provider) else {
             return Decision::new(Verdict::Deny, "this tool's provider is not in the policy");
         };
@@ -138,7 +152,7 @@ impl Policy {
         if rule.verdict == Verdict::Deny {
             return Decision::new(Verdict::Deny, format!("the policy denies `{tool}`"));
         }
-        if let Some(why) = rule.constraints.iter().find_map(|c| c.check(args).err()) {
+        if let Some(why) = rule.constraints.iter().find_map(|c| c.check_as(args, caller).err()) {
             return Decision::new(Verdict::Deny, format!("{why} (policy for `{tool}`)"));
         }
         match rule.verdict {
