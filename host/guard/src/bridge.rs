@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use serde_json::{Map, Value, json};
-use wasmgate_agent::{BoxFuture, Input, InputRefusal, LogMessage, LogSink};
+use wasmgate_agent::{BoxFuture, CallContext, Input, InputRefusal, LogMessage, LogSink, context};
 use wasmgate_audit::{Entry, Event};
 use wasmgate_policy::{Verdict, detect, frame, sanitize};
 
@@ -49,6 +49,23 @@ pub const NOT_TEXT: &str = "[content that is not text was withheld by the gatewa
 const MAX_SCHEMA_DEPTH: usize = 16;
 
 /// The caller's side as one guarded call's provider sees it.
+/// The current call context with the provider's side put between it and the caller:
+/// the provider's requests for input go through [`Bridged`] for `call` of
+/// `provider`'s `tool`, and its log messages through [`screened_log`].
+pub(crate) fn bridged(guard: &Arc<Guard>, call: &str, provider: &str, tool: &str) -> CallContext {
+    let mut context = context::current();
+    let caller = context.input.take();
+    context.log = context.log.take().map(|sink| screened_log(sink, provider));
+    context.input = Some(Arc::new(Bridged {
+        guard: Arc::clone(guard),
+        call: call.to_owned(),
+        provider: provider.to_owned(),
+        tool: tool.to_owned(),
+        caller,
+    }));
+    context
+}
+
 pub(crate) struct Bridged {
     pub(crate) guard: Arc<Guard>,
     pub(crate) call: String,

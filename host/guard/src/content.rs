@@ -31,7 +31,7 @@ use wasmgate_agent::{BoxFuture, CallContext, CancellationToken, ToolResult, cont
 use wasmgate_audit::Event;
 use wasmgate_policy::{InjectionAction, Naming, ProviderPolicy, detect, exposed_name, sanitize, split_prefixed};
 
-use crate::bridge::Bridged;
+use crate::bridge::bridged;
 use crate::guard::{Access, Guard};
 use crate::screen::{Screened, Screener, screen};
 
@@ -490,17 +490,7 @@ impl GuardedContent {
     /// requests for input while it answers go through the policy, as during a tool call;
     /// its log messages are not asked for.
     fn bridged(&self, access: &Access, provider: &str, what: &str) -> CallContext {
-        let mut context = context::current();
-        let caller = context.input.take();
-        context.log = None;
-        context.input = Some(Arc::new(Bridged {
-            guard: Arc::clone(&self.guard),
-            call: access.call().to_owned(),
-            provider: provider.to_owned(),
-            tool: what.to_owned(),
-            caller,
-        }));
-        context
+        CallContext { log: None, ..bridged(&self.guard, access.call(), provider, what) }
     }
 
     /// The `contents` of the resource at `uri`, read from the one provider the policy

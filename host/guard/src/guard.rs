@@ -31,7 +31,7 @@ use wasmgate_policy::{
 };
 
 use crate::approver::{Approval, ApprovalRequest, Approver, Subject};
-use crate::bridge::{Bridged, screened_log};
+use crate::bridge::bridged;
 use crate::screen::{Screened, Screener, screen};
 
 /// The policy, the reviewed definitions, the approver and the audit log, shared by
@@ -194,7 +194,8 @@ impl Guard {
             tracing::error!(error = %e, "audit log cannot be written; refusing the call");
             ToolError::new(ToolErrorKind::Refused, format!("the audit log cannot be written: {e}"))
         };
-        let entries = entries.into_iter().map(with_caller).collect::<Vec<_>>();
+        let caller = context::caller();
+        let entries = entries.into_iter().map(|entry| with_caller(entry, caller.as_deref())).collect::<Vec<_>>();
         self.audit.submit(entries).map_err(refused)?.await.map(|_| ()).map_err(refused)
     }
 
@@ -234,7 +235,7 @@ impl Guard {
     /// Queues an outcome record without waiting for it: it costs no fsync of its own,
     /// and becomes durable with the next start record (or within 200 ms).
     pub(crate) fn note(&self, entry: Entry) {
-        if let Err(e) = self.audit.record_later([with_caller(entry)]) {
+        if let Err(e) = self.audit.record_later([with_caller(entry, context::caller().as_deref())]) {
             tracing::error!(error = %e, "audit log cannot be written; later calls will be refused");
         }
     }
@@ -247,11 +248,11 @@ fn caller_facts(caller: &wasmgate_agent::Caller) -> serde_json::Map<String, Valu
     facts
 }
 
-/// `entry` with the caller of the call being served, when it is about a call and the
-/// call context names one (every record of a call carries who made it).
-fn with_caller(mut entry: Entry) -> Entry {
+/// `entry` with `caller`, the caller of the call being served, when it is about a call
+/// (every record of a call carries who made it).
+fn with_caller(mut entry: Entry, caller: Option<&wasmgate_agent::Caller>) -> Entry {
     if entry.call.is_some() && entry.caller.is_none() {
-        entry.caller = context::current().caller.map(|caller| caller.subject.clone());
+        entry.caller = caller.map(|caller| caller.subject.clone());
     }
     entry
 }
@@ -367,7 +368,7 @@ impl Guarded {
         let entry = |event| Entry::call(&call, &self.provider, &self.tool, event);
         let decision = match self.rules {
             Rules::Tool => {
-                let facts = context::current().caller.map(|caller| caller_facts(&caller));
+                let facts = context::caller().map(|caller| caller_facts(&caller));
                 guard.policy.decide_as(&self.provider, &self.tool, &input, facts.as_ref())
             }
             Rules::Resources => match input.get("uri").and_then(Value::as_str) {
@@ -406,16 +407,7 @@ impl Guarded {
         // host's timeout, a shutdown), the outcome is recorded as `cancelled` all the same.
         let outcome = Access::new(guard, call.clone(), &self.provider, &self.tool);
         // The provider's own requests for input during the call go through the policy.
-        let mut context = context::current();
-        let caller = context.input.take();
-        context.log = context.log.take().map(|sink| screened_log(sink, &self.provider));
-        context.input = Some(Arc::new(Bridged {
-            guard: Arc::clone(guard),
-            call: call.clone(),
-            provider: self.provider.clone(),
-            tool: self.tool.clone(),
-            caller,
-        }));
+        let context = bridged(guard, &call, &self.provider, &self.tool);
         match context::scope(context, self.inner.execute(input.clone(), cancel)).await {
             Ok(result) => {
                 let action = guard.policy.provider(&self.provider).map_or(InjectionAction::Flag, |p| p.injection);

@@ -50,20 +50,15 @@ impl Engine {
             Job::Call { params, caps, log } => {
                 let log = log.zip(notify.clone()).map(|(level, out)| log_sink(level, out));
                 let progress = params.progress_token.clone().zip(notify).map(|(token, out)| progress_sink(token, out));
-                let ask = live.clone().map(|live| live as Arc<dyn Ask>);
-                let input = live.map(|live| live as Arc<dyn Input>);
-                let context = CallContext { progress, ask, input, log, caller, ..CallContext::default() };
+                let context = CallContext { progress, log, ..asked(live, caller) };
                 self.call(id, version, params, caps, cancel, context).await
             }
             Job::ListResources(cursor) => listed("resources", cursor, backend.resources().await),
             Job::ListTemplates(cursor) => listed("resourceTemplates", cursor, backend.resource_templates().await),
             Job::ListPrompts(cursor) => listed("prompts", cursor, backend.prompts().await),
-            Job::Read { params, caps } => {
-                self.read(id, version, params, caps, cancel, CallContext { caller, ..asked_live(live) }).await
-            }
+            Job::Read { params, caps } => self.read(id, version, params, caps, cancel, asked(live, caller)).await,
             Job::GetPrompt { params, caps } => {
-                let context = CallContext { caller, ..asked_live(live) };
-                self.get_prompt(id, version, params, caps, cancel, context).await
+                self.get_prompt(id, version, params, caps, cancel, asked(live, caller)).await
             }
             Job::Complete(params) => match backend.complete(params, cancel).await {
                 Ok(c) => result_response(id, complete_result(version, c.values, c.total, c.has_more)),
@@ -290,11 +285,12 @@ enum Early {
     TooLarge(&'static str),
 }
 
-/// The context of a request whose provider may ask the client live (handshake era).
-fn asked_live(live: Option<Arc<Live>>) -> CallContext {
+/// The context of a request made by `caller`, whose provider may ask the client live
+/// (handshake era) when `live` is there.
+fn asked(live: Option<Arc<Live>>, caller: Option<Arc<Caller>>) -> CallContext {
     let ask = live.clone().map(|live| live as Arc<dyn Ask>);
     let input = live.map(|live| live as Arc<dyn Input>);
-    CallContext { ask, input, ..CallContext::default() }
+    CallContext { ask, input, caller, ..CallContext::default() }
 }
 
 /// Where a call's log messages go: `notifications/message` on `out`, each message as
