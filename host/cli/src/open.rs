@@ -31,8 +31,12 @@ impl ConfigArgs {
 
     /// Loads the configuration and starts every provider.
     pub async fn start(&self, approver: Arc<dyn Approver>) -> anyhow::Result<Gateway> {
-        let config = self.load()?;
-        Gateway::start(&config, approver).await.with_context(|| format!("starting from {}", self.config.display()))
+        self.start_loaded(&self.load()?, approver).await
+    }
+
+    /// Starts the gateway from `config`, loaded from this configuration already.
+    pub async fn start_loaded(&self, config: &Config, approver: Arc<dyn Approver>) -> anyhow::Result<Gateway> {
+        Gateway::start(config, approver).await.with_context(|| format!("starting from {}", self.config.display()))
     }
 }
 

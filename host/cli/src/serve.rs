@@ -93,7 +93,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         bail!("--per-client-requests 0 would refuse every request: pass at least 1");
     }
     // `[serve.oauth]` makes the HTTP face an OAuth 2.1 resource server (docs/SERVER.md).
-    let authenticator = match (&args.http, args.config.load()?.serve.oauth) {
+    let loaded = args.config.load()?;
+    let authenticator = match (&args.http, loaded.serve.oauth.clone()) {
         (Some(_), Some(oauth)) => {
             let server = JwtAuthenticator::new(oauth).context("[serve.oauth] in the configuration")?;
             Some(Arc::new(server) as Arc<dyn Authenticator>)
@@ -133,7 +134,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     // A SIGTERM while providers start stops there: those started so far are dropped,
     // which kills their processes and cgroups.
     let gateway = tokio::select! {
-        started = args.config.start(Arc::new(CallerApprover::new(Arc::new(Unattended)))) => started?,
+        started = args.config.start_loaded(&loaded, Arc::new(CallerApprover::new(Arc::new(Unattended)))) => started?,
         _ = terminate.recv() => bail!("stopped by SIGTERM while starting the providers"),
     };
     let backend = gateway.backend();
