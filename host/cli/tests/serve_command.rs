@@ -354,16 +354,23 @@ fn exchange(url: &str, method: &str, path: &str, body: &str) -> (String, Vec<(St
     (status, headers, rest.to_owned())
 }
 
+/// Adds `[serve.oauth]` with `jwks_uri` (and the scope `mcp`) to the configuration in
+/// `dir`; returns the configuration's path.
+fn with_serve_oauth(dir: &std::path::Path, jwks_uri: &str) -> std::path::PathBuf {
+    let config = dir.join("wasmgate.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "\n[serve.oauth]\nissuer = \"https://as.example\"\nresource = \"https://gw.example/mcp\"\n\
+         jwks_uri = {jwks_uri:?}\nscopes = [\"mcp\"]\n"
+    ));
+    std::fs::write(&config, text).unwrap();
+    config
+}
+
 #[test]
 fn with_serve_oauth_the_http_face_asks_for_an_access_token_and_says_where_to_get_one() {
     let dir = setup();
-    let config = dir.path().join("wasmgate.toml");
-    let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str(
-        "\n[serve.oauth]\nissuer = \"https://as.example\"\nresource = \"https://gw.example/mcp\"\n\
-         jwks_uri = \"https://as.example/jwks.json\"\nscopes = [\"mcp\"]\n",
-    );
-    std::fs::write(&config, text).unwrap();
+    with_serve_oauth(dir.path(), "https://as.example/jwks.json");
     let (_served, url) = serve_http(dir.path(), &[]);
 
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).to_string();
@@ -387,13 +394,7 @@ fn with_serve_oauth_the_http_face_asks_for_an_access_token_and_says_where_to_get
 #[test]
 fn serve_oauth_with_a_plain_http_jwks_or_beside_a_static_token_is_refused() {
     let dir = setup();
-    let config = dir.path().join("wasmgate.toml");
-    let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str(
-        "\n[serve.oauth]\nissuer = \"https://as.example\"\nresource = \"https://gw.example/mcp\"\n\
-         jwks_uri = \"http://as.example/jwks.json\"\n",
-    );
-    std::fs::write(&config, text).unwrap();
+    let config = with_serve_oauth(dir.path(), "http://as.example/jwks.json");
     let out = wasmgate(dir.path(), &["serve", "--http", "127.0.0.1:0"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("jwks_uri") && stderr(&out).contains("must be https"), "{}", stderr(&out));

@@ -43,6 +43,15 @@ fn updated(uri: &str, subscription: Option<&Id>) -> Value {
     json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": params})
 }
 
+/// `client` subscribing to `uri` in a task of its own (the test plays the server).
+fn subscribe_in_task(
+    client: &McpClient,
+    uri: &str,
+) -> tokio::task::JoinHandle<Result<ResourceSubscription, wasmgate_client::ClientError>> {
+    let (client, uri) = (client.clone(), uri.to_owned());
+    tokio::spawn(async move { client.subscribe_resource(&uri).await })
+}
+
 async fn next_change(subscription: &mut ResourceSubscription) -> bool {
     tokio::time::timeout(GUARD, subscription.changed()).await.expect("a change in time")
 }
@@ -50,10 +59,7 @@ async fn next_change(subscription: &mut ResourceSubscription) -> bool {
 #[tokio::test]
 async fn a_2026_server_follows_a_resource_on_a_listen_of_its_own_until_the_last_subscription_is_dropped() {
     let (client, mut server) = connected("2026-07-28", true).await;
-    let subscribing = {
-        let client = client.clone();
-        tokio::spawn(async move { client.subscribe_resource("file:///notes.md").await })
-    };
+    let subscribing = subscribe_in_task(&client, "file:///notes.md");
     let (listen, params) = expect_request(&mut server, "subscriptions/listen").await;
     assert_eq!(params["notifications"], json!({"resourceSubscriptions": ["file:///notes.md"]}));
     server.send(acknowledged(&listen, json!({"resourceSubscriptions": ["file:///notes.md"]}))).await;
@@ -75,10 +81,7 @@ async fn a_2026_server_follows_a_resource_on_a_listen_of_its_own_until_the_last_
 #[tokio::test]
 async fn a_handshake_era_server_is_asked_to_subscribe_and_to_unsubscribe() {
     let (client, mut server) = connected("2025-11-25", true).await;
-    let subscribing = {
-        let client = client.clone();
-        tokio::spawn(async move { client.subscribe_resource("file:///notes.md").await })
-    };
+    let subscribing = subscribe_in_task(&client, "file:///notes.md");
     let (id, params) = expect_request(&mut server, "resources/subscribe").await;
     assert_eq!(Value::Object(params), json!({"uri": "file:///notes.md"}));
     server.respond(&id, json!({})).await;
@@ -99,10 +102,7 @@ async fn a_server_without_subscriptions_is_not_asked_and_one_that_leaves_the_uri
     assert_eq!(server.try_recv(), None, "nothing was sent");
 
     let (client, mut server) = connected("2026-07-28", true).await;
-    let subscribing = {
-        let client = client.clone();
-        tokio::spawn(async move { client.subscribe_resource("file:///secret.md").await })
-    };
+    let subscribing = subscribe_in_task(&client, "file:///secret.md");
     let (listen, _) = expect_request(&mut server, "subscriptions/listen").await;
     server.send(acknowledged(&listen, json!({}))).await;
     let outcome = subscribing.await.unwrap();
@@ -113,10 +113,7 @@ async fn a_server_without_subscriptions_is_not_asked_and_one_that_leaves_the_uri
     let cancelled = expect_notification(&mut server, "notifications/cancelled").await;
     assert_eq!(cancelled["requestId"], listen.to_value(), "the refused subscription is ended");
 
-    let subscribing = {
-        let client = client.clone();
-        tokio::spawn(async move { client.subscribe_resource("file:///gone.md").await })
-    };
+    let subscribing = subscribe_in_task(&client, "file:///gone.md");
     let (listen, _) = expect_request(&mut server, "subscriptions/listen").await;
     server.respond_error(&listen, -32602, "no such resource").await;
     let outcome = subscribing.await.unwrap();
@@ -128,10 +125,7 @@ async fn a_connection_follows_at_most_max_followed_uris() {
     let (client, mut server) = connected("2025-11-25", true).await;
     let mut held = Vec::new();
     for n in 0..wasmgate_client::client::subscribe::MAX_FOLLOWED {
-        let subscribing = {
-            let client = client.clone();
-            tokio::spawn(async move { client.subscribe_resource(&format!("file:///n/{n}")).await })
-        };
+        let subscribing = subscribe_in_task(&client, &format!("file:///n/{n}"));
         let (id, _) = expect_request(&mut server, "resources/subscribe").await;
         server.respond(&id, json!({})).await;
         held.push(subscribing.await.unwrap().unwrap());
