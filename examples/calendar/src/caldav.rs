@@ -76,13 +76,11 @@ impl Peers {
     }
 }
 
+/// `program` on `PATH`, resolved as the gateway resolves a provider's command.
 fn which(program: &str) -> anyhow::Result<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|candidate| candidate.is_file())
-        .map(|found| found.canonicalize().unwrap_or(found))
-        .with_context(|| format!("{program} is not on PATH"))
+    let found = wasmgate_client::resolve_program(Path::new(program), &std::collections::BTreeMap::new())
+        .with_context(|| format!("{program} is not on PATH"))?;
+    Ok(found.canonicalize().unwrap_or(found))
 }
 
 /// A running Radicale, stopped when dropped.
