@@ -7,6 +7,7 @@
 use std::error::Error;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Why a call produced no result. The `Display` text is what a model may see.
 #[non_exhaustive]
@@ -26,6 +27,9 @@ pub enum ToolErrorKind {
     /// The provider needs a client capability the caller did not declare (2026-07-28's
     /// -32021); [`ToolError::capabilities`] names them.
     MissingCapability,
+    /// The caller has used up a rate limit or call budget; [`ToolError::retry_after`]
+    /// says when a call may succeed again.
+    RateLimited,
 }
 
 impl fmt::Display for ToolErrorKind {
@@ -37,6 +41,7 @@ impl fmt::Display for ToolErrorKind {
             Self::Refused => "tool call refused by the gateway",
             Self::InputDeferred => "the tool asked for input, which the caller answers with its next call",
             Self::MissingCapability => "the tool needs a client capability the caller did not declare",
+            Self::RateLimited => "rate limited: the caller has used up its budget for this tool for now",
         })
     }
 }
@@ -48,6 +53,7 @@ pub struct ToolError {
     provider: Option<String>,
     detail: String,
     capabilities: Vec<String>,
+    retry_after: Option<Duration>,
     source: Option<Arc<dyn Error + Send + Sync>>,
 }
 
@@ -55,7 +61,7 @@ impl ToolError {
     /// An error of `kind`; `detail` is host-only text (logs, audit).
     #[must_use]
     pub fn new(kind: ToolErrorKind, detail: impl Into<String>) -> Self {
-        Self { kind, provider: None, detail: detail.into(), capabilities: Vec::new(), source: None }
+        Self { kind, provider: None, detail: detail.into(), capabilities: Vec::new(), retry_after: None, source: None }
     }
 
     /// The call was cancelled by the caller.
@@ -77,6 +83,19 @@ impl ToolError {
     pub fn with_capabilities(mut self, capabilities: Vec<String>) -> Self {
         self.capabilities = capabilities;
         self
+    }
+
+    /// When a call may succeed again, for a [`ToolErrorKind::RateLimited`].
+    #[must_use]
+    pub fn with_retry_after(mut self, wait: Duration) -> Self {
+        self.retry_after = Some(wait);
+        self
+    }
+
+    /// When a call may succeed again, if the error says.
+    #[must_use]
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
     }
 
     /// Keeps the underlying error for the host.
@@ -125,6 +144,7 @@ impl fmt::Debug for ToolError {
             .field("provider", &self.provider)
             .field("detail", &self.detail)
             .field("capabilities", &self.capabilities)
+            .field("retry_after", &self.retry_after)
             .field("source", &self.source.as_ref().map(ToString::to_string))
             .finish()
     }

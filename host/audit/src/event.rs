@@ -81,6 +81,14 @@ pub enum Event {
         #[serde(skip_serializing_if = "Vec::is_empty")]
         flags: Vec<String>,
     },
+    /// The call was refused before it ran: the caller has used up a rate limit or call
+    /// budget of the policy.
+    Limited {
+        /// Which budget (`budgets[0] (10 calls per minute)`).
+        budget: String,
+        /// Milliseconds until a call may succeed again.
+        retry_after_ms: u64,
+    },
     /// A stdio server's connection through the egress proxy, once it ended.
     Egress {
         /// The host it asked for.
@@ -161,7 +169,10 @@ impl Entry {
                 }
             }
             Event::Approval { approver, .. } => cut(approver),
-            Event::Failed { error: s } | Event::Cancelled { reason: s } | Event::Warning { message: s } => cut(s),
+            Event::Failed { error: s }
+            | Event::Cancelled { reason: s }
+            | Event::Warning { message: s }
+            | Event::Limited { budget: s, .. } => cut(s),
             Event::Withheld { reason, flags } => {
                 cut(reason);
                 cut_flags(flags);

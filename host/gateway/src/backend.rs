@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolResult, ToolSpec};
 use wasmgate_guard::content::{self, CompletionRef, GuardedContent};
 use wasmgate_guard::{ContentSource, Guard, GuardedToolset};
-use wasmgate_policy::{Policy, Verdict, split_prefixed};
+use wasmgate_policy::split_prefixed;
 use wasmgate_protocol::server::{self as wire, CompleteParams, GetPromptParams};
 use wasmgate_server::{Backend, CallFailure, Completion, Offers, Prompt, Refusal, ResourceWatch};
 
@@ -29,7 +29,6 @@ use crate::start::Gateway;
 pub struct GatewayBackend {
     toolset: Arc<GuardedToolset>,
     guard: Arc<Guard>,
-    policy: Policy,
     /// The tools served at the last look; `None` before the first.
     served: Mutex<Option<Vec<Tool>>>,
     /// Every admitted tool of the last look, served or denied outright: each shown
@@ -51,7 +50,6 @@ impl Gateway {
         let backend = Arc::new(GatewayBackend {
             toolset: Arc::clone(&self.toolset),
             guard: Arc::clone(&self.guard),
-            policy: self.guard.policy().clone(),
             served: Mutex::default(),
             admitted: Mutex::default(),
             changes: watch::Sender::new(0),
@@ -93,9 +91,7 @@ impl Gateway {
 impl GatewayBackend {
     /// Whether the policy denies every call of `provider`'s tool `tool`.
     fn always_denied(&self, provider: &str, tool: &str) -> bool {
-        self.policy
-            .provider(provider)
-            .is_none_or(|rules| rules.tool(tool).map_or(rules.unlisted, |rule| rule.verdict) == Verdict::Deny)
+        self.guard.policy().denies_everyone(provider, tool)
     }
 
     /// Puts a call of a tool that is not served in the audit log, saying why it is not.
@@ -116,7 +112,7 @@ impl GatewayBackend {
             Some((provider, tool)) if admitted.is_some() && self.always_denied(&provider, &tool) => {
                 (provider, tool, "not offered: the policy denies every call of this tool")
             }
-            Some((provider, tool)) if self.policy.provider(&provider).is_some() => (
+            Some((provider, tool)) if self.guard.policy().provider(&provider).is_some() => (
                 provider,
                 tool,
                 "not offered: not reviewed, changed since review, shown by two providers, or not listed by the provider",

@@ -25,7 +25,7 @@ use std::time::Instant;
 use serde_json::{Map, Value, json};
 use wasmgate_agent::{BoxFuture, CallContext, Input, InputRefusal, LogMessage, LogSink, context};
 use wasmgate_audit::{Entry, Event};
-use wasmgate_policy::{Verdict, detect, frame, sanitize};
+use wasmgate_policy::{Policy, Verdict, detect, frame, sanitize};
 
 use crate::approver::{Approval, ApprovalRequest, Subject};
 use crate::guard::Guard;
@@ -52,12 +52,15 @@ const MAX_SCHEMA_DEPTH: usize = 16;
 /// The current call context with the provider's side put between it and the caller:
 /// the provider's requests for input go through [`Bridged`] for `call` of
 /// `provider`'s `tool`, and its log messages through [`screened_log`].
-pub(crate) fn bridged(guard: &Arc<Guard>, call: &str, provider: &str, tool: &str) -> CallContext {
+/// `policy` is the one the call started under: it keeps deciding for the call whatever a
+/// reload brings.
+pub(crate) fn bridged(guard: &Arc<Guard>, policy: Arc<Policy>, call: &str, provider: &str, tool: &str) -> CallContext {
     let mut context = context::current();
     let caller = context.input.take();
     context.log = context.log.take().map(|sink| screened_log(sink, provider));
     context.input = Some(Arc::new(Bridged {
         guard: Arc::clone(guard),
+        policy,
         call: call.to_owned(),
         provider: provider.to_owned(),
         tool: tool.to_owned(),
@@ -68,6 +71,8 @@ pub(crate) fn bridged(guard: &Arc<Guard>, call: &str, provider: &str, tool: &str
 
 pub(crate) struct Bridged {
     pub(crate) guard: Arc<Guard>,
+    /// The rules of the call.
+    pub(crate) policy: Arc<Policy>,
     pub(crate) call: String,
     pub(crate) provider: String,
     pub(crate) tool: String,
@@ -89,7 +94,7 @@ impl Bridged {
     /// `params` as the caller's side may see them, and the flags raised on their text,
     /// or why they may not reach it.
     fn prepare(&self, method: &str, params: Map<String, Value>) -> Result<(Map<String, Value>, Vec<String>), String> {
-        let rules = self.guard.policy().provider(&self.provider);
+        let rules = self.policy.provider(&self.provider);
         match method {
             "elicitation/create" => elicitation(&self.provider, params),
             "sampling/createMessage" => {
@@ -102,7 +107,7 @@ impl Bridged {
 
     /// The policy's word on sampling, asking the approver for `ask`.
     async fn may_sample(&self, params: &Map<String, Value>) -> Result<(), String> {
-        let verdict = self.guard.policy().provider(&self.provider).map_or(Verdict::Deny, |r| r.sampling);
+        let verdict = self.policy.provider(&self.provider).map_or(Verdict::Deny, |r| r.sampling);
         match verdict {
             Verdict::Allow => Ok(()),
             Verdict::Deny => Err("the policy does not let this provider ask the client's model (sampling)".into()),
@@ -137,7 +142,7 @@ impl Bridged {
 
 impl Input for Bridged {
     fn can(&self, method: &str) -> bool {
-        let rules = self.guard.policy().provider(&self.provider);
+        let rules = self.policy.provider(&self.provider);
         let caller = |method| self.caller.as_ref().is_some_and(|c| c.can(method));
         match method {
             "roots/list" => rules.is_some_and(|r| !r.roots.is_empty()),
@@ -148,7 +153,7 @@ impl Input for Bridged {
     }
 
     fn withheld(&self, method: &str) -> Option<String> {
-        let rules = self.guard.policy().provider(&self.provider);
+        let rules = self.policy.provider(&self.provider);
         match method {
             "roots/list" if rules.is_none_or(|r| r.roots.is_empty()) => {
                 Some("the policy lists no roots for this provider (roots = [...])".into())
@@ -163,8 +168,7 @@ impl Input for Bridged {
     fn request(&self, method: String, params: Map<String, Value>) -> BoxFuture<'static, Result<Value, InputRefusal>> {
         if method == "roots/list" {
             let roots: Vec<Value> = self
-                .guard
-                .policy()
+                .policy
                 .provider(&self.provider)
                 .map(|r| r.roots.iter().map(|uri| json!({ "uri": uri })).collect())
                 .unwrap_or_default();
@@ -173,6 +177,7 @@ impl Input for Bridged {
         }
         let this = Bridged {
             guard: Arc::clone(&self.guard),
+            policy: Arc::clone(&self.policy),
             call: self.call.clone(),
             provider: self.provider.clone(),
             tool: self.tool.clone(),

@@ -29,10 +29,12 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use wasmgate_agent::{BoxFuture, CallContext, CancellationToken, ToolResult, context};
 use wasmgate_audit::Event;
-use wasmgate_policy::{InjectionAction, Naming, ProviderPolicy, detect, exposed_name, sanitize, split_prefixed};
+use wasmgate_policy::{
+    InjectionAction, Naming, Policy, ProviderPolicy, detect, exposed_name, sanitize, split_prefixed,
+};
 
 use crate::bridge::bridged;
-use crate::guard::{Access, Guard};
+use crate::guard::{Access, Guard, caller_facts};
 use crate::screen::{Screened, Screener, screen};
 
 /// The most characters of a title or description served.
@@ -351,23 +353,31 @@ impl GuardedContent {
         Self { guard, sources }
     }
 
-    fn rules(&self, provider: &str) -> Option<&ProviderPolicy> {
-        self.guard.policy().provider(provider)
+    /// Whether the policy lets the caller of the request being served use `provider`
+    /// at all: `Err` with why not when the provider's caller rules deny it.
+    fn for_caller(policy: &Policy, provider: &str) -> Result<(), Refusal> {
+        let facts = context::caller().map(|caller| caller_facts(&caller));
+        match policy.refuses_caller(provider, facts.as_ref()) {
+            Some(why) => Err(Refusal::InvalidParams(why)),
+            None => Ok(()),
+        }
     }
 
     /// The sources whose policy offers resources (or prompts), with their rules.
-    fn offering(
-        &self,
+    fn offering<'a>(
+        &'a self,
+        policy: &'a Policy,
         which: fn(&ProviderPolicy) -> bool,
-    ) -> impl Iterator<Item = (&Arc<dyn ContentSource>, &ProviderPolicy)> {
-        self.sources.iter().filter_map(move |s| self.rules(s.provider()).filter(|r| which(r)).map(|r| (s, r)))
+    ) -> impl Iterator<Item = (&'a Arc<dyn ContentSource>, &'a ProviderPolicy)> {
+        self.sources.iter().filter_map(move |s| policy.provider(s.provider()).filter(|r| which(r)).map(|r| (s, r)))
     }
 
     /// What the policy lets be served.
     #[must_use]
     pub fn offers(&self) -> Offers {
-        let resources = self.offering(ProviderPolicy::offers_resources).next().is_some();
-        let prompts = self.offering(ProviderPolicy::offers_prompts).next().is_some();
+        let policy = self.guard.policy();
+        let resources = self.offering(&policy, ProviderPolicy::offers_resources).next().is_some();
+        let prompts = self.offering(&policy, ProviderPolicy::offers_prompts).next().is_some();
         Offers { resources, prompts, completions: resources || prompts }
     }
 
@@ -379,7 +389,8 @@ impl GuardedContent {
     /// The `Resource` entries served: the allowed ones of every provider, cleaned.
     pub async fn resources(&self) -> Vec<Value> {
         let mut served = Vec::new();
-        for (source, rules) in self.offering(ProviderPolicy::offers_resources) {
+        let policy = self.guard.policy();
+        for (source, rules) in self.offering(&policy, ProviderPolicy::offers_resources) {
             let name = source.provider();
             let list = match source.resources().await {
                 Ok(list) => list,
@@ -411,7 +422,8 @@ impl GuardedContent {
     /// The `ResourceTemplate` entries served.
     pub async fn resource_templates(&self) -> Vec<Value> {
         let mut served = Vec::new();
-        for (source, rules) in self.offering(ProviderPolicy::offers_resources) {
+        let policy = self.guard.policy();
+        for (source, rules) in self.offering(&policy, ProviderPolicy::offers_resources) {
             let name = source.provider();
             let list = match source.resource_templates().await {
                 Ok(list) => list,
@@ -440,9 +452,11 @@ impl GuardedContent {
                 "{uri} has a `..` path segment: resource globs match URIs as written, so such a URI is never read"
             )));
         }
-        let readers = self.guard.policy().resource_readers(uri);
+        let policy = self.guard.policy();
+        let readers = policy.resource_readers(uri);
         match readers.as_slice() {
             [one] => {
+                Self::for_caller(&policy, one)?;
                 self.sources.iter().find(|s| s.provider() == *one).ok_or_else(|| Refusal::ResourceNotFound(uri.into()))
             }
             [] => Err(Refusal::ResourceNotFound(uri.into())),
@@ -490,7 +504,7 @@ impl GuardedContent {
     /// requests for input while it answers go through the policy, as during a tool call;
     /// its log messages are not asked for.
     fn bridged(&self, access: &Access, provider: &str, what: &str) -> CallContext {
-        CallContext { log: None, ..bridged(&self.guard, access.call(), provider, what) }
+        CallContext { log: None, ..bridged(&self.guard, self.guard.policy(), access.call(), provider, what) }
     }
 
     /// The `contents` of the resource at `uri`, read from the one provider the policy
@@ -543,7 +557,8 @@ impl GuardedContent {
     /// shown names, cleaned. A name two providers would show is left out for both.
     pub async fn prompts(&self) -> Vec<Value> {
         let mut served: Vec<Value> = Vec::new();
-        for (source, rules) in self.offering(ProviderPolicy::offers_prompts) {
+        let policy = self.guard.policy();
+        for (source, rules) in self.offering(&policy, ProviderPolicy::offers_prompts) {
             let name = source.provider();
             let list = match source.prompts().await {
                 Ok(list) => list,
@@ -587,15 +602,16 @@ impl GuardedContent {
     /// refused, as it is left out of the list.
     async fn prompt(&self, exposed: &str) -> Option<(&Arc<dyn ContentSource>, String)> {
         let mut claims = Vec::new();
+        let policy = self.guard.policy();
         if let Some((provider, prompt)) = split_prefixed(exposed)
             && let Some(found) =
                 self.sources.iter().find(|s| s.provider() == provider && s.naming() == Naming::Prefixed)
-            && self.rules(provider).is_some_and(|rules| rules.allows_prompt(prompt))
+            && policy.provider(provider).is_some_and(|rules| rules.allows_prompt(prompt))
         {
             claims.push((found, prompt.to_owned()));
         }
         for source in self.sources.iter().filter(|s| s.naming() == Naming::AsIs) {
-            if !self.rules(source.provider()).is_some_and(|rules| rules.allows_prompt(exposed)) {
+            if !policy.provider(source.provider()).is_some_and(|rules| rules.allows_prompt(exposed)) {
                 continue;
             }
             let listed = source.prompts().await.is_ok_and(|list| list.iter().any(|p| p.name == exposed));
@@ -624,6 +640,7 @@ impl GuardedContent {
         let unknown = || Refusal::InvalidParams(format!("Unknown prompt: {exposed}"));
         let (source, prompt) = self.prompt(exposed).await.ok_or_else(unknown)?;
         let name = source.provider();
+        Self::for_caller(&self.guard.policy(), name)?;
         let audited = json!({ "name": prompt, "arguments": arguments });
         let access = self.guard.begin_access(name, "prompts/get", audited, "the policy allows this prompt").await;
         let access = access.map_err(|e| Refusal::Failed(e.to_string()))?;
@@ -694,7 +711,7 @@ impl GuardedContent {
     }
 
     fn action(&self, provider: &str) -> InjectionAction {
-        self.rules(provider).map_or(InjectionAction::Flag, |r| r.injection)
+        self.guard.policy().provider(provider).map_or(InjectionAction::Flag, |r| r.injection)
     }
 }
 

@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Instant;
 
 use serde_json::Value;
 use wasmgate_agent::{
@@ -32,13 +33,15 @@ use wasmgate_policy::{
 
 use crate::approver::{Approval, ApprovalRequest, Approver, Subject};
 use crate::bridge::bridged;
+use crate::budgets::Budgets;
 use crate::screen::{Screened, Screener, screen};
 
 /// The policy, the reviewed definitions, the approver and the audit log, shared by
 /// every guarded tool.
 #[derive(Debug)]
 pub struct Guard {
-    policy: Policy,
+    /// The rules now; a call keeps the ones it started under ([`Guard::reload`]).
+    policy: RwLock<Arc<Policy>>,
     lock: RwLock<Lock>,
     /// Where approvals of definitions are saved; `None` keeps them in memory.
     lock_path: Option<PathBuf>,
@@ -46,6 +49,8 @@ pub struct Guard {
     audit: Arc<AuditLog>,
     /// Each provider's screens, run beside the built-in detector on its texts.
     screeners: RwLock<HashMap<String, Vec<Arc<dyn Screener>>>>,
+    /// The rate limits' and call budgets' buckets.
+    budgets: Budgets,
     /// A random prefix, so call ids do not repeat across restarts.
     session: String,
     next_call: AtomicU64,
@@ -81,21 +86,30 @@ impl Guard {
             Err(_) => format!("p{}", std::process::id()),
         };
         Arc::new(Self {
-            policy,
+            policy: RwLock::new(Arc::new(policy)),
             lock: RwLock::new(lock),
             lock_path,
             approver,
             audit,
             screeners: RwLock::default(),
+            budgets: Budgets::default(),
             session,
             next_call: AtomicU64::new(1),
         })
     }
 
-    /// The policy.
+    /// The policy now. A call takes it once, when it starts, and keeps it.
     #[must_use]
-    pub fn policy(&self) -> &Policy {
-        &self.policy
+    pub fn policy(&self) -> Arc<Policy> {
+        Arc::clone(&self.policy.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Puts `policy` and `lock` in place of the rules and the reviewed definitions: calls
+    /// that start from now on are decided by them, while calls in flight finish under
+    /// the policy they started with.
+    pub fn reload(&self, policy: Policy, lock: Lock) {
+        *self.lock.write().unwrap_or_else(PoisonError::into_inner) = lock;
+        *self.policy.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(policy);
     }
 
     /// The audit log.
@@ -242,7 +256,7 @@ impl Guard {
 }
 
 /// What a policy may say of `caller`: its token's claims, and `subject`.
-fn caller_facts(caller: &wasmgate_agent::Caller) -> serde_json::Map<String, Value> {
+pub(crate) fn caller_facts(caller: &wasmgate_agent::Caller) -> serde_json::Map<String, Value> {
     let mut facts = caller.claims.clone();
     facts.insert("subject".into(), Value::String(caller.subject.clone()));
     facts
@@ -364,25 +378,43 @@ impl ToolExecute for Guarded {
 impl Guarded {
     async fn call(&self, input: Value, cancel: CancellationToken) -> Result<ToolResult, ToolError> {
         let guard = &self.guard;
+        // The rules of this call, whatever a reload brings while it runs.
+        let policy = guard.policy();
         let call = guard.call_id();
         let entry = |event| Entry::call(&call, &self.provider, &self.tool, event);
+        let facts = context::caller().map(|caller| caller_facts(&caller));
         let decision = match self.rules {
-            Rules::Tool => {
-                let facts = context::caller().map(|caller| caller_facts(&caller));
-                guard.policy.decide_as(&self.provider, &self.tool, &input, facts.as_ref())
-            }
+            Rules::Tool => policy.decide_as(&self.provider, &self.tool, &input, facts.as_ref()),
             Rules::Resources => match input.get("uri").and_then(Value::as_str) {
-                Some(uri) => guard.policy.decide_read(&self.provider, uri),
+                Some(uri) => policy.decide_read(&self.provider, uri, facts.as_ref()),
                 None => Decision { verdict: Verdict::Deny, reason: "a resource read needs a `uri` string".into() },
             },
         };
         let found = secrets::find(&input);
-        let action = guard.policy.provider(&self.provider).map_or(SecretsAction::default(), |p| p.secrets);
+        let action = policy.provider(&self.provider).map_or(SecretsAction::default(), |p| p.secrets);
         let decision = with_secrets(decision, &found, action);
         let verdict = decision.verdict.as_str().to_owned();
         // A credential the model put in a call is not written down in the audit log.
         let arguments = if found.is_empty() { input.clone() } else { secrets::redact(&input, &found) };
         let mut records = vec![entry(Event::Requested { verdict, reason: decision.reason.clone(), arguments })];
+        // A call the policy would run (or ask about) takes from the caller's budgets
+        // first: nobody is asked to approve a call that could not run anyway.
+        if decision.verdict != Verdict::Deny {
+            let subject = context::caller().map(|caller| caller.subject.clone()).unwrap_or_default();
+            let taken = guard.budgets.take(&policy, &self.provider, &self.tool, &subject, facts.as_ref(), Instant::now());
+            if let Err(limited) = taken {
+                let retry_after_ms = u64::try_from(limited.retry_after.as_millis()).unwrap_or(u64::MAX);
+                records.push(entry(Event::Limited { budget: limited.budget.clone(), retry_after_ms }));
+                // Nothing runs, so nothing waits for these to be durable.
+                for record in records {
+                    guard.note(record);
+                }
+                let detail = format!("{} is used up", limited.budget);
+                return Err(ToolError::new(ToolErrorKind::RateLimited, detail)
+                    .with_provider(&self.provider)
+                    .with_retry_after(limited.retry_after));
+            }
+        }
         let denied = match decision.verdict {
             Verdict::Deny => Some(decision.reason.clone()),
             Verdict::Ask => {
@@ -407,10 +439,10 @@ impl Guarded {
         // host's timeout, a shutdown), the outcome is recorded as `cancelled` all the same.
         let outcome = Access::new(guard, call.clone(), &self.provider, &self.tool);
         // The provider's own requests for input during the call go through the policy.
-        let context = bridged(guard, &call, &self.provider, &self.tool);
+        let context = bridged(guard, Arc::clone(&policy), &call, &self.provider, &self.tool);
         match context::scope(context, self.inner.execute(input.clone(), cancel)).await {
             Ok(result) => {
-                let action = guard.policy.provider(&self.provider).map_or(InjectionAction::Flag, |p| p.injection);
+                let action = policy.provider(&self.provider).map_or(InjectionAction::Flag, |p| p.injection);
                 let screeners = guard.screeners(&self.provider);
                 let release = |flags| self.release(&call, &input, flags);
                 let Screened { result, event } =

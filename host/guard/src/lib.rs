@@ -16,18 +16,21 @@
 //! * [`toolset`]: [`GuardedToolset`], the reviewed tools of every source for the loop;
 //! * [`content`]: [`GuardedContent`], resources, templates, prompts and completion
 //!   under the policy: routing, cleaning, screening, audit;
+//! * [`budgets`]: the token buckets of the policy's rate limits and call budgets;
 //! * [`screen`]: detection, the policy's injection action, framing;
 //! * [`approver`]: the [`Approver`] trait, [`Unattended`], [`TerminalApprover`] and
 //!   [`CallerApprover`].
 
 pub mod approver;
 mod bridge;
+pub mod budgets;
 pub mod content;
 pub mod guard;
 pub mod screen;
 pub mod toolset;
 
 pub use approver::{Approval, ApprovalRequest, Approver, CallerApprover, Subject, TerminalApprover, Unattended};
+pub use budgets::{Budgets, Limited};
 pub use content::{ContentSource, GuardedContent};
 pub use guard::{Access, Admission, Guard};
 pub use screen::{INJECTION_WITHHELD, SCREEN_FAILED, Screener, UNFRAMED};

@@ -14,6 +14,41 @@ use toml::Spanned;
 pub(crate) struct RawPolicy {
     #[serde(default)]
     pub providers: BTreeMap<Spanned<String>, RawProvider>,
+    #[serde(default)]
+    pub budgets: Vec<Spanned<RawBudget>>,
+}
+
+/// Who a rule is for, as written: every key optional, none meaning everyone.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCallerRule {
+    #[serde(default)]
+    pub subjects: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub groups: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub claims: BTreeMap<String, Spanned<toml::Value>>,
+    pub verdict: Verdict,
+    pub note: Option<String>,
+}
+
+/// A `[[budgets]]` entry.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawBudget {
+    pub provider: Option<Spanned<String>>,
+    pub tools: Option<Spanned<String>>,
+    #[serde(default)]
+    pub subjects: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub groups: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub claims: BTreeMap<String, Spanned<toml::Value>>,
+    pub rate: Spanned<u32>,
+    pub per: Option<crate::budget::Per>,
+    pub burst: Option<Spanned<u32>>,
+    pub each: Option<crate::budget::Each>,
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -51,6 +86,8 @@ pub(crate) struct RawProvider {
     pub resources: Vec<Spanned<String>>,
     #[serde(default)]
     pub prompts: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub callers: Vec<Spanned<RawCallerRule>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -73,6 +110,7 @@ pub(crate) struct RawFormatter {
 pub(crate) struct RawTool {
     pub verdict: Verdict,
     pub constraints: Vec<Spanned<RawConstraint>>,
+    pub callers: Vec<Spanned<RawCallerRule>>,
     pub note: Option<String>,
 }
 
@@ -82,6 +120,8 @@ struct RawToolTable {
     verdict: Verdict,
     #[serde(default)]
     constraints: Vec<Spanned<RawConstraint>>,
+    #[serde(default)]
+    callers: Vec<Spanned<RawCallerRule>>,
     note: Option<String>,
 }
 
@@ -103,11 +143,11 @@ impl<'de> Deserialize<'de> for RawTool {
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<RawTool, E> {
                 let verdict = Verdict::deserialize(de::value::StrDeserializer::<E>::new(v))?;
-                Ok(RawTool { verdict, constraints: Vec::new(), note: None })
+                Ok(RawTool { verdict, constraints: Vec::new(), callers: Vec::new(), note: None })
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawTool, A::Error> {
                 let t = RawToolTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                Ok(RawTool { verdict: t.verdict, constraints: t.constraints, note: t.note })
+                Ok(RawTool { verdict: t.verdict, constraints: t.constraints, callers: t.callers, note: t.note })
             }
         }
         deserializer.deserialize_any(ToolVisitor)

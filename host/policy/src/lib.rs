@@ -23,6 +23,8 @@
 //!   instruction-like content ([`detect()`]), after [`fold`] undoes cheap
 //!   look-alike tricks; [`secrets`] finds credentials in arguments and results.
 
+pub mod budget;
+pub mod callers;
 pub mod canonical;
 pub mod capped;
 pub mod constraint;
@@ -42,6 +44,8 @@ pub mod sanitize;
 pub mod secrets;
 pub mod verdict;
 
+pub use budget::{Budget, Each, Per};
+pub use callers::{CallerMatch, CallerRule};
 pub use canonical::{canonical_json, definition_hash};
 pub use constraint::{Constraint, Rule};
 pub use detect::{Flag, FlagKind, detect};

@@ -1,9 +1,11 @@
 //! [`Policy`]: the validated policy file, and [`Policy::decide`], the pure function that answers
 //! allow, ask or deny for one call.
 
+use crate::budget::{Budget, Each, Per};
+use crate::callers::{CallerMatch, CallerRule, first_for};
 use crate::constraint::{Constraint, is_valid_pointer};
 use crate::error::{MAX_POLICY_BYTES, PolicyError, Source};
-use crate::file::{RawConstraint, RawPolicy, RawProvider};
+use crate::file::{RawBudget, RawCallerRule, RawConstraint, RawPolicy, RawProvider};
 use crate::glob::Glob;
 use crate::name::{MAX_PROVIDER_NAME, is_valid_tool_name, validate_provider};
 use crate::provider::{
@@ -20,6 +22,7 @@ use toml::Spanned;
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
     providers: BTreeMap<String, ProviderPolicy>,
+    budgets: Vec<Budget>,
 }
 
 impl Policy {
@@ -74,7 +77,16 @@ impl Policy {
             let provider = provider(&src, name.get_ref(), &key, raw)?;
             providers.insert(name.into_inner(), provider);
         }
-        Ok(Policy { providers })
+        let mut budgets = Vec::new();
+        for (i, raw) in raw.budgets.into_iter().enumerate() {
+            budgets.push(budget(&src, i, raw, &providers)?);
+        }
+        Ok(Policy { providers, budgets })
+    }
+
+    /// The rate limits and call budgets (`[[budgets]]`), in file order.
+    pub fn budgets(&self) -> &[Budget] {
+        &self.budgets
     }
 
     /// The policy for one provider.
@@ -96,14 +108,18 @@ impl Policy {
     /// Allow or deny (never ask) for reading the resource at `uri` from `provider` through a
     /// tool: allowed only when one of the provider's `resources` globs matches, and never
     /// for a URI with a `..` segment ([`climbs`](crate::climbs)).
-    pub fn decide_read(&self, provider: &str, uri: &str) -> Decision {
+    /// The provider's caller rules apply: one that denies the caller denies the read.
+    pub fn decide_read(&self, provider: &str, uri: &str, caller: Option<&serde_json::Map<String, Value>>) -> Decision {
         match self.providers.get(provider) {
             None => Decision::new(Verdict::Deny, "this resource's provider is not in the policy"),
             Some(_) if crate::climbs(uri) => Decision::new(
                 Verdict::Deny,
                 "the URI has a `..` path segment: resource globs match URIs as written, so such a URI is never read",
             ),
-            Some(p) if p.allows_resource(uri) => Decision::new(Verdict::Allow, "the policy allows this URI"),
+            Some(p) if p.allows_resource(uri) => match self.refuses_caller(provider, caller) {
+                Some(why) => Decision::new(Verdict::Deny, why),
+                None => Decision::new(Verdict::Allow, "the policy allows this URI"),
+            },
             Some(_) => {
                 Decision::new(Verdict::Deny, "no `resources` glob of the policy for this provider matches the URI")
             }
@@ -115,6 +131,33 @@ impl Policy {
     /// Argument constraints may still deny a call the rule allows or asks for.
     pub fn static_verdict(&self, provider: &str, tool: &str) -> Verdict {
         self.providers.get(provider).map_or(Verdict::Deny, |p| p.tools.get(tool).map_or(p.unlisted, |r| r.verdict))
+    }
+
+    /// Why the caller with `facts` may not use `provider` at all, if the provider's
+    /// caller rules deny it (for reads and prompts, which have no verdict of their own).
+    pub fn refuses_caller(&self, provider: &str, facts: Option<&serde_json::Map<String, Value>>) -> Option<String> {
+        let rule = first_for(&self.providers.get(provider)?.callers, facts)?;
+        (rule.verdict == Verdict::Deny)
+            .then(|| format!("the policy denies the provider {provider} to {}", rule.callers.describe()))
+    }
+
+    /// Whether every call of `tool` of `provider` is denied, whoever makes it: its
+    /// verdict (or the provider's for unlisted tools) is deny and no caller rule of the
+    /// tool gives anyone more, or the provider's caller rules deny everyone. A tool
+    /// that is denied to everyone is not listed.
+    pub fn denies_everyone(&self, provider: &str, tool: &str) -> bool {
+        let Some(p) = self.providers.get(provider) else { return true };
+        if p.callers.iter().find(|rule| rule.callers.is_everyone()).is_some_and(|rule| rule.verdict == Verdict::Deny)
+            && p.callers.iter().all(|rule| rule.verdict == Verdict::Deny)
+        {
+            return true;
+        }
+        match p.tools.get(tool) {
+            None => p.unlisted == Verdict::Deny,
+            Some(rule) => {
+                rule.verdict == Verdict::Deny && rule.callers.iter().all(|caller| caller.verdict == Verdict::Deny)
+            }
+        }
     }
 
     /// Allow, ask or deny for calling `tool` (the provider's own, unprefixed name) of `provider`
@@ -141,24 +184,43 @@ impl Policy {
         if !is_valid_tool_name(tool) {
             return Decision::new(Verdict::Deny, "the tool name is outside MCP's name rules");
         }
+        // The provider's caller rules cap every verdict below: at most what the first
+        // rule for this caller gives.
+        let ceiling = first_for(&p.callers, caller);
+        let capped = |decision: Decision| match ceiling {
+            Some(rule) if stricter(rule.verdict, decision.verdict) != decision.verdict => {
+                let who = rule.callers.describe();
+                let reason = match rule.verdict {
+                    Verdict::Deny => format!("the policy denies this provider's tools to {who}"),
+                    _ => format!("the policy requires approval for this provider's tools for {who}"),
+                };
+                Decision::new(rule.verdict, reason)
+            }
+            _ => decision,
+        };
         let Some(rule) = p.tools.get(tool) else {
             let reason = match p.unlisted {
                 Verdict::Deny => format!("`{tool}` is not listed in the policy, and unlisted tools are denied"),
                 Verdict::Ask => format!("`{tool}` is not listed in the policy; unlisted tools need approval"),
                 Verdict::Allow => format!("`{tool}` is not listed in the policy; unlisted tools are allowed"),
             };
-            return Decision::new(p.unlisted, reason);
+            return capped(Decision::new(p.unlisted, reason));
         };
-        if rule.verdict == Verdict::Deny {
-            return Decision::new(Verdict::Deny, format!("the policy denies `{tool}`"));
+        // A caller rule of the tool's own replaces its verdict for the callers it is for.
+        let (verdict, whom) = match first_for(&rule.callers, caller) {
+            Some(own) => (own.verdict, format!(" for {}", own.callers.describe())),
+            None => (rule.verdict, String::new()),
+        };
+        if verdict == Verdict::Deny {
+            return Decision::new(Verdict::Deny, format!("the policy denies `{tool}`{whom}"));
         }
         if let Some(why) = rule.constraints.iter().find_map(|c| c.check_as(args, caller).err()) {
             return Decision::new(Verdict::Deny, format!("{why} (policy for `{tool}`)"));
         }
-        match rule.verdict {
-            Verdict::Allow => Decision::new(Verdict::Allow, format!("the policy allows `{tool}`")),
-            _ => Decision::new(Verdict::Ask, format!("the policy requires approval for `{tool}`")),
-        }
+        capped(match verdict {
+            Verdict::Allow => Decision::new(Verdict::Allow, format!("the policy allows `{tool}`{whom}")),
+            _ => Decision::new(Verdict::Ask, format!("the policy requires approval for `{tool}`{whom}")),
+        })
     }
 }
 
@@ -261,7 +323,8 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
         for (i, c) in t.constraints.into_iter().enumerate() {
             constraints.push(constraint(src, &format!("{tkey}.constraints[{i}]"), c)?);
         }
-        tools.insert(name.into_inner(), ToolRule { verdict: t.verdict, constraints, note: t.note });
+        let callers = caller_rules(src, &format!("{tkey}.callers"), t.callers)?;
+        tools.insert(name.into_inner(), ToolRule { verdict: t.verdict, constraints, callers, note: t.note });
     }
     let media_types = match raw.media_types {
         None => DEFAULT_MEDIA_TYPES.iter().map(|t| (*t).to_owned()).collect(),
@@ -315,7 +378,9 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
     }
     let resources = globs(src, &format!("{key}.resources"), raw.resources, "a URI glob such as \"file:///docs/*\"")?;
     let prompts = globs(src, &format!("{key}.prompts"), raw.prompts, "a prompt name or glob such as \"summarize_*\"")?;
+    let callers = caller_rules(src, &format!("{key}.callers"), raw.callers)?;
     Ok(ProviderPolicy {
+        callers,
         unlisted: raw.unlisted.unwrap_or(Verdict::Deny),
         injection: raw.injection.unwrap_or_default(),
         secrets: raw.secrets.unwrap_or_default(),
@@ -338,6 +403,118 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
         tools,
         resources,
         prompts,
+    })
+}
+
+/// The stricter of two verdicts: deny over ask over allow.
+fn stricter(a: Verdict, b: Verdict) -> Verdict {
+    let rank = |v| match v {
+        Verdict::Allow => 0,
+        Verdict::Ask => 1,
+        Verdict::Deny => 2,
+    };
+    if rank(a) >= rank(b) { a } else { b }
+}
+
+/// The `callers` rules at `key`, in order.
+fn caller_rules(
+    src: &Source<'_>,
+    key: &str,
+    raw: Vec<Spanned<RawCallerRule>>,
+) -> Result<Vec<CallerRule>, PolicyError> {
+    raw.into_iter()
+        .enumerate()
+        .map(|(i, rule)| {
+            let rule = rule.into_inner();
+            let callers = caller_match(src, &format!("{key}[{i}]"), rule.subjects, rule.groups, rule.claims)?;
+            Ok(CallerRule { callers, verdict: rule.verdict, note: rule.note })
+        })
+        .collect()
+}
+
+/// Who a rule at `key` is for: non-empty names, and claims JSON can hold.
+fn caller_match(
+    src: &Source<'_>,
+    key: &str,
+    subjects: Vec<Spanned<String>>,
+    groups: Vec<Spanned<String>>,
+    claims: BTreeMap<String, Spanned<toml::Value>>,
+) -> Result<CallerMatch, PolicyError> {
+    let names = |list: Vec<Spanned<String>>, field: &str| {
+        list.into_iter()
+            .enumerate()
+            .map(|(i, name)| {
+                if name.get_ref().is_empty() {
+                    Err(src.error(name.span(), &format!("{key}.{field}[{i}]"), "empty name", "give a name, or remove it"))
+                } else {
+                    Ok(name.into_inner())
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let subjects = names(subjects, "subjects")?;
+    let groups = names(groups, "groups")?;
+    let mut facts = BTreeMap::new();
+    for (name, value) in claims {
+        let json = to_json(value.get_ref()).ok_or_else(|| {
+            src.error(
+                value.span(),
+                &format!("{key}.claims.{name}"),
+                "dates, times, NaN and infinities have no JSON equivalent",
+                "quote the value as a string",
+            )
+        })?;
+        facts.insert(name, json);
+    }
+    Ok(CallerMatch { subjects, groups, claims: facts })
+}
+
+/// The budget `budgets[i]`: a positive rate and burst, a provider the policy names.
+fn budget(
+    src: &Source<'_>,
+    i: usize,
+    raw: Spanned<RawBudget>,
+    providers: &BTreeMap<String, ProviderPolicy>,
+) -> Result<Budget, PolicyError> {
+    let name = format!("budgets[{i}]");
+    let raw = raw.into_inner();
+    if *raw.rate.get_ref() == 0 {
+        let fix = "give the calls allowed per period (a positive number), or deny the tool instead";
+        return Err(src.error(raw.rate.span(), &format!("{name}.rate"), "a rate of 0 would refuse every call", fix));
+    }
+    let burst = match raw.burst {
+        Some(b) if *b.get_ref() == 0 => {
+            let fix = "give the most calls at once (at least 1), or leave it out for the rate";
+            return Err(src.error(b.span(), &format!("{name}.burst"), "a burst of 0 would refuse every call", fix));
+        }
+        Some(b) => b.into_inner(),
+        None => *raw.rate.get_ref(),
+    };
+    if let Some(provider) = &raw.provider
+        && !providers.contains_key(provider.get_ref())
+    {
+        return Err(src.error(
+            provider.span(),
+            &format!("{name}.provider"),
+            format!("the policy has no provider {:?}", provider.get_ref()),
+            "name a provider of this policy, or leave `provider` out to cover every provider",
+        ));
+    }
+    if let Some(tools) = raw.tools.as_ref().filter(|t| t.get_ref().is_empty()) {
+        let fix = "give a tool name or glob such as \"delete_*\", or leave `tools` out to cover every tool";
+        return Err(src.error(tools.span(), &format!("{name}.tools"), "empty pattern", fix));
+    }
+    let callers = caller_match(src, &name, raw.subjects, raw.groups, raw.claims)?;
+    Ok(Budget {
+        name,
+        provider: raw.provider.map(Spanned::into_inner),
+        tools: raw.tools.map(|t| Glob::new(t.get_ref())),
+        callers,
+        rate: raw.rate.into_inner(),
+        per: raw.per.unwrap_or(Per::Minute),
+        burst,
+        each: raw.each.unwrap_or(Each::Caller),
+        note: raw.note,
     })
 }
 

@@ -97,6 +97,9 @@ pub struct ToolRule {
     pub verdict: Verdict,
     /// Checked in order for `allow` and `ask`; the first that fails denies the call.
     pub constraints: Vec<Constraint>,
+    /// The verdict for particular callers, in place of `verdict`: the first rule for the
+    /// caller decides.
+    pub callers: Vec<crate::callers::CallerRule>,
     /// The reviewer's note (the trust checklist item), for humans only.
     pub note: Option<String>,
 }
@@ -105,6 +108,10 @@ pub struct ToolRule {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ProviderPolicy {
+    /// Caps on the verdict of every tool of the provider, by caller: the first rule for
+    /// the caller gives the most it may get (`deny`: none of its tools; `ask`: approval
+    /// for each call; `allow`: no cap).
+    pub callers: Vec<crate::callers::CallerRule>,
     /// The verdict for tools not listed under `tools` (deny unless set).
     pub unlisted: Verdict,
     /// What to do with a flagged result.

@@ -39,6 +39,11 @@ pub const LEGACY_RESOURCE_NOT_FOUND: i64 = -32002;
 /// URL elicitation required, 2025-11-25 only (reserved, never reused, afterwards).
 pub const LEGACY_URL_ELICITATION_REQUIRED: i64 = -32042;
 
+/// wasmgate's own (in the implementation-defined range): the caller has used up a rate
+/// limit or call budget of the policy. `data` is `{retryAfter: seconds}`; over HTTP a
+/// 2026-07-28 request is answered 429 with `Retry-After`.
+pub const RATE_LIMITED: i64 = -32010;
+
 /// First code of the range the MCP specification reserves for itself.
 pub const MCP_RESERVED_MIN: i64 = -32099;
 /// Last code of the range the MCP specification reserves for itself.

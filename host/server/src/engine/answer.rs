@@ -9,7 +9,7 @@ use wasmgate_agent::{
     Ask, Attachment, CallContext, Caller, CancellationToken, Input, LogLevel, LogMessage, LogSink, Progress,
     ProgressSink, Resume, ToolErrorKind, context,
 };
-use wasmgate_protocol::codes::{INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY};
+use wasmgate_protocol::codes::{INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RATE_LIMITED};
 use wasmgate_protocol::server::{
     CallToolParams, GetPromptParams, ReadResourceParams, call_tool_result, call_tool_text_result, complete_result,
     get_prompt_result, input_required_result, list_result, progress_notification, read_resource_result,
@@ -121,6 +121,13 @@ impl Engine {
                 let message = format!("Missing required client capability: {}", names.join(", "));
                 let data = serde_json::json!({ "requiredCapabilities": required });
                 error_response(Some(id), MISSING_REQUIRED_CLIENT_CAPABILITY, &message, Some(data))
+            }
+            // A used-up budget is the caller's to wait out: a JSON-RPC error that says how
+            // long (over HTTP, a 2026-07-28 request also gets 429 and `Retry-After`).
+            Err(CallFailure::Tool(error)) if error.kind() == ToolErrorKind::RateLimited => {
+                let wait = error.retry_after().map_or(1, |wait| wait.as_secs() + u64::from(wait.subsec_nanos() > 0));
+                let message = format!("Rate limited: the caller's budget for this tool is used up; retry in {wait} s");
+                error_response(Some(id), RATE_LIMITED, &message, Some(serde_json::json!({ "retryAfter": wait })))
             }
             Err(CallFailure::Tool(error)) => {
                 tracing::warn!(

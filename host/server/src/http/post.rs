@@ -11,7 +11,8 @@
 //! Answers are JSON, except `subscriptions/listen`, whose answer is an event stream
 //! that stays open. Statuses: 400 for a message refused before dispatch (parse error,
 //! invalid request, missing stamp, unsupported version, header mismatch), 404 for a
-//! stateless request to an unknown method, 200 for every other answer (an unknown tool
+//! stateless request to an unknown method, 429 with `Retry-After` for a stateless call
+//! over its caller's budget, 200 for every other answer (an unknown tool
 //! is a JSON-RPC error in a 200). A call's token is cancelled when the client closes
 //! the connection (in 2026-07-28 that is how a client cancels) or, in a session, when
 //! `notifications/cancelled` names it.
@@ -28,7 +29,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use wasmgate_agent::CancellationToken;
 use wasmgate_protocol::codes::{
-    HEADER_MISMATCH, INTERNAL_ERROR, INVALID_REQUEST, MISSING_REQUIRED_CLIENT_CAPABILITY, PARSE_ERROR,
+    HEADER_MISMATCH, INTERNAL_ERROR, INVALID_REQUEST, MISSING_REQUIRED_CLIENT_CAPABILITY, PARSE_ERROR, RATE_LIMITED,
 };
 use wasmgate_protocol::server::{has_stateless_meta, parse_cancelled};
 use wasmgate_protocol::{Id, Message, ProtocolVersion, Request, classify, error_response, parse_message};
@@ -262,7 +263,7 @@ async fn dispatch(
                 answer
             });
             match call.await {
-                Ok(answer) => json(answer_status(&answer), &answer),
+                Ok(answer) => answered(&answer, version),
                 Err(_) => refuse(StatusCode::INTERNAL_SERVER_ERROR, INTERNAL_ERROR, "The call failed"),
             }
         }
@@ -276,13 +277,24 @@ async fn dispatch(
     }
 }
 
-/// The status of an answer sent as plain JSON: 400 for a missing client capability, as
-/// 2026-07-28 asks of a server that cannot serve a request without it; 200 otherwise
-/// (a JSON-RPC error is still an answer).
-fn answer_status(answer: &Value) -> StatusCode {
+/// An answer sent as plain JSON, with its status: 400 for a missing client capability,
+/// as 2026-07-28 asks of a server that cannot serve a request without it; for a used-up
+/// budget, 429 with `Retry-After` to a 2026-07-28 request (whose every request is an
+/// HTTP request of its own), while a session's client gets the JSON-RPC error alone, as
+/// its era has no status for one message; 200 otherwise (a JSON-RPC error is still an
+/// answer).
+fn answered(answer: &Value, version: ProtocolVersion) -> Response {
     match answer.pointer("/error/code").and_then(Value::as_i64) {
-        Some(MISSING_REQUIRED_CLIENT_CAPABILITY) => StatusCode::BAD_REQUEST,
-        _ => StatusCode::OK,
+        Some(MISSING_REQUIRED_CLIENT_CAPABILITY) => json(StatusCode::BAD_REQUEST, answer),
+        Some(RATE_LIMITED) if version.is_stateless() => {
+            let mut response = json(StatusCode::TOO_MANY_REQUESTS, answer);
+            let wait = answer.pointer("/error/data/retryAfter").and_then(Value::as_u64).unwrap_or(1);
+            if let Ok(value) = HeaderValue::from_str(&wait.to_string()) {
+                response.headers_mut().insert(axum::http::header::RETRY_AFTER, value);
+            }
+            response
+        }
+        _ => json(StatusCode::OK, answer),
     }
 }
 
