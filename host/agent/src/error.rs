@@ -53,7 +53,8 @@ pub struct ToolError {
     provider: Option<String>,
     detail: String,
     capabilities: Vec<String>,
-    retry_after: Option<Duration>,
+    /// Milliseconds (so the error stays small; saturates at about 49 days).
+    retry_after_ms: Option<u32>,
     source: Option<Arc<dyn Error + Send + Sync>>,
 }
 
@@ -61,7 +62,7 @@ impl ToolError {
     /// An error of `kind`; `detail` is host-only text (logs, audit).
     #[must_use]
     pub fn new(kind: ToolErrorKind, detail: impl Into<String>) -> Self {
-        Self { kind, provider: None, detail: detail.into(), capabilities: Vec::new(), retry_after: None, source: None }
+        Self { kind, provider: None, detail: detail.into(), capabilities: Vec::new(), retry_after_ms: None, source: None }
     }
 
     /// The call was cancelled by the caller.
@@ -88,14 +89,14 @@ impl ToolError {
     /// When a call may succeed again, for a [`ToolErrorKind::RateLimited`].
     #[must_use]
     pub fn with_retry_after(mut self, wait: Duration) -> Self {
-        self.retry_after = Some(wait);
+        self.retry_after_ms = Some(u32::try_from(wait.as_millis()).unwrap_or(u32::MAX));
         self
     }
 
     /// When a call may succeed again, if the error says.
     #[must_use]
     pub fn retry_after(&self) -> Option<Duration> {
-        self.retry_after
+        self.retry_after_ms.map(|ms| Duration::from_millis(u64::from(ms)))
     }
 
     /// Keeps the underlying error for the host.
@@ -144,7 +145,7 @@ impl fmt::Debug for ToolError {
             .field("provider", &self.provider)
             .field("detail", &self.detail)
             .field("capabilities", &self.capabilities)
-            .field("retry_after", &self.retry_after)
+            .field("retry_after", &self.retry_after())
             .field("source", &self.source.as_ref().map(ToString::to_string))
             .finish()
     }

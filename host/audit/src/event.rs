@@ -89,6 +89,16 @@ pub enum Event {
         /// Milliseconds until a call may succeed again.
         retry_after_ms: u64,
     },
+    /// The configuration, the policy and the lock were read again while running
+    /// (SIGHUP, `wasmgate reload`).
+    Reload {
+        /// Why the files were refused and the rules kept (absent: the new rules apply).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        refused: Option<String>,
+        /// What changed that applies only when the gateway starts again.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        restart: Vec<String>,
+    },
     /// A stdio server's connection through the egress proxy, once it ended.
     Egress {
         /// The host it asked for.
@@ -182,6 +192,10 @@ impl Entry {
                 cut(method);
                 cut(outcome);
                 cut_flags(flags);
+            }
+            Event::Reload { refused, restart } => {
+                refused.iter_mut().for_each(cut);
+                cut_flags(restart);
             }
             Event::Egress { host, address, refused, .. } => {
                 cut(host);

@@ -3,6 +3,7 @@
 //! * `wasmgate format`: render a tool result through a sandboxed formatter component and
 //!   print what a model would read ([`format`]);
 //! * `wasmgate serve [--http ADDR]`: the MCP server face ([`serve`]);
+//! * `wasmgate reload`: running gateways read their rules again ([`reload`]);
 //! * `wasmgate tools`, `review`, `call`: the configured providers' tools, their review,
 //!   and one call through the whole pipeline ([`tools`], [`review`], [`call`]);
 //! * `wasmgate scan FILE`: the injection detector on a text ([`scan`]);
@@ -28,6 +29,7 @@ mod init;
 mod login;
 mod logs;
 mod open;
+mod reload;
 mod review;
 mod scan;
 mod serve;
@@ -53,6 +55,10 @@ enum Command {
     Format(format::FormatArgs),
     /// Serve every provider's vetted tools as an MCP server, over stdio or Streamable HTTP.
     Serve(serve::ServeArgs),
+    /// Make every running `wasmgate serve` of the configuration read wasmgate.toml, the
+    /// policy and the lock again (as SIGHUP does), and print each one's answer; files
+    /// that do not load are refused and the rules in force stay (exit status 2).
+    Reload(reload::ReloadArgs),
     /// List every provider's tools and their state: allowed, ask, denied, unreviewed or
     /// changed, and how each stdio server is confined.
     Tools(open::ConfigArgs),
@@ -90,6 +96,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(&args),
         Command::Audit(command) => audit::run(command).map(|()| true),
         Command::Serve(args) => args.runtime().and_then(|rt| rt.block_on(serve::run(args))).map(|()| true),
+        Command::Reload(args) => runtime().and_then(|rt| rt.block_on(reload::run(args))),
         Command::Tools(args) => runtime().and_then(|rt| rt.block_on(tools::run(args))).map(|()| true),
         Command::Review(args) => runtime().and_then(|rt| rt.block_on(review::run(args))).map(|()| true),
         Command::Call(args) => runtime().and_then(|rt| rt.block_on(call::run(args))),

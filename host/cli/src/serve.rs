@@ -12,6 +12,7 @@ use wasmgate_guard::{CallerApprover, Unattended};
 use wasmgate_server::{Authenticator, HttpConfig, ServerConfig, ServerIdentity, serve_http, serve_stdio};
 
 use crate::open::ConfigArgs;
+use crate::reload::{self, Reloader};
 use crate::spin;
 
 #[derive(Debug, Args)]
@@ -131,13 +132,20 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     // Installed before any provider starts too, so a SIGTERM is never the default exit.
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("cannot watch for SIGTERM")?;
+    let hangup = reload::hangups()?;
     // A SIGTERM while providers start stops there: those started so far are dropped,
     // which kills their processes and cgroups.
     let gateway = tokio::select! {
         started = args.config.start_loaded(&loaded, Arc::new(CallerApprover::new(Arc::new(Unattended)))) => started?,
         _ = terminate.recv() => bail!("stopped by SIGTERM while starting the providers"),
     };
+    let gateway = Arc::new(gateway);
     let backend = gateway.backend();
+    // SIGHUP and `wasmgate reload` read the rules again (docs/SERVER.md).
+    let reloader =
+        Arc::new(Reloader { gateway: Arc::clone(&gateway), backend: Arc::clone(&backend), path: loaded.path.clone() });
+    reload::on_hangup(hangup, Arc::clone(&reloader));
+    let control = reload::listen(&loaded.state_dir, reloader);
     let config = ServerConfig::new(ServerIdentity::new("wasmgate", env!("CARGO_PKG_VERSION")));
     // SIGINT or SIGTERM: stop taking requests, finish what runs within the grace period,
     // and close every provider (their process groups and cgroups too) before exiting.
@@ -165,6 +173,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             serve_stdio(backend, stdin, crate::stdio::output(), config, shutdown).await
         }
     };
+    drop(control);
     gateway.close().await;
     Ok(served?)
 }

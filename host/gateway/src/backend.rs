@@ -133,6 +133,15 @@ impl GatewayBackend {
         }
     }
 
+    /// Tells clients that the rules changed (after [`Gateway::reload`]): the served
+    /// tools are looked at again (a list-changed notice when they differ), and resource
+    /// and prompt lists are announced as changed, since the policy's globs decide them.
+    pub async fn rules_changed(&self) {
+        self.look().await;
+        self.resource_changes.send_modify(|n| *n += 1);
+        self.prompt_changes.send_modify(|n| *n += 1);
+    }
+
     /// Asks the toolset again; moves the change counter when the served list differs
     /// from the last look's. The first look changes nothing a client could have seen.
     async fn look(&self) -> Vec<Tool> {

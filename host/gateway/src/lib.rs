@@ -14,6 +14,7 @@
 //!   before anything is served;
 //! * [`backend`]: [`GatewayBackend`], the guard's tools and content for the MCP server
 //!   face;
+//! * [`reload`]: [`Gateway::reload`], the rules read again while running;
 //! * [`status`]: every tool's state (allowed, ask, denied, unreviewed, changed);
 //! * [`error`]: [`StartError`], which names what failed.
 
@@ -24,6 +25,7 @@ mod diagnose;
 pub mod error;
 pub mod mcp_servers;
 pub mod oauth;
+pub mod reload;
 pub mod resource_server;
 pub mod start;
 pub mod status;

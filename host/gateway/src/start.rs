@@ -46,6 +46,8 @@ pub struct Gateway {
     pub providers: Vec<ProviderInfo>,
     sources: Vec<Arc<dyn ToolSource>>,
     mcp: Vec<Arc<Supervised>>,
+    /// The configuration it started from ([`Gateway::reload`] names what it cannot change).
+    pub(crate) config: Config,
 }
 
 /// One started provider.
@@ -210,7 +212,7 @@ impl Gateway {
             guard.add_screener(&provider, Arc::new(screen));
         }
         let toolset = Arc::new(GuardedToolset::new(Arc::clone(&guard), sources.clone()));
-        Ok(Self { guard, toolset, providers, sources, mcp })
+        Ok(Self { guard, toolset, providers, sources, mcp, config: config.clone() })
     }
 
     /// The upstream MCP servers, kept running.

@@ -401,7 +401,8 @@ impl Guarded {
         // first: nobody is asked to approve a call that could not run anyway.
         if decision.verdict != Verdict::Deny {
             let subject = context::caller().map(|caller| caller.subject.clone()).unwrap_or_default();
-            let taken = guard.budgets.take(&policy, &self.provider, &self.tool, &subject, facts.as_ref(), Instant::now());
+            let taken =
+                guard.budgets.take(&policy, &self.provider, &self.tool, &subject, facts.as_ref(), Instant::now());
             if let Err(limited) = taken {
                 let retry_after_ms = u64::try_from(limited.retry_after.as_millis()).unwrap_or(u64::MAX);
                 records.push(entry(Event::Limited { budget: limited.budget.clone(), retry_after_ms }));

@@ -417,11 +417,7 @@ fn stricter(a: Verdict, b: Verdict) -> Verdict {
 }
 
 /// The `callers` rules at `key`, in order.
-fn caller_rules(
-    src: &Source<'_>,
-    key: &str,
-    raw: Vec<Spanned<RawCallerRule>>,
-) -> Result<Vec<CallerRule>, PolicyError> {
+fn caller_rules(src: &Source<'_>, key: &str, raw: Vec<Spanned<RawCallerRule>>) -> Result<Vec<CallerRule>, PolicyError> {
     raw.into_iter()
         .enumerate()
         .map(|(i, rule)| {
@@ -445,7 +441,12 @@ fn caller_match(
             .enumerate()
             .map(|(i, name)| {
                 if name.get_ref().is_empty() {
-                    Err(src.error(name.span(), &format!("{key}.{field}[{i}]"), "empty name", "give a name, or remove it"))
+                    Err(src.error(
+                        name.span(),
+                        &format!("{key}.{field}[{i}]"),
+                        "empty name",
+                        "give a name, or remove it",
+                    ))
                 } else {
                     Ok(name.into_inner())
                 }

@@ -166,6 +166,32 @@ pub struct ProviderPolicy {
 }
 
 impl ProviderPolicy {
+    /// The settings read when the provider starts (its sandbox limits, formatters,
+    /// screens, confinement, reach and media check), by name, where they differ between
+    /// `self` and `other`: a running gateway takes them only when it starts again.
+    #[must_use]
+    pub fn start_settings_changed(&self, other: &ProviderPolicy) -> Vec<&'static str> {
+        let mut changed = Vec::new();
+        let mut check = |name, differs: bool| {
+            if differs {
+                changed.push(name);
+            }
+        };
+        check("limits", self.limits != other.limits);
+        check("formatters", self.formatters != other.formatters);
+        check("screens", self.screens != other.screens);
+        check("confinement", self.confinement != other.confinement);
+        check("fetched_code", self.fetched_code != other.fetched_code);
+        check("read_paths", self.read_paths != other.read_paths);
+        check("network_ports", self.network_ports != other.network_ports);
+        check("network_hosts", self.network_hosts != other.network_hosts);
+        check("unix_sockets", self.unix_sockets != other.unix_sockets);
+        check("media", self.media != other.media);
+        check("media_types", self.media_types != other.media_types);
+        check("media_max_bytes", self.media_max_bytes != other.media_max_bytes);
+        changed
+    }
+
     /// The rule for a listed tool.
     pub fn tool(&self, name: &str) -> Option<&ToolRule> {
         self.tools.get(name)

@@ -1,0 +1,144 @@
+//! Reloading a running `wasmgate serve`: `wasmgate reload` and SIGHUP read the policy
+//! again, a file that does not load is refused with the rules kept, clients over stdio
+//! hear that the tool list changed, and each reload is in the audit log.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{serve_http, serve_stdio, setup, stderr, stdout, wasmgate};
+use serde_json::Value;
+use wasmgate_client::{ClientConfig, HttpConfig, HttpTransport, McpClient, StdioTransport, ToolsWatch};
+
+fn reviewed() -> tempfile::TempDir {
+    let dir = setup();
+    let review = wasmgate(dir.path(), &["review", "--yes"]);
+    assert!(review.status.success(), "{}", stderr(&review));
+    dir
+}
+
+async fn names(client: &McpClient) -> Vec<String> {
+    client.list_tools().await.unwrap().into_iter().map(|t| t.name).collect()
+}
+
+/// Waits (at most 30 s) until `client` follows the tool list, and returns its change
+/// counter, seen.
+async fn following(client: &McpClient) -> tokio::sync::watch::Receiver<u64> {
+    let mut watch = client.tools_watch();
+    let active = tokio::time::timeout(Duration::from_secs(30), watch.wait_for(|s| *s == ToolsWatch::Active)).await;
+    assert!(active.is_ok_and(|r| r.is_ok()), "the client follows the tool list");
+    let mut changes = client.tool_list_changes();
+    changes.borrow_and_update();
+    changes
+}
+
+/// Waits (at most 30 s) for the next tools/list_changed notice on `changes`.
+async fn changed(changes: &mut tokio::sync::watch::Receiver<u64>) {
+    let heard = tokio::time::timeout(Duration::from_secs(30), changes.changed()).await;
+    assert!(heard.is_ok_and(|r| r.is_ok()), "a tools/list_changed notice");
+    changes.borrow_and_update();
+}
+
+fn edit_policy(dir: &std::path::Path, from: &str, to: &str) {
+    let path = dir.join("policy.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from), "{text}");
+    std::fs::write(&path, text.replace(from, to)).unwrap();
+}
+
+fn reloads(dir: &std::path::Path) -> Vec<Value> {
+    let audit = std::fs::read_to_string(dir.join("state/audit.jsonl")).unwrap_or_default();
+    audit.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["event"] == "reload").collect()
+}
+
+/// Waits (at most 30 s) until `dir`'s audit log holds `count` reload records.
+fn wait_for_reloads(dir: &std::path::Path, count: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let found = reloads(dir);
+        if found.len() >= count || Instant::now() > deadline {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test]
+async fn wasmgate_reload_applies_a_new_policy_and_refuses_one_that_does_not_load() {
+    let dir = reviewed();
+    let (_served, url) = serve_http(dir.path(), &[]);
+    let transport = HttpTransport::new(&HttpConfig::new("wasmgate", url)).unwrap();
+    let client = McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap();
+    assert!(names(&client).await.contains(&"echo__echo".to_owned()));
+    let mut changes = following(&client).await;
+
+    edit_policy(dir.path(), "echo = \"allow\"", "echo = \"deny\"");
+    let out = wasmgate(dir.path(), &["reload"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).ends_with(": reloaded\n"), "{}", stdout(&out));
+    changed(&mut changes).await;
+    assert!(!names(&client).await.contains(&"echo__echo".to_owned()), "denied to everyone: not listed");
+
+    // A policy that does not parse is refused, and the rules in force stay.
+    edit_policy(dir.path(), "echo = \"deny\"", "echo = \"allow\"\n[providers.echo.tools.broken");
+    let out = wasmgate(dir.path(), &["reload"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(stdout(&out).contains(": refused: "), "{}", stdout(&out));
+    assert!(stdout(&out).contains("policy.toml"), "the error names the file: {}", stdout(&out));
+    assert!(!names(&client).await.contains(&"echo__echo".to_owned()), "the old rules stay");
+
+    // A setting read only at start is named, and the rest applies.
+    let fixed =
+        std::fs::read_to_string(dir.path().join("policy.toml")).unwrap().replace("\n[providers.echo.tools.broken", "");
+    std::fs::write(
+        dir.path().join("policy.toml"),
+        fixed.replace("[providers.echo]\n", "[providers.echo]\nunix_sockets = true\n"),
+    )
+    .unwrap();
+    let out = wasmgate(dir.path(), &["reload"]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert!(
+        stdout(&out)
+            .contains("reloaded; these apply when it starts again: the policy of provider echo changed unix_sockets"),
+        "{}",
+        stdout(&out)
+    );
+    changed(&mut changes).await;
+    assert!(names(&client).await.contains(&"echo__echo".to_owned()));
+    client.close().await;
+
+    let records = wait_for_reloads(dir.path(), 3);
+    assert_eq!(records.len(), 3, "{records:?}");
+    assert!(records[0].get("refused").is_none() && records[0].get("restart").is_none(), "{}", records[0]);
+    assert!(records[1]["refused"].as_str().unwrap().contains("policy.toml"), "{}", records[1]);
+    assert_eq!(records[2]["restart"][0], "the policy of provider echo changed unix_sockets");
+}
+
+#[test]
+fn reload_without_a_running_gateway_says_so() {
+    let dir = setup();
+    let out = wasmgate(dir.path(), &["reload"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("no running gateway of"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("wasmgate serve"), "{}", stderr(&out));
+}
+
+#[tokio::test]
+async fn sighup_reloads_and_a_stdio_client_hears_the_tool_list_changed() {
+    let dir = reviewed();
+    let server = serve_stdio(dir.path());
+    let transport = StdioTransport::spawn(&server).unwrap();
+    let pid = transport.pid().expect("a child process");
+    let client = McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap();
+    assert!(names(&client).await.contains(&"echo__echo".to_owned()));
+    let mut changes = following(&client).await;
+
+    edit_policy(dir.path(), "echo = \"allow\"", "echo = \"deny\"");
+    let sent = std::process::Command::new("kill").args(["-HUP", &pid.to_string()]).status().unwrap();
+    assert!(sent.success());
+    changed(&mut changes).await;
+    assert!(!names(&client).await.contains(&"echo__echo".to_owned()));
+    client.close().await;
+    assert_eq!(wait_for_reloads(dir.path(), 1).len(), 1);
+}
