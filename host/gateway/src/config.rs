@@ -40,6 +40,10 @@
 //! resource = "https://gateway.example.com/mcp"
 //! jwks_uri = "https://auth.example.com/.well-known/jwks.json"
 //! scopes = ["mcp"]
+//!
+//! [serve.metrics]                 # optional: Prometheus text at /metrics of `serve --http`
+//! enabled = true                  # the default; false counts nothing
+//! token_env = "METRICS_TOKEN"     # a scraper's own bearer token (else /mcp's credentials)
 //! ```
 
 use std::collections::BTreeMap;
@@ -79,6 +83,27 @@ struct RawConfig {
 pub struct ServeConfig {
     /// The HTTP face as an OAuth 2.1 resource server (`[serve.oauth]`).
     pub oauth: Option<ResourceServerConfig>,
+    /// `GET /metrics` over HTTP (`[serve.metrics]`).
+    #[serde(default)]
+    pub metrics: MetricsConfig,
+}
+
+/// `[serve.metrics]`: Prometheus metrics at `/metrics` of `wasmgate serve --http`.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Whether they are kept and served (default true). Off, nothing is counted.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// The environment variable holding a bearer token a scraper may send instead of
+    /// the credentials `/mcp` asks for.
+    pub token_env: Option<String>,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        Self { enabled: true, token_env: None }
+    }
 }
 
 /// `[serve.oauth]`: whose access tokens `wasmgate serve --http` accepts (the

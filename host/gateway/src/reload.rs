@@ -51,6 +51,8 @@ impl Gateway {
                 (Err(why), event)
             }
         };
+        let counted = if outcome.is_ok() { "applied" } else { "refused" };
+        metrics::counter!("wasmgate_reloads_total", "outcome" => counted).increment(1);
         match &outcome {
             Ok(reloaded) if reloaded.restart.is_empty() => tracing::info!("reloaded the rules"),
             Ok(reloaded) => tracing::warn!(

@@ -549,7 +549,9 @@ impl GuardedContent {
                 Contents::Blob { raw, .. } => binary(&raw, &["uri", "mimeType", "blob"]),
             });
         }
-        access.end(screened.event());
+        let event = screened.event();
+        crate::metrics::flags(name, &event);
+        access.end(event);
         Ok(contents)
     }
 
@@ -667,7 +669,9 @@ impl GuardedContent {
             let content = screened.content(name, message.content).await;
             messages.push(json!({ "role": message.role.as_str(), "content": content }));
         }
-        access.end(screened.event());
+        let event = screened.event();
+        crate::metrics::flags(name, &event);
+        access.end(event);
         Ok(Prompt { description: result.description.as_deref().and_then(describe), messages })
     }
 

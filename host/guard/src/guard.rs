@@ -34,6 +34,7 @@ use wasmgate_policy::{
 use crate::approver::{Approval, ApprovalRequest, Approver, Subject};
 use crate::bridge::bridged;
 use crate::budgets::Budgets;
+use crate::metrics;
 use crate::screen::{Screened, Screener, screen};
 
 /// The policy, the reviewed definitions, the approver and the audit log, shared by
@@ -378,6 +379,7 @@ impl ToolExecute for Guarded {
 impl Guarded {
     async fn call(&self, input: Value, cancel: CancellationToken) -> Result<ToolResult, ToolError> {
         let guard = &self.guard;
+        let started = Instant::now();
         // The rules of this call, whatever a reload brings while it runs.
         let policy = guard.policy();
         let call = guard.call_id();
@@ -394,6 +396,8 @@ impl Guarded {
         let action = policy.provider(&self.provider).map_or(SecretsAction::default(), |p| p.secrets);
         let decision = with_secrets(decision, &found, action);
         let verdict = decision.verdict.as_str().to_owned();
+        let counted = |outcome| metrics::call(&self.provider, &self.tool, decision.verdict.as_str(), outcome);
+        metrics::stage("policy", started);
         // A credential the model put in a call is not written down in the audit log.
         let arguments = if found.is_empty() { input.clone() } else { secrets::redact(&input, &found) };
         let mut records = vec![entry(Event::Requested { verdict, reason: decision.reason.clone(), arguments })];
@@ -410,6 +414,7 @@ impl Guarded {
                 for record in records {
                     guard.note(record);
                 }
+                counted("limited");
                 let detail = format!("{} is used up", limited.budget);
                 return Err(ToolError::new(ToolErrorKind::RateLimited, detail)
                     .with_provider(&self.provider)
@@ -420,7 +425,9 @@ impl Guarded {
             Verdict::Deny => Some(decision.reason.clone()),
             Verdict::Ask => {
                 let request = self.request(&call, &input, &decision.reason, Subject::Call);
+                let asked = Instant::now();
                 let approval = guard.approver.approve(&request).await;
+                metrics::stage("approval", asked);
                 let approved = approval == Approval::Approved;
                 records.push(entry(Event::Approval { approved, approver: guard.approver.name().to_owned() }));
                 match approval {
@@ -431,23 +438,33 @@ impl Guarded {
             Verdict::Allow => None,
         };
         if let Some(reason) = denied {
-            guard.record(records).await?;
+            guard.record(records).await.inspect_err(|_| counted("refused"))?;
+            counted("denied");
             return Ok(ToolResult::error(format!("denied: {reason}")));
         }
         records.push(entry(Event::Started));
-        guard.record(records).await?;
+        let writing = Instant::now();
+        guard.record(records).await.inspect_err(|_| counted("refused"))?;
+        metrics::stage("audit", writing);
         // From here the call has started: if this future is dropped before it ends (a
         // host's timeout, a shutdown), the outcome is recorded as `cancelled` all the same.
         let outcome = Access::new(guard, call.clone(), &self.provider, &self.tool);
         // The provider's own requests for input during the call go through the policy.
         let context = bridged(guard, Arc::clone(&policy), &call, &self.provider, &self.tool);
-        match context::scope(context, self.inner.execute(input.clone(), cancel)).await {
+        let running = Instant::now();
+        let ran = context::scope(context, self.inner.execute(input.clone(), cancel)).await;
+        metrics::stage("call", running);
+        match ran {
             Ok(result) => {
                 let action = policy.provider(&self.provider).map_or(InjectionAction::Flag, |p| p.injection);
                 let screeners = guard.screeners(&self.provider);
                 let release = |flags| self.release(&call, &input, flags);
+                let screening = Instant::now();
                 let Screened { result, event } =
                     screen(&self.provider, &self.tool, result, action, &screeners, release).await;
+                metrics::stage("screen", screening);
+                metrics::flags(&self.provider, &event);
+                counted(metrics::outcome(&event));
                 outcome.end(event);
                 Ok(result)
             }
@@ -457,6 +474,7 @@ impl Guarded {
                 } else {
                     Event::Failed { error: error.detail().to_owned() }
                 };
+                counted(metrics::outcome(&event));
                 outcome.end(event);
                 Err(error)
             }

@@ -17,6 +17,7 @@
 //! * [`content`]: [`GuardedContent`], resources, templates, prompts and completion
 //!   under the policy: routing, cleaning, screening, audit;
 //! * [`budgets`]: the token buckets of the policy's rate limits and call budgets;
+//! * [`metrics`]: what the guard counts for `/metrics`;
 //! * [`screen`]: detection, the policy's injection action, framing;
 //! * [`approver`]: the [`Approver`] trait, [`Unattended`], [`TerminalApprover`] and
 //!   [`CallerApprover`].
@@ -26,6 +27,7 @@ mod bridge;
 pub mod budgets;
 pub mod content;
 pub mod guard;
+pub mod metrics;
 pub mod screen;
 pub mod toolset;
 

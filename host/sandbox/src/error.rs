@@ -91,6 +91,38 @@ impl SandboxError {
     /// Sorts a failed call: limits first (a refused growth is why the guest
     /// trapped), then the trap code, then anything else the host saw.
     pub(crate) fn from_call(err: wasmtime::Error, hits: LimitHits, limits: &crate::CallLimits, stderr: String) -> Self {
+        Self::sorted(err, hits, limits, stderr).counted()
+    }
+
+    /// Counts a stopped guest in `wasmgate_sandbox_traps_total{kind}` (the facade's:
+    /// nothing is kept unless the host installs a recorder), and returns it.
+    pub(crate) fn counted(self) -> Self {
+        if let Some(kind) = self.trap_kind() {
+            metrics::counter!("wasmgate_sandbox_traps_total", "kind" => kind).increment(1);
+        }
+        self
+    }
+
+    /// What stopped the guest, for metrics: a limit (`deadline`, `fuel`, `memory`,
+    /// `table`, `resources`, `transfer`, `output`), `stack_overflow`, or `trap` (a
+    /// panic, an out-of-bounds access); `None` when no guest was stopped.
+    #[must_use]
+    pub fn trap_kind(&self) -> Option<&'static str> {
+        Some(match self {
+            SandboxError::DeadlineExceeded { .. } => "deadline",
+            SandboxError::FuelExhausted { .. } => "fuel",
+            SandboxError::MemoryLimit { .. } => "memory",
+            SandboxError::TableLimit { .. } => "table",
+            SandboxError::ResourceLimit { .. } => "resources",
+            SandboxError::TransferTooLarge { .. } => "transfer",
+            SandboxError::OutputTooLarge { .. } => "output",
+            SandboxError::StackOverflow => "stack_overflow",
+            SandboxError::Trapped { .. } => "trap",
+            _ => return None,
+        })
+    }
+
+    fn sorted(err: wasmtime::Error, hits: LimitHits, limits: &crate::CallLimits, stderr: String) -> Self {
         if hits.memory {
             return SandboxError::MemoryLimit { limit: limits.memory_bytes };
         }

@@ -208,7 +208,7 @@ impl Formatter {
         let stderr = guest_stderr(store, &self.name);
         match outcome {
             Ok(Ok(text)) if text.len() > limits.output_bytes => {
-                Err(SandboxError::OutputTooLarge { size: text.len(), limit: limits.output_bytes })
+                Err(SandboxError::OutputTooLarge { size: text.len(), limit: limits.output_bytes }.counted())
             }
             Ok(Ok(text)) => Ok(text),
             Ok(Err(declined)) => Err(SandboxError::Format(bounded_format_error(declined))),

@@ -59,7 +59,7 @@ pub(crate) fn check_definitions(
     }
     let size: usize = list.iter().map(|d| d.name.len() + d.description.len() + d.input_schema.len()).sum();
     if size > output_bytes {
-        return Err(SandboxError::OutputTooLarge { size, limit: output_bytes });
+        return Err(SandboxError::OutputTooLarge { size, limit: output_bytes }.counted());
     }
     let mut seen = HashSet::new();
     let mut checked = Vec::with_capacity(list.len());
@@ -97,7 +97,7 @@ fn valid_name(name: &str) -> bool {
 pub(crate) fn check_outcome(outcome: GuestOutcome, output_bytes: usize) -> Result<CallOutcome, SandboxError> {
     let size = outcome.content.len() + outcome.structured_content.as_ref().map_or(0, String::len);
     if size > output_bytes {
-        return Err(SandboxError::OutputTooLarge { size, limit: output_bytes });
+        return Err(SandboxError::OutputTooLarge { size, limit: output_bytes }.counted());
     }
     let content = match serde_json::from_str(&outcome.content) {
         Ok(Value::Array(blocks)) => blocks,

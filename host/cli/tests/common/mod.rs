@@ -28,7 +28,13 @@ impl Drop for Killed {
 /// `wasmgate serve --http 127.0.0.1:0 EXTRA...` on the configuration in `dir`, and the
 /// URL it says it serves on. Its log is drained so it never blocks on a full pipe.
 pub fn serve_http(dir: &Path, extra: &[&str]) -> (Killed, String) {
+    serve_http_with(dir, extra, &[])
+}
+
+/// [`serve_http`] with `env` set for the gateway.
+pub fn serve_http_with(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> (Killed, String) {
     let mut child = command(dir)
+        .envs(env.iter().copied())
         .args(["serve", "--http", "127.0.0.1:0"])
         .args(extra)
         .stdout(Stdio::null())

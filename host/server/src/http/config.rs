@@ -44,6 +44,12 @@ pub struct HttpConfig {
     /// A session with no request, no call in flight and no open stream for this long
     /// ends (default 30 minutes); its client gets 404 and initializes again.
     pub session_idle_timeout: std::time::Duration,
+    /// When set, `GET /metrics` answers with what it returns (Prometheus's text format),
+    /// to a request that carries the credentials `/mcp` asks for, or `metrics_token`.
+    pub metrics: Option<std::sync::Arc<dyn Fn() -> String + Send + Sync>>,
+    /// A bearer token that `GET /metrics` accepts besides the credentials of `/mcp` (a
+    /// scraper's, where `/mcp` takes OAuth access tokens only). Never logged.
+    pub metrics_token: Option<String>,
 }
 
 impl HttpConfig {
@@ -62,6 +68,8 @@ impl HttpConfig {
             max_sessions: 1024,
             max_sessions_per_client: 256,
             session_idle_timeout: std::time::Duration::from_secs(30 * 60),
+            metrics: None,
+            metrics_token: None,
         }
     }
 }
@@ -86,6 +94,8 @@ impl fmt::Debug for HttpConfig {
             .field("max_sessions", &self.max_sessions)
             .field("max_sessions_per_client", &self.max_sessions_per_client)
             .field("session_idle_timeout", &self.session_idle_timeout)
+            .field("metrics", &self.metrics.as_ref().map(|_| "<set>"))
+            .field("metrics_token", &self.metrics_token.as_ref().map(|_| "<redacted>"))
             .finish()
     }
 }

@@ -100,7 +100,7 @@ fn header_bytes(headers: &HeaderMap) -> usize {
 
 /// Whether the request presents `token`. An empty configured token matches nothing:
 /// `Authorization: Bearer ` with blanks would otherwise present it.
-fn bearer_matches(headers: &HeaderMap, token: &str) -> bool {
+pub(crate) fn bearer_matches(headers: &HeaderMap, token: &str) -> bool {
     if token.is_empty() {
         return false;
     }

@@ -104,6 +104,10 @@ where
             .route(auth::METADATA_PATH, metadata.clone())
             .route(&format!("{}{path}", auth::METADATA_PATH), metadata);
     }
+    if shared.http.metrics.is_some() {
+        // Outside the guard: a scraper may hold a token of its own (`metrics_token`).
+        router = router.route("/metrics", axum::routing::get(metrics));
+    }
     // Probes for an orchestrator or a load balancer, served without a token (they say
     // nothing but whether the server lives and is ready).
     let router = router
@@ -163,6 +167,33 @@ async fn readyz(axum::extract::State(shared): axum::extract::State<Arc<Shared>>)
         tracing::info!(reasons = %reasons.join("; "), "not ready");
         reply::status(axum::http::StatusCode::SERVICE_UNAVAILABLE)
     }
+}
+
+/// `/metrics`, in Prometheus's text format, to a request with `/mcp`'s credentials or
+/// the scraper's own token; open only when `/mcp` is (a loopback server without a
+/// token). 401 otherwise.
+async fn metrics(
+    axum::extract::State(shared): axum::extract::State<Arc<Shared>>,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    use axum::http::{HeaderValue, StatusCode, header};
+    let http = &shared.http;
+    let scraper = http.metrics_token.as_deref().is_some_and(|token| guard::bearer_matches(&headers, token));
+    let client = match (&http.bearer_token, &http.authenticator) {
+        (Some(token), _) => guard::bearer_matches(&headers, token),
+        (None, Some(authenticator)) => authenticator.authenticate(auth::bearer(&headers)).await.is_ok(),
+        (None, None) => http.metrics_token.is_none(),
+    };
+    let Some(render) = http.metrics.as_ref().filter(|_| scraper || client) else {
+        let mut response = reply::status(StatusCode::UNAUTHORIZED);
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        return response;
+    };
+    let mut response = axum::response::Response::new(axum::body::Body::from(render()));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
+    response
 }
 
 /// The protected resource metadata, for a client that was told where to look.
