@@ -79,7 +79,9 @@ pub async fn render(
 /// machine cost more than formatting a small result) is paid.
 async fn format(formatter: &Arc<Formatter>, request: FormatRequest) -> Result<String, String> {
     let started = std::time::Instant::now();
-    let formatted = formatter.format_async(request).await.map_err(|e| e.to_string());
+    let span = tracing::info_span!(target: wasmgate_guard::trace::TARGET, "format");
+    let formatted =
+        tracing::Instrument::instrument(formatter.format_async(request), span).await.map_err(|e| e.to_string());
     // Beside the guard's stages (the facade's: kept only when the host records).
     metrics::histogram!("wasmgate_stage_duration_seconds", "stage" => "format").record(started.elapsed());
     formatted

@@ -13,8 +13,10 @@
 use std::io::{self, IsTerminal as _, Write};
 
 use clap::ValueEnum;
-use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{EnvFilter, Layer, Registry};
 
 /// How log lines look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -25,15 +27,21 @@ pub(crate) enum LogFormat {
     Json,
 }
 
+/// A layer of the process's subscriber.
+pub(crate) type BoxedLayer = Box<dyn Layer<Registry> + Send + Sync>;
+
 /// Sends the log to stderr in `format`, at the level `WASMGATE_LOG` sets (`warn` by
-/// default).
-pub(crate) fn init(format: LogFormat) {
+/// default), beside `traces` (the spans exporter of `[serve.traces]`), if any. Each
+/// layer filters for itself, so the log's level says nothing about what is traced.
+pub(crate) fn init(format: LogFormat, traces: Option<BoxedLayer>) {
     let filter = EnvFilter::try_from_env("WASMGATE_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
-    let builder = tracing_subscriber::fmt().with_writer(Stderr).with_env_filter(filter);
-    match format {
-        LogFormat::Text => builder.with_ansi(io::stderr().is_terminal()).init(),
-        LogFormat::Json => builder.json().init(),
-    }
+    let log = tracing_subscriber::fmt::layer().with_writer(Stderr);
+    let log = match format {
+        LogFormat::Text => log.with_ansi(io::stderr().is_terminal()).with_filter(filter).boxed(),
+        LogFormat::Json => log.json().with_filter(filter).boxed(),
+    };
+    let layers: Vec<BoxedLayer> = std::iter::once(log).chain(traces).collect();
+    tracing_subscriber::registry().with(layers).init();
 }
 
 /// Makes a [`OneLine`] writer over stderr for each event.

@@ -37,6 +37,7 @@ mod serve;
 mod spin;
 mod stdio;
 mod tools;
+mod traces;
 
 #[derive(Debug, Parser)]
 #[command(name = "wasmgate", version, about = "Let an agent use tools written by strangers without trusting them")]
@@ -90,13 +91,18 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    logs::init(cli.log_format);
+    // `serve` starts the log itself, once it knows whether it also sends traces.
+    if !matches!(cli.command, Command::Serve(_)) {
+        logs::init(cli.log_format, None);
+    }
     let outcome = match cli.command {
         Command::Format(args) => format::run(args).map(|()| true),
         Command::Scan(args) => scan::run(args),
         Command::Doctor(args) => doctor::run(&args),
         Command::Audit(command) => audit::run(command).map(|()| true),
-        Command::Serve(args) => args.runtime().and_then(|rt| rt.block_on(serve::run(args))).map(|()| true),
+        Command::Serve(args) => {
+            args.runtime().and_then(|rt| rt.block_on(serve::run(args, cli.log_format))).map(|()| true)
+        }
         Command::Reload(args) => runtime().and_then(|rt| rt.block_on(reload::run(args))),
         Command::Tools(args) => runtime().and_then(|rt| rt.block_on(tools::run(args))).map(|()| true),
         Command::Review(args) => runtime().and_then(|rt| rt.block_on(review::run(args))).map(|()| true),

@@ -11,9 +11,11 @@ use wasmgate_gateway::resource_server::JwtAuthenticator;
 use wasmgate_guard::{CallerApprover, Unattended};
 use wasmgate_server::{Authenticator, HttpConfig, ServerConfig, ServerIdentity, serve_http, serve_stdio};
 
+use crate::logs::LogFormat;
 use crate::open::ConfigArgs;
 use crate::reload::{self, Reloader};
 use crate::spin;
+use crate::traces::Traces;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -89,13 +91,31 @@ fn bearer_token(what: &str, var: &str) -> anyhow::Result<String> {
     Ok(token.trim().to_owned())
 }
 
-pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+pub async fn run(args: ServeArgs, log_format: LogFormat) -> anyhow::Result<()> {
+    // The log starts once the configuration says whether spans go to a collector too
+    // (an error before it is printed all the same).
+    let loaded = args.config.load()?;
+    let (traces, layer) = match loaded.serve.traces.clone() {
+        Some(config) => {
+            let (traces, layer) = Traces::start(config).await?;
+            (Some(traces), Some(layer))
+        }
+        None => (None, None),
+    };
+    crate::logs::init(log_format, layer);
+    let served = serve(args, loaded).await;
+    if let Some(traces) = traces {
+        traces.shutdown().await;
+    }
+    served
+}
+
+async fn serve(args: ServeArgs, loaded: wasmgate_gateway::Config) -> anyhow::Result<()> {
     let token = args.token_env.as_deref().map(|var| bearer_token("--token-env", var)).transpose()?;
     if args.per_client_requests == Some(0) {
         bail!("--per-client-requests 0 would refuse every request: pass at least 1");
     }
     // `[serve.oauth]` makes the HTTP face an OAuth 2.1 resource server (docs/SERVER.md).
-    let loaded = args.config.load()?;
     let authenticator = match (&args.http, loaded.serve.oauth.clone()) {
         (Some(_), Some(oauth)) => {
             let server = JwtAuthenticator::new(oauth).context("[serve.oauth] in the configuration")?;

@@ -44,6 +44,10 @@
 //! [serve.metrics]                 # optional: Prometheus text at /metrics of `serve --http`
 //! enabled = true                  # the default; false counts nothing
 //! token_env = "METRICS_TOKEN"     # a scraper's own bearer token (else /mcp's credentials)
+//!
+//! [serve.traces]                  # optional: a span per stage of each call, over OTLP/HTTP
+//! endpoint = "http://127.0.0.1:4318/v1/traces"
+//! protocol = "http/protobuf"      # the default; or "http/json"
 //! ```
 
 use std::collections::BTreeMap;
@@ -86,6 +90,32 @@ pub struct ServeConfig {
     /// `GET /metrics` over HTTP (`[serve.metrics]`).
     #[serde(default)]
     pub metrics: MetricsConfig,
+    /// Traces over OTLP (`[serve.traces]`); none by default.
+    pub traces: Option<TracesConfig>,
+}
+
+/// `[serve.traces]`: a span per stage of every call, sent over OTLP/HTTP. The spans carry
+/// names (provider, tool, verdict, outcome, caller), never an argument or a result.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct TracesConfig {
+    /// The collector's traces endpoint, e.g. `http://127.0.0.1:4318/v1/traces`.
+    pub endpoint: String,
+    /// `http/protobuf` (the default) or `http/json`.
+    #[serde(default)]
+    pub protocol: TracesProtocol,
+}
+
+/// How spans are encoded for the collector.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+pub enum TracesProtocol {
+    /// OTLP/HTTP with protobuf bodies.
+    #[default]
+    #[serde(rename = "http/protobuf")]
+    Protobuf,
+    /// OTLP/HTTP with JSON bodies.
+    #[serde(rename = "http/json")]
+    Json,
 }
 
 /// `[serve.metrics]`: Prometheus metrics at `/metrics` of `wasmgate serve --http`.

@@ -36,6 +36,8 @@ use crate::bridge::bridged;
 use crate::budgets::Budgets;
 use crate::metrics;
 use crate::screen::{Screened, Screener, screen};
+use crate::trace;
+use tracing::Instrument as _;
 
 /// The policy, the reviewed definitions, the approver and the audit log, shared by
 /// every guarded tool.
@@ -372,7 +374,9 @@ impl std::fmt::Debug for Guarded {
 
 impl ToolExecute for Guarded {
     fn execute(&self, input: Value, cancel: CancellationToken) -> BoxFuture<'_, Result<ToolResult, ToolError>> {
-        Box::pin(self.call(input, cancel))
+        let caller = context::caller();
+        let span = trace::call(&self.provider, &self.tool, caller.as_deref().map(|c| c.subject.as_str()));
+        Box::pin(self.call(input, cancel).instrument(span))
     }
 }
 
@@ -385,6 +389,7 @@ impl Guarded {
         let call = guard.call_id();
         let entry = |event| Entry::call(&call, &self.provider, &self.tool, event);
         let facts = context::caller().map(|caller| caller_facts(&caller));
+        let deciding = trace::policy().entered();
         let decision = match self.rules {
             Rules::Tool => policy.decide_as(&self.provider, &self.tool, &input, facts.as_ref()),
             Rules::Resources => match input.get("uri").and_then(Value::as_str) {
@@ -395,8 +400,14 @@ impl Guarded {
         let found = secrets::find(&input);
         let action = policy.provider(&self.provider).map_or(SecretsAction::default(), |p| p.secrets);
         let decision = with_secrets(decision, &found, action);
+        drop(deciding);
         let verdict = decision.verdict.as_str().to_owned();
-        let counted = |outcome| metrics::call(&self.provider, &self.tool, decision.verdict.as_str(), outcome);
+        let span = tracing::Span::current();
+        span.record("verdict", decision.verdict.as_str());
+        let counted = |outcome| {
+            span.record("outcome", outcome);
+            metrics::call(&self.provider, &self.tool, decision.verdict.as_str(), outcome);
+        };
         metrics::stage("policy", started);
         // A credential the model put in a call is not written down in the audit log.
         let arguments = if found.is_empty() { input.clone() } else { secrets::redact(&input, &found) };
@@ -426,7 +437,7 @@ impl Guarded {
             Verdict::Ask => {
                 let request = self.request(&call, &input, &decision.reason, Subject::Call);
                 let asked = Instant::now();
-                let approval = guard.approver.approve(&request).await;
+                let approval = guard.approver.approve(&request).instrument(trace::approval()).await;
                 metrics::stage("approval", asked);
                 let approved = approval == Approval::Approved;
                 records.push(entry(Event::Approval { approved, approver: guard.approver.name().to_owned() }));
@@ -438,13 +449,13 @@ impl Guarded {
             Verdict::Allow => None,
         };
         if let Some(reason) = denied {
-            guard.record(records).await.inspect_err(|_| counted("refused"))?;
+            guard.record(records).instrument(trace::audit()).await.inspect_err(|_| counted("refused"))?;
             counted("denied");
             return Ok(ToolResult::error(format!("denied: {reason}")));
         }
         records.push(entry(Event::Started));
         let writing = Instant::now();
-        guard.record(records).await.inspect_err(|_| counted("refused"))?;
+        guard.record(records).instrument(trace::audit()).await.inspect_err(|_| counted("refused"))?;
         metrics::stage("audit", writing);
         // From here the call has started: if this future is dropped before it ends (a
         // host's timeout, a shutdown), the outcome is recorded as `cancelled` all the same.
@@ -452,7 +463,8 @@ impl Guarded {
         // The provider's own requests for input during the call go through the policy.
         let context = bridged(guard, Arc::clone(&policy), &call, &self.provider, &self.tool);
         let running = Instant::now();
-        let ran = context::scope(context, self.inner.execute(input.clone(), cancel)).await;
+        let ran =
+            context::scope(context, self.inner.execute(input.clone(), cancel)).instrument(trace::upstream()).await;
         metrics::stage("call", running);
         match ran {
             Ok(result) => {
@@ -460,8 +472,8 @@ impl Guarded {
                 let screeners = guard.screeners(&self.provider);
                 let release = |flags| self.release(&call, &input, flags);
                 let screening = Instant::now();
-                let Screened { result, event } =
-                    screen(&self.provider, &self.tool, result, action, &screeners, release).await;
+                let screened = screen(&self.provider, &self.tool, result, action, &screeners, release);
+                let Screened { result, event } = screened.instrument(trace::screen()).await;
                 metrics::stage("screen", screening);
                 metrics::flags(&self.provider, &event);
                 counted(metrics::outcome(&event));

@@ -18,6 +18,7 @@
 //!   under the policy: routing, cleaning, screening, audit;
 //! * [`budgets`]: the token buckets of the policy's rate limits and call budgets;
 //! * [`metrics`]: what the guard counts for `/metrics`;
+//! * [`trace`]: the spans of a call, for a traces exporter;
 //! * [`screen`]: detection, the policy's injection action, framing;
 //! * [`approver`]: the [`Approver`] trait, [`Unattended`], [`TerminalApprover`] and
 //!   [`CallerApprover`].
@@ -30,6 +31,7 @@ pub mod guard;
 pub mod metrics;
 pub mod screen;
 pub mod toolset;
+pub mod trace;
 
 pub use approver::{Approval, ApprovalRequest, Approver, CallerApprover, Subject, TerminalApprover, Unattended};
 pub use budgets::{Budgets, Limited};
