@@ -16,7 +16,10 @@
 //!   on a current-thread runtime like a Node or Python client's event loop
 //!   (`WASMGATE_BENCH_CLIENT=multi-thread` or `current-thread` runs one of them);
 //! * fsyncs per call of the default durable audit log, one caller at a time and with 64
-//!   concurrent callers (the gateway run in-process here, to read its counter).
+//!   concurrent callers (the gateway run in-process here, to read its counter);
+//! * `wasmgate serve --http` with its Prometheus metrics on (the default) against the
+//!   same with `[serve.metrics] enabled = false` (`WASMGATE_BENCH_METRICS_ONLY=1` runs
+//!   only this).
 //!
 //! Besides criterion's own figures, each comparison prints interleaved rounds (a batch
 //! of calls one way, then the other) and the median ratio, because this VM's speed
@@ -294,13 +297,39 @@ fn gateway_child(dir: &Path) -> u32 {
 }
 
 fn overhead(c: &mut Criterion) {
+    if std::env::var_os("WASMGATE_BENCH_METRICS_ONLY").is_some() {
+        metrics_on_off(c, &Runtime::new().unwrap());
+        return;
+    }
     // `WASMGATE_BENCH_FSYNCS_ONLY=1`: only the fsync counts, to repeat them quickly.
     if std::env::var_os("WASMGATE_BENCH_FSYNCS_ONLY").is_none() {
         for client in Client::chosen() {
             compare(c, client);
         }
+        metrics_on_off(c, &Runtime::new().unwrap());
     }
     fsyncs(&Runtime::new().unwrap());
+}
+
+/// `wasmgate serve --http` (audit off) with its metrics on, the default, against the
+/// same gateway with `[serve.metrics] enabled = false`: criterion's figures, then
+/// interleaved rounds one call at a time and [`IN_FLIGHT`] at once.
+fn metrics_on_off(c: &mut Criterion, rt: &Runtime) {
+    let (on_dir, off_dir) = (gateway_dir("off"), gateway_dir("off"));
+    let config = off_dir.path().join("wasmgate.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{text}\n[serve.metrics]\nenabled = false\n")).unwrap();
+    let (_on_served, on) = rt.block_on(through_http(on_dir.path()));
+    let (_off_served, off) = rt.block_on(through_http(off_dir.path()));
+    let mut group = c.benchmark_group("metrics");
+    group.bench_function("gateway_http_metrics_off", |b| b.iter(|| rt.block_on(call(&off, "echo__echo"))));
+    group.bench_function("gateway_http_metrics_on", |b| b.iter(|| rt.block_on(call(&on, "echo__echo"))));
+    group.finish();
+    interleaved(rt, "gateway http (audit off), metrics off vs on", (&off, "echo__echo"), (&on, "echo__echo"));
+    concurrent(rt, "gateway http (audit off), metrics off vs on", (&off, "echo__echo"), (&on, "echo__echo"));
+    for mcp in [on, off] {
+        rt.block_on(mcp.close());
+    }
 }
 
 /// Every comparison with `client`'s runtime; criterion's figures with the default one.

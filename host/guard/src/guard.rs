@@ -175,6 +175,7 @@ impl Guard {
                     tool: offer.name,
                     rules: Rules::Tool,
                     inner: offer.tool,
+                    counters: metrics::CallCounters::default(),
                 };
                 Admission::Offered(Tool::new(spec, Arc::new(guarded)))
             }
@@ -197,6 +198,7 @@ impl Guard {
             tool: RESOURCE_READ.to_owned(),
             rules: Rules::Resources,
             inner: tool,
+            counters: metrics::CallCounters::default(),
         };
         Tool::new(spec, Arc::new(guarded))
     }
@@ -355,6 +357,7 @@ struct Guarded {
     tool: String,
     rules: Rules,
     inner: Tool,
+    counters: metrics::CallCounters,
 }
 
 /// Which rules of the policy decide a guarded tool's calls.
@@ -406,7 +409,7 @@ impl Guarded {
         span.record("verdict", decision.verdict.as_str());
         let counted = |outcome| {
             span.record("outcome", outcome);
-            metrics::call(&self.provider, &self.tool, decision.verdict.as_str(), outcome);
+            self.counters.count(&self.provider, &self.tool, decision.verdict.as_str(), outcome);
         };
         metrics::stage("policy", started);
         // A credential the model put in a call is not written down in the audit log.

@@ -9,7 +9,11 @@
 //!   write-ahead records made durable), `call` (the provider, formatting included) and
 //!   `screen`.
 
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
+
+use metrics::Counter;
 
 use wasmgate_audit::Event;
 
@@ -21,16 +25,29 @@ pub(crate) fn stage(stage: &'static str, since: Instant) {
     metrics::histogram!(STAGE, "stage" => stage).record(since.elapsed());
 }
 
-/// Counts a call of `provider`'s `tool` that got `verdict` and ended in `outcome`.
-pub(crate) fn call(provider: &str, tool: &str, verdict: &'static str, outcome: &'static str) {
-    metrics::counter!(
-        "wasmgate_calls_total",
-        "provider" => provider.to_owned(),
-        "tool" => tool.to_owned(),
-        "verdict" => verdict,
-        "outcome" => outcome
-    )
-    .increment(1);
+/// The `wasmgate_calls_total` counters of one tool, by verdict and outcome: each is
+/// registered once, on its first call, so a call costs an increment and not the
+/// allocation and lookup of its labels.
+#[derive(Default)]
+pub(crate) struct CallCounters {
+    counters: Mutex<HashMap<(&'static str, &'static str), Counter>>,
+}
+
+impl CallCounters {
+    /// Counts a call of `provider`'s `tool` that got `verdict` and ended in `outcome`.
+    pub(crate) fn count(&self, provider: &str, tool: &str, verdict: &'static str, outcome: &'static str) {
+        let mut counters = self.counters.lock().unwrap_or_else(PoisonError::into_inner);
+        let counter = counters.entry((verdict, outcome)).or_insert_with(|| {
+            metrics::counter!(
+                "wasmgate_calls_total",
+                "provider" => provider.to_owned(),
+                "tool" => tool.to_owned(),
+                "verdict" => verdict,
+                "outcome" => outcome
+            )
+        });
+        counter.increment(1);
+    }
 }
 
 /// Counts `event`'s injection flags, if it has any, for `provider`.
