@@ -11,21 +11,15 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use base64::Engine as _;
+use common::issuer::Issuer;
 use common::{serve_http_with, setup, stderr, wasmgate};
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use ring::signature::{Ed25519KeyPair, KeyPair as _};
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use wasmgate_client::{
     Bearer, CancellationToken, ClientConfig, ClientError, HttpConfig, HttpTransport, InputDeclined, InputHandler,
     InputRequest, McpClient,
 };
 
-const ISSUER: &str = "https://as.example";
-const RESOURCE: &str = "https://gw.example/mcp";
 const METRICS_TOKEN: &str = "scraper-token-0123456789abcdef";
 
 /// The team's rules, added to the common policy: the calendar's query rule names the caller, contractors may
@@ -45,47 +39,6 @@ subjects = ["carol"]
 rate = 3
 per = "hour"
 "#;
-
-/// An Ed25519 key pair made here: its signing key and its public JWK.
-fn key() -> (EncodingKey, Value) {
-    let pkcs8 = Ed25519KeyPair::generate_pkcs8(&ring::rand::SystemRandom::new()).unwrap();
-    let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).unwrap();
-    let x = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(pair.public_key().as_ref());
-    let jwk = json!({"kty": "OKP", "crv": "Ed25519", "x": x, "kid": "k1", "alg": "EdDSA", "use": "sig"});
-    (EncodingKey::from_ed_der(pkcs8.as_ref()), jwk)
-}
-
-/// An access token for `subject` in `groups`, from the issuer, for the gateway.
-fn token(signing: &EncodingKey, subject: &str, groups: &[&str]) -> String {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
-    let claims = json!({"iss": ISSUER, "aud": RESOURCE, "sub": subject, "exp": now + 600,
-                        "email": format!("{subject}@example.com"), "groups": groups});
-    let mut header = Header::new(Algorithm::EdDSA);
-    header.kid = Some("k1".into());
-    jsonwebtoken::encode(&header, &claims, signing).unwrap()
-}
-
-/// Serves `jwk` as the issuer's JWKS on loopback; returns its URL.
-async fn jwks(jwk: Value) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
-    let body = json!({"keys": [jwk]}).to_string();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).await.unwrap_or(0) == 1 {
-                head.push(byte[0]);
-            }
-            let response = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(response.as_bytes()).await;
-        }
-    });
-    url
-}
 
 /// Answers every elicitation yes, and counts the questions.
 #[derive(Debug, Default)]
@@ -165,14 +118,11 @@ async fn get_metrics(url: &str, token: Option<&str>) -> (u16, String) {
 #[tokio::test]
 async fn four_callers_get_their_own_verdicts_budgets_questions_and_audit_records() {
     let dir = setup();
-    let (signing, jwk) = key();
-    let jwks_uri = jwks(jwk).await;
+    let issuer = Issuer::start().await;
     let config = dir.path().join("wasmgate.toml");
     let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str(&format!(
-        "\n[serve.oauth]\nissuer = {ISSUER:?}\nresource = {RESOURCE:?}\njwks_uri = {jwks_uri:?}\n\
-         \n[serve.metrics]\ntoken_env = \"WASMGATE_TEST_METRICS\"\n"
-    ));
+    text.push_str(&issuer.serve_oauth());
+    text.push_str("\n[serve.metrics]\ntoken_env = \"WASMGATE_TEST_METRICS\"\n");
     std::fs::write(&config, text).unwrap();
     let policy = dir.path().join("policy.toml");
     // The common policy's calendar_query rule gives way to the team's.
@@ -188,7 +138,7 @@ async fn four_callers_get_their_own_verdicts_budgets_questions_and_audit_records
     let groups = |name: &str| if name == "dave" { vec!["contractors"] } else { vec!["staff"] };
     let mut clients = BTreeMap::new();
     for (name, person) in &people {
-        let token = token(&signing, name, &groups(name));
+        let token = issuer.token(name, &groups(name));
         clients.insert(*name, client(&url, &token, Arc::clone(person)).await);
     }
 
@@ -233,7 +183,7 @@ async fn four_callers_get_their_own_verdicts_budgets_questions_and_audit_records
             "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}}}});
     let response = reqwest::Client::new()
         .post(&url)
-        .bearer_auth(token(&signing, "carol", &["staff"]))
+        .bearer_auth(issuer.token("carol", &["staff"]))
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
@@ -252,7 +202,7 @@ async fn four_callers_get_their_own_verdicts_budgets_questions_and_audit_records
     // /metrics: for the scraper's token or a caller's, never for nobody.
     assert_eq!(get_metrics(&url, None).await.0, 401);
     assert_eq!(get_metrics(&url, Some("not-the-token-at-all-0000")).await.0, 401);
-    let (status, _) = get_metrics(&url, Some(&token(&signing, "alice", &["staff"]))).await;
+    let (status, _) = get_metrics(&url, Some(&issuer.token("alice", &["staff"]))).await;
     assert_eq!(status, 200);
     let (status, text) = get_metrics(&url, Some(METRICS_TOKEN)).await;
     assert_eq!(status, 200);

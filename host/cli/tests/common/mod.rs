@@ -3,6 +3,8 @@
 //! the `wasmgate` binary on it.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod issuer;
+
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
