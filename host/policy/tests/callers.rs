@@ -141,3 +141,44 @@ fn mistakes_in_caller_rules_and_budgets_name_the_key() {
         assert!(Policy::from_toml(&format!("{base}{text}"), "p").is_err(), "{text}");
     }
 }
+
+/// The ```toml blocks of `doc` (in docs/) that contain `marker`.
+fn doc_examples(doc: &str, marker: &str) -> Vec<String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs").join(doc);
+    let text = std::fs::read_to_string(path).unwrap();
+    text.split("```toml\n")
+        .skip(1)
+        .filter_map(|rest| rest.split("```").next())
+        .filter(|block| block.contains(marker))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_documented_caller_rules_and_budgets_parse_and_decide_as_documented() {
+    let [callers] = &doc_examples("POLICY.md", "[[providers.calendar.callers]]")[..] else { panic!("one example") };
+    let p = Policy::from_toml(callers, "POLICY.md").unwrap();
+    let who = |subject: &str, groups: &[&str]| caller(json!({"subject": subject, "groups": groups}));
+    let own = json!({"user": "ann@example.com"});
+    let ann = caller(json!({"subject": "ann", "groups": ["staff"], "email": "ann@example.com"}));
+    assert_eq!(verdict(&p, "calendar_query", &own, Some(&ann)), Verdict::Allow);
+    assert_eq!(verdict(&p, "calendar_query", &json!({"user": "x@example.com"}), Some(&ann)), Verdict::Deny);
+    assert_eq!(verdict(&p, "calendar_delete", &json!({}), Some(&who("alice", &["staff"]))), Verdict::Ask);
+    assert_eq!(verdict(&p, "calendar_delete", &json!({}), Some(&who("bob", &["staff"]))), Verdict::Deny);
+    let contractor = caller(json!({"subject": "c", "groups": ["contractors"], "email": "c@example.com"}));
+    assert_eq!(verdict(&p, "calendar_query", &json!({"user": "c@example.com"}), Some(&contractor)), Verdict::Ask);
+    let stranger = caller(json!({"subject": "s", "email": "s@example.com"}));
+    assert_eq!(verdict(&p, "calendar_query", &json!({"user": "s@example.com"}), Some(&stranger)), Verdict::Deny);
+
+    let [budgets] = &doc_examples("POLICY.md", "[[budgets]]")[..] else { panic!("one example") };
+    let p = Policy::from_toml(budgets, "POLICY.md").unwrap();
+    assert_eq!(p.budgets().len(), 2);
+    assert!(p.budgets()[0].covers("calendar", "calendar_delete", None));
+    assert_eq!((p.budgets()[1].rate, p.budgets()[1].burst), (60, 10));
+
+    let [team] = &doc_examples("SERVER.md", "[[budgets]]")[..] else { panic!("one example") };
+    let p = Policy::from_toml(team, "SERVER.md").unwrap();
+    assert_eq!(verdict(&p, "calendar_create", &json!({}), Some(&ann)), Verdict::Ask);
+    assert_eq!(verdict(&p, "calendar_query", &json!({"user": "c@example.com"}), Some(&contractor)), Verdict::Ask);
+    assert_eq!((p.budgets()[0].rate, p.budgets()[0].burst, p.budgets()[0].per), (120, 20, Per::Hour));
+}
