@@ -196,6 +196,16 @@ pub struct Caller {
     pub claims: Map<String, Value>,
 }
 
+impl Caller {
+    /// What a policy may say of it: its token's claims, and `subject`.
+    #[must_use]
+    pub fn facts(&self) -> Map<String, Value> {
+        let mut facts = self.claims.clone();
+        facts.insert("subject".into(), Value::String(self.subject.clone()));
+        facts
+    }
+}
+
 impl fmt::Debug for CallContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CallContext")

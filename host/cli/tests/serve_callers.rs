@@ -155,7 +155,15 @@ async fn four_callers_get_their_own_verdicts_budgets_questions_and_audit_records
     let asked: BTreeMap<&str, usize> = people.iter().map(|(n, p)| (*n, *p.asked.lock().unwrap())).collect();
     assert_eq!(asked, BTreeMap::from([("alice", 0), ("bob", 1), ("carol", 0), ("dave", 0)]));
 
-    // Contractors may not use the echo server.
+    // Each caller's list leaves out what the policy denies that caller.
+    let listed = |tools: Vec<wasmgate_protocol::ToolDefinition>| tools.into_iter().map(|t| t.name).collect::<Vec<_>>();
+    let alice_sees = listed(clients["alice"].list_tools().await.unwrap());
+    let dave_sees = listed(clients["dave"].list_tools().await.unwrap());
+    assert!(alice_sees.contains(&"echo__echo".to_owned()), "{alice_sees:?}");
+    assert!(!dave_sees.contains(&"echo__echo".to_owned()), "{dave_sees:?}");
+    assert!(dave_sees.contains(&"calendar__calendar_query".to_owned()), "{dave_sees:?}");
+
+    // Contractors may not use the echo server, listed or not.
     let refused = call(&clients["dave"], "echo__echo", json!({"text": "hi-dave"})).await.unwrap();
     assert!(refused.0 && refused.1.contains("denies this provider's tools to group \"contractors\""), "{}", refused.1);
 

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 use tokio::sync::watch;
-use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolResult, ToolSpec};
+use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolResult, ToolSpec, context};
 use wasmgate_guard::content::{self, CompletionRef, GuardedContent};
 use wasmgate_guard::{ContentSource, Guard, GuardedToolset};
 use wasmgate_policy::split_prefixed;
@@ -175,7 +175,23 @@ impl GatewayBackend {
 
 impl Backend for GatewayBackend {
     fn tools(&self) -> BoxFuture<'_, Vec<ToolSpec>> {
-        Box::pin(async move { self.look().await.into_iter().map(|t| t.spec).collect() })
+        Box::pin(async move {
+            let tools = self.look().await;
+            // Each caller's list leaves out what the policy denies that caller whatever
+            // the arguments (its provider's caller rules, the tool's own).
+            let facts = context::caller().map(|caller| caller.facts());
+            let policy = self.guard.policy();
+            let admitted = self.admitted.lock().map(|admitted| admitted.clone()).unwrap_or_default();
+            tools
+                .into_iter()
+                .filter(|tool| {
+                    admitted
+                        .get(&tool.spec.name)
+                        .is_none_or(|(provider, own)| !policy.denies_caller(provider, own, facts.as_ref()))
+                })
+                .map(|t| t.spec)
+                .collect()
+        })
     }
 
     fn call(

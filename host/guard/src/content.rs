@@ -34,7 +34,7 @@ use wasmgate_policy::{
 };
 
 use crate::bridge::bridged;
-use crate::guard::{Access, Guard, caller_facts};
+use crate::guard::{Access, Guard};
 use crate::screen::{Screened, Screener, screen};
 
 /// The most characters of a title or description served.
@@ -356,7 +356,7 @@ impl GuardedContent {
     /// Whether the policy lets the caller of the request being served use `provider`
     /// at all: `Err` with why not when the provider's caller rules deny it.
     fn for_caller(policy: &Policy, provider: &str) -> Result<(), Refusal> {
-        let facts = context::caller().map(|caller| caller_facts(&caller));
+        let facts = context::caller().map(|caller| caller.facts());
         match policy.refuses_caller(provider, facts.as_ref()) {
             Some(why) => Err(Refusal::InvalidParams(why)),
             None => Ok(()),

@@ -260,13 +260,6 @@ impl Guard {
     }
 }
 
-/// What a policy may say of `caller`: its token's claims, and `subject`.
-pub(crate) fn caller_facts(caller: &wasmgate_agent::Caller) -> serde_json::Map<String, Value> {
-    let mut facts = caller.claims.clone();
-    facts.insert("subject".into(), Value::String(caller.subject.clone()));
-    facts
-}
-
 /// `entry` with `caller`, the caller of the call being served, when it is about a call
 /// (every record of a call carries who made it).
 fn with_caller(mut entry: Entry, caller: Option<&wasmgate_agent::Caller>) -> Entry {
@@ -391,7 +384,7 @@ impl Guarded {
         let policy = guard.policy();
         let call = guard.call_id();
         let entry = |event| Entry::call(&call, &self.provider, &self.tool, event);
-        let facts = context::caller().map(|caller| caller_facts(&caller));
+        let facts = context::caller().map(|caller| caller.facts());
         let deciding = trace::policy().entered();
         let decision = match self.rules {
             Rules::Tool => policy.decide_as(&self.provider, &self.tool, &input, facts.as_ref()),

@@ -141,6 +141,20 @@ impl Policy {
             .then(|| format!("the policy denies the provider {provider} to {}", rule.callers.describe()))
     }
 
+    /// Whether every call of `tool` of `provider` by the caller with `facts` is denied,
+    /// whatever its arguments: the provider's caller rules deny the caller, or the tool's
+    /// verdict for the caller is deny. Such a tool is left out of the caller's list.
+    pub fn denies_caller(&self, provider: &str, tool: &str, facts: Option<&serde_json::Map<String, Value>>) -> bool {
+        let Some(p) = self.providers.get(provider) else { return true };
+        if first_for(&p.callers, facts).is_some_and(|rule| rule.verdict == Verdict::Deny) {
+            return true;
+        }
+        match p.tools.get(tool) {
+            None => p.unlisted == Verdict::Deny,
+            Some(rule) => first_for(&rule.callers, facts).map_or(rule.verdict, |own| own.verdict) == Verdict::Deny,
+        }
+    }
+
     /// Whether every call of `tool` of `provider` is denied, whoever makes it: its
     /// verdict (or the provider's for unlisted tools) is deny and no caller rule of the
     /// tool gives anyone more, or the provider's caller rules deny everyone. A tool

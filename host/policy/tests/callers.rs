@@ -83,6 +83,21 @@ fn a_providers_caller_rules_cap_every_verdict_and_never_loosen_one() {
 }
 
 #[test]
+fn a_tool_is_denied_to_a_caller_whatever_the_arguments_only_when_no_rule_lets_them_call_it() {
+    let p = Policy::from_toml(TEAM, "policy.toml").unwrap();
+    let staff = caller(json!({"subject": "carol", "groups": ["staff"]}));
+    let alice = caller(json!({"subject": "alice", "groups": ["staff"]}));
+    let stranger = caller(json!({"subject": "eve"}));
+    assert!(p.denies_caller("calendar", "delete_event", Some(&staff)));
+    assert!(!p.denies_caller("calendar", "delete_event", Some(&alice)));
+    assert!(!p.denies_caller("calendar", "list_events", Some(&staff)), "its constraint depends on the arguments");
+    assert!(p.denies_caller("calendar", "list_events", Some(&stranger)), "the provider's catch-all");
+    assert!(p.denies_caller("calendar", "list_events", None));
+    assert!(p.denies_caller("mail", "x", Some(&staff)), "not in the policy");
+    assert!(!p.denies_everyone("calendar", "delete_event"), "alice may");
+}
+
+#[test]
 fn a_constraint_naming_the_caller_holds_for_the_callers_own_value_only() {
     let p = Policy::from_toml(TEAM, "policy.toml").unwrap();
     let ann = caller(json!({"subject": "ann", "groups": ["staff"], "email": "ann@example.com"}));

@@ -40,7 +40,9 @@ impl Engine {
         };
         match job {
             Job::ListTools(cursor) => {
-                let tools = backend.tools().await;
+                // The list may depend on who asks (a tool denied to the caller is left out).
+                let context = CallContext { caller, ..CallContext::default() };
+                let tools = context::scope(context, backend.tools()).await;
                 let tools = tools
                     .into_iter()
                     .map(|spec| tool_definition(&spec.name, &spec.description, spec.input_schema))
