@@ -18,6 +18,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
+use sha2::Digest as _;
 use wasmgate_policy::{Budget, Each, Policy};
 
 /// The most buckets kept at once.
@@ -73,12 +74,13 @@ impl Budgets {
         if covering.is_empty() {
             return Ok(());
         }
+        let subject = bounded(subject);
         let key = |budget: &Budget| {
             let tool = match budget.each {
                 Each::Caller => String::new(),
                 Each::Tool => format!("{provider}/{tool}"),
             };
-            (budget.fingerprint(), subject.to_owned(), tool)
+            (budget.fingerprint(), subject.clone(), tool)
         };
         let mut buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
         let mut levels = Vec::with_capacity(covering.len());
@@ -128,6 +130,20 @@ impl Budgets {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// The longest subject kept as it is in a bucket's key.
+const MAX_SUBJECT_BYTES: usize = 128;
+
+/// `subject`, or its SHA-256 when it is long: a bucket's key stays small whatever a
+/// token's `sub` holds.
+fn bounded(subject: &str) -> String {
+    if subject.len() <= MAX_SUBJECT_BYTES {
+        return subject.to_owned();
+    }
+    let digest = sha2::Sha256::digest(subject.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }
 
 #[cfg(test)]
@@ -219,6 +235,19 @@ per = "hour"
         assert!(budgets.take(&same, "cal", "x", "ann", None, t0).is_err(), "the same budget, still empty");
         let raised = policy(&POLICY.replace("rate = 2", "rate = 5"));
         assert!(budgets.take(&raised, "cal", "x", "ann", None, t0).is_ok(), "a changed budget starts full");
+    }
+
+    #[test]
+    fn a_long_subject_is_kept_as_its_hash_and_still_counted_as_itself() {
+        let (p, budgets, t0) = (policy(POLICY), Budgets::default(), Instant::now());
+        let long = "s".repeat(10_000);
+        for _ in 0..2 {
+            assert!(budgets.take(&p, "cal", "x", &long, None, t0).is_ok());
+        }
+        assert!(budgets.take(&p, "cal", "x", &long, None, t0).is_err());
+        assert!(budgets.take(&p, "cal", "x", &"s".repeat(9_999), None, t0).is_ok(), "another subject");
+        assert_eq!(bounded(&long).len(), "sha256:".len() + 64);
+        assert_eq!(bounded("ann"), "ann");
     }
 
     #[test]
