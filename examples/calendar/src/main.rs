@@ -45,7 +45,7 @@ async fn first_act(state_dir: &Path) -> anyhow::Result<bool> {
 
     let gateway = Gateway::start(&config, Arc::new(Unattended)).await.context("starting the gateway")?;
     show::heading("Providers");
-    show::providers(&gateway.providers, "stdio MCP server (examples/calendar/server.py), a native process");
+    show::providers(&gateway.providers(), "stdio MCP server (examples/calendar/server.py), a native process");
     let unreviewed = tools(&gateway, &config_path).await;
 
     show::heading("The agent's turn");
@@ -77,7 +77,7 @@ async fn second_act(state_dir: &Path) -> anyhow::Result<bool> {
     let granted = gateway.guard.policy().provider("caldav").map(|p| p.network_hosts.clone()).unwrap_or_default();
     println!("  egress grant:  network_hosts = {granted:?}: the one host it may reach, through the gateway's proxy");
     show::heading("Providers");
-    show::providers(&gateway.providers, "stdio MCP server (caldav-mcp, Node.js), a native process");
+    show::providers(&gateway.providers(), "stdio MCP server (caldav-mcp, Node.js), a native process");
     let unreviewed = tools(&gateway, &config_path).await;
 
     show::heading("The agent's turn");

@@ -98,6 +98,12 @@ pub enum Event {
         /// What changed that applies only when the gateway starts again.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         restart: Vec<String>,
+        /// The providers started (added, or changed and started anew).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        started: Vec<String>,
+        /// The providers stopped (removed, or changed and replaced).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        stopped: Vec<String>,
     },
     /// A stdio server's connection through the egress proxy, once it ended.
     Egress {
@@ -193,9 +199,11 @@ impl Entry {
                 cut(outcome);
                 cut_flags(flags);
             }
-            Event::Reload { refused, restart } => {
+            Event::Reload { refused, restart, started, stopped } => {
                 refused.iter_mut().for_each(cut);
                 cut_flags(restart);
+                cut_flags(started);
+                cut_flags(stopped);
             }
             Event::Egress { host, address, refused, .. } => {
                 cut(host);

@@ -3,7 +3,7 @@
 //! * `wasmgate format`: render a tool result through a sandboxed formatter component and
 //!   print what a model would read ([`format`]);
 //! * `wasmgate serve [--http ADDR]`: the MCP server face ([`serve`]);
-//! * `wasmgate reload`: running gateways read their rules again ([`reload`]);
+//! * `wasmgate reload`: running gateways read their rules and providers again ([`reload`]);
 //! * `wasmgate tools`, `review`, `call`: the configured providers' tools, their review,
 //!   and one call through the whole pipeline ([`tools`], [`review`], [`call`]);
 //! * `wasmgate scan FILE`: the injection detector on a text ([`scan`]);
@@ -58,8 +58,9 @@ enum Command {
     /// Serve every provider's vetted tools as an MCP server, over stdio or Streamable HTTP.
     Serve(serve::ServeArgs),
     /// Make every running `wasmgate serve` of the configuration read wasmgate.toml, the
-    /// policy and the lock again (as SIGHUP does), and print each one's answer; files
-    /// that do not load are refused and the rules in force stay (exit status 2).
+    /// policy and the lock again (as SIGHUP does), starting and stopping providers as it
+    /// now says, and print each one's answer; files that do not load are refused and the
+    /// rules in force stay (exit status 2).
     Reload(reload::ReloadArgs),
     /// List every provider's tools and their state: allowed, ask, denied, unreviewed or
     /// changed, and how each stdio server is confined.

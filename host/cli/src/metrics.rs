@@ -63,7 +63,7 @@ fn describe() {
 /// The render of a scrape: each provider's state, then every metric.
 pub fn render(handle: PrometheusHandle, gateway: Arc<Gateway>) -> Arc<dyn Fn() -> String + Send + Sync> {
     Arc::new(move || {
-        for provider in &gateway.providers {
+        for provider in &gateway.providers() {
             let up = if gateway.provider_trouble(&provider.name).is_none() { 1.0 } else { 0.0 };
             metrics::gauge!("wasmgate_provider_up", "provider" => provider.name.clone()).set(up);
         }

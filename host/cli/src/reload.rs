@@ -1,9 +1,10 @@
-//! Reloading a running gateway's rules: SIGHUP, or `wasmgate reload`.
+//! Reloading a running gateway's rules and providers: SIGHUP, or `wasmgate reload`
+//! (what a reload does: `wasmgate_gateway::reload`).
 //!
 //! Each `wasmgate serve` listens on a Unix socket of its own,
 //! `<state_dir>/control/<pid>.sock` (the state directory is its owner's only), for one
-//! line: `reload`. It answers `reloaded` (with what needs a restart, if anything) or
-//! `refused: WHY`, one line. `wasmgate reload` asks every gateway of the configuration
+//! line: `reload`. It answers `reloaded` (with the providers started and stopped and
+//! what needs a restart, if anything) or `refused: WHY`, one line. `wasmgate reload` asks every gateway of the configuration
 //! this way, so whoever edits the files sees at once whether they were taken; SIGHUP
 //! does the same, with the outcome in the gateway's log. Either way the outcome is in
 //! the audit log (a `reload` record).
@@ -38,14 +39,20 @@ pub struct Reloader {
 impl Reloader {
     /// Reloads, tells clients what changed, and answers with one line.
     pub async fn reload(&self) -> String {
-        match self.gateway.reload(&self.path) {
+        match self.gateway.reload(&self.path).await {
             Ok(reloaded) => {
-                self.backend.rules_changed().await;
-                if reloaded.restart.is_empty() {
-                    "reloaded".to_owned()
-                } else {
-                    format!("reloaded; these apply when it starts again: {}", reloaded.restart.join("; "))
+                self.backend.reloaded(&self.gateway, &reloaded).await;
+                let mut answer = "reloaded".to_owned();
+                if !reloaded.started.is_empty() {
+                    answer.push_str(&format!("; started {}", reloaded.started.join(", ")));
                 }
+                if !reloaded.stopped.is_empty() {
+                    answer.push_str(&format!("; stopped {}", reloaded.stopped.join(", ")));
+                }
+                if !reloaded.restart.is_empty() {
+                    answer.push_str(&format!("; these apply when it starts again: {}", reloaded.restart.join("; ")));
+                }
+                answer
             }
             Err(why) => format!("refused: {}", why.replace('\n', " ")),
         }

@@ -14,7 +14,7 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<()> {
     let config = args.load()?;
     let gateway = args.start(Arc::new(Unattended)).await?;
     let statuses = gateway.tool_statuses().await;
-    for provider in &gateway.providers {
+    for provider in &gateway.providers() {
         let kind = format!("{:?}", provider.kind).to_lowercase();
         println!("{} ({kind})", provider.name);
         if let Some(confinement) = &provider.confinement {

@@ -8,14 +8,24 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{serve_http, serve_stdio, setup, stderr, stdout, wasmgate};
-use serde_json::Value;
-use wasmgate_client::{ClientConfig, HttpConfig, HttpTransport, McpClient, StdioTransport, ToolsWatch};
+use serde_json::{Value, json};
+use wasmgate_client::{
+    CancellationToken, ClientConfig, HttpConfig, HttpTransport, McpClient, StdioTransport, ToolsWatch,
+};
 
 fn reviewed() -> tempfile::TempDir {
     let dir = setup();
     let review = wasmgate(dir.path(), &["review", "--yes"]);
     assert!(review.status.success(), "{}", stderr(&review));
     dir
+}
+
+fn args(value: Value) -> serde_json::Map<String, Value> {
+    value.as_object().cloned().unwrap()
+}
+
+fn text(result: &wasmgate_protocol::CallToolResult) -> String {
+    result.content.iter().filter_map(|b| b.text()).collect()
 }
 
 async fn names(client: &McpClient) -> Vec<String> {
@@ -88,7 +98,7 @@ async fn wasmgate_reload_applies_a_new_policy_and_refuses_one_that_does_not_load
     assert!(stdout(&out).contains("policy.toml"), "the error names the file: {}", stdout(&out));
     assert!(!names(&client).await.contains(&"echo__echo".to_owned()), "the old rules stay");
 
-    // A setting read only at start is named, and the rest applies.
+    // A provider whose start-time settings changed is started anew.
     let fixed =
         std::fs::read_to_string(dir.path().join("policy.toml")).unwrap().replace("\n[providers.echo.tools.broken", "");
     std::fs::write(
@@ -98,21 +108,121 @@ async fn wasmgate_reload_applies_a_new_policy_and_refuses_one_that_does_not_load
     .unwrap();
     let out = wasmgate(dir.path(), &["reload"]);
     assert!(out.status.success(), "{}", stdout(&out));
+    assert!(stdout(&out).ends_with(": reloaded; started echo; stopped echo\n"), "{}", stdout(&out));
+    changed(&mut changes).await;
+    assert!(names(&client).await.contains(&"echo__echo".to_owned()));
+    let echoed = client.call_tool("echo__echo", args(json!({"text": "anew"})), CancellationToken::new()).await.unwrap();
+    assert!(!echoed.is_error && text(&echoed).contains("anew"), "{}", text(&echoed));
+
+    // What the gateway reads only once is named, and the rest applies.
+    let config = dir.path().join("wasmgate.toml");
+    let toml = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{toml}\n[limits]\ndeadline_ms = 5000\n")).unwrap();
+    let out = wasmgate(dir.path(), &["reload"]);
+    assert!(out.status.success(), "{}", stdout(&out));
     assert!(
-        stdout(&out)
-            .contains("reloaded; these apply when it starts again: the policy of provider echo changed unix_sockets"),
+        stdout(&out).ends_with(": reloaded; these apply when it starts again: limits changed\n"),
         "{}",
         stdout(&out)
     );
-    changed(&mut changes).await;
-    assert!(names(&client).await.contains(&"echo__echo".to_owned()));
     client.close().await;
 
-    let records = wait_for_reloads(dir.path(), 3);
-    assert_eq!(records.len(), 3, "{records:?}");
+    let records = wait_for_reloads(dir.path(), 4);
+    assert_eq!(records.len(), 4, "{records:?}");
     assert!(records[0].get("refused").is_none() && records[0].get("restart").is_none(), "{}", records[0]);
     assert!(records[1]["refused"].as_str().unwrap().contains("policy.toml"), "{}", records[1]);
-    assert_eq!(records[2]["restart"][0], "the policy of provider echo changed unix_sockets");
+    assert_eq!((&records[2]["started"], &records[2]["stopped"]), (&json!(["echo"]), &json!(["echo"])));
+    assert_eq!(records[3]["restart"], json!(["limits changed"]));
+}
+
+/// Adds a second echo server, `twin`, to `dir`'s configuration and policy.
+fn add_twin(dir: &std::path::Path) {
+    let config = dir.join("wasmgate.toml");
+    let toml = std::fs::read_to_string(&config).unwrap();
+    let echo = &toml[toml.find("[providers.echo]").unwrap()..];
+    std::fs::write(&config, format!("{toml}\n{}", echo.replace("[providers.echo]", "[providers.twin]"))).unwrap();
+    let policy = dir.join("policy.toml");
+    let rules = std::fs::read_to_string(&policy).unwrap();
+    let echo = &rules[rules.find("[providers.echo]").unwrap()..];
+    let twin = echo
+        .replace("[providers.echo]", "[providers.twin]")
+        .replace("[providers.echo.tools]", "[providers.twin.tools]");
+    std::fs::write(&policy, format!("{rules}\n{twin}")).unwrap();
+}
+
+/// Removes `twin` again.
+fn remove_twin(dir: &std::path::Path) {
+    for file in ["wasmgate.toml", "policy.toml"] {
+        let path = dir.join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let cut = text.find("\n[providers.twin]").unwrap();
+        std::fs::write(&path, &text[..cut]).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_reload_starts_a_provider_added_and_stops_one_removed() {
+    // The twin is reviewed beforehand (review needs the audit log a running gateway
+    // holds), then left out of the configuration the gateway starts with.
+    let dir = reviewed();
+    add_twin(dir.path());
+    let review = wasmgate(dir.path(), &["review", "--yes"]);
+    assert!(review.status.success(), "{}", stderr(&review));
+    remove_twin(dir.path());
+    let (served, url) = serve_http(dir.path(), &[]);
+    let transport = HttpTransport::new(&HttpConfig::new("wasmgate", url)).unwrap();
+    let client = McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap();
+    let mut changes = following(&client).await;
+    let before = common_children(served.0.id());
+    assert!(!names(&client).await.contains(&"twin__echo".to_owned()));
+
+    add_twin(dir.path());
+    let out = wasmgate(dir.path(), &["reload"]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert!(stdout(&out).ends_with(": reloaded; started twin\n"), "{}", stdout(&out));
+    changed(&mut changes).await;
+    assert!(names(&client).await.contains(&"twin__echo".to_owned()));
+    let echoed = client.call_tool("twin__echo", args(json!({"text": "twin"})), CancellationToken::new()).await.unwrap();
+    assert!(!echoed.is_error && text(&echoed).contains("twin"), "{}", text(&echoed));
+    assert_eq!(common_children(served.0.id()).len(), before.len() + 1, "one more server process");
+
+    remove_twin(dir.path());
+    let out = wasmgate(dir.path(), &["reload"]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert!(stdout(&out).ends_with(": reloaded; stopped twin\n"), "{}", stdout(&out));
+    changed(&mut changes).await;
+    assert!(!names(&client).await.contains(&"twin__echo".to_owned()));
+    assert!(names(&client).await.contains(&"echo__echo".to_owned()), "the others run on");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while common_children(served.0.id()).len() != before.len() {
+        assert!(Instant::now() < deadline, "the removed server's process did not end");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // A required provider that cannot start refuses the whole reload.
+    add_twin(dir.path());
+    let config = dir.path().join("wasmgate.toml");
+    let toml = std::fs::read_to_string(&config).unwrap();
+    let broken = toml.replace("[providers.twin]\n", "[providers.twin]\nrequired = true\n");
+    let (head, tail) = broken.split_once("[providers.twin]").unwrap();
+    let tail = tail.replacen("args = [", "args = [\"/nonexistent/server.py\", ", 1);
+    std::fs::write(&config, format!("{head}[providers.twin]{tail}")).unwrap();
+    let out = wasmgate(dir.path(), &["reload"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(stdout(&out).contains(": refused: ") && stdout(&out).contains("twin"), "{}", stdout(&out));
+    assert!(!names(&client).await.contains(&"twin__echo".to_owned()));
+    assert_eq!(common_children(served.0.id()).len(), before.len(), "what it started was stopped again");
+    client.close().await;
+}
+
+/// The process ids of `pid`'s children.
+fn common_children(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().filter_map(Result::ok) {
+        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        found.extend(text.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+    }
+    found
 }
 
 #[test]

@@ -62,33 +62,53 @@ impl Gateway {
             readiness: self.readiness(),
         });
         for provider in self.mcp_providers() {
-            // A provider's resource and prompt changes are passed on as they come:
-            // their lists are read afresh by every request anyway.
-            let pass_on = |mut moved: watch::Receiver<u64>, counter: fn(&GatewayBackend) -> &watch::Sender<u64>| {
-                let watcher = Arc::downgrade(&backend);
-                tokio::spawn(async move {
-                    while moved.changed().await.is_ok() {
-                        let Some(backend) = watcher.upgrade() else { break };
-                        counter(&backend).send_modify(|n| *n += 1);
-                    }
-                });
-            };
-            pass_on(provider.resource_changes(), |b| &b.resource_changes);
-            pass_on(provider.prompt_changes(), |b| &b.prompt_changes);
-            let mut changes = provider.changes();
-            let watcher = Arc::downgrade(&backend);
-            tokio::spawn(async move {
-                while changes.changed().await.is_ok() {
-                    let Some(backend) = watcher.upgrade() else { break };
-                    backend.look().await;
-                }
-            });
+            backend.follow(&provider);
         }
         backend
     }
 }
 
 impl GatewayBackend {
+    /// Passes `provider`'s list changes on: its resource and prompt changes as they
+    /// come (their lists are read afresh by every request anyway), its tool changes by
+    /// looking at the tools again. The tasks end with the provider.
+    fn follow(self: &Arc<Self>, provider: &Arc<wasmgate_adapter::Supervised>) {
+        let pass_on = |mut moved: watch::Receiver<u64>, counter: fn(&GatewayBackend) -> &watch::Sender<u64>| {
+            let watcher = Arc::downgrade(self);
+            tokio::spawn(async move {
+                while moved.changed().await.is_ok() {
+                    let Some(backend) = watcher.upgrade() else { break };
+                    counter(&backend).send_modify(|n| *n += 1);
+                }
+            });
+        };
+        pass_on(provider.resource_changes(), |b| &b.resource_changes);
+        pass_on(provider.prompt_changes(), |b| &b.prompt_changes);
+        let mut changes = provider.changes();
+        let watcher = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                let Some(backend) = watcher.upgrade() else { break };
+                backend.look().await;
+            }
+        });
+    }
+
+    /// Tells clients what a reload of `gateway` changed: the providers it started are
+    /// followed and their resources and prompts served, the served tools are looked at
+    /// again (a list-changed notice when they differ), and resource and prompt lists
+    /// are announced as changed, since the policy's globs decide them.
+    pub async fn reloaded(self: &Arc<Self>, gateway: &Gateway, reloaded: &crate::reload::Reloaded) {
+        for provider in &reloaded.servers {
+            self.follow(provider);
+        }
+        let sources = gateway.mcp_providers().into_iter().map(|p| p as Arc<dyn ContentSource>).collect();
+        self.content.set_sources(sources);
+        self.look().await;
+        self.resource_changes.send_modify(|n| *n += 1);
+        self.prompt_changes.send_modify(|n| *n += 1);
+    }
+
     /// Whether the policy denies every call of `provider`'s tool `tool`.
     fn always_denied(&self, provider: &str, tool: &str) -> bool {
         self.guard.policy().denies_everyone(provider, tool)
@@ -131,15 +151,6 @@ impl GatewayBackend {
             Some(tool) => Some(tool),
             None => self.look().await.into_iter().find(|t| t.spec.name == name),
         }
-    }
-
-    /// Tells clients that the rules changed (after [`Gateway::reload`]): the served
-    /// tools are looked at again (a list-changed notice when they differ), and resource
-    /// and prompt lists are announced as changed, since the policy's globs decide them.
-    pub async fn rules_changed(&self) {
-        self.look().await;
-        self.resource_changes.send_modify(|n| *n += 1);
-        self.prompt_changes.send_modify(|n| *n += 1);
     }
 
     /// Asks the toolset again; moves the change counter when the served list differs

@@ -1,62 +1,87 @@
-//! Reading the rules again while running ([`Gateway::reload`]): `wasmgate.toml`, the
-//! policy and the lock file, on SIGHUP or `wasmgate reload`.
+//! Reading the rules and the providers again while running ([`Gateway::reload`]):
+//! `wasmgate.toml`, the policy and the lock file, on SIGHUP or `wasmgate reload`.
 //!
 //! * Files that do not load are refused as a whole, and the rules in force stay: the
-//!   error is logged and audited (a `reload` record with `refused`).
+//!   error is logged and audited (a `reload` record with `refused`). So is a reload
+//!   whose new or changed provider marked `required` cannot start, or whose providers
+//!   would show one name twice; what it started is closed again.
 //! * Otherwise the new policy and lock apply to every call that starts from now on
 //!   (verdicts, constraints, caller rules, budgets, resource and prompt globs,
 //!   sampling, roots, injection and secrets actions, and which definitions are
 //!   reviewed), while a call in flight finishes under the rules it started with.
-//! * What is read only when a provider starts (the providers of `wasmgate.toml`, the
-//!   audit, sandbox, limits and serve settings, and a provider's sandbox limits,
-//!   formatters, screens, confinement and reach in the policy) is not changed; each
-//!   such difference is named in the `reload` record's `restart` and in the log.
+//! * A provider added to `wasmgate.toml` is started; one removed is stopped; one whose
+//!   table changed, or whose settings in the policy that are read when it starts
+//!   changed (sandbox limits, formatters, screens, confinement, reach, media), is
+//!   started anew and the old one stopped. A call in flight to a provider that is
+//!   stopped ends as its connection does. The others keep running untouched.
+//! * What the gateway reads only once (the audit, sandbox, limits and serve settings,
+//!   the state directory, the lock file's path) is not changed; each such difference is
+//!   named in the `reload` record's `restart` and in the log.
 //!
 //! The server face then tells clients what changed (list-changed notices:
-//! [`GatewayBackend::rules_changed`](crate::GatewayBackend::rules_changed)).
+//! [`GatewayBackend::reloaded`](crate::GatewayBackend::reloaded)).
 
+use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::{Arc, PoisonError};
 
+use wasmgate_adapter::Supervised;
 use wasmgate_audit::{Entry, Event};
-use wasmgate_policy::{Lock, Policy};
+use wasmgate_policy::{Lock, Naming, Policy};
 
 use crate::config::Config;
-use crate::start::Gateway;
+use crate::error::StartError;
+use crate::start::{Gateway, Running, refuse_collisions};
 
 /// A reload that applied.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Reloaded {
     /// What changed that applies only when the gateway starts again.
     pub restart: Vec<String>,
+    /// The providers started (added, or changed and started anew).
+    pub started: Vec<String>,
+    /// The providers stopped (removed, or changed and replaced).
+    pub stopped: Vec<String>,
+    /// The MCP servers among those started, for the server face to follow.
+    pub servers: Vec<Arc<Supervised>>,
 }
 
 impl Gateway {
-    /// Reads `wasmgate.toml` at `path` (and the policy and lock it names) again, and
-    /// puts the new rules in place; see the module docs.
+    /// Reads `wasmgate.toml` at `path` (and the policy and lock it names) again, puts
+    /// the new rules in place, and starts and stops providers as the file now says;
+    /// see the module docs.
     ///
     /// # Errors
     ///
-    /// Why the files were refused (the rules in force stay).
-    pub fn reload(&self, path: &Path) -> Result<Reloaded, String> {
-        let loaded = load(path, &self.config.lock);
-        let (outcome, event) = match loaded {
-            Ok((config, policy, lock)) => {
-                let restart = restart_needed(&self.config, &config, &self.guard.policy(), &policy);
-                self.guard.reload(policy, lock);
-                let event = Event::Reload { refused: None, restart: restart.clone() };
-                (Ok(Reloaded { restart }), event)
-            }
-            Err(why) => {
-                let event = Event::Reload { refused: Some(why.clone()), restart: Vec::new() };
-                (Err(why), event)
-            }
+    /// Why the reload was refused (the rules and providers in force stay).
+    pub async fn reload(&self, path: &Path) -> Result<Reloaded, String> {
+        let outcome = self.apply(path).await;
+        let event = match &outcome {
+            Ok(r) => Event::Reload {
+                refused: None,
+                restart: r.restart.clone(),
+                started: r.started.clone(),
+                stopped: r.stopped.clone(),
+            },
+            Err(why) => Event::Reload {
+                refused: Some(why.clone()),
+                restart: Vec::new(),
+                started: Vec::new(),
+                stopped: Vec::new(),
+            },
         };
         let counted = if outcome.is_ok() { "applied" } else { "refused" };
         metrics::counter!("wasmgate_reloads_total", "outcome" => counted).increment(1);
         match &outcome {
-            Ok(reloaded) if reloaded.restart.is_empty() => tracing::info!("reloaded the rules"),
-            Ok(reloaded) => tracing::warn!(
-                restart = %reloaded.restart.join("; "),
+            Ok(r) if r.restart.is_empty() => tracing::info!(
+                started = %r.started.join(", "),
+                stopped = %r.stopped.join(", "),
+                "reloaded the rules"
+            ),
+            Ok(r) => tracing::warn!(
+                started = %r.started.join(", "),
+                stopped = %r.stopped.join(", "),
+                restart = %r.restart.join("; "),
                 "reloaded the rules; some changes apply only when the gateway starts again"
             ),
             Err(why) => tracing::error!(error = %why, "reload refused: the rules in force stay"),
@@ -66,6 +91,90 @@ impl Gateway {
         }
         outcome
     }
+
+    async fn apply(&self, path: &Path) -> Result<Reloaded, String> {
+        let (config, policy, lock) = load(path, &self.config.lock)?;
+        let running_policy = self.guard.policy();
+        // Which providers to start and stop.
+        let (to_start, to_stop) = {
+            let running = self.running.read().unwrap_or_else(PoisonError::into_inner);
+            let mut to_start = BTreeSet::new();
+            let mut to_stop = BTreeSet::new();
+            for (name, provider) in &config.providers {
+                let changed = match running.configs.get(name) {
+                    None => true,
+                    Some(old) => {
+                        old != provider
+                            || match (running_policy.provider(name), policy.provider(name)) {
+                                (Some(old), Some(new)) => !old.start_settings_changed(new).is_empty(),
+                                (old, new) => old.is_some() != new.is_some(),
+                            }
+                    }
+                };
+                if changed {
+                    to_start.insert(name.clone());
+                    if running.configs.contains_key(name) {
+                        to_stop.insert(name.clone());
+                    }
+                }
+            }
+            to_stop.extend(running.configs.keys().filter(|name| !config.providers.contains_key(*name)).cloned());
+            (to_start, to_stop)
+        };
+        let started = self.starter.start(&config, to_start.iter(), &policy, &lock).await.map_err(|e| describe(&e))?;
+        // The providers as they will be.
+        let (kept_sources, kept_mcp, kept_infos) = {
+            let running = self.running.read().unwrap_or_else(PoisonError::into_inner);
+            let kept = |name: &str| !to_stop.contains(name);
+            (
+                running.sources.iter().filter(|s| kept(s.provider())).cloned().collect::<Vec<_>>(),
+                running.mcp.iter().filter(|s| kept(s.name())).cloned().collect::<Vec<_>>(),
+                running.providers.iter().filter(|p| kept(&p.name)).cloned().collect::<Vec<_>>(),
+            )
+        };
+        let sources: Vec<_> = kept_sources.into_iter().chain(started.sources.iter().cloned()).collect();
+        let mcp: Vec<_> = kept_mcp.into_iter().chain(started.mcp.iter().cloned()).collect();
+        if config.providers.values().any(|p| p.naming() == Naming::AsIs)
+            && let Err(e) = refuse_collisions(&sources, &mcp).await
+        {
+            started.close().await;
+            return Err(describe(&e));
+        }
+        let restart = restart_needed(&self.config, &config);
+        self.guard.reload(policy, lock);
+        for name in &to_stop {
+            self.guard.set_screeners(name, Vec::new());
+        }
+        for (name, screens) in &started.screens {
+            self.guard.set_screeners(name, screens.clone());
+        }
+        let providers = config
+            .providers
+            .keys()
+            .filter_map(|name| started.providers.iter().chain(kept_infos.iter()).find(|p| &p.name == name).cloned())
+            .collect();
+        let stopped: Vec<Arc<Supervised>> = {
+            let mut running = self.running.write().unwrap_or_else(PoisonError::into_inner);
+            let stopped = running.mcp.iter().filter(|s| to_stop.contains(s.name())).cloned().collect();
+            *running = Running { providers, sources: sources.clone(), mcp, configs: config.providers.clone() };
+            stopped
+        };
+        self.toolset.set_sources(sources);
+        for server in stopped {
+            server.close().await;
+        }
+        Ok(Reloaded {
+            restart,
+            started: to_start.into_iter().collect(),
+            stopped: to_stop.into_iter().collect(),
+            servers: started.mcp.clone(),
+        })
+    }
+}
+
+/// A start error as one line of a reload's refusal.
+fn describe(error: &StartError) -> String {
+    format!("{error}").replace('\n', " ")
 }
 
 /// The configuration at `path`, its policy, and the lock at `lock` (the running one:
@@ -77,20 +186,9 @@ fn load(path: &Path, lock: &Path) -> Result<(Config, Policy, Lock), String> {
     Ok((config, policy, lock))
 }
 
-/// What differs between the running configuration and policy and the new ones, among
-/// the settings read only at start.
-fn restart_needed(running: &Config, new: &Config, policy: &Policy, next: &Policy) -> Vec<String> {
-    let mut restart = Vec::new();
-    for (name, provider) in &new.providers {
-        match running.providers.get(name) {
-            None => restart.push(format!("provider {name} is new")),
-            Some(old) if old != provider => restart.push(format!("provider {name} changed in {}", new.path.display())),
-            Some(_) => {}
-        }
-    }
-    for name in running.providers.keys().filter(|name| !new.providers.contains_key(*name)) {
-        restart.push(format!("provider {name} was removed"));
-    }
+/// What differs between the running configuration and the new one among the settings
+/// the gateway reads only once.
+fn restart_needed(running: &Config, new: &Config) -> Vec<String> {
     let sections = [
         ("audit", running.audit != new.audit),
         ("limits", running.limits != new.limits),
@@ -99,14 +197,5 @@ fn restart_needed(running: &Config, new: &Config, policy: &Policy, next: &Policy
         ("state_dir", running.state_dir != new.state_dir),
         ("lock (its path: the running lock file was read)", running.lock != new.lock),
     ];
-    restart.extend(sections.iter().filter(|(_, changed)| *changed).map(|(name, _)| format!("{name} changed")));
-    for (name, rules) in next.providers() {
-        if let Some(old) = policy.provider(name) {
-            let changed = old.start_settings_changed(rules);
-            if !changed.is_empty() {
-                restart.push(format!("the policy of provider {name} changed {}", changed.join(", ")));
-            }
-        }
-    }
-    restart
+    sections.iter().filter(|(_, changed)| *changed).map(|(name, _)| format!("{name} changed")).collect()
 }

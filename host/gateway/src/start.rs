@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::DirBuilderExt as _;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use wasmgate_adapter::error::report;
@@ -22,7 +22,7 @@ use wasmgate_client::{
     Bearer, ClientConfig, Confinement, Enforcement, HeaderValueSource, HttpConfig, HttpTransport, Network, StdioConfig,
     StdioTransport,
 };
-use wasmgate_guard::{Approver, ContentSource, Guard, GuardedToolset};
+use wasmgate_guard::{Approver, ContentSource, Guard, GuardedToolset, Screener};
 use wasmgate_policy::{
     CodeState, ConfinementLevel, Lock, MediaMode, Naming, Policy, ProviderPolicy, Verdict, exposed_name,
 };
@@ -42,12 +42,60 @@ pub struct Gateway {
     pub guard: Arc<Guard>,
     /// The reviewed tools of every provider, guarded.
     pub toolset: Arc<GuardedToolset>,
-    /// What was started, per provider.
-    pub providers: Vec<ProviderInfo>,
-    sources: Vec<Arc<dyn ToolSource>>,
-    mcp: Vec<Arc<Supervised>>,
+    /// The providers now (a reload may start and stop some).
+    pub(crate) running: Arc<RwLock<Running>>,
+    /// What starts providers, at start-up and at a reload.
+    pub(crate) starter: Starter,
     /// The configuration it started from ([`Gateway::reload`] names what it cannot change).
     pub(crate) config: Config,
+}
+
+/// The providers of a running gateway.
+#[derive(Debug, Default)]
+pub(crate) struct Running {
+    /// What was started, per provider, in the configuration's order.
+    pub(crate) providers: Vec<ProviderInfo>,
+    /// Every provider's tool source.
+    pub(crate) sources: Vec<Arc<dyn ToolSource>>,
+    /// The MCP servers among them.
+    pub(crate) mcp: Vec<Arc<Supervised>>,
+    /// Each provider's configuration, as it was started.
+    pub(crate) configs: BTreeMap<String, ProviderConfig>,
+}
+
+/// What starts providers: the sandbox and what every provider shares.
+pub(crate) struct Starter {
+    sandbox: Sandbox,
+    /// The built-in formatter, loaded once; each provider gets it under its own limits.
+    json_text: Formatter,
+    /// The media check, loaded when the first provider passes media.
+    media_check: Mutex<Option<MediaCheck>>,
+    audit: Arc<AuditLog>,
+}
+
+impl std::fmt::Debug for Starter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Starter").finish_non_exhaustive()
+    }
+}
+
+/// Providers started together.
+#[derive(Default)]
+pub(crate) struct Started {
+    pub(crate) providers: Vec<ProviderInfo>,
+    pub(crate) sources: Vec<Arc<dyn ToolSource>>,
+    pub(crate) mcp: Vec<Arc<Supervised>>,
+    /// The screens of each provider started.
+    pub(crate) screens: BTreeMap<String, Vec<Arc<dyn Screener>>>,
+}
+
+impl Started {
+    /// Closes every MCP server started (a reload that is refused).
+    pub(crate) async fn close(&self) {
+        for provider in &self.mcp {
+            provider.close().await;
+        }
+    }
 }
 
 /// One started provider.
@@ -73,9 +121,7 @@ pub struct ProviderInfo {
 #[derive(Debug, Clone)]
 pub struct Readiness {
     guard: Arc<Guard>,
-    /// Each required provider: its name, why it could not be set up (if so), and its
-    /// supervised server (if it is one).
-    required: Vec<(String, Option<String>, Option<Arc<Supervised>>)>,
+    running: Arc<RwLock<Running>>,
 }
 
 impl Readiness {
@@ -87,9 +133,11 @@ impl Readiness {
         if self.guard.audit().is_poisoned() {
             reasons.push("the audit log cannot be written".to_owned());
         }
-        for (name, withheld, supervised) in &self.required {
-            if withheld.is_some() || supervised.as_ref().is_some_and(|s| s.running().is_err()) {
-                reasons.push(format!("the required provider {name} is not running"));
+        let running = self.running.read().unwrap_or_else(PoisonError::into_inner);
+        for provider in running.providers.iter().filter(|p| p.required) {
+            let supervised = running.mcp.iter().find(|s| s.name() == provider.name);
+            if provider.withheld.is_some() || supervised.is_some_and(|s| s.running().is_err()) {
+                reasons.push(format!("the required provider {} is not running", provider.name));
             }
         }
         reasons
@@ -125,18 +173,99 @@ impl Gateway {
             sandbox_config.prepared_instances = prepared;
         }
         let sandbox = Sandbox::new(sandbox_config).map_err(StartError::Sandbox)?;
-
         // Loaded once; each provider gets it under its own limits.
         let json_text = sandbox
             .load_formatter("json-text", wasmgate_guests::JSON_TEXT, limits(&config.limits, None))
             .map_err(StartError::Sandbox)?;
-        // Loaded when the first provider passes media.
-        let mut media_check = None;
-        let mut sources: Vec<Arc<dyn ToolSource>> = Vec::new();
-        let mut providers = Vec::new();
+        let starter = Starter { sandbox, json_text, media_check: Mutex::new(None), audit: Arc::clone(&audit) };
+        let started = starter.start(config, config.providers.keys(), &policy, &lock).await?;
+        if config.providers.values().any(|p| p.naming() == Naming::AsIs) {
+            refuse_collisions(&started.sources, &started.mcp).await?;
+        }
+        let guard = Guard::new(policy, lock, Some(config.lock.clone()), approver, audit);
+        for (provider, screens) in &started.screens {
+            guard.set_screeners(provider, screens.clone());
+        }
+        let toolset = Arc::new(GuardedToolset::new(Arc::clone(&guard), started.sources.clone()));
+        let running = Running {
+            providers: started.providers,
+            sources: started.sources,
+            mcp: started.mcp,
+            configs: config.providers.clone(),
+        };
+        let running = Arc::new(RwLock::new(running));
+        Ok(Self { guard, toolset, running, starter, config: config.clone() })
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Running> {
+        self.running.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What was started, per provider.
+    #[must_use]
+    pub fn providers(&self) -> Vec<ProviderInfo> {
+        self.read().providers.clone()
+    }
+
+    /// The upstream MCP servers, kept running.
+    #[must_use]
+    pub fn mcp_providers(&self) -> Vec<Arc<Supervised>> {
+        self.read().mcp.clone()
+    }
+
+    /// Why provider `name` is not served now, if it is not: it could not be set up, or
+    /// it is down and being started again.
+    #[must_use]
+    pub fn provider_trouble(&self, name: &str) -> Option<String> {
+        let running = self.read();
+        if let Some(why) = running.providers.iter().find(|p| p.name == name).and_then(|p| p.withheld.clone()) {
+            return Some(why);
+        }
+        running.mcp.iter().find(|s| s.name() == name).and_then(|s| s.running().err())
+    }
+
+    /// What says whether the gateway should take calls now ([`Readiness`]).
+    #[must_use]
+    pub fn readiness(&self) -> Readiness {
+        Readiness { guard: Arc::clone(&self.guard), running: Arc::clone(&self.running) }
+    }
+
+    /// Every provider's tool source.
+    #[must_use]
+    pub fn sources(&self) -> Vec<Arc<dyn ToolSource>> {
+        self.read().sources.clone()
+    }
+
+    /// Closes every MCP connection (a stdio server's whole process group ends) and stops
+    /// starting them again.
+    pub async fn close(&self) {
+        for provider in self.mcp_providers() {
+            provider.close().await;
+        }
+    }
+}
+
+impl Starter {
+    /// Starts the providers `names` of `config` under `policy`, their code checked
+    /// against `lock`: each one set up (or withheld, with its reason logged and audited),
+    /// the MCP servers all at once.
+    ///
+    /// # Errors
+    ///
+    /// [`StartError`] when a provider marked `required` cannot be started (what was
+    /// started is closed first).
+    pub(crate) async fn start<'a>(
+        &self,
+        config: &Config,
+        names: impl Iterator<Item = &'a String>,
+        policy: &Policy,
+        lock: &Lock,
+    ) -> Result<Started, StartError> {
+        let (sandbox, json_text, audit) = (&self.sandbox, &self.json_text, &self.audit);
+        let mut started = Started::default();
         let mut servers = Vec::new();
-        let mut screens = Vec::new();
-        for (name, provider) in &config.providers {
+        for name in names {
+            let Some(provider) = config.providers.get(name) else { continue };
             let rules = policy.provider(name);
             if rules.is_none() {
                 tracing::warn!(provider = %name, "the policy does not mention this provider: all its tools are denied");
@@ -150,117 +279,84 @@ impl Gateway {
                 required: provider.required,
             };
             let limits = limits(&config.limits, rules);
-            let planned = reviewed_code(&lock, name, provider, &policy)
+            let planned = reviewed_code(lock, name, provider, policy)
                 .and_then(|()| {
-                    screens.extend(load_screens(&sandbox, name, rules, &limits)?);
+                    let screens = load_screens(sandbox, name, rules, &limits)?;
+                    let screens = screens.into_iter().map(|(_, screen)| Arc::new(screen) as Arc<dyn Screener>);
+                    started.screens.insert(name.clone(), screens.collect());
                     Ok(())
                 })
-                .and_then(|()| formatters(&sandbox, &json_text, name, rules, &limits))
+                .and_then(|()| formatters(sandbox, json_text, name, rules, &limits))
                 .and_then(|formatters| {
                     let formatters = Arc::unwrap_or_clone(formatters).with_naming(provider.naming());
                     Ok(Arc::new(match rules.filter(|r| r.media == MediaMode::Pass) {
-                        Some(rules) => formatters.with_media(media_pass(&sandbox, &mut media_check, rules, &limits)?),
+                        Some(rules) => {
+                            let mut loaded = self.media_check.lock().unwrap_or_else(PoisonError::into_inner);
+                            formatters.with_media(media_pass(sandbox, &mut loaded, rules, &limits)?)
+                        }
                         None => formatters,
                     }))
                 })
                 .and_then(|formatters| match kind {
-                    ProviderKind::Component => Ok(Planned::Component(Box::new(component(
-                        &sandbox, name, provider, rules, limits, formatters,
-                    )?))),
+                    ProviderKind::Component => {
+                        Ok(Planned::Component(Box::new(component(sandbox, name, provider, rules, limits, formatters)?)))
+                    }
                     ProviderKind::Stdio | ProviderKind::Http => {
                         let confined = Arc::new(Mutex::new(None));
-                        let connect = connector(config, name, provider, rules, formatters, &audit, &confined)?;
+                        let connect = connector(config, name, provider, rules, formatters, audit, &confined)?;
                         Ok(Planned::Server(connect, confined))
                     }
                 });
             match planned {
-                Ok(Planned::Component(component)) => sources.push(Arc::new(*component)),
-                Ok(Planned::Server(connect, confined)) => servers.push((providers.len(), connect, confined)),
-                Err(error) if provider.required => return Err(error),
+                Ok(Planned::Component(component)) => started.sources.push(Arc::new(*component)),
+                Ok(Planned::Server(connect, confined)) => servers.push((started.providers.len(), connect, confined)),
+                Err(error) if provider.required => {
+                    started.close().await;
+                    return Err(error);
+                }
                 Err(error) => {
                     let why = report(&error);
-                    withhold(&audit, name, &format!("provider {name} is withheld: {why}"));
+                    withhold(audit, name, &format!("provider {name} is withheld: {why}"));
+                    started.screens.remove(name);
                     info.withheld = Some(why);
                 }
             }
-            providers.push(info);
+            started.providers.push(info);
         }
         // Every server's first start at once: a slow one delays start-up by its own wait only.
         let firsts = futures_util::future::join_all(servers.iter().map(|(_, connect, _)| connect())).await;
-        let mut mcp = Vec::new();
+        let mut failed = None;
         for ((index, connect, confined), first) in servers.into_iter().zip(firsts) {
-            let name = providers[index].name.clone();
+            let name = started.providers[index].name.clone();
             let first = match first {
                 Err(error) if config.providers.get(&name).is_some_and(|p| p.required) => {
-                    return Err(StartError::Adapter(error));
+                    failed.get_or_insert(StartError::Adapter(error));
+                    continue;
                 }
                 first => first,
             };
-            let audit = Arc::clone(&audit);
+            let audit = Arc::clone(audit);
             let report: Report = Arc::new(move |provider: &str, message: &str| withhold(&audit, provider, message));
             let naming = config.providers.get(&name).map(ProviderConfig::naming).unwrap_or_default();
             let supervised = Supervised::start(&name, first, connect, Backoff::default(), report, naming);
-            providers[index].confinement = confined.lock().ok().and_then(|c| c.clone());
-            sources.push(Arc::clone(&supervised) as Arc<dyn ToolSource>);
-            mcp.push(supervised);
+            started.providers[index].confinement = confined.lock().ok().and_then(|c| c.clone());
+            started.sources.push(Arc::clone(&supervised) as Arc<dyn ToolSource>);
+            started.mcp.push(supervised);
         }
-        if config.providers.values().any(|p| p.naming() == Naming::AsIs) {
-            refuse_collisions(&sources, &mcp).await?;
+        if let Some(error) = failed {
+            started.close().await;
+            return Err(error);
         }
-        let guard = Guard::new(policy, lock, Some(config.lock.clone()), approver, audit);
-        for (provider, screen) in screens {
-            guard.add_screener(&provider, Arc::new(screen));
-        }
-        let toolset = Arc::new(GuardedToolset::new(Arc::clone(&guard), sources.clone()));
-        Ok(Self { guard, toolset, providers, sources, mcp, config: config.clone() })
-    }
-
-    /// The upstream MCP servers, kept running.
-    #[must_use]
-    pub fn mcp_providers(&self) -> &[Arc<Supervised>] {
-        &self.mcp
-    }
-
-    /// Why provider `name` is not served now, if it is not: it could not be set up, or
-    /// it is down and being started again.
-    #[must_use]
-    pub fn provider_trouble(&self, name: &str) -> Option<String> {
-        if let Some(why) = self.providers.iter().find(|p| p.name == name).and_then(|p| p.withheld.clone()) {
-            return Some(why);
-        }
-        self.mcp.iter().find(|s| s.name() == name).and_then(|s| s.running().err())
-    }
-
-    /// What says whether the gateway should take calls now ([`Readiness`]).
-    #[must_use]
-    pub fn readiness(&self) -> Readiness {
-        let required = self
-            .providers
-            .iter()
-            .filter(|p| p.required)
-            .map(|p| (p.name.clone(), p.withheld.clone(), self.mcp.iter().find(|s| s.name() == p.name).cloned()))
-            .collect();
-        Readiness { guard: Arc::clone(&self.guard), required }
-    }
-
-    /// Every provider's tool source.
-    #[must_use]
-    pub fn sources(&self) -> &[Arc<dyn ToolSource>] {
-        &self.sources
-    }
-
-    /// Closes every MCP connection (a stdio server's whole process group ends) and stops
-    /// starting them again.
-    pub async fn close(&self) {
-        for provider in &self.mcp {
-            provider.close().await;
-        }
+        Ok(started)
     }
 }
 
 /// Refuses to start when two providers show a tool, or a prompt, under one name (one of
 /// them shows its names as is), naming both.
-async fn refuse_collisions(sources: &[Arc<dyn ToolSource>], mcp: &[Arc<Supervised>]) -> Result<(), StartError> {
+pub(crate) async fn refuse_collisions(
+    sources: &[Arc<dyn ToolSource>],
+    mcp: &[Arc<Supervised>],
+) -> Result<(), StartError> {
     let mut shown: BTreeMap<String, (String, String)> = BTreeMap::new();
     let mut check =
         |what: &str, exposed: String, provider: &str, own: &str| match shown.get(&format!("{what} {exposed}")) {

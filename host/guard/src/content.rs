@@ -343,14 +343,24 @@ pub enum Refusal {
 #[derive(Debug)]
 pub struct GuardedContent {
     guard: Arc<Guard>,
-    sources: Vec<Arc<dyn ContentSource>>,
+    sources: std::sync::RwLock<Vec<Arc<dyn ContentSource>>>,
 }
 
 impl GuardedContent {
     /// The content of `sources`, served under `guard`'s policy and audit log.
     #[must_use]
     pub fn new(guard: Arc<Guard>, sources: Vec<Arc<dyn ContentSource>>) -> Self {
-        Self { guard, sources }
+        Self { guard, sources: std::sync::RwLock::new(sources) }
+    }
+
+    /// Serves `sources` from now on, in place of those it had (a reload that started
+    /// or stopped providers).
+    pub fn set_sources(&self, sources: Vec<Arc<dyn ContentSource>>) {
+        *self.sources.write().unwrap_or_else(std::sync::PoisonError::into_inner) = sources;
+    }
+
+    fn sources(&self) -> Vec<Arc<dyn ContentSource>> {
+        self.sources.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// Whether the policy lets the caller of the request being served use `provider`
@@ -365,19 +375,19 @@ impl GuardedContent {
 
     /// The sources whose policy offers resources (or prompts), with their rules.
     fn offering<'a>(
-        &'a self,
+        sources: &'a [Arc<dyn ContentSource>],
         policy: &'a Policy,
         which: fn(&ProviderPolicy) -> bool,
     ) -> impl Iterator<Item = (&'a Arc<dyn ContentSource>, &'a ProviderPolicy)> {
-        self.sources.iter().filter_map(move |s| policy.provider(s.provider()).filter(|r| which(r)).map(|r| (s, r)))
+        sources.iter().filter_map(move |s| policy.provider(s.provider()).filter(|r| which(r)).map(|r| (s, r)))
     }
 
     /// What the policy lets be served.
     #[must_use]
     pub fn offers(&self) -> Offers {
-        let policy = self.guard.policy();
-        let resources = self.offering(&policy, ProviderPolicy::offers_resources).next().is_some();
-        let prompts = self.offering(&policy, ProviderPolicy::offers_prompts).next().is_some();
+        let (policy, sources) = (self.guard.policy(), self.sources());
+        let resources = Self::offering(&sources, &policy, ProviderPolicy::offers_resources).next().is_some();
+        let prompts = Self::offering(&sources, &policy, ProviderPolicy::offers_prompts).next().is_some();
         Offers { resources, prompts, completions: resources || prompts }
     }
 
@@ -389,8 +399,8 @@ impl GuardedContent {
     /// The `Resource` entries served: the allowed ones of every provider, cleaned.
     pub async fn resources(&self) -> Vec<Value> {
         let mut served = Vec::new();
-        let policy = self.guard.policy();
-        for (source, rules) in self.offering(&policy, ProviderPolicy::offers_resources) {
+        let (policy, sources) = (self.guard.policy(), self.sources());
+        for (source, rules) in Self::offering(&sources, &policy, ProviderPolicy::offers_resources) {
             let name = source.provider();
             let list = match source.resources().await {
                 Ok(list) => list,
@@ -422,8 +432,8 @@ impl GuardedContent {
     /// The `ResourceTemplate` entries served.
     pub async fn resource_templates(&self) -> Vec<Value> {
         let mut served = Vec::new();
-        let policy = self.guard.policy();
-        for (source, rules) in self.offering(&policy, ProviderPolicy::offers_resources) {
+        let (policy, sources) = (self.guard.policy(), self.sources());
+        for (source, rules) in Self::offering(&sources, &policy, ProviderPolicy::offers_resources) {
             let name = source.provider();
             let list = match source.resource_templates().await {
                 Ok(list) => list,
@@ -446,7 +456,7 @@ impl GuardedContent {
     }
 
     /// The one source the policy routes `uri` to.
-    fn reader(&self, uri: &str) -> Result<&Arc<dyn ContentSource>, Refusal> {
+    fn reader(&self, uri: &str) -> Result<Arc<dyn ContentSource>, Refusal> {
         if wasmgate_policy::climbs(uri) {
             return Err(Refusal::InvalidParams(format!(
                 "{uri} has a `..` path segment: resource globs match URIs as written, so such a URI is never read"
@@ -457,7 +467,8 @@ impl GuardedContent {
         match readers.as_slice() {
             [one] => {
                 Self::for_caller(&policy, one)?;
-                self.sources.iter().find(|s| s.provider() == *one).ok_or_else(|| Refusal::ResourceNotFound(uri.into()))
+                let found = self.sources().into_iter().find(|s| s.provider() == *one);
+                found.ok_or_else(|| Refusal::ResourceNotFound(uri.into()))
             }
             [] => Err(Refusal::ResourceNotFound(uri.into())),
             many => Err(Refusal::InvalidParams(format!(
@@ -559,8 +570,8 @@ impl GuardedContent {
     /// shown names, cleaned. A name two providers would show is left out for both.
     pub async fn prompts(&self) -> Vec<Value> {
         let mut served: Vec<Value> = Vec::new();
-        let policy = self.guard.policy();
-        for (source, rules) in self.offering(&policy, ProviderPolicy::offers_prompts) {
+        let (policy, sources) = (self.guard.policy(), self.sources());
+        for (source, rules) in Self::offering(&sources, &policy, ProviderPolicy::offers_prompts) {
             let name = source.provider();
             let list = match source.prompts().await {
                 Ok(list) => list,
@@ -602,23 +613,23 @@ impl GuardedContent {
     /// A name shown as is belongs to the one provider of its name whose policy allows
     /// it, asked among those that show names as is; a name more than one could claim is
     /// refused, as it is left out of the list.
-    async fn prompt(&self, exposed: &str) -> Option<(&Arc<dyn ContentSource>, String)> {
+    async fn prompt(&self, exposed: &str) -> Option<(Arc<dyn ContentSource>, String)> {
         let mut claims = Vec::new();
-        let policy = self.guard.policy();
+        let (policy, sources) = (self.guard.policy(), self.sources());
         if let Some((provider, prompt)) = split_prefixed(exposed)
             && let Some(found) =
-                self.sources.iter().find(|s| s.provider() == provider && s.naming() == Naming::Prefixed)
+                sources.iter().find(|s| s.provider() == provider && s.naming() == Naming::Prefixed).cloned()
             && policy.provider(provider).is_some_and(|rules| rules.allows_prompt(prompt))
         {
             claims.push((found, prompt.to_owned()));
         }
-        for source in self.sources.iter().filter(|s| s.naming() == Naming::AsIs) {
+        for source in sources.iter().filter(|s| s.naming() == Naming::AsIs) {
             if !policy.provider(source.provider()).is_some_and(|rules| rules.allows_prompt(exposed)) {
                 continue;
             }
             let listed = source.prompts().await.is_ok_and(|list| list.iter().any(|p| p.name == exposed));
             if listed {
-                claims.push((source, exposed.to_owned()));
+                claims.push((Arc::clone(source), exposed.to_owned()));
             }
         }
         match claims.len() {

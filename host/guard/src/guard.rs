@@ -131,6 +131,17 @@ impl Guard {
             .push(screener);
     }
 
+    /// Screens every text of `provider` with `screeners` (and the built-in detector)
+    /// from now on, in place of the screens it had.
+    pub fn set_screeners(&self, provider: &str, screeners: Vec<Arc<dyn Screener>>) {
+        let mut all = self.screeners.write().unwrap_or_else(PoisonError::into_inner);
+        if screeners.is_empty() {
+            all.remove(provider);
+        } else {
+            all.insert(provider.to_owned(), screeners);
+        }
+    }
+
     /// The screens of `provider`.
     #[must_use]
     pub fn screeners(&self, provider: &str) -> Vec<Arc<dyn Screener>> {

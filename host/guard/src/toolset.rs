@@ -3,7 +3,7 @@
 //! the audit log) until someone reviews it.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use wasmgate_agent::{BoxFuture, Offer, Tool, ToolSource, Toolset};
 use wasmgate_audit::{Entry, Event};
@@ -27,7 +27,7 @@ pub struct WithheldTool {
 #[derive(Debug)]
 pub struct GuardedToolset {
     guard: Arc<Guard>,
-    sources: Vec<Arc<dyn ToolSource>>,
+    sources: RwLock<Vec<Arc<dyn ToolSource>>>,
     withheld: Mutex<Vec<WithheldTool>>,
     /// Per provider, the hashes of the last [`REPORTED_PER_TOOL`] definitions reported
     /// per tool, so a change is recorded once, and a tool that changes at every listing
@@ -58,7 +58,17 @@ impl GuardedToolset {
     /// The tools of `sources`, admitted by `guard`.
     #[must_use]
     pub fn new(guard: Arc<Guard>, sources: Vec<Arc<dyn ToolSource>>) -> Self {
-        Self { guard, sources, withheld: Mutex::default(), reported: Mutex::default() }
+        Self { guard, sources: RwLock::new(sources), withheld: Mutex::default(), reported: Mutex::default() }
+    }
+
+    /// Asks `sources` from now on, in place of those it had (a reload that started or
+    /// stopped providers).
+    pub fn set_sources(&self, sources: Vec<Arc<dyn ToolSource>>) {
+        *self.sources.write().unwrap_or_else(PoisonError::into_inner) = sources;
+    }
+
+    fn sources(&self) -> Vec<Arc<dyn ToolSource>> {
+        self.sources.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// The tools withheld at the last look, for review.
@@ -77,8 +87,9 @@ impl GuardedToolset {
     pub async fn refresh_offers(&self) -> Vec<Offer> {
         let mut offered = Vec::new();
         let mut withheld = Vec::new();
-        let answers = futures_util::future::join_all(self.sources.iter().map(|source| source.offers())).await;
-        for (source, (offers, trouble)) in self.sources.iter().zip(answers) {
+        let sources = self.sources();
+        let answers = futures_util::future::join_all(sources.iter().map(|source| source.offers())).await;
+        for (source, (offers, trouble)) in sources.iter().zip(answers) {
             if let Some(why) = trouble {
                 tracing::warn!(provider = source.provider(), %why, "offering the last known tools");
             }
