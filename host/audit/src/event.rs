@@ -99,10 +99,10 @@ pub enum Event {
         #[serde(skip_serializing_if = "Vec::is_empty")]
         restart: Vec<String>,
         /// The providers started (added, or changed and started anew).
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
         started: Vec<String>,
         /// The providers stopped (removed, or changed and replaced).
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
         stopped: Vec<String>,
     },
     /// A stdio server's connection through the egress proxy, once it ended.

@@ -55,6 +55,8 @@ impl Gateway {
     ///
     /// Why the reload was refused (the rules and providers in force stay).
     pub async fn reload(&self, path: &Path) -> Result<Reloaded, String> {
+        // One at a time: each reads the providers the last one left.
+        let _one = self.reloading.lock().await;
         let outcome = self.apply(path).await;
         let event = match &outcome {
             Ok(r) => Event::Reload {

@@ -46,6 +46,8 @@ pub struct Gateway {
     pub(crate) running: Arc<RwLock<Running>>,
     /// What starts providers, at start-up and at a reload.
     pub(crate) starter: Starter,
+    /// Held by a reload while it runs: two at once would start the same providers twice.
+    pub(crate) reloading: tokio::sync::Mutex<()>,
     /// The configuration it started from ([`Gateway::reload`] names what it cannot change).
     pub(crate) config: Config,
 }
@@ -194,7 +196,7 @@ impl Gateway {
             configs: config.providers.clone(),
         };
         let running = Arc::new(RwLock::new(running));
-        Ok(Self { guard, toolset, running, starter, config: config.clone() })
+        Ok(Self { guard, toolset, running, starter, reloading: tokio::sync::Mutex::new(()), config: config.clone() })
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Running> {
