@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{serve_http, setup, stderr, wasmgate};
+use common::{children, serve_http, setup, stderr, wasmgate};
 
 /// A wrapper of the echo fixture server that will not start while `down` exists beside it.
 const WRAPPER: &str = r#"
@@ -21,16 +21,6 @@ runpy.run_path(sys.argv[1], run_name="__main__")
 async fn status(url: &str, path: &str) -> u16 {
     let url = url.replace("/mcp", path);
     reqwest::Client::new().get(url).send().await.unwrap().status().as_u16()
-}
-
-/// The process ids of `pid`'s children.
-fn children(pid: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().filter_map(Result::ok) {
-        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-        found.extend(text.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
-    }
-    found
 }
 
 /// Makes echo a required provider started through [`WRAPPER`] in `dir/wrapper`.

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{serve_http, serve_stdio, setup, stderr, stdout, wasmgate};
+use common::{children, serve_http, serve_stdio, setup, stderr, stdout, wasmgate};
 use serde_json::{Value, json};
 use wasmgate_client::{
     CancellationToken, ClientConfig, HttpConfig, HttpTransport, McpClient, StdioTransport, ToolsWatch,
@@ -173,7 +173,7 @@ async fn a_reload_starts_a_provider_added_and_stops_one_removed() {
     let transport = HttpTransport::new(&HttpConfig::new("wasmgate", url)).unwrap();
     let client = McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap();
     let mut changes = following(&client).await;
-    let before = common_children(served.0.id());
+    let before = children(served.0.id());
     assert!(!names(&client).await.contains(&"twin__echo".to_owned()));
 
     add_twin(dir.path());
@@ -184,7 +184,7 @@ async fn a_reload_starts_a_provider_added_and_stops_one_removed() {
     assert!(names(&client).await.contains(&"twin__echo".to_owned()));
     let echoed = client.call_tool("twin__echo", args(json!({"text": "twin"})), CancellationToken::new()).await.unwrap();
     assert!(!echoed.is_error && text(&echoed).contains("twin"), "{}", text(&echoed));
-    assert_eq!(common_children(served.0.id()).len(), before.len() + 1, "one more server process");
+    assert_eq!(children(served.0.id()).len(), before.len() + 1, "one more server process");
 
     remove_twin(dir.path());
     let out = wasmgate(dir.path(), &["reload"]);
@@ -194,7 +194,7 @@ async fn a_reload_starts_a_provider_added_and_stops_one_removed() {
     assert!(!names(&client).await.contains(&"twin__echo".to_owned()));
     assert!(names(&client).await.contains(&"echo__echo".to_owned()), "the others run on");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while common_children(served.0.id()).len() != before.len() {
+    while children(served.0.id()).len() != before.len() {
         assert!(Instant::now() < deadline, "the removed server's process did not end");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -211,18 +211,8 @@ async fn a_reload_starts_a_provider_added_and_stops_one_removed() {
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
     assert!(stdout(&out).contains(": refused: ") && stdout(&out).contains("twin"), "{}", stdout(&out));
     assert!(!names(&client).await.contains(&"twin__echo".to_owned()));
-    assert_eq!(common_children(served.0.id()).len(), before.len(), "what it started was stopped again");
+    assert_eq!(children(served.0.id()).len(), before.len(), "what it started was stopped again");
     client.close().await;
-}
-
-/// The process ids of `pid`'s children.
-fn common_children(pid: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().filter_map(Result::ok) {
-        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-        found.extend(text.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
-    }
-    found
 }
 
 #[test]

@@ -53,6 +53,16 @@ pub fn serve_http_with(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> (Kil
     (Killed(child), url)
 }
 
+/// The process ids of `pid`'s children (the servers a gateway started, say).
+pub fn children(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().filter_map(Result::ok) {
+        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        found.extend(text.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+    }
+    found
+}
+
 /// `wasmgate ARGS` on the configuration in `dir`.
 pub fn wasmgate(dir: &Path, args: &[&str]) -> Output {
     command(dir).args(args).output().unwrap()
