@@ -80,7 +80,7 @@ impl Budgets {
                 Each::Caller => String::new(),
                 Each::Tool => format!("{provider}/{tool}"),
             };
-            (budget.fingerprint(), subject.clone(), tool)
+            (budget.fingerprint().to_owned(), subject.clone(), tool)
         };
         let mut buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
         let mut levels = Vec::with_capacity(covering.len());
@@ -105,7 +105,7 @@ impl Budgets {
             buckets.retain(|(fingerprint, _, _), bucket| {
                 budgets
                     .iter()
-                    .find(|b| &b.fingerprint() == fingerprint)
+                    .find(|b| b.fingerprint() == fingerprint)
                     .is_some_and(|b| bucket.level(b, now) < f64::from(b.burst))
             });
             if buckets.len() + new > MAX_BUCKETS {

@@ -79,9 +79,26 @@ pub struct Budget {
     pub each: Each,
     /// The reviewer's note, for humans only.
     pub note: Option<String>,
+    /// [`fingerprint`](Self::fingerprint), made once when the policy is read: every call
+    /// a budget covers looks its buckets up by it.
+    fingerprint: String,
 }
 
 impl Budget {
+    /// A budget `name` with these terms.
+    pub(crate) fn new(
+        name: String,
+        provider: Option<String>,
+        tools: Option<Glob>,
+        callers: CallerMatch,
+        (rate, per, burst): (u32, Per, u32),
+        each: Each,
+        note: Option<String>,
+    ) -> Self {
+        Budget { name, provider, tools, callers, rate, per, burst, each, note, fingerprint: String::new() }
+            .fingerprinted()
+    }
+
     /// Whether it covers a call of `provider`'s `tool` by the caller with `facts`.
     #[must_use]
     pub fn covers(&self, provider: &str, tool: &str, facts: Option<&Map<String, Value>>) -> bool {
@@ -99,8 +116,13 @@ impl Budget {
     /// What tells one budget from another across a reload: a budget written the same
     /// way keeps its buckets (and what they hold) when the policy is read again.
     #[must_use]
-    pub fn fingerprint(&self) -> String {
-        format!(
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+
+    /// Its fingerprint, from what it says (everything but its name and note).
+    fn fingerprinted(mut self) -> Self {
+        self.fingerprint = format!(
             "{:?}|{:?}|{}|{}/{}|{}|{:?}",
             self.provider,
             self.tools.as_ref().map(Glob::as_str),
@@ -109,7 +131,8 @@ impl Budget {
             self.per.as_str(),
             self.burst,
             self.each
-        )
+        );
+        self
     }
 
     /// A short description: `budgets[0] (10 calls per minute)`.

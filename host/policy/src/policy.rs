@@ -520,17 +520,15 @@ fn budget(
         return Err(src.error(tools.span(), &format!("{name}.tools"), "empty pattern", fix));
     }
     let callers = caller_match(src, &name, raw.subjects, raw.groups, raw.claims)?;
-    Ok(Budget {
+    Ok(Budget::new(
         name,
-        provider: raw.provider.map(Spanned::into_inner),
-        tools: raw.tools.map(|t| Glob::new(t.get_ref())),
+        raw.provider.map(Spanned::into_inner),
+        raw.tools.map(|t| Glob::new(t.get_ref())),
         callers,
-        rate: raw.rate.into_inner(),
-        per: raw.per.unwrap_or(Per::Minute),
-        burst,
-        each: raw.each.unwrap_or(Each::Caller),
-        note: raw.note,
-    })
+        (raw.rate.into_inner(), raw.per.unwrap_or(Per::Minute), burst),
+        raw.each.unwrap_or(Each::Caller),
+        raw.note,
+    ))
 }
 
 /// A list of allow globs; an empty glob would match nothing but the empty string, so it
