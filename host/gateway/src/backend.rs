@@ -163,9 +163,10 @@ impl GatewayBackend {
                 .map(|offer| (offer.tool.spec.name.clone(), (offer.provider.clone(), offer.name.clone())))
                 .collect();
         }
+        let policy = self.guard.policy();
         let tools: Vec<Tool> = offers
             .into_iter()
-            .filter(|offer| !self.always_denied(&offer.provider, &offer.name))
+            .filter(|offer| !policy.denies_everyone(&offer.provider, &offer.name))
             .map(|offer| offer.tool)
             .collect();
         let specs = |tools: &[Tool]| tools.iter().map(|t| t.spec.clone()).collect::<Vec<_>>();
@@ -192,16 +193,11 @@ impl Backend for GatewayBackend {
             // the arguments (its provider's caller rules, the tool's own).
             let facts = context::caller().map(|caller| caller.facts());
             let policy = self.guard.policy();
-            let admitted = self.admitted.lock().map(|admitted| admitted.clone()).unwrap_or_default();
-            tools
-                .into_iter()
-                .filter(|tool| {
-                    admitted
-                        .get(&tool.spec.name)
-                        .is_none_or(|(provider, own)| !policy.denies_caller(provider, own, facts.as_ref()))
-                })
-                .map(|t| t.spec)
-                .collect()
+            let admitted = self.admitted.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let denied = |name: &str| {
+                admitted.get(name).is_some_and(|(provider, own)| policy.denies_caller(provider, own, facts.as_ref()))
+            };
+            tools.into_iter().filter(|tool| !denied(&tool.spec.name)).map(|t| t.spec).collect()
         })
     }
 

@@ -395,7 +395,8 @@ impl Guarded {
         let policy = guard.policy();
         let call = guard.call_id();
         let entry = |event| Entry::call(&call, &self.provider, &self.tool, event);
-        let facts = context::caller().map(|caller| caller.facts());
+        let caller = context::caller();
+        let facts = caller.as_ref().map(|caller| caller.facts());
         let deciding = trace::policy().entered();
         let decision = match self.rules {
             Rules::Tool => policy.decide_as(&self.provider, &self.tool, &input, facts.as_ref()),
@@ -422,9 +423,9 @@ impl Guarded {
         // A call the policy would run (or ask about) takes from the caller's budgets
         // first: nobody is asked to approve a call that could not run anyway.
         if decision.verdict != Verdict::Deny {
-            let subject = context::caller().map(|caller| caller.subject.clone()).unwrap_or_default();
+            let subject = caller.as_ref().map_or("", |caller| caller.subject.as_str());
             let taken =
-                guard.budgets.take(&policy, &self.provider, &self.tool, &subject, facts.as_ref(), Instant::now());
+                guard.budgets.take(&policy, &self.provider, &self.tool, subject, facts.as_ref(), Instant::now());
             if let Err(limited) = taken {
                 let retry_after_ms = u64::try_from(limited.retry_after.as_millis()).unwrap_or(u64::MAX);
                 records.push(entry(Event::Limited { budget: limited.budget.clone(), retry_after_ms }));
