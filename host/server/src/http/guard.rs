@@ -23,7 +23,8 @@ use subtle::ConstantTimeEq;
 use wasmgate_protocol::codes::INVALID_REQUEST;
 
 use super::Shared;
-use super::auth;
+use super::auth::{self, Caller};
+use super::config::HttpConfig;
 use super::limit::{PermitBody, peer_ip};
 use super::reply::refuse;
 
@@ -42,25 +43,13 @@ pub(crate) async fn guard(State(shared): State<Arc<Shared>>, request: Request, n
             return refuse(StatusCode::FORBIDDEN, INVALID_REQUEST, "Forbidden: Origin not allowed");
         }
     }
-    if let Some(token) = &config.bearer_token
-        && !bearer_matches(headers, token)
-    {
-        let mut response =
-            refuse(StatusCode::UNAUTHORIZED, INVALID_REQUEST, "Unauthorized: a bearer token is required");
-        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        return response;
-    }
     let mut request = request;
-    if let Some(authenticator) = &config.authenticator {
-        match authenticator.authenticate(auth::bearer(request.headers())).await {
-            Ok(caller) => {
-                request.extensions_mut().insert(caller);
-            }
-            Err(failure) => {
-                tracing::info!(%failure, "request refused by the authenticator");
-                return auth::refusal(&failure, &authenticator.metadata_url());
-            }
+    match credentials(config, request.headers()).await {
+        Ok(Some(caller)) => {
+            request.extensions_mut().insert(caller);
         }
+        Ok(None) => {}
+        Err(refusal) => return refusal,
     }
     let peer = peer_ip(request.extensions().get());
     let Some(permit) = shared.clients.acquire(peer, config.per_client_concurrency) else {
@@ -74,6 +63,29 @@ pub(crate) async fn guard(State(shared): State<Arc<Shared>>, request: Request, n
         return too_many();
     };
     next.run(request).await.map(|body| PermitBody::wrap(body, permit))
+}
+
+/// The check of a request's credentials: the bearer token, when one is configured,
+/// then the authenticator's, when there is one (its caller, if it names one). `Err` is
+/// the answer to a request without them: 401 with `WWW-Authenticate: Bearer`, or the
+/// authenticator's 401 or 403.
+pub(crate) async fn credentials(config: &HttpConfig, headers: &HeaderMap) -> Result<Option<Caller>, Response> {
+    if let Some(token) = &config.bearer_token
+        && !bearer_matches(headers, token)
+    {
+        let mut response =
+            refuse(StatusCode::UNAUTHORIZED, INVALID_REQUEST, "Unauthorized: a bearer token is required");
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        return Err(response);
+    }
+    let Some(authenticator) = &config.authenticator else { return Ok(None) };
+    match authenticator.authenticate(auth::bearer(headers)).await {
+        Ok(caller) => Ok(Some(caller)),
+        Err(failure) => {
+            tracing::info!(%failure, "request refused by the authenticator");
+            Err(auth::refusal(&failure, &authenticator.metadata_url()))
+        }
+    }
 }
 
 /// Marks a POST that came in over its client's limit: only a response or a

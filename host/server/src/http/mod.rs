@@ -179,11 +179,9 @@ async fn metrics(
     use axum::http::{HeaderValue, StatusCode, header};
     let http = &shared.http;
     let scraper = http.metrics_token.as_deref().is_some_and(|token| guard::bearer_matches(&headers, token));
-    let client = match (&http.bearer_token, &http.authenticator) {
-        (Some(token), _) => guard::bearer_matches(&headers, token),
-        (None, Some(authenticator)) => authenticator.authenticate(auth::bearer(&headers)).await.is_ok(),
-        (None, None) => http.metrics_token.is_none(),
-    };
+    // `/mcp`'s credentials; with none configured, the scraper's token alone if it has one.
+    let open = http.bearer_token.is_none() && http.authenticator.is_none();
+    let client = if open { http.metrics_token.is_none() } else { guard::credentials(http, &headers).await.is_ok() };
     let Some(render) = http.metrics.as_ref().filter(|_| scraper || client) else {
         let mut response = reply::status(StatusCode::UNAUTHORIZED);
         response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
