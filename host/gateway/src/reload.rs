@@ -27,7 +27,7 @@ use std::sync::{Arc, PoisonError};
 
 use wasmgate_adapter::Supervised;
 use wasmgate_audit::{Entry, Event};
-use wasmgate_policy::{Lock, Naming, Policy};
+use wasmgate_policy::{Lock, Naming, Policy, ProviderPolicy};
 
 use crate::config::Config;
 use crate::error::StartError;
@@ -97,22 +97,16 @@ impl Gateway {
     async fn apply(&self, path: &Path) -> Result<Reloaded, String> {
         let (config, policy, lock) = load(path, &self.config.lock)?;
         let running_policy = self.guard.policy();
-        // Which providers to start and stop.
-        let (to_start, to_stop) = {
+        // Which providers to start and stop, and those that run on. Reloads run one at a
+        // time, so what is read here is still so when the new ones have started.
+        let (to_start, to_stop, kept_sources, kept_mcp, kept_infos) = {
             let running = self.running.read().unwrap_or_else(PoisonError::into_inner);
             let mut to_start = BTreeSet::new();
             let mut to_stop = BTreeSet::new();
             for (name, provider) in &config.providers {
-                let changed = match running.configs.get(name) {
-                    None => true,
-                    Some(old) => {
-                        old != provider
-                            || match (running_policy.provider(name), policy.provider(name)) {
-                                (Some(old), Some(new)) => !old.start_settings_changed(new).is_empty(),
-                                (old, new) => old.is_some() != new.is_some(),
-                            }
-                    }
-                };
+                let changed = running.configs.get(name).is_none_or(|old| {
+                    old != provider || start_rules_differ(running_policy.provider(name), policy.provider(name))
+                });
                 if changed {
                     to_start.insert(name.clone());
                     if running.configs.contains_key(name) {
@@ -121,19 +115,13 @@ impl Gateway {
                 }
             }
             to_stop.extend(running.configs.keys().filter(|name| !config.providers.contains_key(*name)).cloned());
-            (to_start, to_stop)
+            let kept = |name: &str| !to_stop.contains(name);
+            let kept_sources: Vec<_> = running.sources.iter().filter(|s| kept(s.provider())).cloned().collect();
+            let kept_mcp: Vec<_> = running.mcp.iter().filter(|s| kept(s.name())).cloned().collect();
+            let kept_infos: Vec<_> = running.providers.iter().filter(|p| kept(&p.name)).cloned().collect();
+            (to_start, to_stop, kept_sources, kept_mcp, kept_infos)
         };
         let started = self.starter.start(&config, to_start.iter(), &policy, &lock).await.map_err(|e| describe(&e))?;
-        // The providers as they will be.
-        let (kept_sources, kept_mcp, kept_infos) = {
-            let running = self.running.read().unwrap_or_else(PoisonError::into_inner);
-            let kept = |name: &str| !to_stop.contains(name);
-            (
-                running.sources.iter().filter(|s| kept(s.provider())).cloned().collect::<Vec<_>>(),
-                running.mcp.iter().filter(|s| kept(s.name())).cloned().collect::<Vec<_>>(),
-                running.providers.iter().filter(|p| kept(&p.name)).cloned().collect::<Vec<_>>(),
-            )
-        };
         let sources: Vec<_> = kept_sources.into_iter().chain(started.sources.iter().cloned()).collect();
         let mcp: Vec<_> = kept_mcp.into_iter().chain(started.mcp.iter().cloned()).collect();
         if config.providers.values().any(|p| p.naming() == Naming::AsIs)
@@ -174,9 +162,18 @@ impl Gateway {
     }
 }
 
+/// Whether a provider's policy differs in what is read when it starts (or it is in one
+/// policy only).
+fn start_rules_differ(old: Option<&ProviderPolicy>, new: Option<&ProviderPolicy>) -> bool {
+    match (old, new) {
+        (Some(old), Some(new)) => !old.start_settings_changed(new).is_empty(),
+        (old, new) => old.is_some() != new.is_some(),
+    }
+}
+
 /// A start error as one line of a reload's refusal.
 fn describe(error: &StartError) -> String {
-    format!("{error}").replace('\n', " ")
+    error.to_string().replace('\n', " ")
 }
 
 /// The configuration at `path`, its policy, and the lock at `lock` (the running one:
