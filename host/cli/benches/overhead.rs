@@ -106,8 +106,7 @@ async fn through_stdio(dir: &Path, spin_us: Option<u64>) -> McpClient {
 /// `wasmgate serve --http` (killed on drop) and our client to it.
 async fn through_http(dir: &Path) -> (common::Killed, McpClient) {
     let (served, url) = common::serve_http(dir, &[]);
-    let transport = HttpTransport::new(&HttpConfig::new("wasmgate", url)).unwrap();
-    let client = McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap();
+    let client = common::http_client(&url).await;
     (served, client)
 }
 

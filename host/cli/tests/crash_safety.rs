@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use common::{serve_http, setup, stderr, wasmgate};
 use serde_json::{Value, json};
-use wasmgate_client::{CancellationToken, ClientConfig, HttpConfig, HttpTransport, McpClient};
+use wasmgate_client::CancellationToken;
 
 /// Concurrent callers (below the per-client limit of 16 open requests).
 const CALLERS: usize = 8;
@@ -63,8 +63,7 @@ async fn a_gateway_killed_under_load_restarts_and_its_audit_log_accounts_for_eve
     assert!(review.status.success(), "{}", stderr(&review));
 
     let (mut child, url) = serve_http(dir.path(), &[]);
-    let transport = HttpTransport::new(&HttpConfig::new("wasmgate", url)).unwrap();
-    let client = McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap();
+    let client = common::http_client(&url).await;
     let answered = Arc::new(AtomicUsize::new(0));
     let next = Arc::new(AtomicUsize::new(0));
     let mut callers = Vec::new();
@@ -109,8 +108,7 @@ async fn a_gateway_killed_under_load_restarts_and_its_audit_log_accounts_for_eve
 
     // Nothing left behind blocks a restart, and the restarted gateway serves.
     let (mut again, url) = serve_http(dir.path(), &[]);
-    let transport = HttpTransport::new(&HttpConfig::new("wasmgate", url)).unwrap();
-    let client = McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap();
+    let client = common::http_client(&url).await;
     let args = json!({"user": "alice", "title": "after", "start": "2026-12-03T14:00", "end": "2026-12-03T15:00"});
     let after =
         client.call_tool("calendar__calendar_create", args.as_object().cloned().unwrap(), CancellationToken::new());

@@ -76,8 +76,7 @@ async fn a_stock_client_uses_the_gateway_over_stdio() {
 async fn a_stock_client_uses_the_gateway_over_http() {
     let dir = reviewed();
     let (_served, url) = serve_http(dir.path(), &[]);
-    let transport = HttpTransport::new(&HttpConfig::new("wasmgate", url)).unwrap();
-    let client = McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap();
+    let client = common::http_client(&url).await;
     exercise(&client).await;
     client.close().await;
 }

@@ -9,9 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{children, serve_http, serve_stdio, setup, stderr, stdout, wasmgate};
 use serde_json::{Value, json};
-use wasmgate_client::{
-    CancellationToken, ClientConfig, HttpConfig, HttpTransport, McpClient, StdioTransport, ToolsWatch,
-};
+use wasmgate_client::{CancellationToken, ClientConfig, McpClient, StdioTransport, ToolsWatch};
 
 fn reviewed() -> tempfile::TempDir {
     let dir = setup();
@@ -78,8 +76,7 @@ fn wait_for_reloads(dir: &std::path::Path, count: usize) -> Vec<Value> {
 async fn wasmgate_reload_applies_a_new_policy_and_refuses_one_that_does_not_load() {
     let dir = reviewed();
     let (_served, url) = serve_http(dir.path(), &[]);
-    let transport = HttpTransport::new(&HttpConfig::new("wasmgate", url)).unwrap();
-    let client = McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap();
+    let client = common::http_client(&url).await;
     assert!(names(&client).await.contains(&"echo__echo".to_owned()));
     let mut changes = following(&client).await;
 
@@ -170,8 +167,7 @@ async fn a_reload_starts_a_provider_added_and_stops_one_removed() {
     assert!(review.status.success(), "{}", stderr(&review));
     remove_twin(dir.path());
     let (served, url) = serve_http(dir.path(), &[]);
-    let transport = HttpTransport::new(&HttpConfig::new("wasmgate", url)).unwrap();
-    let client = McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap();
+    let client = common::http_client(&url).await;
     let mut changes = following(&client).await;
     let before = children(served.0.id());
     assert!(!names(&client).await.contains(&"twin__echo".to_owned()));

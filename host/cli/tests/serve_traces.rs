@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::{serve_http, setup, stderr, wasmgate};
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use wasmgate_client::{CancellationToken, ClientConfig, HttpConfig, HttpTransport, McpClient};
+use wasmgate_client::CancellationToken;
 
 /// A collector on loopback: every body POSTed to it, parsed. Returns its traces URL.
 async fn collector(bodies: Arc<Mutex<Vec<Value>>>) -> String {
@@ -92,8 +92,7 @@ async fn each_call_is_a_span_with_a_child_per_stage_at_the_collector() {
     assert!(review.status.success(), "{}", stderr(&review));
     let (mut served, url) = serve_http(dir.path(), &[]);
 
-    let transport = HttpTransport::new(&HttpConfig::new("wasmgate", url)).unwrap();
-    let client = McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap();
+    let client = common::http_client(&url).await;
     let arguments = json!({"text": "secret-argument-text"}).as_object().cloned().unwrap();
     let result = client.call_tool("echo__echo", arguments, CancellationToken::new()).await.unwrap();
     assert!(!result.is_error);

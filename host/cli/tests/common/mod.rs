@@ -63,6 +63,12 @@ pub fn children(pid: u32) -> Vec<u32> {
     found
 }
 
+/// Our client to the gateway serving at `url` (`serve_http`'s), with the defaults.
+pub async fn http_client(url: &str) -> wasmgate_client::McpClient {
+    let transport = wasmgate_client::HttpTransport::new(&wasmgate_client::HttpConfig::new("wasmgate", url)).unwrap();
+    wasmgate_client::McpClient::connect("wasmgate", transport, wasmgate_client::ClientConfig::default()).await.unwrap()
+}
+
 /// `wasmgate ARGS` on the configuration in `dir`.
 pub fn wasmgate(dir: &Path, args: &[&str]) -> Output {
     command(dir).args(args).output().unwrap()
