@@ -30,6 +30,9 @@ pub enum ToolErrorKind {
     /// The caller has used up a rate limit or call budget; [`ToolError::retry_after`]
     /// says when a call may succeed again.
     RateLimited,
+    /// The gateway cannot serve the call now (a store it shares with other replicas
+    /// cannot be reached); [`ToolError::retry_after`] says when to try again.
+    Unavailable,
 }
 
 impl fmt::Display for ToolErrorKind {
@@ -42,6 +45,7 @@ impl fmt::Display for ToolErrorKind {
             Self::InputDeferred => "the tool asked for input, which the caller answers with its next call",
             Self::MissingCapability => "the tool needs a client capability the caller did not declare",
             Self::RateLimited => "rate limited: the caller has used up its budget for this tool for now",
+            Self::Unavailable => "unavailable: the gateway cannot serve the call now; try again shortly",
         })
     }
 }

@@ -83,6 +83,15 @@ impl ChainKey {
         Self::new(bytes).map_err(|e| format!("{}: {e}", path.display()))
     }
 
+    /// A 32-byte key for `purpose`, derived from this secret (HMAC-SHA256 of the purpose):
+    /// one secret file can key several things without one key standing for another.
+    #[must_use]
+    pub fn derive(&self, purpose: &str) -> [u8; 32] {
+        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(&self.0) else { return [0; 32] };
+        mac.update(purpose.as_bytes());
+        mac.finalize().into_bytes().into()
+    }
+
     fn mac(&self, bytes: &[u8]) -> String {
         // HMAC takes a key of any length, so this cannot fail.
         let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(&self.0) else { return String::new() };

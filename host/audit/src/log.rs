@@ -26,6 +26,9 @@ pub struct Options {
     pub redaction: Redaction,
     /// The secret of a keyed chain (HMAC-SHA256); `None` chains with SHA-256.
     pub key: Option<ChainKey>,
+    /// The replica that writes the log, named in every record (`"replica"`), when
+    /// several gateways share the work.
+    pub replica: Option<String>,
 }
 
 /// An open audit log. Share it between threads (`Arc<AuditLog>`); appends from all of them are
@@ -36,6 +39,8 @@ pub struct AuditLog {
     clock: Arc<dyn Clock>,
     redaction: Redaction,
     chain: Chain,
+    /// `"replica":"NAME",`, put first in every record's body, when a replica is named.
+    replica: Option<String>,
     writer: Option<JoinHandle<()>>,
 }
 
@@ -68,6 +73,10 @@ impl AuditLog {
         if !existed {
             sync_parent(path).map_err(|e| open_err(&e))?;
         }
+        let replica = match options.replica.as_deref().map(serde_json::to_string).transpose() {
+            Ok(name) => name.map(|name| format!("\"replica\":{name},")),
+            Err(e) => return Err(open_err(&e)),
+        };
         let chain = Chain::new(options.key.clone());
         let tail =
             recover(&mut file, &chain).map_err(|reason| AuditError::Corrupt { path: path.to_owned(), reason })?;
@@ -92,13 +101,14 @@ impl AuditLog {
                 Durability::Off => Some(file.try_clone().map_err(|e| open_err(&e))?),
                 _ => None,
             },
+            durable: Mutex::new(tail.head.clone()),
         });
         let thread_shared = Arc::clone(&shared);
         let writer = std::thread::Builder::new()
             .name("wasmgate-audit".into())
             .spawn(move || run(thread_shared, file))
             .map_err(|e| open_err(&e))?;
-        let log = AuditLog { shared, clock, redaction: options.redaction, chain, writer: Some(writer) };
+        let log = AuditLog { shared, clock, redaction: options.redaction, chain, replica, writer: Some(writer) };
         if tail.truncated > 0 {
             let message = format!(
                 "cut off an incomplete last record ({} bytes) left by a process stopped mid-write",
@@ -146,7 +156,11 @@ impl AuditLog {
                     e.arguments_sha256 = Some(crate::chain::line_hash(arguments.to_string().as_bytes()));
                 }
                 let e = e.bounded();
-                serde_json::to_string(&e).map_err(|err| self.write_err(&err))
+                let body = serde_json::to_string(&e).map_err(|err| self.write_err(&err))?;
+                Ok(match (&self.replica, body.strip_prefix('{')) {
+                    (Some(replica), Some(rest)) if rest != "}" => format!("{{{replica}{rest}"),
+                    _ => body,
+                })
             })
             .collect::<Result<_, _>>()?;
         if bodies.is_empty() {
@@ -182,6 +196,9 @@ impl AuditLog {
                     st.failed.get_or_insert_with(|| message.clone());
                     return Err(AuditError::Write { path: self.shared.path.clone(), message });
                 }
+                if let Some(last) = lines.last() {
+                    self.shared.set_durable(last.anchor());
+                }
                 return Ok(Pending::ready(Ok(st.next_seq - 1)));
             }
             st.queue.extend(lines);
@@ -197,6 +214,13 @@ impl AuditLog {
     /// Appends one record and waits until it is durable; returns its `seq`.
     pub fn append(&self, entry: Entry) -> Result<u64, AuditError> {
         self.submit([entry])?.wait()
+    }
+
+    /// The last record on disk, as an [`Anchor`](crate::Anchor): synced (under `off`
+    /// durability, written). Kept somewhere the gateway's host cannot rewrite (the
+    /// shared store of a cluster), it shows later whether the log was cut short.
+    pub fn durable_head(&self) -> crate::Anchor {
+        self.shared.durable.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// How many fsyncs the writer has issued (for tests and benchmarks).

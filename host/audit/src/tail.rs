@@ -6,7 +6,7 @@
 //! its append never returned, so no call ran on the strength of it. Opening the log truncates those
 //! bytes (and fsyncs) and reports how many there were, and the log records a `warning` saying so.
 
-use crate::chain::Chain;
+use crate::chain::{Anchor, Chain, GENESIS, line_hash};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 
@@ -21,13 +21,15 @@ pub(crate) struct Tail {
     pub prev: String,
     /// Bytes of a torn last record that were cut off.
     pub truncated: u64,
+    /// The last complete record, as an anchor.
+    pub head: Anchor,
 }
 
 /// Reads (and repairs) the tail of `file`, to continue it under `chain`. Non-regular files
 /// (`/dev/full`) start a fresh chain.
 pub(crate) fn recover(file: &mut File, chain: &Chain) -> Result<Tail, String> {
     let meta = file.metadata().map_err(|e| e.to_string())?;
-    let fresh = Tail { next_seq: 1, prev: chain.genesis(), truncated: 0 };
+    let fresh = Tail { next_seq: 1, prev: chain.genesis(), truncated: 0, head: empty_head() };
     if !meta.is_file() || meta.len() == 0 {
         return Ok(fresh);
     }
@@ -51,7 +53,12 @@ pub(crate) fn recover(file: &mut File, chain: &Chain) -> Result<Tail, String> {
     let record: serde_json::Value = serde_json::from_slice(&line).map_err(|e| format!("not JSON: {e}"))?;
     let seq = record.get("seq").and_then(serde_json::Value::as_u64).ok_or("no `seq` number")?;
     let next_seq = seq.checked_add(1).ok_or("`seq` is at its maximum")?;
-    Ok(Tail { next_seq, prev: chain.link(&line), truncated })
+    Ok(Tail { next_seq, prev: chain.link(&line), truncated, head: Anchor { seq, hash: line_hash(&line) } })
+}
+
+/// The anchor of an empty log.
+pub(crate) fn empty_head() -> Anchor {
+    Anchor { seq: 0, hash: line_hash(GENESIS) }
 }
 
 /// Whether the first record of a non-empty log chains to `chain`'s genesis. A log written with
@@ -117,7 +124,7 @@ mod tests {
         let (_d, mut f) = file_with(b"");
         assert_eq!(
             recover(&mut f, &Chain::default()).unwrap(),
-            Tail { next_seq: 1, prev: crate::chain::genesis_hash(), truncated: 0 }
+            Tail { next_seq: 1, prev: crate::chain::genesis_hash(), truncated: 0, head: empty_head() }
         );
     }
 
@@ -126,7 +133,12 @@ mod tests {
         let (_d, mut f) = file_with(format!("{}{{\"seq\":2}}\n", first("")).as_bytes());
         assert_eq!(
             recover(&mut f, &Chain::default()).unwrap(),
-            Tail { next_seq: 3, prev: crate::chain::line_hash(b"{\"seq\":2}"), truncated: 0 }
+            Tail {
+                next_seq: 3,
+                prev: crate::chain::line_hash(b"{\"seq\":2}"),
+                truncated: 0,
+                head: Anchor { seq: 2, hash: crate::chain::line_hash(b"{\"seq\":2}") }
+            }
         );
     }
 
@@ -144,7 +156,7 @@ mod tests {
         let (_d, mut f) = file_with(b"{\"seq\":1,");
         assert_eq!(
             recover(&mut f, &Chain::default()).unwrap(),
-            Tail { next_seq: 1, prev: crate::chain::genesis_hash(), truncated: 9 }
+            Tail { next_seq: 1, prev: crate::chain::genesis_hash(), truncated: 9, head: empty_head() }
         );
     }
 

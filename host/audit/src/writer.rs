@@ -11,6 +11,7 @@
 //! later append is refused. (After a failed fsync Linux may have dropped the dirty pages, so
 //! retrying could report success for records that are gone.)
 
+use crate::chain::{Anchor, line_hash};
 use crate::durability::Durability;
 use crate::error::AuditError;
 use crate::pending::Completion;
@@ -163,9 +164,24 @@ pub(crate) struct Shared {
     /// Under `off` durability, a handle to the log on which appenders write their own
     /// records (see `AuditLog::submit`); the writer thread then only waits for close.
     pub direct: Option<File>,
+    /// The last record known to be on disk (synced; under `off`, written).
+    pub durable: Mutex<Anchor>,
+}
+
+impl Job {
+    /// This record as an anchor.
+    pub fn anchor(&self) -> Anchor {
+        let line = self.line.strip_suffix(b"\n").unwrap_or(&self.line);
+        Anchor { seq: self.seq, hash: line_hash(line) }
+    }
 }
 
 impl Shared {
+    /// Marks `head` as the last record on disk.
+    pub fn set_durable(&self, head: Anchor) {
+        *self.durable.lock().unwrap_or_else(|e| e.into_inner()) = head;
+    }
+
     pub fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock cannot leave State half-updated in a way that matters
         // more than refusing to go on, and the writer must still be able to poison the log.
@@ -201,6 +217,8 @@ pub(crate) fn run(shared: Arc<Shared>, mut file: File) {
     let mut previous_waiters = 0;
     // The mean gap between waited-for arrivals in the last gathering that saw any.
     let mut pace = None;
+    // The last record written, which the next fsync makes durable.
+    let mut written: Option<Anchor> = None;
     loop {
         let batch = {
             let mut st = shared.lock();
@@ -245,6 +263,7 @@ pub(crate) fn run(shared: Arc<Shared>, mut file: File) {
                 shared.poison(&e.to_string(), batch);
                 continue;
             }
+            written = batch.last().map(Job::anchor);
         }
         let sync_now = match shared.durability {
             Durability::Off => false,
@@ -267,6 +286,9 @@ pub(crate) fn run(shared: Arc<Shared>, mut file: File) {
             if let Err(e) = synced {
                 shared.poison(&format!("fsync failed: {e}"), batch);
                 continue;
+            }
+            if let Some(head) = written.take() {
+                shared.set_durable(head);
             }
         }
         for job in batch {

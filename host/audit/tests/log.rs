@@ -359,3 +359,46 @@ fn block_on<F: std::future::Future>(fut: F) -> F::Output {
         std::thread::park();
     }
 }
+
+#[test]
+fn a_replicas_log_names_it_in_every_record_and_still_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let options = Options { replica: Some("r2".into()), ..Options::default() };
+    let log = AuditLog::open_with_clock(&path, options, clock()).unwrap();
+    log.append(requested("c1", json!({}))).unwrap();
+    log.append(Entry::call("c1", "calendar", "calendar_query", Event::Started)).unwrap();
+    log.close().unwrap();
+    for line in lines(&path) {
+        let record: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(record["replica"], "r2", "{line}");
+        assert!(line.contains(r#""prev":"#) && line.find("\"replica\"") > line.find("\"prev\""), "{line}");
+    }
+    assert_eq!(verify(&path).unwrap().records, 2);
+}
+
+#[test]
+fn the_durable_head_is_the_last_record_synced_and_survives_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    for durability in [Durability::EveryCall, Durability::Off] {
+        let _ = std::fs::remove_file(&path);
+        let log = open(&path, durability);
+        assert_eq!(log.durable_head().seq, 0, "an empty log");
+        assert_eq!(log.durable_head().hash, genesis_hash());
+        log.append(requested("c1", json!({}))).unwrap();
+        log.append(Entry::call("c1", "calendar", "calendar_query", Event::Started)).unwrap();
+        let head = log.durable_head();
+        log.close().unwrap();
+        let summary = verify(&path).unwrap();
+        assert_eq!(head, summary.anchor, "{durability:?}: the head is what `audit anchor` prints");
+        let again = open(&path, durability);
+        assert_eq!(again.durable_head(), summary.anchor, "{durability:?}: read back when the log is continued");
+    }
+    // Under `batched`, an append returns before its fsync: the head moves only with it.
+    let _ = std::fs::remove_file(&path);
+    let log = open(&path, Durability::Batched { max_delay_ms: 60_000 });
+    log.append(requested("c1", json!({}))).unwrap();
+    assert_eq!(log.durable_head().seq, 0, "written, not yet synced");
+    log.close().unwrap();
+}

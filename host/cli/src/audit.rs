@@ -1,15 +1,21 @@
-//! `wasmgate audit verify FILE`: check an audit log's hash chain and name the first bad
-//! record; `wasmgate audit anchor FILE`: print the anchor to keep elsewhere.
+//! `wasmgate audit verify FILE...`: check audit logs' hash chains and name the first bad
+//! record of each, against an anchor or against the anchors a cluster's store holds;
+//! `wasmgate audit anchor FILE`: print the anchor to keep elsewhere.
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::io::BufRead as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand};
 use wasmgate_audit::{Anchor, ChainKey, Tail, VerifyOptions, verify_options};
+use wasmgate_store::Store;
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
-    /// Check that every record is intact, in order, and chained to the one before.
+    /// Check that every record is intact, in order, and chained to the one before; with
+    /// --store, check every replica's log against the anchor the cluster's store holds.
     Verify(VerifyArgs),
     /// Verify the log and print its last record as an anchor: keep it where the gateway
     /// cannot write, and `audit verify --anchor` later finds a log cut short or rewritten
@@ -21,6 +27,12 @@ pub enum AuditCommand {
 pub struct LogArgs {
     /// The audit log (JSON lines).
     file: PathBuf,
+    #[command(flatten)]
+    options: ReadArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReadArgs {
     /// The key file of a keyed log (`[audit] key_file`).
     #[arg(long, value_name = "FILE")]
     key: Option<PathBuf>,
@@ -31,24 +43,94 @@ pub struct LogArgs {
 
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
+    /// The audit logs (JSON lines): one, or one per replica of a cluster.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
     #[command(flatten)]
-    log: LogArgs,
+    options: ReadArgs,
     /// An anchor printed by `wasmgate audit anchor` (`wasmgate-audit-anchor:SEQ:HASH`): the
-    /// log must still hold that record, unchanged.
-    #[arg(long, value_name = "ANCHOR")]
+    /// log must still hold that record, unchanged. One log only.
+    #[arg(long, value_name = "ANCHOR", conflicts_with_all = ["store", "store_env"])]
     anchor: Option<String>,
+    /// A cluster's store (`redis://HOST:PORT/DB`): each log is checked against the anchor
+    /// it holds for the log's replica, and every replica it anchored must have its log
+    /// given.
+    #[arg(long, value_name = "URL", conflicts_with = "store_env")]
+    store: Option<String>,
+    /// The environment variable holding the store's URL instead (with its password).
+    #[arg(long, value_name = "VAR")]
+    store_env: Option<String>,
 }
 
 pub fn run(command: AuditCommand) -> anyhow::Result<()> {
     match command {
-        AuditCommand::Verify(args) => {
-            let anchor = args.anchor.as_deref().map(str::parse::<Anchor>).transpose().map_err(anyhow::Error::msg)?;
-            let summary = check(&args.log, anchor)?;
+        AuditCommand::Verify(args) => verify(&args),
+        AuditCommand::Anchor(args) => {
+            println!("{}", check(&args.file, &args.options, None)?.anchor);
+            Ok(())
+        }
+    }
+}
+
+fn verify(args: &VerifyArgs) -> anyhow::Result<()> {
+    let store = match (&args.store, &args.store_env) {
+        (Some(url), _) => Some(url.clone()),
+        (None, Some(var)) => Some(std::env::var(var).with_context(|| format!("--store-env {var}: not set"))?),
+        (None, None) => None,
+    };
+    let Some(url) = store else {
+        let anchor = args.anchor.as_deref().map(str::parse::<Anchor>).transpose().map_err(anyhow::Error::msg)?;
+        if anchor.is_some() && args.files.len() > 1 {
+            bail!("--anchor names one record of one log: give one log with it, or use --store for a cluster's logs");
+        }
+        let mut broken = 0;
+        for file in &args.files {
+            broken += usize::from(report(file, &args.options, anchor.clone(), "").is_err());
+        }
+        return verdict(broken, args.files.len());
+    };
+    let anchors = anchors(&url)?;
+    let mut logs = BTreeMap::new();
+    for file in &args.files {
+        match replica_of(file)? {
+            Some(replica) => {
+                if let Some(other) = logs.insert(replica.clone(), file.clone()) {
+                    bail!("{} and {} are both logs of replica {replica}", other.display(), file.display());
+                }
+            }
+            None => bail!("{}: no record names a replica; it is not the log of a cluster's replica", file.display()),
+        }
+    }
+    let mut broken = 0;
+    for (replica, file) in &logs {
+        let anchor = anchors.get(replica).cloned();
+        let said = match &anchor {
+            Some(anchor) => format!(", replica {replica}'s anchored record (seq {}) is there unchanged", anchor.seq),
+            None => format!(", replica {replica} (the store holds no anchor for it yet)"),
+        };
+        broken += usize::from(report(file, &args.options, anchor, &said).is_err());
+    }
+    for (replica, anchor) in anchors.iter().filter(|(replica, _)| !logs.contains_key(*replica)) {
+        eprintln!(
+            "replica {replica}: the store anchored its record seq {}, but no log of it was given: a replica's log is \
+             missing",
+            anchor.seq
+        );
+        broken += 1;
+    }
+    verdict(broken, logs.len() + anchors.keys().filter(|r| !logs.contains_key(*r)).count())
+}
+
+/// Verifies `file` (against `anchor`) and prints what was found; `said` adds to the line.
+fn report(file: &Path, options: &ReadArgs, anchor: Option<Anchor>, said: &str) -> Result<(), ()> {
+    let anchored = anchor.is_some();
+    match check(file, options, anchor) {
+        Ok(summary) => {
+            let unchanged = if anchored && said.is_empty() { ", the anchored record is there unchanged" } else { said };
             println!(
-                "{}: {} records, chain intact{} (last seq {}, last hash {})",
-                args.log.file.display(),
+                "{}: {} records, chain intact{unchanged} (last seq {}, last hash {})",
+                file.display(),
                 summary.records,
-                if args.anchor.is_some() { ", the anchored record is there unchanged" } else { "" },
                 summary.last_seq,
                 summary.last_hash
             );
@@ -57,18 +139,53 @@ pub fn run(command: AuditCommand) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        AuditCommand::Anchor(args) => {
-            println!("{}", check(&args, None)?.anchor);
-            Ok(())
+        Err(error) => {
+            eprintln!("{error:#}");
+            Err(())
         }
     }
 }
 
-fn check(args: &LogArgs, anchor: Option<Anchor>) -> anyhow::Result<wasmgate_audit::Summary> {
-    let key = args.key.as_deref().map(ChainKey::load).transpose().map_err(anyhow::Error::msg).context("--key")?;
-    let tail = if args.allow_incomplete { Tail::AllowIncomplete } else { Tail::Strict };
-    match verify_options(&args.file, &VerifyOptions { tail, key, anchor }) {
+fn verdict(broken: usize, of: usize) -> anyhow::Result<()> {
+    if broken > 0 {
+        bail!("{broken} of {of} logs failed verification");
+    }
+    Ok(())
+}
+
+/// Every replica's anchor in the store at `url`.
+fn anchors(url: &str) -> anyhow::Result<BTreeMap<String, Anchor>> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("no async runtime")?;
+    runtime.block_on(async {
+        let store = Store::new(url, Duration::from_secs(5))?;
+        Ok(store.anchors().await?)
+    })
+}
+
+/// The replica a log's records name (the first that names one).
+fn replica_of(file: &Path) -> anyhow::Result<Option<String>> {
+    let reader =
+        std::io::BufReader::new(std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?);
+    for line in reader.split(b'\n') {
+        let line = line.with_context(|| format!("cannot read {}", file.display()))?;
+        // Only a line that can name one is parsed.
+        if !line.windows(10).any(|w| w == b"\"replica\":") {
+            continue;
+        }
+        if let Ok(record) = serde_json::from_slice::<serde_json::Value>(&line)
+            && let Some(replica) = record.get("replica").and_then(serde_json::Value::as_str)
+        {
+            return Ok(Some(replica.to_owned()));
+        }
+    }
+    Ok(None)
+}
+
+fn check(file: &Path, options: &ReadArgs, anchor: Option<Anchor>) -> anyhow::Result<wasmgate_audit::Summary> {
+    let key = options.key.as_deref().map(ChainKey::load).transpose().map_err(anyhow::Error::msg).context("--key")?;
+    let tail = if options.allow_incomplete { Tail::AllowIncomplete } else { Tail::Strict };
+    match verify_options(file, &VerifyOptions { tail, key, anchor }) {
         Ok(summary) => Ok(summary),
-        Err(error) => bail!("{}: the chain is broken at {error}", args.file.display()),
+        Err(error) => bail!("{}: the chain is broken at {error}", file.display()),
     }
 }

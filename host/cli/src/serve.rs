@@ -176,7 +176,9 @@ async fn serve(args: ServeArgs, loaded: wasmgate_gateway::Config) -> anyhow::Res
         Arc::new(Reloader { gateway: Arc::clone(&gateway), backend: Arc::clone(&backend), path: loaded.path.clone() });
     reload::on_hangup(hangup, Arc::clone(&reloader));
     let control = reload::listen(&loaded.state_dir, reloader);
-    let config = ServerConfig::new(ServerIdentity::new("wasmgate", env!("CARGO_PKG_VERSION")));
+    let mut config = ServerConfig::new(ServerIdentity::new("wasmgate", env!("CARGO_PKG_VERSION")));
+    // `[cluster]`: request states signed with the shared key, spent in the shared store.
+    config.cluster = gateway.member.as_ref().map(|member| member.server());
     // SIGINT or SIGTERM: stop taking requests, finish what runs within the grace period,
     // and close every provider (their process groups and cgroups too) before exiting.
     let shutdown = async move {

@@ -79,6 +79,43 @@ struct RawConfig {
     providers: BTreeMap<String, Spanned<ProviderConfig>>,
     #[serde(default)]
     serve: ServeConfig,
+    cluster: Option<Spanned<ClusterConfig>>,
+}
+
+/// `[cluster]`: this gateway is one of several replicas behind a load balancer, sharing
+/// a Redis store (docs/DEPLOY.md).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// This replica's name: in every audit record and session id (letters, digits, `-`
+    /// and `_`, at most 32).
+    pub replica: String,
+    /// The store's URL, `redis://HOST:PORT/DB` (give a password through `store_env`).
+    pub store: Option<String>,
+    /// The environment variable holding the store's URL instead (with its password).
+    pub store_env: Option<String>,
+    /// The secret every replica signs request states with (at least 32 bytes, readable
+    /// by its owner only); the same file on every replica.
+    pub approval_key_file: PathBuf,
+    /// How often the audit log's last durable record is anchored in the store.
+    #[serde(default = "anchor_interval_ms")]
+    pub anchor_interval_ms: u64,
+    /// The longest one operation on the store may take before it counts as failed.
+    #[serde(default = "store_timeout_ms")]
+    pub store_timeout_ms: u64,
+    /// Whether the load balancer keeps a handshake-era session on the replica that
+    /// opened it (by `Mcp-Session-Id`). Without it, `initialize` is refused and clients
+    /// are told to use 2026-07-28, which needs no session.
+    #[serde(default)]
+    pub affinity: bool,
+}
+
+fn anchor_interval_ms() -> u64 {
+    1000
+}
+
+fn store_timeout_ms() -> u64 {
+    1000
 }
 
 /// How `wasmgate serve` lets callers in.
@@ -363,6 +400,8 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderConfig>,
     /// How `wasmgate serve` lets callers in.
     pub serve: ServeConfig,
+    /// The replicas this gateway shares its work with, if any.
+    pub cluster: Option<ClusterConfig>,
 }
 
 impl ProviderConfig {
@@ -491,6 +530,17 @@ impl Config {
             }
             providers.insert(name, provider);
         }
+        let cluster = match raw.cluster {
+            Some(cluster) => {
+                let span = cluster.span();
+                Some(cluster_checked(
+                    cluster.into_inner(),
+                    &|key, problem, fix| src.error(span.clone(), &format!("cluster.{key}"), problem, fix),
+                    &at,
+                )?)
+            }
+            None => None,
+        };
         let mut config = Config {
             path: path.to_owned(),
             policy: at(raw.policy.unwrap_or_else(|| "policy.toml".into())),
@@ -506,12 +556,43 @@ impl Config {
             sandbox: SandboxSettings { cache_dir: raw.sandbox.cache_dir.map(at), ..raw.sandbox },
             providers,
             serve: raw.serve,
+            cluster,
         };
         if let Some(file) = raw.mcp_servers {
             crate::mcp_servers::import(&at(file), &mut config.providers)?;
         }
         Ok(config)
     }
+}
+
+/// `[cluster]` as written, checked, its key file made absolute with `at`.
+fn cluster_checked(
+    mut cluster: ClusterConfig,
+    problem: &dyn Fn(&str, String, &str) -> PolicyError,
+    at: &dyn Fn(PathBuf) -> PathBuf,
+) -> Result<ClusterConfig, PolicyError> {
+    if !wasmgate_server::cluster::valid_replica(&cluster.replica) {
+        return Err(problem(
+            "replica",
+            format!("{:?} cannot name a replica", cluster.replica),
+            "use 1 to 32 letters, digits, - and _, different on every replica (e.g. \"gw-1\")",
+        ));
+    }
+    if cluster.store.is_some() == cluster.store_env.is_some() {
+        return Err(problem(
+            "store",
+            "a cluster needs its store: exactly one of `store` and `store_env`".into(),
+            "give `store = \"redis://HOST:6379/0\"`, or `store_env` naming a variable that holds the URL with its password",
+        ));
+    }
+    if cluster.anchor_interval_ms < 100 {
+        return Err(problem("anchor_interval_ms", "an anchor more than 10 times a second".into(), "use at least 100"));
+    }
+    if cluster.store_timeout_ms < 10 {
+        return Err(problem("store_timeout_ms", "a timeout under 10 ms".into(), "use at least 10 (default 1000)"));
+    }
+    cluster.approval_key_file = at(std::mem::take(&mut cluster.approval_key_file));
+    Ok(cluster)
 }
 
 /// A provider's `command` as written in a file in `base`: a bare name is left for the

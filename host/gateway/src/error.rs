@@ -62,6 +62,29 @@ pub enum StartError {
     /// A provider's tools or formatters could not be set up.
     #[error(transparent)]
     Adapter(#[from] AdapterError),
+    /// `[cluster]`: the shared store or the approval key cannot be used. A replica does
+    /// not start without them: it could not check its audit log against its anchor, and
+    /// everything it shares would be refused.
+    #[error("cannot join the cluster: {0}")]
+    Cluster(String),
+    /// `[cluster]`: the shared store holds a later anchor for this replica than its audit
+    /// log's last record, or another record at the same place.
+    #[error(
+        "the audit log {} ends at seq {log}, but the shared store anchored seq {stored} for replica {replica}: records \
+         were removed from the log or it was replaced. Check it with `wasmgate audit verify --store URL {}`; if the \
+         log was moved on purpose, give this replica a new name",
+        path.display(), path.display()
+    )]
+    AuditBehind {
+        /// The log.
+        path: PathBuf,
+        /// The replica.
+        replica: String,
+        /// The log's last record.
+        log: u64,
+        /// The anchored record.
+        stored: u64,
+    },
 }
 
 impl StartError {

@@ -15,10 +15,13 @@
 //! * [`backend`]: [`GatewayBackend`], the guard's tools and content for the MCP server
 //!   face;
 //! * [`reload`]: [`Gateway::reload`], the rules read again while running;
+//! * [`cluster`]: [`Member`](cluster::Member), a gateway as one replica of several,
+//!   sharing a store (`[cluster]`);
 //! * [`status`]: every tool's state (allowed, ask, denied, unreviewed, changed);
 //! * [`error`]: [`StartError`], which names what failed.
 
 pub mod backend;
+pub mod cluster;
 pub mod code;
 pub mod config;
 mod diagnose;

@@ -194,6 +194,7 @@ fn restart_needed(running: &Config, new: &Config) -> Vec<String> {
         ("sandbox", running.sandbox != new.sandbox),
         ("serve", running.serve != new.serve),
         ("state_dir", running.state_dir != new.state_dir),
+        ("cluster", running.cluster != new.cluster),
         ("lock (its path: the running lock file was read)", running.lock != new.lock),
     ];
     sections.iter().filter(|(_, changed)| *changed).map(|(name, _)| format!("{name} changed")).collect()

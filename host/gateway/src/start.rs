@@ -22,7 +22,7 @@ use wasmgate_client::{
     Bearer, ClientConfig, Confinement, Enforcement, HeaderValueSource, HttpConfig, HttpTransport, Network, StdioConfig,
     StdioTransport,
 };
-use wasmgate_guard::{Approver, ContentSource, Guard, GuardedToolset, Screener};
+use wasmgate_guard::{Approver, Budgets, ContentSource, Guard, GuardedToolset, Screener, SharedBuckets};
 use wasmgate_policy::{
     CodeState, ConfinementLevel, Lock, MediaMode, Naming, Policy, ProviderPolicy, Verdict, exposed_name,
 };
@@ -30,6 +30,7 @@ use wasmgate_sandbox::{
     CallLimits, ConnectCheck, DirGrant, Formatter, Grants, MediaCheck, NetworkGrant, Sandbox, SandboxConfig,
 };
 
+use crate::cluster::{Anchoring, Member};
 use crate::code;
 use crate::config::{Config, HeaderConfig, LimitsConfig, ProviderConfig, ProviderKind};
 use crate::diagnose::{Setup, likely_cause};
@@ -50,6 +51,10 @@ pub struct Gateway {
     pub(crate) reloading: tokio::sync::Mutex<()>,
     /// The configuration it started from ([`Gateway::reload`] names what it cannot change).
     pub(crate) config: Config,
+    /// Its part in a cluster of replicas, when it is one.
+    pub member: Option<Arc<Member>>,
+    /// Anchors the audit log in the cluster's store while the gateway runs.
+    _anchoring: Option<Anchoring>,
 }
 
 /// The providers of a running gateway.
@@ -124,6 +129,7 @@ pub struct ProviderInfo {
 pub struct Readiness {
     guard: Arc<Guard>,
     running: Arc<RwLock<Running>>,
+    member: Option<Arc<Member>>,
 }
 
 impl Readiness {
@@ -134,6 +140,9 @@ impl Readiness {
         let mut reasons = Vec::new();
         if self.guard.audit().is_poisoned() {
             reasons.push("the audit log cannot be written".to_owned());
+        }
+        if let Some(member) = &self.member {
+            reasons.extend(member.unready());
         }
         let running = self.running.read().unwrap_or_else(PoisonError::into_inner);
         for provider in running.providers.iter().filter(|p| p.required) {
@@ -157,7 +166,13 @@ impl Gateway {
         let lock = if config.lock.exists() { Lock::load(&config.lock)? } else { Lock::default() };
         let redaction = config.audit.redact.iter().fold(Redaction::default(), |r, key| r.with_key(key));
         let key = config.audit.key_file.as_deref().map(ChainKey::load).transpose().map_err(StartError::AuditKey)?;
-        let options = Options { durability: config.audit.durability, redaction, key };
+        // A replica joins its cluster first: without the store it does not start.
+        let member = match &config.cluster {
+            Some(cluster) => Some(Arc::new(Member::join(cluster).await?)),
+            None => None,
+        };
+        let replica = member.as_ref().map(|m| m.replica().to_owned());
+        let options = Options { durability: config.audit.durability, redaction, key, replica };
         if let Some(parent) = config.audit.path.parent() {
             // Directories it creates are its owner's only: the audit log and the
             // state beside it hold call arguments.
@@ -168,6 +183,9 @@ impl Gateway {
                 .map_err(|source| StartError::AuditDir { path: parent.to_owned(), source })?;
         }
         let audit = Arc::new(AuditLog::open(&config.audit.path, options).map_err(StartError::Audit)?);
+        if let Some(member) = &member {
+            member.check(&audit).await?;
+        }
         let cache_dir =
             if config.sandbox.no_cache { None } else { config.sandbox.cache_dir.clone().or_else(cache_dir) };
         let mut sandbox_config = SandboxConfig { cache_dir, ..SandboxConfig::default() };
@@ -184,7 +202,12 @@ impl Gateway {
         if config.providers.values().any(|p| p.naming() == Naming::AsIs) {
             refuse_collisions(&started.sources, &started.mcp).await?;
         }
-        let guard = Guard::new(policy, lock, Some(config.lock.clone()), approver, audit);
+        let budgets = match &member {
+            Some(member) => Budgets::shared(Arc::clone(&member.store) as Arc<dyn SharedBuckets>),
+            None => Budgets::default(),
+        };
+        let anchoring = member.as_ref().map(|member| member.anchoring(Arc::clone(&audit)));
+        let guard = Guard::with_budgets(policy, lock, Some(config.lock.clone()), approver, audit, budgets);
         for (provider, screens) in &started.screens {
             guard.set_screeners(provider, screens.clone());
         }
@@ -196,7 +219,16 @@ impl Gateway {
             configs: config.providers.clone(),
         };
         let running = Arc::new(RwLock::new(running));
-        Ok(Self { guard, toolset, running, starter, reloading: tokio::sync::Mutex::new(()), config: config.clone() })
+        Ok(Self {
+            guard,
+            toolset,
+            running,
+            starter,
+            reloading: tokio::sync::Mutex::new(()),
+            config: config.clone(),
+            member,
+            _anchoring: anchoring,
+        })
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Running> {
@@ -229,7 +261,7 @@ impl Gateway {
     /// What says whether the gateway should take calls now ([`Readiness`]).
     #[must_use]
     pub fn readiness(&self) -> Readiness {
-        Readiness { guard: Arc::clone(&self.guard), running: Arc::clone(&self.running) }
+        Readiness { guard: Arc::clone(&self.guard), running: Arc::clone(&self.running), member: self.member.clone() }
     }
 
     /// Every provider's tool source.
@@ -243,6 +275,9 @@ impl Gateway {
     pub async fn close(&self) {
         for provider in self.mcp_providers() {
             provider.close().await;
+        }
+        if let Some(member) = &self.member {
+            member.anchor_now(self.guard.audit()).await;
         }
     }
 }

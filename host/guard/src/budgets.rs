@@ -12,13 +12,21 @@
 //! [`MAX_BUCKETS`] are kept; a full bucket is the same as none, so full ones are dropped
 //! first, and when every kept bucket is in use a new caller is refused for a second
 //! rather than let through uncounted.
+//!
+//! Several replicas of one gateway count in one place instead: [`Budgets::shared`] hands
+//! each take to a [`SharedBuckets`] store, which takes from all the call's buckets or
+//! from none in one step. A store that cannot be reached refuses the call
+//! ([`Refusal::Unavailable`]): a replica never falls back to counting on its own, which
+//! would let each replica grant the whole budget again.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 use sha2::Digest as _;
+use wasmgate_agent::BoxFuture;
 use wasmgate_policy::{Budget, Each, Policy};
 
 /// The most buckets kept at once.
@@ -31,6 +39,35 @@ pub struct Limited {
     pub budget: String,
     /// When a call may succeed again.
     pub retry_after: Duration,
+}
+
+/// Why a call may not take from its budgets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// A budget is used up.
+    Limited(Limited),
+    /// The shared store that counts the budgets cannot be reached: why.
+    Unavailable(String),
+}
+
+/// One bucket a call takes a token from, as a [`SharedBuckets`] store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BucketSpec {
+    /// Which bucket: the budget's fingerprint, the caller and (with `each = "tool"`) the
+    /// tool, joined; the same text on every replica.
+    pub key: String,
+    /// How long one token takes to come back.
+    pub interval: Duration,
+    /// The most tokens it holds (it starts full).
+    pub burst: u32,
+}
+
+/// Token buckets kept outside the process, in a store every replica of a gateway shares.
+pub trait SharedBuckets: Send + Sync + fmt::Debug {
+    /// Takes a token from each of `buckets`, or from none: `Ok(None)` when taken,
+    /// `Ok(Some((i, wait)))` when `buckets[i]` is empty for `wait` (the longest wait of
+    /// the empty ones), `Err(why)` when the store cannot be asked.
+    fn take<'a>(&'a self, buckets: &'a [BucketSpec]) -> BoxFuture<'a, Result<Option<(usize, Duration)>, String>>;
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -51,9 +88,60 @@ impl Bucket {
 #[derive(Debug, Default)]
 pub struct Budgets {
     buckets: Mutex<HashMap<(String, String, String), Bucket>>,
+    /// Where the buckets are counted instead, when replicas share them.
+    shared: Option<Arc<dyn SharedBuckets>>,
 }
 
 impl Budgets {
+    /// Buckets counted in `store`, shared with every replica that uses it.
+    #[must_use]
+    pub fn shared(store: Arc<dyn SharedBuckets>) -> Self {
+        Self { buckets: Mutex::default(), shared: Some(store) }
+    }
+
+    /// Takes a token for a call as [`take`](Self::take) does, in the shared store when
+    /// there is one.
+    ///
+    /// # Errors
+    ///
+    /// [`Refusal::Limited`] when a budget is used up; [`Refusal::Unavailable`] when the
+    /// shared store cannot be reached (the call is not let through uncounted).
+    pub async fn take_now(
+        &self,
+        policy: &Policy,
+        provider: &str,
+        tool: &str,
+        subject: &str,
+        facts: Option<&Map<String, Value>>,
+    ) -> Result<(), Refusal> {
+        let Some(store) = &self.shared else {
+            return self.take(policy, provider, tool, subject, facts, Instant::now()).map_err(Refusal::Limited);
+        };
+        let covering: Vec<&Budget> = policy.budgets().iter().filter(|b| b.covers(provider, tool, facts)).collect();
+        if covering.is_empty() {
+            return Ok(());
+        }
+        let subject = bounded(subject);
+        let specs: Vec<BucketSpec> = covering
+            .iter()
+            .map(|budget| {
+                let (fingerprint, subject, tool) = key(budget, &subject, provider, tool);
+                // Lengths first, so no choice of names makes two keys alike.
+                let key =
+                    format!("{}:{fingerprint}{}:{subject}{}:{tool}", fingerprint.len(), subject.len(), tool.len());
+                BucketSpec { key, interval: budget.interval(), burst: budget.burst }
+            })
+            .collect();
+        match store.take(&specs).await {
+            Ok(None) => Ok(()),
+            Ok(Some((index, retry_after))) => {
+                let budget = covering.get(index).map_or_else(|| "a budget".to_owned(), |b| b.describe());
+                Err(Refusal::Limited(Limited { budget, retry_after }))
+            }
+            Err(why) => Err(Refusal::Unavailable(why)),
+        }
+    }
+
     /// Takes a token for a call of `provider`'s `tool` by `subject` (whose facts are
     /// `facts`) from every budget of `policy` that covers it, at `now`; or, when one is
     /// empty, takes none and says which and for how long.
@@ -75,13 +163,7 @@ impl Budgets {
             return Ok(());
         }
         let subject = bounded(subject);
-        let key = |budget: &Budget| {
-            let tool = match budget.each {
-                Each::Caller => String::new(),
-                Each::Tool => format!("{provider}/{tool}"),
-            };
-            (budget.fingerprint().to_owned(), subject.clone(), tool)
-        };
+        let key = |budget: &Budget| key(budget, &subject, provider, tool);
         let mut buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
         let mut levels = Vec::with_capacity(covering.len());
         let mut empty: Option<Limited> = None;
@@ -130,6 +212,15 @@ impl Budgets {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// The key of `budget`'s bucket for `subject`'s call of `provider`'s `tool`.
+fn key(budget: &Budget, subject: &str, provider: &str, tool: &str) -> (String, String, String) {
+    let tool = match budget.each {
+        Each::Caller => String::new(),
+        Each::Tool => format!("{provider}/{tool}"),
+    };
+    (budget.fingerprint().to_owned(), subject.to_owned(), tool)
 }
 
 /// The longest subject kept as it is in a bucket's key.

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wasmgate_agent::{
@@ -33,7 +33,10 @@ use wasmgate_policy::{
 
 use crate::approver::{Approval, ApprovalRequest, Approver, Subject};
 use crate::bridge::bridged;
-use crate::budgets::Budgets;
+use crate::budgets::{Budgets, Refusal};
+
+/// When a call refused because the shared store cannot be reached may try again.
+const UNAVAILABLE_RETRY: Duration = Duration::from_secs(1);
 use crate::metrics;
 use crate::screen::{Screened, Screener, screen};
 use crate::trace;
@@ -83,6 +86,20 @@ impl Guard {
         approver: Arc<dyn Approver>,
         audit: Arc<AuditLog>,
     ) -> Arc<Self> {
+        Self::with_budgets(policy, lock, lock_path, approver, audit, Budgets::default())
+    }
+
+    /// A guard as [`new`](Self::new) makes, whose budgets are counted by `budgets` (in a
+    /// store shared with other replicas, say: [`Budgets::shared`]).
+    #[must_use]
+    pub fn with_budgets(
+        policy: Policy,
+        lock: Lock,
+        lock_path: Option<PathBuf>,
+        approver: Arc<dyn Approver>,
+        audit: Arc<AuditLog>,
+        budgets: Budgets,
+    ) -> Arc<Self> {
         let mut random = [0u8; 4];
         let session = match getrandom::fill(&mut random) {
             Ok(()) => random.iter().map(|b| format!("{b:02x}")).collect(),
@@ -95,7 +112,7 @@ impl Guard {
             approver,
             audit,
             screeners: RwLock::default(),
-            budgets: Budgets::default(),
+            budgets,
             session,
             next_call: AtomicU64::new(1),
         })
@@ -424,20 +441,28 @@ impl Guarded {
         // first: nobody is asked to approve a call that could not run anyway.
         if decision.verdict != Verdict::Deny {
             let subject = caller.as_ref().map_or("", |caller| caller.subject.as_str());
-            let taken =
-                guard.budgets.take(&policy, &self.provider, &self.tool, subject, facts.as_ref(), Instant::now());
-            if let Err(limited) = taken {
-                let retry_after_ms = u64::try_from(limited.retry_after.as_millis()).unwrap_or(u64::MAX);
-                records.push(entry(Event::Limited { budget: limited.budget.clone(), retry_after_ms }));
+            let taken = guard.budgets.take_now(&policy, &self.provider, &self.tool, subject, facts.as_ref()).await;
+            if let Err(refusal) = taken {
+                let (budget, retry_after, kind, detail, outcome) = match refusal {
+                    Refusal::Limited(limited) => {
+                        let detail = format!("{} is used up", limited.budget);
+                        (limited.budget, limited.retry_after, ToolErrorKind::RateLimited, detail, "limited")
+                    }
+                    // Fails closed: the call is not run uncounted.
+                    Refusal::Unavailable(why) => {
+                        let detail = format!("the budgets cannot be counted: {why}");
+                        let budget = "the shared store, which cannot be reached".to_owned();
+                        (budget, UNAVAILABLE_RETRY, ToolErrorKind::Unavailable, detail, "unavailable")
+                    }
+                };
+                let retry_after_ms = u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX);
+                records.push(entry(Event::Limited { budget, retry_after_ms }));
                 // Nothing runs, so nothing waits for these to be durable.
                 for record in records {
                     guard.note(record);
                 }
-                counted("limited");
-                let detail = format!("{} is used up", limited.budget);
-                return Err(ToolError::new(ToolErrorKind::RateLimited, detail)
-                    .with_provider(&self.provider)
-                    .with_retry_after(limited.retry_after));
+                counted(outcome);
+                return Err(ToolError::new(kind, detail).with_provider(&self.provider).with_retry_after(retry_after));
             }
         }
         let denied = match decision.verdict {

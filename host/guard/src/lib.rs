@@ -34,7 +34,7 @@ pub mod toolset;
 pub mod trace;
 
 pub use approver::{Approval, ApprovalRequest, Approver, CallerApprover, Subject, TerminalApprover, Unattended};
-pub use budgets::{Budgets, Limited};
+pub use budgets::{BucketSpec, Budgets, Limited, Refusal, SharedBuckets};
 pub use content::{ContentSource, GuardedContent};
 pub use guard::{Access, Admission, Guard};
 pub use screen::{INJECTION_WITHHELD, SCREEN_FAILED, Screener, UNFRAMED};

@@ -44,6 +44,12 @@ pub const LEGACY_URL_ELICITATION_REQUIRED: i64 = -32042;
 /// 2026-07-28 request is answered 429 with `Retry-After`.
 pub const RATE_LIMITED: i64 = -32010;
 
+/// wasmgate's own: the gateway cannot serve the request now, because a store it shares
+/// with its other replicas cannot be reached (it refuses rather than decide alone).
+/// `data` is `{retryAfter: seconds}`; over HTTP a 2026-07-28 request is answered 503 with
+/// `Retry-After`.
+pub const UNAVAILABLE: i64 = -32011;
+
 /// First code of the range the MCP specification reserves for itself.
 pub const MCP_RESERVED_MIN: i64 = -32099;
 /// Last code of the range the MCP specification reserves for itself.

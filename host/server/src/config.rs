@@ -34,6 +34,10 @@ pub struct ServerConfig {
     /// How long a call waits for the client's answer to an approval question put to it
     /// by elicitation (handshake era); no answer in time is no. Default 120 s.
     pub ask_timeout: Duration,
+    /// The other replicas this server shares its work with behind a load balancer, if
+    /// any ([`Cluster`](crate::Cluster)). Default: none (request states are signed with
+    /// a key of this process's own and spent in its memory).
+    pub cluster: Option<crate::Cluster>,
 }
 
 impl ServerConfig {
@@ -54,6 +58,7 @@ impl ServerConfig {
             max_calls_in_flight: 64,
             shutdown_grace: Duration::from_secs(10),
             ask_timeout: Duration::from_secs(120),
+            cluster: None,
         }
     }
 }

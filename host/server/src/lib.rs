@@ -13,6 +13,9 @@
 //!   (resources, prompts, completion) with their answers and [`Refusal`]; [`tools`]: [`ToolsBackend`],
 //!   a backend over a set of `Tool` values.
 //! * [`config`]: [`ServerConfig`], shared by both transports.
+//! * [`cluster`]: [`Cluster`], what a replica shares with the others of its gateway
+//!   (the request-state key, a [`SharedStore`] of spent states) and what it does not
+//!   (sessions).
 //! * `engine` (private): the transport-neutral core: the era of each request, its
 //!   answer, requests in flight (for cancellation) and change streams.
 //! * [`stdio`]: [`serve_stdio`], newline-delimited JSON over a reader and a writer.
@@ -27,6 +30,7 @@
 //! `wasmgate-protocol` before it is parsed, and every failure is a JSON-RPC error.
 
 pub mod backend;
+pub mod cluster;
 pub mod config;
 mod engine;
 pub mod error;
@@ -36,6 +40,7 @@ pub mod stdio;
 pub mod tools;
 
 pub use backend::{Backend, CallFailure, Completion, Offers, Prompt, Refusal, ResourceWatch};
+pub use cluster::{Cluster, SharedStore};
 pub use config::ServerConfig;
 pub use error::ServeError;
 pub use http::{AuthFailure, Authenticator, Caller, HttpConfig, serve_http};

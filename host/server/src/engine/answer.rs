@@ -9,7 +9,9 @@ use wasmgate_agent::{
     Ask, Attachment, CallContext, Caller, CancellationToken, Input, LogLevel, LogMessage, LogSink, Progress,
     ProgressSink, Resume, ToolErrorKind, context,
 };
-use wasmgate_protocol::codes::{INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RATE_LIMITED};
+use wasmgate_protocol::codes::{
+    INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RATE_LIMITED, UNAVAILABLE,
+};
 use wasmgate_protocol::server::{
     CallToolParams, GetPromptParams, ReadResourceParams, call_tool_result, call_tool_text_result, complete_result,
     get_prompt_result, input_required_result, list_result, progress_notification, read_resource_result,
@@ -17,7 +19,7 @@ use wasmgate_protocol::server::{
 };
 use wasmgate_protocol::{CacheHints, Id, ProtocolVersion, error_response, result_response};
 
-use super::ask::{self, Carried, Deferred, Live, Round, Subject};
+use super::ask::{self, Carried, Deferred, Live, Round, Subject, Unredeemed};
 use super::follow::Followed;
 use super::{Caps, Engine, Job};
 use crate::backend::{CallFailure, Refusal};
@@ -131,6 +133,11 @@ impl Engine {
                 let message = format!("Rate limited: the caller's budget for this tool is used up; retry in {wait} s");
                 error_response(Some(id), RATE_LIMITED, &message, Some(serde_json::json!({ "retryAfter": wait })))
             }
+            // The same for a gateway that cannot count the call now (its shared store is
+            // unreachable): nothing ran, and the same request may be sent again.
+            Err(CallFailure::Tool(error)) if error.kind() == ToolErrorKind::Unavailable => {
+                unavailable(id, error.detail(), error.retry_after())
+            }
             Err(CallFailure::Tool(error)) => {
                 tracing::warn!(
                     tool = %name,
@@ -210,17 +217,22 @@ impl Engine {
         let deferred = match &self.approvals {
             Some(approvals) if version.is_stateless() && caps.any() => {
                 let (answer, resume) = match request_state {
-                    Some(state) => match approvals.redeem(&state, subject) {
+                    Some(state) => match approvals.redeem(&state, subject).await {
                         Ok(carried) => {
                             let responses = input_responses.unwrap_or_default();
                             let answer = carried.approved || ask::approved(&responses);
                             (Some(answer), carried.round.map(|round| resume(round, responses)))
                         }
-                        Err(why) => {
+                        Err(Unredeemed::Invalid(why)) => {
                             let message = format!(
                                 "Invalid requestState: {why}; send the request again without it to be asked afresh"
                             );
                             return Err(Early::Answer(error_response(Some(id), INVALID_PARAMS, &message, None)));
+                        }
+                        // Not spent: the same request, state and all, may come again.
+                        Err(Unredeemed::Unavailable(why)) => {
+                            let why = format!("whether the requestState was used cannot be checked ({why})");
+                            return Err(Early::Answer(unavailable(id, &why, None)));
                         }
                     },
                     None => (None, None),
@@ -372,6 +384,14 @@ fn resume(round: Round, responses: serde_json::Map<String, Value>) -> Resume {
         }
     }
     Resume { responses: answers, state: round.state }
+}
+
+/// A JSON-RPC error saying the gateway cannot serve the request now, for `why`: the
+/// client may send the same request again after `retry_after` (one second if unsaid).
+pub(crate) fn unavailable(id: &Id, why: &str, retry_after: Option<std::time::Duration>) -> Value {
+    let wait = retry_after.map_or(1, |wait| wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
+    let message = format!("Unavailable: {why}; send the request again in {wait} s");
+    error_response(Some(id), UNAVAILABLE, &message, Some(serde_json::json!({ "retryAfter": wait })))
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ use tokio::sync::{mpsc, oneshot};
 use wasmgate_agent::{Answer, Ask, BoxFuture, CancellationToken, Input, InputRefusal};
 
 use super::Caps;
+use crate::cluster::SharedStore;
 use wasmgate_protocol::server::{confirm_elicitation_params, confirmed};
 use wasmgate_protocol::{Id, request};
 
@@ -239,11 +240,23 @@ pub(crate) struct Subject<'a> {
 /// Signs and redeems request states: `hex(expiry ‖ nonce) [. base64url(carried)] .
 /// hex(MAC)`, the MAC a keyed BLAKE3 over the method, the tool's or prompt's name, the
 /// arguments, the expiry, the nonce and what it carries, under a key drawn at start-up.
-/// A state is bound to one request and redeemable once.
+/// A state is bound to one request and redeemable once: once by this process, or, with
+/// a [`SharedStore`], once by every replica that shares it and the key.
 #[derive(Debug)]
 pub(crate) struct Approvals {
     key: [u8; 32],
     redeemed: Mutex<HashMap<[u8; 16], u64>>,
+    /// Where spent states are remembered instead, when replicas share them.
+    shared: Option<Arc<dyn SharedStore>>,
+}
+
+/// Why a request state is not redeemed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Unredeemed {
+    /// It is not one to redeem: why.
+    Invalid(&'static str),
+    /// Whether it was spent cannot be known now: the shared store cannot be reached.
+    Unavailable(String),
 }
 
 impl Approvals {
@@ -251,7 +264,12 @@ impl Approvals {
     pub(crate) fn new() -> Option<Self> {
         let mut key = [0u8; 32];
         getrandom::fill(&mut key).ok()?;
-        Some(Self { key, redeemed: Mutex::default() })
+        Some(Self { key, redeemed: Mutex::default(), shared: None })
+    }
+
+    /// Under `key`, shared with the other replicas, which remember spent states in `store`.
+    pub(crate) fn shared(key: [u8; 32], store: Arc<dyn SharedStore>) -> Self {
+        Self { key, redeemed: Mutex::default(), shared: Some(store) }
     }
 
     fn mac(&self, subject: Subject<'_>, expiry: u64, nonce: &[u8; 16], carried: &str) -> blake3::Hash {
@@ -286,8 +304,22 @@ impl Approvals {
         (state.len() <= MAX_STATE_BYTES).then_some(state)
     }
 
-    /// Checks `state` for `subject`, spends it, and gives what it carries.
-    pub(crate) fn redeem(&self, state: &str, subject: Subject<'_>) -> Result<Carried, &'static str> {
+    /// Checks `state` for `subject`, spends it (in the shared store, when there is one),
+    /// and gives what it carries.
+    pub(crate) async fn redeem(&self, state: &str, subject: Subject<'_>) -> Result<Carried, Unredeemed> {
+        let (carried, nonce, expiry) = self.check(state, subject).map_err(Unredeemed::Invalid)?;
+        let Some(store) = &self.shared else {
+            return self.spend_here(nonce, expiry).map(|()| carried).map_err(Unredeemed::Invalid);
+        };
+        match store.spend(&nonce, expiry).await {
+            Ok(true) => Ok(carried),
+            Ok(false) => Err(Unredeemed::Invalid("it has been used already")),
+            Err(why) => Err(Unredeemed::Unavailable(why)),
+        }
+    }
+
+    /// Checks `state` for `subject`: what it carries, its nonce and its expiry.
+    fn check(&self, state: &str, subject: Subject<'_>) -> Result<(Carried, [u8; 16], u64), &'static str> {
         if state.len() > MAX_STATE_BYTES {
             return Err("malformed");
         }
@@ -310,10 +342,15 @@ impl Approvals {
         } else {
             Carried::decode(carried_text).ok_or("malformed")?
         };
-        let now = now();
-        if expiry < now {
+        if expiry < now() {
             return Err("it has expired");
         }
+        Ok((carried, nonce, expiry))
+    }
+
+    /// Spends `nonce` in this process's memory.
+    fn spend_here(&self, nonce: [u8; 16], expiry: u64) -> Result<(), &'static str> {
+        let now = now();
         let mut redeemed = self.redeemed.lock().unwrap_or_else(PoisonError::into_inner);
         redeemed.retain(|_, until| *until >= now);
         if redeemed.contains_key(&nonce) {
@@ -323,7 +360,7 @@ impl Approvals {
             return Err("too many approvals are outstanding; try again later");
         }
         redeemed.insert(nonce, expiry);
-        Ok(carried)
+        Ok(())
     }
 }
 
@@ -450,15 +487,78 @@ mod tests {
         Subject { method: "tools/call", name, arguments }
     }
 
+    /// A redemption without a shared store, which never waits.
+    fn redeemed(approvals: &Approvals, state: &str, subject: Subject<'_>) -> Result<Carried, &'static str> {
+        use futures_util::FutureExt as _;
+        match approvals.redeem(state, subject).now_or_never() {
+            Some(Ok(carried)) => Ok(carried),
+            Some(Err(Unredeemed::Invalid(why))) => Err(why),
+            Some(Err(Unredeemed::Unavailable(_))) | None => Err("no answer"),
+        }
+    }
+
+    /// Spent nonces of several replicas, in one place; `down` makes it unreachable.
+    #[derive(Debug, Default)]
+    struct Store {
+        spent: Mutex<std::collections::HashSet<[u8; 16]>>,
+        down: std::sync::atomic::AtomicBool,
+    }
+
+    impl SharedStore for Store {
+        fn spend<'a>(&'a self, nonce: &'a [u8; 16], _: u64) -> BoxFuture<'a, Result<bool, String>> {
+            let outcome = if self.down.load(Ordering::Relaxed) {
+                Err("connection refused".to_owned())
+            } else {
+                Ok(self.spent.lock().unwrap().insert(*nonce))
+            };
+            Box::pin(std::future::ready(outcome))
+        }
+    }
+
+    #[tokio::test]
+    async fn replicas_that_share_the_key_and_the_store_redeem_a_state_once_between_them() {
+        let store = Arc::new(Store::default());
+        let replica = |store: &Arc<Store>| Approvals::shared([7; 32], Arc::clone(store) as Arc<dyn SharedStore>);
+        let (a, b, c) = (replica(&store), replica(&store), replica(&store));
+        let arguments = args(json!({"a": 1}));
+        let state = a.issue(call("t", &arguments), &Carried::default()).unwrap();
+        assert_eq!(b.redeem(&state, call("t", &arguments)).await, Ok(Carried::default()), "issued by a, redeemed by b");
+        for again in [&a, &b, &c] {
+            let spent = again.redeem(&state, call("t", &arguments)).await;
+            assert_eq!(spent, Err(Unredeemed::Invalid("it has been used already")));
+        }
+        // Another key is another deployment: its states are not ours.
+        let stranger = Approvals::shared([8; 32], Arc::clone(&store) as Arc<dyn SharedStore>);
+        let theirs = stranger.issue(call("t", &arguments), &Carried::default()).unwrap();
+        let refused = a.redeem(&theirs, call("t", &arguments)).await;
+        assert_eq!(refused, Err(Unredeemed::Invalid("it was not issued for this call")));
+    }
+
+    #[tokio::test]
+    async fn a_state_is_not_redeemed_while_the_store_cannot_say_whether_it_was_spent() {
+        let store = Arc::new(Store::default());
+        let approvals = Approvals::shared([7; 32], Arc::clone(&store) as Arc<dyn SharedStore>);
+        let arguments = args(json!({}));
+        let state = approvals.issue(call("t", &arguments), &Carried::default()).unwrap();
+        store.down.store(true, Ordering::Relaxed);
+        let refused = approvals.redeem(&state, call("t", &arguments)).await;
+        assert_eq!(refused, Err(Unredeemed::Unavailable("connection refused".into())));
+        assert!(approvals.redeemed.lock().unwrap().is_empty(), "nothing was spent in memory instead");
+        // Back up: the state was not spent, so it still works, once.
+        store.down.store(false, Ordering::Relaxed);
+        assert_eq!(approvals.redeem(&state, call("t", &arguments)).await, Ok(Carried::default()));
+        assert!(approvals.redeem(&state, call("t", &arguments)).await.is_err());
+    }
+
     #[test]
     fn a_state_for_a_tool_call_is_not_one_for_a_prompt_of_the_same_name() {
         let approvals = Approvals::new().unwrap();
         let arguments = args(json!({"a": "1"}));
         let state = approvals.issue(call("x", &arguments), &Carried::default()).unwrap();
         let prompt = Subject { method: "prompts/get", name: "x", arguments: &arguments };
-        assert_eq!(approvals.redeem(&state, prompt), Err("it was not issued for this call"));
+        assert_eq!(redeemed(&approvals, &state, prompt), Err("it was not issued for this call"));
         let state = approvals.issue(prompt, &Carried::default()).unwrap();
-        assert_eq!(approvals.redeem(&state, prompt), Ok(Carried::default()));
+        assert_eq!(redeemed(&approvals, &state, prompt), Ok(Carried::default()));
     }
 
     #[test]
@@ -466,22 +566,22 @@ mod tests {
         let approvals = Approvals::new().unwrap();
         let state = approvals.issue(call("p__create", &args(json!({"a": 1}))), &Carried::default()).unwrap();
         assert_eq!(
-            approvals.redeem(&state, call("p__delete", &args(json!({"a": 1})))),
+            redeemed(&approvals, &state, call("p__delete", &args(json!({"a": 1})))),
             Err("it was not issued for this call")
         );
         assert_eq!(
-            approvals.redeem(&state, call("p__create", &args(json!({"a": 2})))),
+            redeemed(&approvals, &state, call("p__create", &args(json!({"a": 2})))),
             Err("it was not issued for this call")
         );
-        assert_eq!(approvals.redeem(&state, call("p__create", &args(json!({"a": 1})))), Ok(Carried::default()));
+        assert_eq!(redeemed(&approvals, &state, call("p__create", &args(json!({"a": 1})))), Ok(Carried::default()));
         assert_eq!(
-            approvals.redeem(&state, call("p__create", &args(json!({"a": 1})))),
+            redeemed(&approvals, &state, call("p__create", &args(json!({"a": 1})))),
             Err("it has been used already")
         );
         let other = Approvals::new().unwrap();
         let foreign = other.issue(call("p__create", &args(json!({}))), &Carried::default()).unwrap();
         assert_eq!(
-            approvals.redeem(&foreign, call("p__create", &args(json!({})))),
+            redeemed(&approvals, &foreign, call("p__create", &args(json!({})))),
             Err("it was not issued for this call")
         );
     }
@@ -492,15 +592,15 @@ mod tests {
         let state = approvals.issue(call("t", &Map::new()), &Carried::default()).unwrap();
         let mut tampered = state.clone().into_bytes();
         tampered[3] = if tampered[3] == b'0' { b'1' } else { b'0' };
-        assert!(approvals.redeem(&String::from_utf8(tampered).unwrap(), call("t", &Map::new())).is_err());
+        assert!(redeemed(&approvals, &String::from_utf8(tampered).unwrap(), call("t", &Map::new())).is_err());
         for bad in ["", ".", "zz.zz", "00.00", &state.replace('.', "")] {
-            assert_eq!(approvals.redeem(bad, call("t", &Map::new())), Err("malformed"), "{bad:?}");
+            assert_eq!(redeemed(&approvals, bad, call("t", &Map::new())), Err("malformed"), "{bad:?}");
         }
         let nonce = [7u8; 16];
         let expired = 1u64;
         let mac = approvals.mac(call("t", &Map::new()), expired, &nonce, "");
         let old = format!("{}{}.{}", hex::encode(expired.to_be_bytes()), hex::encode(nonce), mac.to_hex());
-        assert_eq!(approvals.redeem(&old, call("t", &Map::new())), Err("it has expired"));
+        assert_eq!(redeemed(&approvals, &old, call("t", &Map::new())), Err("it has expired"));
     }
 
     #[test]
@@ -528,7 +628,7 @@ mod tests {
         };
         let state = approvals.issue(call("t", &args(json!({"a": 1}))), &carried).unwrap();
         assert_eq!(state.matches('.').count(), 2, "head, carried, MAC: {state}");
-        assert_eq!(approvals.redeem(&state, call("t", &args(json!({"a": 1})))), Ok(carried.clone()));
+        assert_eq!(redeemed(&approvals, &state, call("t", &args(json!({"a": 1})))), Ok(carried.clone()));
 
         // The carried part is readable, but any change to it breaks the MAC.
         let mut parts: Vec<String> = state.split('.').map(str::to_owned).collect();
@@ -538,10 +638,10 @@ mod tests {
         let mut other: Vec<String> = again.split('.').map(str::to_owned).collect();
         other[1] = parts[1].clone();
         assert_eq!(
-            approvals.redeem(&other.join("."), call("t", &args(json!({"a": 1})))),
+            redeemed(&approvals, &other.join("."), call("t", &args(json!({"a": 1})))),
             Err("it was not issued for this call")
         );
-        assert_eq!(approvals.redeem(&"x".repeat(MAX_STATE_BYTES + 1), call("t", &Map::new())), Err("malformed"));
+        assert_eq!(redeemed(&approvals, &"x".repeat(MAX_STATE_BYTES + 1), call("t", &Map::new())), Err("malformed"));
     }
 
     #[tokio::test]

@@ -185,7 +185,11 @@ pub(crate) struct Engine {
 
 impl Engine {
     pub(crate) fn new(backend: Arc<dyn Backend>, config: ServerConfig) -> Self {
-        Self { backend, config, approvals: ask::Approvals::new() }
+        let approvals = match &config.cluster {
+            Some(cluster) => Some(ask::Approvals::shared(cluster.approval_key, Arc::clone(&cluster.store))),
+            None => ask::Approvals::new(),
+        };
+        Self { backend, config, approvals }
     }
 
     /// The capabilities announced: tools (with change notifications) and whatever else

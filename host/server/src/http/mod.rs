@@ -85,9 +85,11 @@ where
     let grace = config.shutdown_grace;
     let path = http.path.clone();
     let buffer = http.max_header_bytes.max(MIN_HEADER_BUFFER);
+    let replica = config.cluster.as_ref().map(|c| c.replica.clone());
+    let sessions = Sessions::new(http.max_sessions, http.max_sessions_per_client, http.session_idle_timeout);
     let shared = Arc::new(Shared {
         engine: Engine::new(backend, config),
-        sessions: Sessions::new(http.max_sessions, http.max_sessions_per_client, http.session_idle_timeout),
+        sessions: sessions.of_replica(replica),
         http,
         clients: Arc::new(ClientLimits::default()),
         over_limit: Arc::new(ClientLimits::default()),

@@ -30,6 +30,7 @@ use tokio::sync::mpsc;
 use wasmgate_agent::CancellationToken;
 use wasmgate_protocol::codes::{
     HEADER_MISMATCH, INTERNAL_ERROR, INVALID_REQUEST, MISSING_REQUIRED_CLIENT_CAPABILITY, PARSE_ERROR, RATE_LIMITED,
+    UNAVAILABLE,
 };
 use wasmgate_protocol::server::{has_stateless_meta, parse_cancelled};
 use wasmgate_protocol::{Id, Message, ProtocolVersion, Request, classify, error_response, parse_message};
@@ -138,7 +139,7 @@ async fn request(
         && let Some(session_id) = session_id
     {
         let Some(found) = shared.sessions.get(&session_id) else {
-            return refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, "Session not found");
+            return refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, &shared.sessions.not_found(&session_id));
         };
         // The session's version governs how the request is read; a header naming another
         // version this server speaks in a session is allowed (the specification asks
@@ -182,6 +183,12 @@ async fn dispatch(
         Routed::Refuse(answer) => json(StatusCode::BAD_REQUEST, &answer),
         Routed::UnknownMethod(answer, Era::Stateless(_)) => json(StatusCode::NOT_FOUND, &answer),
         Routed::UnknownMethod(answer, Era::Handshake(_)) => json(StatusCode::OK, &answer),
+        Routed::Initialized { .. } if engine.config.cluster.as_ref().is_some_and(|c| !c.affinity) => {
+            let message = "This gateway is one of several replicas behind a load balancer that does not keep a \
+                           session on one replica, so it opens no handshake-era sessions (initialize). Use protocol \
+                           version 2026-07-28, which needs no session, or route by Mcp-Session-Id (docs/DEPLOY.md)";
+            refuse(StatusCode::BAD_REQUEST, INVALID_REQUEST, message)
+        }
         Routed::Initialized { answer, version, caps } => {
             match shared.sessions.create(peer, version, caps, &shared.life) {
                 Ok(id) => {
@@ -279,15 +286,17 @@ async fn dispatch(
 
 /// An answer sent as plain JSON, with its status: 400 for a missing client capability,
 /// as 2026-07-28 asks of a server that cannot serve a request without it; for a used-up
-/// budget, 429 with `Retry-After` to a 2026-07-28 request (whose every request is an
+/// budget, 429 with `Retry-After` (503 for a gateway that cannot reach its shared store) to a 2026-07-28 request (whose every request is an
 /// HTTP request of its own), while a session's client gets the JSON-RPC error alone, as
 /// its era has no status for one message; 200 otherwise (a JSON-RPC error is still an
 /// answer).
 fn answered(answer: &Value, version: ProtocolVersion) -> Response {
     match answer.pointer("/error/code").and_then(Value::as_i64) {
         Some(MISSING_REQUIRED_CLIENT_CAPABILITY) => json(StatusCode::BAD_REQUEST, answer),
-        Some(RATE_LIMITED) if version.is_stateless() => {
-            let mut response = json(StatusCode::TOO_MANY_REQUESTS, answer);
+        Some(code @ (RATE_LIMITED | UNAVAILABLE)) if version.is_stateless() => {
+            let status =
+                if code == RATE_LIMITED { StatusCode::TOO_MANY_REQUESTS } else { StatusCode::SERVICE_UNAVAILABLE };
+            let mut response = json(status, answer);
             let wait = answer.pointer("/error/data/retryAfter").and_then(Value::as_u64).unwrap_or(1);
             if let Ok(value) = HeaderValue::from_str(&wait.to_string()) {
                 response.headers_mut().insert(axum::http::header::RETRY_AFTER, value);

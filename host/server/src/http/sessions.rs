@@ -117,11 +117,32 @@ pub(crate) struct Sessions {
     max: usize,
     per_client: usize,
     idle_timeout: Duration,
+    /// This replica's name, which starts every session id it issues, in a cluster.
+    replica: Option<String>,
 }
 
 impl Sessions {
     pub(crate) fn new(max: usize, per_client: usize, idle_timeout: Duration) -> Self {
-        Self { open: Mutex::new(HashMap::new()), max, per_client, idle_timeout }
+        Self { open: Mutex::new(HashMap::new()), max, per_client, idle_timeout, replica: None }
+    }
+
+    /// Sessions whose ids start with `replica`'s name.
+    pub(crate) fn of_replica(self, replica: Option<String>) -> Self {
+        Self { replica, ..self }
+    }
+
+    /// What to tell a client whose session `id` is not here: that it is unknown (the
+    /// client starts a new one), and, when it names another replica, that the load
+    /// balancer sent it to the wrong one.
+    pub(crate) fn not_found(&self, id: &str) -> String {
+        match (crate::cluster::replica_of(id), &self.replica) {
+            (Some(theirs), Some(ours)) if theirs != ours => format!(
+                "Session not found: it was opened on replica {theirs}, and this is replica {ours}. The load balancer \
+                 must send every request of a session to the replica that opened it (route by Mcp-Session-Id; see \
+                 docs/DEPLOY.md), or use protocol version 2026-07-28, which needs no session"
+            ),
+            _ => "Session not found".to_owned(),
+        }
     }
 
     /// Ends every idle session in `open`.
@@ -156,7 +177,10 @@ impl Sessions {
         let client = client_key(peer);
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes).map_err(|_| Refused::NoRandomness)?;
-        let id = hex::encode(bytes);
+        let id = match &self.replica {
+            Some(replica) => format!("{replica}.{}", hex::encode(bytes)),
+            None => hex::encode(bytes),
+        };
         let session = Session {
             client,
             version,

@@ -28,7 +28,7 @@ pub(crate) async fn get(State(shared): State<Arc<Shared>>, headers: HeaderMap) -
         Err(error) => return repeated(&error),
     };
     let Some(session) = shared.sessions.get(id) else {
-        return refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, "Session not found");
+        return refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, &shared.sessions.not_found(id));
     };
     let (tx, rx) = mpsc::channel::<Value>(16);
     // Ends with the session, the server, or the client (the stream's guard).
@@ -54,6 +54,6 @@ pub(crate) async fn delete(State(shared): State<Arc<Shared>>, headers: HeaderMap
     if shared.sessions.end(id) {
         status(StatusCode::NO_CONTENT)
     } else {
-        refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, "Session not found")
+        refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, &shared.sessions.not_found(id))
     }
 }

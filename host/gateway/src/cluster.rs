@@ -1,0 +1,176 @@
+//! A gateway that is one replica of several behind a load balancer (`[cluster]`):
+//! [`Member`] joins the shared store, keys request states with the shared secret,
+//! checks the audit log against the anchor the store holds for this replica, and keeps
+//! anchoring the log's last durable record while the gateway runs.
+//!
+//! A replica never falls back to deciding alone: while the store cannot be reached,
+//! what needs it (budgets, redeeming request states) is refused, and `/readyz` says
+//! why ([`Member::unready`]).
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use wasmgate_audit::{AuditLog, ChainKey};
+use wasmgate_store::{Anchored, Store};
+
+use crate::config::ClusterConfig;
+use crate::error::StartError;
+
+/// The purpose the request-state key is derived for, from the shared secret.
+const APPROVAL_KEY_PURPOSE: &str = "wasmgate request-state key v1";
+
+/// This gateway's part in a cluster; see the module docs.
+#[derive(Debug)]
+pub struct Member {
+    /// How it was configured.
+    pub config: ClusterConfig,
+    /// The store every replica shares.
+    pub store: Arc<Store>,
+    approval_key: [u8; 32],
+    /// Why the last anchor was refused, until one is kept.
+    anchoring: Mutex<Option<String>>,
+}
+
+impl Member {
+    /// Joins the cluster `config` describes: the store must answer and the key file must
+    /// be usable.
+    ///
+    /// # Errors
+    ///
+    /// [`StartError::Cluster`] naming what is wrong and what to do.
+    pub async fn join(config: &ClusterConfig) -> Result<Self, StartError> {
+        let url = match (&config.store, &config.store_env) {
+            (Some(url), _) => url.clone(),
+            (None, Some(var)) => std::env::var(var)
+                .map_err(|_| StartError::Cluster(format!("[cluster] store_env {var}: the variable is not set")))?,
+            (None, None) => return Err(StartError::Cluster("[cluster] names no store".into())),
+        };
+        let timeout = Duration::from_millis(config.store_timeout_ms);
+        let store = Store::new(&url, timeout).map_err(|e| StartError::Cluster(e.to_string()))?;
+        store.ping().await.map_err(|e| {
+            StartError::Cluster(format!(
+                "{e}; a replica does not start without its shared store (start it, or fix the URL)"
+            ))
+        })?;
+        let secret = ChainKey::load(&config.approval_key_file)
+            .map_err(|e| StartError::Cluster(format!("[cluster] approval_key_file: {e}")))?;
+        Ok(Self {
+            config: config.clone(),
+            store: Arc::new(store),
+            approval_key: secret.derive(APPROVAL_KEY_PURPOSE),
+            anchoring: Mutex::new(None),
+        })
+    }
+
+    /// This replica's name.
+    #[must_use]
+    pub fn replica(&self) -> &str {
+        &self.config.replica
+    }
+
+    /// Checks `audit` against the anchor the store holds for this replica, and anchors its
+    /// last record.
+    ///
+    /// # Errors
+    ///
+    /// [`StartError::AuditBehind`] when the store holds a later record, or another at
+    /// the same place; [`StartError::Cluster`] when the store does not answer.
+    pub async fn check(&self, audit: &AuditLog) -> Result<(), StartError> {
+        let head = audit.durable_head();
+        match self.store.anchor(self.replica(), &head).await {
+            Ok(Anchored::Kept) => Ok(()),
+            Ok(Anchored::Behind(stored)) => Err(StartError::AuditBehind {
+                path: audit.path().to_owned(),
+                replica: self.replica().to_owned(),
+                log: head.seq,
+                stored: stored.seq,
+            }),
+            Err(e) => Err(StartError::Cluster(e.to_string())),
+        }
+    }
+
+    /// Anchors `audit`'s last durable record every `anchor_interval_ms` (asking the store
+    /// whether it is there when nothing new was written), until the task is aborted.
+    #[must_use]
+    pub fn anchoring(self: &Arc<Self>, audit: Arc<AuditLog>) -> Anchoring {
+        let member = Arc::clone(self);
+        let interval = Duration::from_millis(self.config.anchor_interval_ms);
+        let task = tokio::spawn(async move {
+            let mut anchored = None;
+            loop {
+                tokio::time::sleep(interval).await;
+                let head = audit.durable_head();
+                if anchored.as_ref() == Some(&head) {
+                    // Keeps `/readyz` true to the store while nothing is written.
+                    let _ = member.store.ping().await;
+                    continue;
+                }
+                if member.anchor(&head).await {
+                    anchored = Some(head);
+                }
+            }
+        });
+        Anchoring(task.abort_handle())
+    }
+
+    /// Anchors `head`; whether the store kept it.
+    async fn anchor(&self, head: &wasmgate_audit::Anchor) -> bool {
+        let outcome = self.store.anchor(self.replica(), head).await;
+        let mut anchoring = self.anchoring.lock().unwrap_or_else(PoisonError::into_inner);
+        match outcome {
+            Ok(Anchored::Kept) => {
+                *anchoring = None;
+                true
+            }
+            Ok(Anchored::Behind(stored)) => {
+                let why = format!(
+                    "the shared store holds a later audit anchor for replica {} (seq {}) than this replica's log \
+                     (seq {}): another gateway may be running under the same name",
+                    self.replica(),
+                    stored.seq,
+                    head.seq
+                );
+                if anchoring.is_none() {
+                    tracing::error!("{why}");
+                }
+                *anchoring = Some(why);
+                false
+            }
+            // The store keeps its own trouble for `/readyz`.
+            Err(_) => false,
+        }
+    }
+
+    /// Anchors the log's last record now (when the gateway stops, after its last calls).
+    pub async fn anchor_now(&self, audit: &AuditLog) {
+        self.anchor(&audit.durable_head()).await;
+    }
+
+    /// Why this replica should not take calls now, if anything.
+    #[must_use]
+    pub fn unready(&self) -> Vec<String> {
+        let anchoring = self.anchoring.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        self.store.trouble().into_iter().chain(anchoring).collect()
+    }
+
+    /// What the MCP server shares with the other replicas.
+    #[must_use]
+    pub fn server(&self) -> wasmgate_server::Cluster {
+        wasmgate_server::Cluster {
+            replica: self.config.replica.clone(),
+            approval_key: self.approval_key,
+            store: Arc::clone(&self.store) as Arc<dyn wasmgate_server::SharedStore>,
+            affinity: self.config.affinity,
+        }
+    }
+}
+
+/// The anchoring task; stopped when dropped.
+#[derive(Debug)]
+pub struct Anchoring(tokio::task::AbortHandle);
+
+impl Drop for Anchoring {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

@@ -1,0 +1,358 @@
+//! What the replicas of one gateway share, kept in Redis: [`Store`].
+//!
+//! Several `wasmgate serve --http` processes behind one load balancer must agree on
+//! three things, and each is one atomic step in the store:
+//!
+//! * **Spent request states** ([`SharedStore`]): `SET NX` with the state's own expiry,
+//!   so a state issued by any replica is redeemed once between them all.
+//! * **Budget buckets** ([`SharedBuckets`]): a script takes a token from every bucket a
+//!   call needs, or from none, against the store's clock (not each replica's); a
+//!   bucket expires once it would be full again, so idle callers cost nothing.
+//! * **Audit anchors**: each replica's last durable record, moved only forward by a
+//!   script, which answers with the stored anchor when the replica's log is behind it
+//!   (the log was cut short) or differs at it (rewritten).
+//!
+//! Every operation is bounded by [`Store::timeout`]; a failure is returned, never
+//! papered over, and marks the store as in trouble ([`Store::trouble`]) until an
+//! operation succeeds again. Keys start with `wasmgate:`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{AsyncCommands as _, Script};
+use sha2::Digest as _;
+use wasmgate_agent::BoxFuture;
+use wasmgate_audit::Anchor;
+use wasmgate_guard::{BucketSpec, SharedBuckets};
+use wasmgate_server::SharedStore;
+
+/// The longest one operation may take before it counts as failed.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The hash that holds every replica's anchor, by replica name.
+const ANCHORS: &str = "wasmgate:anchors";
+
+/// Why the store did not answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The URL is not a Redis URL.
+    #[error("{url} is not a Redis URL ({why}); write redis://HOST:PORT/DB, or redis+unix:///PATH")]
+    Url {
+        /// The URL, without its password.
+        url: String,
+        /// What the client said.
+        why: String,
+    },
+    /// It could not be reached, or did not answer in time.
+    #[error("the shared store at {url} cannot be reached: {why}")]
+    Unreachable {
+        /// The URL, without its password.
+        url: String,
+        /// What failed.
+        why: String,
+    },
+    /// It answered something this version does not expect.
+    #[error("the shared store at {url} answered unexpectedly: {why}")]
+    Unexpected {
+        /// The URL, without its password.
+        url: String,
+        /// What was wrong.
+        why: String,
+    },
+}
+
+/// What became of an anchor the replica sent ([`Store::anchor`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Anchored {
+    /// It is the replica's anchor now (or was already).
+    Kept,
+    /// The store holds a later anchor for the replica, or another at the same record:
+    /// the replica's log lost records or was rewritten. The stored anchor is kept.
+    Behind(Anchor),
+}
+
+/// A connection to the Redis store the replicas share; see the module docs.
+pub struct Store {
+    connection: ConnectionManager,
+    /// The URL as logs and errors show it: without its password.
+    shown: String,
+    timeout: Duration,
+    /// What went wrong with the last operation, until one succeeds.
+    trouble: Mutex<Option<String>>,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store").field("url", &self.shown).field("timeout", &self.timeout).finish_non_exhaustive()
+    }
+}
+
+/// Takes a token from each bucket (KEYS) or from none. ARGV: per bucket, the refill
+/// interval in milliseconds and the burst. Times are the store's, in milliseconds.
+/// Returns {0, 0} when taken, else {i, wait_ms} for the empty bucket with the longest
+/// wait (1-based). A bucket expires when it would be full again.
+const TAKE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local levels = {}
+local worst, wait = 0, 0
+for i, key in ipairs(KEYS) do
+  local interval = tonumber(ARGV[2 * i - 1])
+  local burst = tonumber(ARGV[2 * i])
+  local level = burst
+  local kept = redis.call('HMGET', key, 'tokens', 'at')
+  if kept[1] and kept[2] then
+    local since = math.max(0, now - tonumber(kept[2]))
+    level = math.min(burst, tonumber(kept[1]) + since / interval)
+  end
+  if level < 1 then
+    local w = math.ceil((1 - level) * interval)
+    if w > wait then worst, wait = i, w end
+  end
+  levels[i] = level
+end
+if worst > 0 then return {worst, wait} end
+for i, key in ipairs(KEYS) do
+  local interval = tonumber(ARGV[2 * i - 1])
+  local burst = tonumber(ARGV[2 * i])
+  local left = levels[i] - 1
+  redis.call('HSET', key, 'tokens', tostring(left), 'at', tostring(now))
+  redis.call('PEXPIRE', key, math.ceil((burst - left) * interval) + 1000)
+end
+return {0, 0}
+";
+
+/// Moves a replica's anchor forward. KEYS[1]: the anchors hash; ARGV: the replica, the
+/// new anchor's seq, the new anchor. Returns nothing when kept, else the stored anchor
+/// that is ahead of (or differs at) the new one.
+const ANCHOR: &str = r"
+local kept = redis.call('HGET', KEYS[1], ARGV[1])
+if kept then
+  local seq = tonumber(string.match(kept, '^wasmgate%-audit%-anchor:(%d+):'))
+  local new = tonumber(ARGV[2])
+  if seq and (seq > new or (seq == new and kept ~= ARGV[3])) then return kept end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return false
+";
+
+impl Store {
+    /// A store at `url` (`redis://[:PASSWORD@]HOST:PORT/DB`), reached lazily: nothing is
+    /// sent until the first operation, and a lost connection is made again by itself.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Url`] when `url` is not a Redis URL.
+    pub fn new(url: &str, timeout: Duration) -> Result<Self, StoreError> {
+        let shown = without_password(url);
+        let client =
+            redis::Client::open(url).map_err(|e| StoreError::Url { url: shown.clone(), why: e.to_string() })?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(Some(timeout))
+            .set_number_of_retries(1)
+            .set_max_delay(timeout);
+        let connection = ConnectionManager::new_lazy_with_config(client, config)
+            .map_err(|e| StoreError::Url { url: shown.clone(), why: e.to_string() })?;
+        Ok(Self { connection, shown, timeout, trouble: Mutex::new(None) })
+    }
+
+    /// The URL, without its password.
+    #[must_use]
+    pub fn url(&self) -> &str {
+        &self.shown
+    }
+
+    /// How long one operation may take.
+    #[must_use]
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// What went wrong with the last operation, when it failed and none has succeeded
+    /// since: why the replica is not ready.
+    #[must_use]
+    pub fn trouble(&self) -> Option<String> {
+        self.trouble.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Runs `operation` within the timeout, noting whether the store answered.
+    async fn run<T>(&self, operation: impl Future<Output = redis::RedisResult<T>>) -> Result<T, StoreError> {
+        let outcome = match tokio::time::timeout(self.timeout, operation).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e))
+                if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() =>
+            {
+                Err(StoreError::Unreachable { url: self.shown.clone(), why: e.to_string() })
+            }
+            Ok(Err(e)) => Err(StoreError::Unexpected { url: self.shown.clone(), why: e.to_string() }),
+            Err(_) => Err(StoreError::Unreachable {
+                url: self.shown.clone(),
+                why: format!("no answer within {} ms", self.timeout.as_millis()),
+            }),
+        };
+        let mut trouble = self.trouble.lock().unwrap_or_else(PoisonError::into_inner);
+        match &outcome {
+            Ok(_) => {
+                if trouble.take().is_some() {
+                    tracing::info!(store = %self.shown, "the shared store answers again");
+                }
+            }
+            Err(e) => {
+                if trouble.is_none() {
+                    tracing::warn!(error = %e, "the shared store failed");
+                }
+                *trouble = Some(e.to_string());
+            }
+        }
+        outcome
+    }
+
+    /// Asks the store whether it is there.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when it does not answer.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        let mut connection = self.connection.clone();
+        self.run(async move { redis::cmd("PING").query_async::<String>(&mut connection).await }).await.map(drop)
+    }
+
+    /// Marks the request state `nonce` spent until `expiry` (Unix seconds): `true` the
+    /// first time.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store does not answer; the state is then not spent.
+    pub async fn spend(&self, nonce: &[u8; 16], expiry: u64) -> Result<bool, StoreError> {
+        let key = format!("wasmgate:spent:{}", hex::encode(nonce));
+        let mut connection = self.connection.clone();
+        let set = async move {
+            redis::cmd("SET")
+                .arg(&key)
+                .arg(1)
+                .arg("NX")
+                .arg("EXAT")
+                .arg(expiry.max(1))
+                .query_async::<Option<String>>(&mut connection)
+                .await
+        };
+        Ok(self.run(set).await?.is_some())
+    }
+
+    /// Takes a token from each of `buckets`, or from none: `None` when taken, else the
+    /// index of an empty one and how long it stays empty.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store does not answer; nothing is taken then.
+    pub async fn take(&self, buckets: &[BucketSpec]) -> Result<Option<(usize, Duration)>, StoreError> {
+        if buckets.is_empty() {
+            return Ok(None);
+        }
+        let script = Script::new(TAKE);
+        let mut invocation = script.prepare_invoke();
+        for bucket in buckets {
+            let digest = sha2::Sha256::digest(bucket.key.as_bytes());
+            invocation.key(format!("wasmgate:bucket:{}", hex::encode(digest)));
+            let interval_ms = bucket.interval.as_secs_f64() * 1000.0;
+            invocation.arg(format!("{interval_ms}")).arg(bucket.burst.max(1));
+        }
+        let mut connection = self.connection.clone();
+        let (index, wait_ms): (u64, u64) =
+            self.run(async move { invocation.invoke_async(&mut connection).await }).await?;
+        if index == 0 {
+            return Ok(None);
+        }
+        let index = usize::try_from(index - 1).ok().filter(|i| *i < buckets.len()).ok_or_else(|| {
+            StoreError::Unexpected { url: self.shown.clone(), why: format!("no bucket {index} was asked for") }
+        })?;
+        Ok(Some((index, Duration::from_millis(wait_ms))))
+    }
+
+    /// Moves `replica`'s anchor to `head`, unless the store holds a later one, or
+    /// another at the same record ([`Anchored::Behind`]).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store does not answer, or holds an anchor that does not
+    /// read as one.
+    pub async fn anchor(&self, replica: &str, head: &Anchor) -> Result<Anchored, StoreError> {
+        let script = Script::new(ANCHOR);
+        let mut invocation = script.prepare_invoke();
+        invocation.key(ANCHORS).arg(replica).arg(head.seq).arg(head.to_string());
+        let mut connection = self.connection.clone();
+        let kept: Option<String> = self.run(async move { invocation.invoke_async(&mut connection).await }).await?;
+        match kept {
+            None => Ok(Anchored::Kept),
+            Some(kept) => Ok(Anchored::Behind(self.parse(&kept)?)),
+        }
+    }
+
+    /// The anchor the store holds for `replica`, if any.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store does not answer, or holds something that is not
+    /// an anchor.
+    pub async fn anchor_of(&self, replica: &str) -> Result<Option<Anchor>, StoreError> {
+        let mut connection = self.connection.clone();
+        let replica = replica.to_owned();
+        let kept: Option<String> = self.run(async move { connection.hget(ANCHORS, replica).await }).await?;
+        kept.map(|kept| self.parse(&kept)).transpose()
+    }
+
+    /// Every replica's anchor, by replica name.
+    ///
+    /// # Errors
+    ///
+    /// As [`anchor_of`](Self::anchor_of).
+    pub async fn anchors(&self) -> Result<BTreeMap<String, Anchor>, StoreError> {
+        let mut connection = self.connection.clone();
+        let kept: BTreeMap<String, String> = self.run(async move { connection.hgetall(ANCHORS).await }).await?;
+        kept.into_iter().map(|(replica, anchor)| Ok((replica, self.parse(&anchor)?))).collect()
+    }
+
+    fn parse(&self, anchor: &str) -> Result<Anchor, StoreError> {
+        anchor.parse().map_err(|why| StoreError::Unexpected { url: self.shown.clone(), why })
+    }
+}
+
+impl SharedStore for Store {
+    fn spend<'a>(&'a self, nonce: &'a [u8; 16], expiry: u64) -> BoxFuture<'a, Result<bool, String>> {
+        Box::pin(async move { Store::spend(self, nonce, expiry).await.map_err(|e| e.to_string()) })
+    }
+}
+
+impl SharedBuckets for Store {
+    fn take<'a>(&'a self, buckets: &'a [BucketSpec]) -> BoxFuture<'a, Result<Option<(usize, Duration)>, String>> {
+        Box::pin(async move { Store::take(self, buckets).await.map_err(|e| e.to_string()) })
+    }
+}
+
+/// `url` with its password (if any) replaced by `***`.
+#[must_use]
+pub fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let (authority, path) = rest.split_once('/').map_or((rest, None), |(a, p)| (a, Some(p)));
+    let Some((userinfo, host)) = authority.rsplit_once('@') else { return url.to_owned() };
+    let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
+    let path = path.map(|p| format!("/{p}")).unwrap_or_default();
+    format!("{scheme}://{user}:***@{host}{path}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_is_shown_without_its_password() {
+        assert_eq!(without_password("redis://:s3cret@10.0.0.5:6379/2"), "redis://:***@10.0.0.5:6379/2");
+        assert_eq!(without_password("redis://gw:s3cret@host/0"), "redis://gw:***@host/0");
+        assert_eq!(without_password("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
+        assert_eq!(without_password("not a url"), "not a url");
+    }
+}

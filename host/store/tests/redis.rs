@@ -1,0 +1,168 @@
+//! The store against a real Redis server (Debian's `redis-server`, which
+//! `scripts/install-peers.sh` installs), started on a Unix socket of its own.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use wasmgate_audit::Anchor;
+use wasmgate_guard::BucketSpec;
+use wasmgate_store::{Anchored, Store, StoreError};
+
+/// A Redis server on a Unix socket in a directory of its own; killed when dropped.
+struct Redis {
+    child: Child,
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Redis {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("redis.sock");
+        let child = Self::spawn(dir.path(), &socket);
+        Self { child, socket, _dir: dir }
+    }
+
+    fn spawn(dir: &Path, socket: &Path) -> Child {
+        let mut child = Command::new("redis-server")
+            .args(["--port", "0", "--save", "", "--appendonly", "no", "--unixsocketperm", "700"])
+            .arg("--unixsocket")
+            .arg(socket)
+            .arg("--dir")
+            .arg(dir)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server is not installed: run scripts/install-peers.sh");
+        for _ in 0..500 {
+            if socket.exists() {
+                return child;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("redis-server did not open {}", socket.display());
+    }
+
+    fn url(&self) -> String {
+        format!("redis+unix://{}", self.socket.display())
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.socket);
+    }
+
+    fn restart(&mut self) {
+        self.stop();
+        let dir = self.socket.parent().unwrap().to_owned();
+        self.child = Self::spawn(&dir, &self.socket);
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn in_a_minute() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 60
+}
+
+fn bucket(key: &str, per_ms: u64, burst: u32) -> BucketSpec {
+    BucketSpec { key: key.into(), interval: Duration::from_millis(per_ms), burst }
+}
+
+#[tokio::test]
+async fn a_state_is_spent_once_whichever_replica_asks() {
+    let redis = Redis::start();
+    let (a, b) = (
+        Store::new(&redis.url(), Duration::from_secs(1)).unwrap(),
+        Store::new(&redis.url(), Duration::from_secs(1)).unwrap(),
+    );
+    let expiry = in_a_minute();
+    assert!(a.spend(&[1; 16], expiry).await.unwrap());
+    assert!(!b.spend(&[1; 16], expiry).await.unwrap(), "spent by a");
+    assert!(!a.spend(&[1; 16], expiry).await.unwrap());
+    assert!(b.spend(&[2; 16], expiry).await.unwrap(), "another state");
+}
+
+#[tokio::test]
+async fn a_take_is_from_every_bucket_or_from_none_and_names_the_longest_wait() {
+    let redis = Redis::start();
+    let store = Store::new(&redis.url(), Duration::from_secs(1)).unwrap();
+    let minute = bucket("per-minute", 60_000, 2);
+    let day = bucket("per-day", 86_400_000, 1);
+    assert_eq!(store.take(std::slice::from_ref(&minute)).await.unwrap(), None);
+    assert_eq!(store.take(&[minute.clone(), day.clone()]).await.unwrap(), None, "the last of each");
+    let (index, wait) = store.take(&[minute.clone(), day.clone()]).await.unwrap().unwrap();
+    assert_eq!(index, 1, "the day's bucket has the longest wait");
+    assert!(wait > Duration::from_secs(86_000) && wait <= Duration::from_secs(86_400), "{wait:?}");
+    // A refused take took nothing: a fast bucket beside an empty one keeps its tokens.
+    let fast = bucket("fast", 1_000, 1);
+    assert!(store.take(&[fast.clone(), day.clone()]).await.unwrap().is_some());
+    assert_eq!(store.take(std::slice::from_ref(&fast)).await.unwrap(), None, "fast still had its token");
+    // Tokens come back with time, by the store's clock.
+    let quick = bucket("quick", 50, 1);
+    assert_eq!(store.take(std::slice::from_ref(&quick)).await.unwrap(), None);
+    let (_, wait) = store.take(std::slice::from_ref(&quick)).await.unwrap().unwrap();
+    assert!(wait <= Duration::from_millis(50));
+    tokio::time::sleep(Duration::from_millis(120)).await;
+    assert_eq!(store.take(std::slice::from_ref(&quick)).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn an_anchor_only_moves_forward_and_a_log_behind_it_is_told_so() {
+    let redis = Redis::start();
+    let store = Store::new(&redis.url(), Duration::from_secs(1)).unwrap();
+    let anchor = |seq: u64, fill: char| Anchor { seq, hash: fill.to_string().repeat(64) };
+    assert_eq!(store.anchor_of("r1").await.unwrap(), None);
+    assert_eq!(store.anchor("r1", &anchor(5, 'a')).await.unwrap(), Anchored::Kept);
+    assert_eq!(store.anchor("r1", &anchor(5, 'a')).await.unwrap(), Anchored::Kept, "the same again");
+    assert_eq!(store.anchor("r1", &anchor(9, 'b')).await.unwrap(), Anchored::Kept);
+    assert_eq!(store.anchor("r1", &anchor(7, 'c')).await.unwrap(), Anchored::Behind(anchor(9, 'b')), "cut short");
+    assert_eq!(store.anchor("r1", &anchor(9, 'd')).await.unwrap(), Anchored::Behind(anchor(9, 'b')), "rewritten");
+    assert_eq!(store.anchor("r2", &anchor(1, 'e')).await.unwrap(), Anchored::Kept);
+    let all = store.anchors().await.unwrap();
+    assert_eq!(all.len(), 2);
+    assert_eq!(all["r1"], anchor(9, 'b'));
+    assert_eq!(store.anchor_of("r2").await.unwrap(), Some(anchor(1, 'e')));
+}
+
+#[tokio::test]
+async fn a_store_that_is_down_fails_every_operation_says_so_and_recovers_when_back() {
+    let mut redis = Redis::start();
+    let store = Store::new(&redis.url(), Duration::from_millis(500)).unwrap();
+    store.ping().await.unwrap();
+    assert_eq!(store.trouble(), None);
+    redis.stop();
+    let spent = store.spend(&[3; 16], in_a_minute()).await;
+    assert!(matches!(spent, Err(StoreError::Unreachable { .. })), "{spent:?}");
+    assert!(store.take(&[bucket("b", 1000, 1)]).await.is_err(), "no bucket is counted");
+    assert!(store.anchor("r1", &Anchor { seq: 1, hash: "a".repeat(64) }).await.is_err());
+    let trouble = store.trouble().expect("the trouble is kept for /readyz");
+    assert!(trouble.contains("cannot be reached"), "{trouble}");
+    redis.restart();
+    let mut back = false;
+    for _ in 0..50 {
+        if store.ping().await.is_ok() {
+            back = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(back, "the connection is made again by itself");
+    assert_eq!(store.trouble(), None);
+    assert!(store.spend(&[3; 16], in_a_minute()).await.unwrap(), "nothing was spent while it was down");
+}
+
+#[test]
+fn a_url_that_is_not_redis_is_refused_with_what_to_write() {
+    let refused = Store::new("http://example.invalid", Duration::from_secs(1)).unwrap_err();
+    assert!(matches!(refused, StoreError::Url { .. }));
+    assert!(refused.to_string().contains("redis://HOST:PORT/DB"), "{refused}");
+}
