@@ -15,7 +15,12 @@
 #   target/peers/caldav-mcp    caldav-mcp, a third-party CalDAV MCP server from npm (the same)
 #   target/peers/prometheus    Python venv with prometheus_client, whose parser reads the
 #                              gateway's /metrics in the tests
-# `install-peers.sh caldav` installs only the last two (scripts/demo.sh needs no more).
+# And from Debian's packages, the servers of the cluster tests (host/store/tests,
+# host/cli/tests/cluster.rs, scripts/cluster.sh), which start their own on loopback:
+#   redis-server               the replicas' shared store (Debian 12: 7.0)
+#   nginx                      the load balancer in front of them (Debian 12: 1.22)
+# `install-peers.sh caldav` installs only Radicale and caldav-mcp (scripts/demo.sh needs
+# no more); `install-peers.sh cluster` only the two Debian packages.
 # Idempotent: a peer whose pinned version is already installed is left alone.
 # Needs python3 (>= 3.10) and npm, and the PyPI and npm registries. The tests never use
 # the network: they run what this script installed.
@@ -36,6 +41,27 @@ peers="${WASMGATE_PEERS_DIR:-$workspace/target/peers}"
 mkdir -p "$peers"
 
 only="${1:-all}"
+
+# debian_peer COMMAND PACKAGE: PACKAGE from Debian's packages, unless COMMAND is there.
+debian_peer() {
+    local command="$1" package="$2"
+    if command -v "$command" >/dev/null || [ -x "/usr/sbin/$command" ]; then
+        echo "install-peers: $package already installed"
+        return
+    fi
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo=sudo
+    echo "install-peers: installing $package (Debian)" >&2
+    $sudo apt-get update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null
+    echo "install-peers: installed $package"
+}
+
+if [ "$only" = all ] || [ "$only" = cluster ]; then
+    debian_peer redis-server redis-server
+    debian_peer nginx nginx
+fi
+[ "$only" = cluster ] && exit 0
 
 # python_peer DIR PACKAGE VERSION: a venv in DIR with PACKAGE==VERSION, unless already there.
 python_peer() {

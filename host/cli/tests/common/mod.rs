@@ -3,6 +3,7 @@
 //! the `wasmgate` binary on it.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod cluster;
 pub mod issuer;
 
 use std::io::{BufRead as _, BufReader};
@@ -35,9 +36,14 @@ pub fn serve_http(dir: &Path, extra: &[&str]) -> (Killed, String) {
 
 /// [`serve_http`] with `env` set for the gateway.
 pub fn serve_http_with(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> (Killed, String) {
+    serve_http_at(dir, "127.0.0.1:0", extra, env)
+}
+
+/// [`serve_http_with`] on the address `addr`.
+pub fn serve_http_at(dir: &Path, addr: &str, extra: &[&str], env: &[(&str, &str)]) -> (Killed, String) {
     let mut child = command(dir)
         .envs(env.iter().copied())
-        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(["serve", "--http", addr])
         .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

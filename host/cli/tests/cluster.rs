@@ -1,0 +1,549 @@
+//! Replicas of `wasmgate serve --http` behind nginx, sharing a Redis store
+//! (docs/DEPLOY.md): request states redeemed once across replicas, a budget counted
+//! across them, handshake-era sessions kept on their replica, one replica killed under
+//! load and started again with no audit record lost, and a replica without its store
+//! refusing what needs it.
+//!
+//! The suite runs a cut-down cluster (two replicas, ten calls per client); the whole one
+//! (three replicas, fifty calls per client) and the sizing runs are `scripts/cluster.sh`,
+//! which sets `WASMGATE_CLUSTER_REPLICAS` and `WASMGATE_CLUSTER_CALLS` and runs the
+//! ignored `sizing` test. Ports 7310-7313 on loopback are the nginx file's.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use common::cluster::{Nginx, Redis, Replica, approval_key, records};
+use common::issuer::Issuer;
+use common::{stderr, stdout, wasmgate};
+use serde_json::{Map, Value, json};
+use wasmgate_client::{
+    Bearer, CancellationToken, ClientConfig, ClientError, HttpConfig, HttpTransport, McpClient, TransportError,
+};
+use wasmgate_protocol::ProtocolVersion;
+
+/// Concurrent clients through nginx: half 2026-07-28, half handshake era.
+const CLIENTS: usize = 64;
+/// The callers, one client in four each; dave has a budget.
+const CALLERS: [&str; 4] = ["alice", "bob", "carol", "dave"];
+/// Dave's budget, shared by every replica: this many calls, and this many more a minute.
+const DAVE_BUDGET: u32 = 30;
+/// How often a call that failed with an error the client can retry is tried again.
+const RETRIES: usize = 50;
+
+fn setting(var: &str, default: usize) -> usize {
+    std::env::var(var).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn dave_budget() -> String {
+    format!("\n[[budgets]]\nsubjects = [\"dave\"]\nrate = {DAVE_BUDGET}\nper = \"minute\"\n")
+}
+
+/// How one call ended, after its retries.
+#[derive(Debug, Clone, PartialEq)]
+enum Ended {
+    /// It ran, and its answer was right.
+    Ok,
+    /// Refused for dave's used-up budget.
+    Limited,
+    /// Failed with an error the client may retry, every time it was tried.
+    Retryable(String),
+    /// Anything else: a defect.
+    Wrong(String),
+}
+
+/// Whether a failed call may be sent again: the replica was gone (nginx's 502, a
+/// dropped connection), its session was lost with it (404, after which the client
+/// opens another), or it could not reach the store (-32011, 503).
+fn retryable(error: &ClientError) -> bool {
+    match error {
+        ClientError::Rpc { code, .. } => *code == -32011,
+        ClientError::Http { status, .. } => matches!(status, 502..=504),
+        ClientError::TransportClosed { .. } => true,
+        ClientError::Transport(transport) => match transport {
+            TransportError::Http { status, rpc, .. } => {
+                matches!(status, 502..=504) || rpc.as_ref().is_some_and(|e| e.code == -32011)
+            }
+            TransportError::Io(_) | TransportError::SessionExpired | TransportError::NoResponse => true,
+            TransportError::Closed(_) => true,
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// One `echo__echo` of `text`, tried again while it fails with a retryable error.
+async fn echo(client: &McpClient, text: &str) -> (Ended, usize) {
+    let arguments: Map<String, Value> = json!({ "text": text }).as_object().cloned().unwrap();
+    let mut last = String::new();
+    for attempt in 0..RETRIES {
+        match client.call_tool("echo__echo", arguments.clone(), CancellationToken::new()).await {
+            Ok(result) => {
+                let got: String = result.content.iter().filter_map(|b| b.text()).collect();
+                let ended = if !result.is_error && got.contains(text) {
+                    Ended::Ok
+                } else {
+                    Ended::Wrong(format!("{got:?} for {text:?}"))
+                };
+                return (ended, attempt);
+            }
+            Err(ClientError::Rpc { code: -32010, .. }) => return (Ended::Limited, attempt),
+            Err(e) if retryable(&e) => {
+                last = e.to_string();
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => return (Ended::Wrong(e.to_string()), attempt),
+        }
+    }
+    (Ended::Retryable(last), RETRIES)
+}
+
+async fn client(url: &str, version: ProtocolVersion, token: String) -> McpClient {
+    let http = HttpConfig { bearer: Some(Bearer::Token(token)), ..HttpConfig::new("wasmgate", url) };
+    let config = ClientConfig { versions: vec![version], ..ClientConfig::default() };
+    McpClient::connect("wasmgate", HttpTransport::new(&http).unwrap(), config).await.unwrap()
+}
+
+/// What a load run saw.
+struct Load {
+    /// Per call: its client's caller, its text, how it ended, its latency.
+    calls: Vec<(usize, String, Ended, Duration)>,
+    elapsed: Duration,
+    retried: usize,
+}
+
+impl Load {
+    fn count(&self, caller: Option<usize>, ended: impl Fn(&Ended) -> bool) -> usize {
+        self.calls.iter().filter(|(c, _, e, _)| caller.is_none_or(|w| *c == w) && ended(e)).count()
+    }
+
+    /// calls/s, p50 and p99 in milliseconds, of the calls that ended.
+    fn figures(&self) -> (f64, f64, f64) {
+        let mut latencies: Vec<Duration> = self.calls.iter().map(|c| c.3).collect();
+        latencies.sort();
+        let at = |q: f64| {
+            let rank = ((q * latencies.len() as f64).ceil() as usize).clamp(1, latencies.len());
+            latencies[rank - 1].as_secs_f64() * 1000.0
+        };
+        (self.calls.len() as f64 / self.elapsed.as_secs_f64(), at(0.5), at(0.99))
+    }
+}
+
+/// `CLIENTS` clients through nginx, `calls` each, tagged `tag`; `during` runs on a
+/// thread beside them and is told how many calls have ended so far.
+async fn load<T: Send + 'static>(
+    issuer: &Issuer,
+    calls: usize,
+    tag: &str,
+    during: impl FnOnce(Arc<AtomicUsize>) -> T + Send + 'static,
+) -> (Load, T) {
+    let url = Nginx::url();
+    let mut clients = Vec::new();
+    for i in 0..CLIENTS {
+        let version = if i % 2 == 0 { ProtocolVersion::V2026_07_28 } else { ProtocolVersion::V2025_11_25 };
+        clients.push(client(&url, version, issuer.token(CALLERS[i % 4], &[])).await);
+    }
+    let done = Arc::new(AtomicUsize::new(0));
+    let beside = {
+        let done = Arc::clone(&done);
+        std::thread::spawn(move || during(done))
+    };
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for (i, client) in clients.into_iter().enumerate() {
+        let (done, tag) = (Arc::clone(&done), tag.to_owned());
+        tasks.push(tokio::spawn(async move {
+            let mut ended = Vec::with_capacity(calls);
+            let mut retried = 0;
+            for n in 0..calls {
+                let text = format!("{tag}-c{i}-n{n}");
+                let began = Instant::now();
+                let (outcome, retries) = echo(&client, &text).await;
+                ended.push((i % 4, text, outcome, began.elapsed()));
+                retried += retries;
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+            client.close().await;
+            (ended, retried)
+        }));
+    }
+    let mut all = Vec::new();
+    let mut retried = 0;
+    for task in tasks {
+        let (ended, r) = task.await.unwrap();
+        all.extend(ended);
+        retried += r;
+    }
+    let elapsed = start.elapsed();
+    let beside = tokio::task::spawn_blocking(move || beside.join().unwrap()).await.unwrap();
+    (Load { calls: all, elapsed, retried }, beside)
+}
+
+/// A raw 2026-07-28 `tools/call` of `calendar__calendar_create` by a client that can be
+/// asked, sent to `url`, with `extra` params: its HTTP status and answer.
+async fn create(url: &str, token: &str, extra: Value) -> (u16, Value) {
+    let mut params = json!({"name": "calendar__calendar_create",
+        "arguments": {"user": "alice", "title": "standup", "start": "2026-12-07T09:00", "end": "2026-12-07T09:15"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+                  "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}}});
+    for (key, value) in extra.as_object().unwrap() {
+        params[key] = value.clone();
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    let response = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "calendar__calendar_create")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text}")))
+}
+
+/// A state issued by one replica is redeemed by another, once between them all.
+async fn approval_crosses_replicas(replicas: &[Replica], token: &str) -> String {
+    let (first, second) = (replicas[0].url(), replicas[1].url());
+    let (_, asked) = create(&first, token, json!({})).await;
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    let state = asked["result"]["requestState"].as_str().unwrap().to_owned();
+    let retry = json!({"requestState": state,
+        "inputResponses": {"approval": {"action": "accept", "content": {"approve": true}}}});
+    let (status, redeemed) = create(&second, token, retry.clone()).await;
+    assert_eq!(status, 200);
+    assert_eq!(redeemed["result"]["isError"], false, "issued by r1, redeemed by r2: {redeemed}");
+    let mut again = Vec::new();
+    for url in [first, second, Nginx::url()] {
+        let (_, replayed) = create(&url, token, retry.clone()).await;
+        assert_eq!(replayed["error"]["code"], -32602, "{url}: {replayed}");
+        let message = replayed["error"]["message"].as_str().unwrap();
+        assert!(message.contains("used already"), "{message}");
+        again.push(url);
+    }
+    format!(
+        "issued by {}, redeemed by {}, refused as spent by {}",
+        replicas[0].name,
+        replicas[1].name,
+        again.join(", ")
+    )
+}
+
+/// Every call that ran has its `started` record in some replica's log, and dave's budget
+/// held across the replicas: what the load assertions share.
+fn audit_accounts_for(load: &Load, replicas: &[Replica]) -> (usize, BTreeMap<String, usize>) {
+    let mut texts: HashMap<(String, String), String> = HashMap::new();
+    let mut started: HashSet<String> = HashSet::new();
+    let mut per_replica = BTreeMap::new();
+    for replica in replicas {
+        let log = records(&replica.audit_log());
+        for record in &log {
+            assert_eq!(record["replica"], replica.name.as_str(), "every record names its replica");
+            let call = record["call"].as_str().unwrap_or_default().to_owned();
+            match record["event"].as_str() {
+                Some("requested") => {
+                    if let Some(text) = record["arguments"]["text"].as_str() {
+                        texts.insert((replica.name.clone(), call), text.to_owned());
+                    }
+                }
+                Some("started") => {
+                    if let Some(text) = texts.get(&(replica.name.clone(), call)) {
+                        started.insert(text.clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+        per_replica.insert(replica.name.clone(), log.len());
+    }
+    let ran: Vec<&String> = load.calls.iter().filter(|c| c.2 == Ended::Ok).map(|c| &c.1).collect();
+    let missing: Vec<&&String> = ran.iter().filter(|text| !started.contains(**text)).collect();
+    assert!(missing.is_empty(), "{} calls ran with no `started` record, e.g. {:?}", missing.len(), &missing[..1]);
+    (ran.len(), per_replica)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_behind_nginx_share_approvals_and_budgets_and_lose_no_record_when_one_is_killed() {
+    let replica_count = setting("WASMGATE_CLUSTER_REPLICAS", 2).clamp(2, 3);
+    let calls = setting("WASMGATE_CLUSTER_CALLS", 10);
+    let issuer = Issuer::start().await;
+    let redis = Redis::start();
+    let shared = tempfile::tempdir().unwrap();
+    let key = approval_key(shared.path());
+    let mut replicas: Vec<Replica> =
+        (0..replica_count).map(|i| Replica::new(i, &redis.url(), &key, &issuer, true, &dave_budget())).collect();
+    for replica in &mut replicas {
+        replica.start();
+    }
+    let nginx = Nginx::start(replica_count);
+
+    let approvals = approval_crosses_replicas(&replicas, &issuer.token("alice", &[])).await;
+    eprintln!("cluster: an approval state {approvals}");
+
+    // The load; a third of the way through, the last replica is killed (SIGKILL) and
+    // started again at once.
+    let mut victim = replicas.pop().unwrap();
+    let total = CLIENTS * calls;
+    let (load, (victim, killed_at, back_at)) = load(&issuer, calls, "load", move |done| {
+        while done.load(Ordering::Relaxed) < total / 3 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let killed_at = done.load(Ordering::Relaxed);
+        victim.kill();
+        victim.start();
+        (victim, killed_at, done.load(Ordering::Relaxed))
+    })
+    .await;
+    replicas.push(victim);
+    let (per_second, p50, p99) = load.figures();
+    let wrong: Vec<&(usize, String, Ended, Duration)> =
+        load.calls.iter().filter(|c| matches!(c.2, Ended::Wrong(_))).collect();
+    let ok = load.count(None, |e| *e == Ended::Ok);
+    let limited = load.count(None, |e| *e == Ended::Limited);
+    let retryable = load.count(None, |e| matches!(e, Ended::Retryable(_)));
+    let dave_ok = load.count(Some(3), |e| *e == Ended::Ok);
+    eprintln!(
+        "cluster: {replica_count} replicas behind nginx, {CLIENTS} clients (both eras) x {calls} calls = {} calls in \
+         {:.2} s: {per_second:.0} calls/s, p50 {p50:.1} ms, p99 {p99:.1} ms; {ok} succeeded, {limited} refused for \
+         dave's budget, {retryable} failed with an error the client can retry, {} wrong; {} retries; replica {} killed \
+         after call {killed_at} and serving again after call {back_at}",
+        load.calls.len(),
+        load.elapsed.as_secs_f64(),
+        wrong.len(),
+        load.retried,
+        replicas[replica_count - 1].name,
+    );
+    assert!(wrong.is_empty(), "{} calls went wrong, e.g. {:?}", wrong.len(), &wrong[..1]);
+    assert_eq!(ok + limited + retryable, total, "every call accounted for");
+    assert_eq!(load.count(Some(0), |e| *e == Ended::Limited), 0, "only dave has a budget");
+    // One budget across the replicas: what it holds, and what came back while the load ran.
+    let refill = (load.elapsed.as_secs_f64() / 60.0 * f64::from(DAVE_BUDGET)).ceil() as usize;
+    assert!(
+        dave_ok <= DAVE_BUDGET as usize + refill + 1,
+        "dave's budget is shared: {dave_ok} of his calls ran, at most {} could",
+        DAVE_BUDGET as usize + refill + 1
+    );
+    assert!(load.count(Some(3), |e| *e == Ended::Limited) > 0, "dave ran out");
+
+    // Stopped as an operator would: their last records are anchored.
+    for replica in &mut replicas {
+        replica.stop();
+    }
+    let (ran, per_replica) = audit_accounts_for(&load, &replicas);
+    let mut verify = vec!["audit".to_owned(), "verify".into(), "--store".into(), redis.url()];
+    verify.extend(replicas.iter().map(|r| r.audit_log().display().to_string()));
+    let args: Vec<&str> = verify.iter().map(String::as_str).collect();
+    let verified = wasmgate(replicas[0].dir.path(), &args);
+    assert!(verified.status.success(), "{}{}", stdout(&verified), stderr(&verified));
+    for replica in &replicas {
+        let line = format!("replica {}'s anchored record", replica.name);
+        assert!(stdout(&verified).contains(&line), "{}", stdout(&verified));
+    }
+    let started = |replica: &Replica| records(&replica.audit_log()).iter().filter(|r| r["event"] == "started").count();
+    let started: Vec<(String, usize)> = replicas.iter().map(|r| (r.name.clone(), started(r))).collect();
+    let upstream_errors = nginx.errors().lines().filter(|l| l.contains("[error]")).count();
+    eprintln!(
+        "cluster: calls started per replica (retries too) {started:?}; nginx logged {upstream_errors} upstream errors"
+    );
+    assert!(started.iter().all(|(_, n)| *n > 0), "every replica took calls, the killed one too: {started:?}");
+    eprintln!(
+        "cluster: {ran} calls that ran all have their `started` record; audit records per replica {per_replica:?}; \
+         `wasmgate audit verify --store` over every replica's log: {}",
+        stdout(&verified).lines().count()
+    );
+    let errors = nginx.errors();
+    drop(nginx);
+    assert!(!errors.contains("[emerg]"), "{errors}");
+}
+
+/// A replica whose store is gone refuses what needs it, says so in /readyz, and serves
+/// the rest; back, it is ready again. It does not start without its store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_without_its_store_refuses_what_needs_it_and_is_not_ready() {
+    let issuer = Issuer::start().await;
+    let mut redis = Redis::start();
+    let shared = tempfile::tempdir().unwrap();
+    let key = approval_key(shared.path());
+    let mut replica = Replica::new(0, &redis.url(), &key, &issuer, false, &dave_budget()).anywhere();
+    replica.start();
+    let readyz = replica.readyz();
+    let ready = || async { reqwest::get(&readyz).await.unwrap().status().as_u16() };
+    assert_eq!(ready().await, 200);
+    let (alice, dave) = (issuer.token("alice", &[]), issuer.token("dave", &[]));
+    let (_, asked) = create(&replica.url(), &alice, json!({})).await;
+    let state = asked["result"]["requestState"].as_str().unwrap().to_owned();
+
+    redis.stop();
+    let url = replica.url();
+    let dave_client = client(&url, ProtocolVersion::V2026_07_28, dave).await;
+    let alice_client = client(&url, ProtocolVersion::V2026_07_28, alice.clone()).await;
+    let arguments: Map<String, Value> = json!({"text": "hi"}).as_object().cloned().unwrap();
+    match dave_client.call_tool("echo__echo", arguments.clone(), CancellationToken::new()).await {
+        Err(ClientError::Rpc { code: -32011, message, .. }) => {
+            assert!(message.contains("cannot be reached") && message.contains("again"), "{message}");
+        }
+        other => panic!("dave's budget cannot be counted: {other:?}"),
+    }
+    assert!(alice_client.call_tool("echo__echo", arguments, CancellationToken::new()).await.is_ok(), "no budget");
+    let retry = json!({"requestState": state,
+        "inputResponses": {"approval": {"action": "accept", "content": {"approve": true}}}});
+    let (status, refused) = create(&replica.url(), &alice, retry.clone()).await;
+    assert_eq!((status, &refused["error"]["code"]), (503, &json!(-32011)), "{refused}");
+    let began = Instant::now();
+    while ready().await != 503 {
+        assert!(began.elapsed() < Duration::from_secs(10), "/readyz should say the store is gone");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    redis.restart();
+    let began = Instant::now();
+    while ready().await != 200 {
+        assert!(began.elapsed() < Duration::from_secs(15), "/readyz should be 200 once the store is back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The state was not spent while the store was gone; Redis lost it (no persistence
+    // here), but a state is still redeemed once.
+    let (_, redeemed) = create(&replica.url(), &alice, retry.clone()).await;
+    assert_eq!(redeemed["result"]["isError"], false, "{redeemed}");
+    let (_, replayed) = create(&replica.url(), &alice, retry).await;
+    assert_eq!(replayed["error"]["code"], -32602, "{replayed}");
+    replica.stop();
+
+    redis.stop();
+    let refused = wasmgate(replica.dir.path(), &["serve", "--http", "127.0.0.1:0"]);
+    assert!(!refused.status.success());
+    let said = stderr(&refused);
+    assert!(said.contains("cannot join the cluster") && said.contains("does not start without"), "{said}");
+}
+
+/// A log cut short is found by `audit verify --store`, and its replica does not start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_log_cut_short_is_found_and_its_replica_refuses_to_start() {
+    let issuer = Issuer::start().await;
+    let redis = Redis::start();
+    let shared = tempfile::tempdir().unwrap();
+    let key = approval_key(shared.path());
+    let mut replica = Replica::new(0, &redis.url(), &key, &issuer, false, "").anywhere();
+    let mut other = Replica::new(1, &redis.url(), &key, &issuer, false, "").anywhere();
+    replica.start();
+    other.start();
+    let alice = client(&replica.url(), ProtocolVersion::V2026_07_28, issuer.token("alice", &[])).await;
+    for n in 0..5 {
+        let (ended, _) = echo(&alice, &format!("cut-{n}")).await;
+        assert_eq!(ended, Ended::Ok);
+    }
+    alice.close().await;
+    replica.stop();
+    other.stop();
+    let (log, other_log) = (replica.audit_log(), other.audit_log());
+    let store = redis.url();
+    let both = wasmgate(
+        replica.dir.path(),
+        &["audit", "verify", "--store", &store, log.to_str().unwrap(), other_log.to_str().unwrap()],
+    );
+    assert!(both.status.success(), "{}", stderr(&both));
+    // Every replica the store anchored must have its log given.
+    let verify = |dir: &std::path::Path| wasmgate(dir, &["audit", "verify", "--store", &store, log.to_str().unwrap()]);
+    let one = verify(replica.dir.path());
+    assert!(!one.status.success());
+    assert!(stderr(&one).contains("replica r2") && stderr(&one).contains("no log of it was given"), "{}", stderr(&one));
+
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    std::fs::write(&log, format!("{}\n", lines[..lines.len() - 3].join("\n"))).unwrap();
+    let cut = wasmgate(
+        replica.dir.path(),
+        &["audit", "verify", "--store", &store, log.to_str().unwrap(), other_log.to_str().unwrap()],
+    );
+    assert!(!cut.status.success());
+    assert!(stderr(&cut).contains("before the anchored record"), "{}", stderr(&cut));
+
+    let refused = wasmgate(replica.dir.path(), &["serve", "--http", "127.0.0.1:0"]);
+    assert!(!refused.status.success());
+    assert!(stderr(&refused).contains("records were removed"), "{}", stderr(&refused));
+}
+
+/// Without affinity, `initialize` is refused and says why; a session id of another
+/// replica is answered 404 naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_affinity_a_session_is_refused_and_a_strays_session_is_named() {
+    let issuer = Issuer::start().await;
+    let redis = Redis::start();
+    let shared = tempfile::tempdir().unwrap();
+    let key = approval_key(shared.path());
+    let mut replica = Replica::new(0, &redis.url(), &key, &issuer, false, "").anywhere();
+    replica.start();
+    let token = issuer.token("alice", &[]);
+    let post = |body: Value, session: Option<&str>| {
+        let mut request = reqwest::Client::new()
+            .post(replica.url())
+            .bearer_auth(&token)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25");
+        }
+        request.send()
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let refused = post(initialize, None).await.unwrap();
+    assert_eq!(refused.status().as_u16(), 400);
+    let answer: Value = serde_json::from_str(&refused.text().await.unwrap()).unwrap();
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("2026-07-28") && message.contains("Mcp-Session-Id"), "{message}");
+
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let stray = post(list, Some("r2.0123456789abcdef")).await.unwrap();
+    assert_eq!(stray.status().as_u16(), 404);
+    let answer: Value = serde_json::from_str(&stray.text().await.unwrap()).unwrap();
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("replica r2") && message.contains("this is replica r1"), "{message}");
+
+    // A 2026-07-28 client needs no session and is served.
+    let client = client(&replica.url(), ProtocolVersion::V2026_07_28, issuer.token("bob", &[])).await;
+    assert_eq!(echo(&client, "stateless").await.0, Ended::Ok);
+    client.close().await;
+    replica.stop();
+}
+
+/// Calls/s and latency through nginx with one, two and three replicas (no failures):
+/// the figures docs/DEPLOY.md gives; `scripts/cluster.sh` runs it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: run by scripts/cluster.sh"]
+async fn sizing() {
+    let calls = setting("WASMGATE_CLUSTER_CALLS", 50);
+    let issuer = Issuer::start().await;
+    for count in 1..=3 {
+        let redis = Redis::start();
+        let shared = tempfile::tempdir().unwrap();
+        let key = approval_key(shared.path());
+        let mut replicas: Vec<Replica> =
+            (0..count).map(|i| Replica::new(i, &redis.url(), &key, &issuer, true, "")).collect();
+        for replica in &mut replicas {
+            replica.start();
+        }
+        let nginx = Nginx::start(count);
+        let (warm, ()) = load(&issuer, 2, "warm", |_| ()).await;
+        assert_eq!(warm.count(None, |e| *e == Ended::Ok), CLIENTS * 2);
+        let (load, ()) = load(&issuer, calls, "size", |_| ()).await;
+        let (per_second, p50, p99) = load.figures();
+        assert_eq!(load.count(None, |e| *e == Ended::Ok), CLIENTS * calls, "no failures without a fault");
+        println!("| {count} | {} | {per_second:.0} | {p50:.1} | {p99:.1} |", load.calls.len());
+        drop(nginx);
+        for replica in &mut replicas {
+            replica.stop();
+        }
+    }
+}
