@@ -43,4 +43,6 @@ pub use event::{Entry, Event};
 pub use log::{AuditLog, Options};
 pub use pending::Pending;
 pub use redact::Redaction;
-pub use verify::{Options as VerifyOptions, Problem, Summary, Tail, VerifyError, verify, verify_options, verify_with};
+pub use verify::{
+    Options as VerifyOptions, Problem, Summary, Tail, VerifyError, holds, verify, verify_options, verify_with,
+};

@@ -149,6 +149,40 @@ pub fn verify_with(path: &Path, tail: Tail) -> Result<Summary, VerifyError> {
     verify_options(path, &Options { tail, ..Options::default() })
 }
 
+/// Whether the log at `path` still holds the record `anchor` names, unchanged: the line
+/// whose `seq` it names has its hash. Reads up to that line only (a record's `seq` is its
+/// line number), so a gateway can check its log against an anchor kept elsewhere before
+/// it goes on writing; [`verify_options`] checks the whole chain.
+///
+/// # Errors
+///
+/// The log cannot be read, or a line before the anchored one is over the longest record.
+pub fn holds(path: &Path, anchor: &Anchor) -> Result<bool, String> {
+    if anchor.seq == 0 {
+        return Ok(anchor.hash == line_hash(GENESIS));
+    }
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut reader = BufReader::new(file);
+    let mut line = Vec::new();
+    for number in 1..=anchor.seq {
+        line.clear();
+        let read = (&mut reader)
+            .take(MAX_LINE_BYTES + 2)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if read == 0 || line.last() != Some(&b'\n') {
+            // The log ends (or a record is torn) before the anchored record.
+            return Ok(false);
+        }
+        if number == anchor.seq {
+            break;
+        }
+    }
+    let line = &line[..line.len() - 1];
+    let seq = serde_json::from_slice::<Value>(line).ok().and_then(|record| record.get("seq")?.as_u64());
+    Ok(seq == Some(anchor.seq) && line_hash(line) == anchor.hash)
+}
+
 /// Verifies the log at `path` as `options` say.
 pub fn verify_options(path: &Path, options: &Options) -> Result<Summary, VerifyError> {
     let summary = chain(path, options)?;

@@ -208,3 +208,24 @@ fn an_anchor_finds_a_log_cut_short_or_rewritten_behind_it() {
     let early = wasmgate_audit::Anchor { seq: 2, hash: wasmgate_audit::chain::line_hash(lines[1].as_bytes()) };
     assert!(wasmgate_audit::verify_options(&path, &options(None, Some(early))).is_ok());
 }
+
+#[test]
+fn holds_finds_the_anchored_record_and_nothing_else_in_its_place() {
+    let (_d, path, mut lines) = log_of(5);
+    let anchor = verify(&path).unwrap().anchor;
+    assert!(wasmgate_audit::holds(&path, &anchor).unwrap());
+    // A later record does not change it; an anchor of an earlier record holds too.
+    let third = wasmgate_audit::Anchor { seq: 3, hash: wasmgate_audit::chain::line_hash(lines[2].as_bytes()) };
+    assert!(wasmgate_audit::holds(&path, &third).unwrap());
+    // The anchored record rewritten, the log cut before it, or torn there: not held.
+    lines[4] = lines[4].replace("c4", "cX");
+    write_lines(&path, &lines);
+    assert!(!wasmgate_audit::holds(&path, &anchor).unwrap(), "rewritten");
+    write_lines(&path, &lines[..4]);
+    assert!(!wasmgate_audit::holds(&path, &anchor).unwrap(), "cut short");
+    std::fs::write(&path, format!("{}\n{}", lines[..4].join("\n"), &lines[4][..10])).unwrap();
+    assert!(!wasmgate_audit::holds(&path, &anchor).unwrap(), "torn");
+    // The empty log's anchor.
+    let empty = wasmgate_audit::Anchor { seq: 0, hash: wasmgate_audit::chain::genesis_hash() };
+    assert!(wasmgate_audit::holds(&path, &empty).unwrap());
+}

@@ -133,19 +133,19 @@ impl Load {
     }
 }
 
-/// `CLIENTS` clients through nginx, `calls` each, tagged `tag`; `during` runs on a
-/// thread beside them and is told how many calls have ended so far.
+/// `CLIENTS` clients of `url` (nginx's, or one replica's), `calls` each, tagged `tag`;
+/// `during` runs on a thread beside them and is told how many calls have ended so far.
 async fn load<T: Send + 'static>(
+    url: &str,
     issuer: &Issuer,
     calls: usize,
     tag: &str,
     during: impl FnOnce(Arc<AtomicUsize>) -> T + Send + 'static,
 ) -> (Load, T) {
-    let url = Nginx::url();
     let mut clients = Vec::new();
     for i in 0..CLIENTS {
         let version = if i % 2 == 0 { ProtocolVersion::V2026_07_28 } else { ProtocolVersion::V2025_11_25 };
-        clients.push(client(&url, version, issuer.token(CALLERS[i % 4], &[])).await);
+        clients.push(client(url, version, issuer.token(CALLERS[i % 4], &[])).await);
     }
     let done = Arc::new(AtomicUsize::new(0));
     let beside = {
@@ -210,6 +210,29 @@ async fn create(url: &str, token: &str, extra: Value) -> (u16, Value) {
     let status = response.status().as_u16();
     let text = response.text().await.unwrap();
     (status, serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text}")))
+}
+
+/// What `wasmgate serve --http` on the configuration in `dir` said when it refused to
+/// start; a test fails (rather than hangs) when it starts instead.
+fn refused_to_start(dir: &std::path::Path) -> String {
+    let mut child = common::command(dir)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let began = Instant::now();
+    while matches!(child.try_wait(), Ok(None)) {
+        if began.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the replica started");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success(), "{}", stderr(&out));
+    stderr(&out)
 }
 
 /// A state issued by one replica is redeemed by another, once between them all.
@@ -294,7 +317,7 @@ async fn replicas_behind_nginx_share_approvals_and_budgets_and_lose_no_record_wh
     // started again at once.
     let mut victim = replicas.pop().unwrap();
     let total = CLIENTS * calls;
-    let (load, (victim, killed_at, back_at)) = load(&issuer, calls, "load", move |done| {
+    let (load, (victim, killed_at, back_at)) = load(&Nginx::url(), &issuer, calls, "load", move |done| {
         while done.load(Ordering::Relaxed) < total / 3 {
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -334,6 +357,26 @@ async fn replicas_behind_nginx_share_approvals_and_budgets_and_lose_no_record_wh
         DAVE_BUDGET as usize + refill + 1
     );
     assert!(load.count(Some(3), |e| *e == Ended::Limited) > 0, "dave ran out");
+
+    // Back in nginx's rotation (its `fail_timeout` is 2 s), the replica that was killed
+    // serves again: stateless calls through nginx until one reaches it.
+    let victim_log = replicas[replica_count - 1].audit_log();
+    let started_in = |log: &std::path::Path| records(log).iter().filter(|r| r["event"] == "started").count();
+    let before = started_in(&victim_log);
+    let after_load = client(&Nginx::url(), ProtocolVersion::V2026_07_28, issuer.token("alice", &[])).await;
+    let began = Instant::now();
+    let mut after = 0;
+    while started_in(&victim_log) == before {
+        assert!(began.elapsed() < Duration::from_secs(30), "the restarted replica is back in rotation");
+        assert_eq!(echo(&after_load, &format!("after-{after}")).await.0, Ended::Ok);
+        after += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    after_load.close().await;
+    eprintln!(
+        "cluster: the restarted replica served again {:.1} s after the load, at call {after} through nginx",
+        began.elapsed().as_secs_f64()
+    );
 
     // Stopped as an operator would: their last records are anchored.
     for replica in &mut replicas {
@@ -417,12 +460,26 @@ async fn a_replica_without_its_store_refuses_what_needs_it_and_is_not_ready() {
     assert_eq!(redeemed["result"]["isError"], false, "{redeemed}");
     let (_, replayed) = create(&replica.url(), &alice, retry).await;
     assert_eq!(replayed["error"]["code"], -32602, "{replayed}");
+
+    // A store that comes back without its data gets the replica's anchor again.
+    redis.restart_empty();
+    let log = replica.audit_log();
+    let anchored = || {
+        let out = wasmgate(
+            replica.dir.path(),
+            &["audit", "verify", "--allow-incomplete", "--store", &redis.url(), log.to_str().unwrap()],
+        );
+        stdout(&out).contains("replica r1's anchored record")
+    };
+    let began = Instant::now();
+    while !anchored() {
+        assert!(began.elapsed() < Duration::from_secs(10), "the anchor should be put back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     replica.stop();
 
     redis.stop();
-    let refused = wasmgate(replica.dir.path(), &["serve", "--http", "127.0.0.1:0"]);
-    assert!(!refused.status.success());
-    let said = stderr(&refused);
+    let said = refused_to_start(replica.dir.path());
     assert!(said.contains("cannot join the cluster") && said.contains("does not start without"), "{said}");
 }
 
@@ -458,9 +515,28 @@ async fn a_replica_log_cut_short_is_found_and_its_replica_refuses_to_start() {
     assert!(!one.status.success());
     assert!(stderr(&one).contains("replica r2") && stderr(&one).contains("no log of it was given"), "{}", stderr(&one));
 
+    // Which record of r1's log the store anchored (its last durable one when it stopped).
+    let said = stdout(&both);
+    let anchored: usize = said
+        .split("replica r1's anchored record (seq ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|seq| seq.parse().ok())
+        .unwrap_or_else(|| panic!("the anchored seq: {said}"));
+    assert!(anchored >= 5, "the calls' records were anchored: {said}");
     let text = std::fs::read_to_string(&log).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    std::fs::write(&log, format!("{}\n", lines[..lines.len() - 3].join("\n"))).unwrap();
+    // The anchored record rewritten (same seq, other bytes): the replica does not start.
+    let rewritten: Vec<String> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| if i + 1 == anchored { l.replace("\"seq\"", "\"seq\" ") } else { (*l).to_owned() })
+        .collect();
+    std::fs::write(&log, format!("{}\n", rewritten.join("\n"))).unwrap();
+    let refused = refused_to_start(replica.dir.path());
+    assert!(refused.contains("was rewritten or replaced"), "{refused}");
+    // Cut short before it: found, and refused too.
+    std::fs::write(&log, format!("{}\n", lines[..anchored - 1].join("\n"))).unwrap();
     let cut = wasmgate(
         replica.dir.path(),
         &["audit", "verify", "--store", &store, log.to_str().unwrap(), other_log.to_str().unwrap()],
@@ -468,9 +544,8 @@ async fn a_replica_log_cut_short_is_found_and_its_replica_refuses_to_start() {
     assert!(!cut.status.success());
     assert!(stderr(&cut).contains("before the anchored record"), "{}", stderr(&cut));
 
-    let refused = wasmgate(replica.dir.path(), &["serve", "--http", "127.0.0.1:0"]);
-    assert!(!refused.status.success());
-    assert!(stderr(&refused).contains("records were removed"), "{}", stderr(&refused));
+    let refused = refused_to_start(replica.dir.path());
+    assert!(refused.contains("records were removed"), "{refused}");
 }
 
 /// Without affinity, `initialize` is refused and says why; a session id of another
@@ -523,7 +598,7 @@ async fn without_affinity_a_session_is_refused_and_a_strays_session_is_named() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "long: run by scripts/cluster.sh"]
 async fn sizing() {
-    let calls = setting("WASMGATE_CLUSTER_CALLS", 50);
+    let calls = setting("WASMGATE_SIZING_CALLS", 200);
     let issuer = Issuer::start().await;
     for count in 1..=3 {
         let redis = Redis::start();
@@ -535,12 +610,19 @@ async fn sizing() {
             replica.start();
         }
         let nginx = Nginx::start(count);
-        let (warm, ()) = load(&issuer, 2, "warm", |_| ()).await;
-        assert_eq!(warm.count(None, |e| *e == Ended::Ok), CLIENTS * 2);
-        let (load, ()) = load(&issuer, calls, "size", |_| ()).await;
-        let (per_second, p50, p99) = load.figures();
-        assert_eq!(load.count(None, |e| *e == Ended::Ok), CLIENTS * calls, "no failures without a fault");
-        println!("| {count} | {} | {per_second:.0} | {p50:.1} | {p99:.1} |", load.calls.len());
+        let mut targets = vec![(count.to_string(), Nginx::url())];
+        if count == 1 {
+            // What nginx itself costs: the same replica without it.
+            targets.insert(0, ("1, no nginx".to_owned(), replicas[0].url()));
+        }
+        for (label, url) in targets {
+            let (warm, ()) = load(&url, &issuer, 2, "warm", |_| ()).await;
+            assert_eq!(warm.count(None, |e| *e == Ended::Ok), CLIENTS * 2);
+            let (load, ()) = load(&url, &issuer, calls, "size", |_| ()).await;
+            let (per_second, p50, p99) = load.figures();
+            assert_eq!(load.count(None, |e| *e == Ended::Ok), CLIENTS * calls, "no failures without a fault");
+            println!("| {label} | {} | {per_second:.0} | {p50:.1} | {p99:.1} |", load.calls.len());
+        }
         drop(nginx);
         for replica in &mut replicas {
             replica.stop();

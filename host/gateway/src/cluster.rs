@@ -68,46 +68,56 @@ impl Member {
         &self.config.replica
     }
 
-    /// Checks `audit` against the anchor the store holds for this replica, and anchors its
-    /// last record.
+    /// Checks `audit` against the anchor the store holds for this replica (the log reaches
+    /// it and holds that very record), and anchors its last record.
     ///
     /// # Errors
     ///
-    /// [`StartError::AuditBehind`] when the store holds a later record, or another at
-    /// the same place; [`StartError::Cluster`] when the store does not answer.
+    /// [`StartError::AuditBehind`] when the log ends before the anchored record,
+    /// [`StartError::AuditRewritten`] when it holds another record there,
+    /// [`StartError::Cluster`] when the store does not answer.
     pub async fn check(&self, audit: &AuditLog) -> Result<(), StartError> {
         let head = audit.durable_head();
-        match self.store.anchor(self.replica(), &head).await {
-            Ok(Anchored::Kept) => Ok(()),
-            Ok(Anchored::Behind(stored)) => Err(StartError::AuditBehind {
-                path: audit.path().to_owned(),
-                replica: self.replica().to_owned(),
-                log: head.seq,
-                stored: stored.seq,
-            }),
-            Err(e) => Err(StartError::Cluster(e.to_string())),
+        let path = audit.path().to_owned();
+        let behind = |stored: u64| StartError::AuditBehind {
+            path: path.clone(),
+            replica: self.replica().to_owned(),
+            log: head.seq,
+            stored,
+        };
+        let unreachable = |e: wasmgate_store::StoreError| StartError::Cluster(e.to_string());
+        if let Some(stored) = self.store.anchor_of(self.replica()).await.map_err(unreachable)? {
+            if stored.seq > head.seq {
+                return Err(behind(stored.seq));
+            }
+            let (log, anchor) = (path.clone(), stored.clone());
+            let held = tokio::task::spawn_blocking(move || wasmgate_audit::holds(&log, &anchor))
+                .await
+                .map_err(|e| StartError::Cluster(format!("checking the audit log stopped: {e}")))?
+                .map_err(StartError::Cluster)?;
+            if !held {
+                let replica = self.replica().to_owned();
+                return Err(StartError::AuditRewritten { path, replica, seq: stored.seq });
+            }
+        }
+        match self.store.anchor(self.replica(), &head).await.map_err(unreachable)? {
+            Anchored::Kept => Ok(()),
+            Anchored::Behind(stored) => Err(behind(stored.seq)),
         }
     }
 
-    /// Anchors `audit`'s last durable record every `anchor_interval_ms` (asking the store
-    /// whether it is there when nothing new was written), until the task is aborted.
+    /// Anchors `audit`'s last durable record every `anchor_interval_ms`, until the task is
+    /// aborted. The same anchor is sent again while nothing new is written: it keeps
+    /// `/readyz` true to the store, and puts the anchor back into a store that came back
+    /// without its data.
     #[must_use]
     pub fn anchoring(self: &Arc<Self>, audit: Arc<AuditLog>) -> Anchoring {
         let member = Arc::clone(self);
         let interval = Duration::from_millis(self.config.anchor_interval_ms);
         let task = tokio::spawn(async move {
-            let mut anchored = None;
             loop {
                 tokio::time::sleep(interval).await;
-                let head = audit.durable_head();
-                if anchored.as_ref() == Some(&head) {
-                    // Keeps `/readyz` true to the store while nothing is written.
-                    let _ = member.store.ping().await;
-                    continue;
-                }
-                if member.anchor(&head).await {
-                    anchored = Some(head);
-                }
+                member.anchor(&audit.durable_head()).await;
             }
         });
         Anchoring(task.abort_handle())

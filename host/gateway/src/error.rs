@@ -85,6 +85,21 @@ pub enum StartError {
         /// The anchored record.
         stored: u64,
     },
+    /// `[cluster]`: the audit log reaches the record the shared store anchored for this
+    /// replica, but holds another record there.
+    #[error(
+        "the audit log {} does not hold the record the shared store anchored for replica {replica} (seq {seq}): \
+         the log was rewritten or replaced. Check it with `wasmgate audit verify --store URL {}`",
+        path.display(), path.display()
+    )]
+    AuditRewritten {
+        /// The log.
+        path: PathBuf,
+        /// The replica.
+        replica: String,
+        /// The anchored record.
+        seq: u64,
+    },
 }
 
 impl StartError {

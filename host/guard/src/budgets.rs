@@ -328,6 +328,53 @@ per = "hour"
         assert!(budgets.take(&raised, "cal", "x", "ann", None, t0).is_ok(), "a changed budget starts full");
     }
 
+    /// A shared store that answers `answer` and keeps what it was asked.
+    #[derive(Debug)]
+    struct Store {
+        answer: Result<Option<(usize, Duration)>, String>,
+        asked: Mutex<Vec<BucketSpec>>,
+    }
+
+    impl SharedBuckets for Store {
+        fn take<'a>(&'a self, buckets: &'a [BucketSpec]) -> BoxFuture<'a, Result<Option<(usize, Duration)>, String>> {
+            self.asked.lock().unwrap().extend(buckets.iter().cloned());
+            Box::pin(std::future::ready(self.answer.clone()))
+        }
+    }
+
+    fn now<T>(future: impl std::future::Future<Output = T>) -> T {
+        use futures_util::FutureExt as _;
+        future.now_or_never().unwrap()
+    }
+
+    #[test]
+    fn shared_budgets_are_taken_in_the_store_and_never_counted_here_when_it_is_gone() {
+        let p = policy(POLICY);
+        let store = |answer| Arc::new(Store { answer, asked: Mutex::default() });
+        let taken = store(Ok(None));
+        let budgets = Budgets::shared(Arc::clone(&taken) as Arc<dyn SharedBuckets>);
+        assert_eq!(now(budgets.take_now(&p, "cal", "send", "ann", None)), Ok(()));
+        let asked = taken.asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), 2, "budgets[0] and the per-tool budgets[1] cover it: {asked:?}");
+        assert_eq!((asked[0].interval, asked[0].burst), (Duration::from_millis(500), 2));
+        assert!(asked[1].key.ends_with("cal/send"), "{}", asked[1].key);
+        assert_ne!(asked[0].key, asked[1].key);
+        assert!(budgets.is_empty(), "nothing is counted in this process");
+        // Not covered: the store is not asked.
+        assert_eq!(now(budgets.take_now(&p, "mail", "list", "ann", None)), Ok(()));
+        assert_eq!(taken.asked.lock().unwrap().len(), 2);
+
+        let empty = Budgets::shared(store(Ok(Some((1, Duration::from_secs(60))))));
+        let limited =
+            Limited { budget: "budgets[1] (1 calls per minute)".into(), retry_after: Duration::from_secs(60) };
+        assert_eq!(now(empty.take_now(&p, "cal", "send", "ann", None)), Err(Refusal::Limited(limited)));
+
+        let gone = Budgets::shared(store(Err("connection refused".into())));
+        let refused = now(gone.take_now(&p, "cal", "x", "ann", None));
+        assert_eq!(refused, Err(Refusal::Unavailable("connection refused".into())));
+        assert!(gone.is_empty(), "no bucket was taken here instead");
+    }
+
     #[test]
     fn a_long_subject_is_kept_as_its_hash_and_still_counted_as_itself() {
         let (p, budgets, t0) = (policy(POLICY), Budgets::default(), Instant::now());

@@ -3,7 +3,8 @@
 //! Several `wasmgate serve --http` processes behind one load balancer must agree on
 //! three things, and each is one atomic step in the store:
 //!
-//! * **Spent request states** ([`SharedStore`]): `SET NX` with the state's own expiry,
+//! * **Spent request states** ([`SharedStore`]): `SET NX`, kept until the state's expiry
+//!   and [`SPENT_MARGIN_SECS`] more (for replicas whose clocks run behind the store's),
 //!   so a state issued by any replica is redeemed once between them all.
 //! * **Budget buckets** ([`SharedBuckets`]): a script takes a token from every bucket a
 //!   call needs, or from none, against the store's clock (not each replica's); a
@@ -34,6 +35,10 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The hash that holds every replica's anchor, by replica name.
 const ANCHORS: &str = "wasmgate:anchors";
+
+/// How long a spent state is remembered past its expiry: a replica whose clock runs
+/// behind the store's by less than this still finds it spent.
+pub const SPENT_MARGIN_SECS: u64 = 600;
 
 /// Why the store did not answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -91,7 +96,9 @@ impl fmt::Debug for Store {
 }
 
 /// Takes a token from each bucket (KEYS) or from none. ARGV: per bucket, the refill
-/// interval in milliseconds and the burst. Times are the store's, in milliseconds.
+/// interval in milliseconds and the burst. Times are the store's, in milliseconds. Every
+/// read comes before the first write, and no write can fail on a value it is given, so
+/// a take is whole or nothing.
 /// Returns {0, 0} when taken, else {i, wait_ms} for the empty bucket with the longest
 /// wait (1-based). A bucket expires when it would be full again.
 const TAKE: &str = r"
@@ -120,7 +127,8 @@ for i, key in ipairs(KEYS) do
   local burst = tonumber(ARGV[2 * i])
   local left = levels[i] - 1
   redis.call('HSET', key, 'tokens', tostring(left), 'at', tostring(now))
-  redis.call('PEXPIRE', key, math.ceil((burst - left) * interval) + 1000)
+  -- Under 10^12 ms (about 31 years), which Redis reads back as an integer.
+  redis.call('PEXPIRE', key, math.min(math.ceil((burst - left) * interval) + 1000, 1000000000000))
 end
 return {0, 0}
 ";
@@ -236,7 +244,7 @@ impl Store {
                 .arg(1)
                 .arg("NX")
                 .arg("EXAT")
-                .arg(expiry.max(1))
+                .arg(expiry.max(1).saturating_add(SPENT_MARGIN_SECS))
                 .query_async::<Option<String>>(&mut connection)
                 .await
         };
@@ -333,9 +341,15 @@ impl SharedBuckets for Store {
     }
 }
 
-/// `url` with its password (if any) replaced by `***`.
+/// `url` with its password (if any, in the user part or the query) replaced by `***`.
 #[must_use]
 pub fn without_password(url: &str) -> String {
+    // The query can carry a password too (`redis+unix:///path?pass=...`): none of it is shown.
+    let (url, query) = url.split_once('?').map_or((url, ""), |(url, _)| (url, "?***"));
+    format!("{}{query}", without_userinfo_password(url))
+}
+
+fn without_userinfo_password(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
     let (authority, path) = rest.split_once('/').map_or((rest, None), |(a, p)| (a, Some(p)));
     let Some((userinfo, host)) = authority.rsplit_once('@') else { return url.to_owned() };
@@ -354,5 +368,9 @@ mod tests {
         assert_eq!(without_password("redis://gw:s3cret@host/0"), "redis://gw:***@host/0");
         assert_eq!(without_password("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
         assert_eq!(without_password("not a url"), "not a url");
+        assert_eq!(
+            without_password("redis+unix:///run/redis.sock?db=1&pass=s3cret"),
+            "redis+unix:///run/redis.sock?***"
+        );
     }
 }

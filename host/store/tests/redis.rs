@@ -27,7 +27,10 @@ impl Redis {
 
     fn spawn(dir: &Path, socket: &Path) -> Child {
         let mut child = Command::new("redis-server")
-            .args(["--port", "0", "--save", "", "--appendonly", "no", "--unixsocketperm", "700"])
+            // Every write on disk before it is answered: a restart keeps what was written,
+            // so a test can tell what reached the store while it was down (nothing).
+            .args(["--port", "0", "--save", "", "--appendonly", "yes", "--appendfsync", "always"])
+            .args(["--unixsocketperm", "700"])
             .arg("--unixsocket")
             .arg(socket)
             .arg("--dir")

@@ -37,11 +37,21 @@ impl Redis {
         redis
     }
 
-    /// Starts it (again), and waits for its socket.
+    /// Starts it again without what it kept, as a store without persistence would come
+    /// back.
+    pub fn restart_empty(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(self.dir.path().join("appendonlydir"));
+        self.restart();
+    }
+
+    /// Starts it (again) with what it kept (every write is on disk before it is
+    /// answered), and waits for its socket.
     pub fn restart(&mut self) {
         self.stop();
         let mut child = Command::new("redis-server")
-            .args(["--port", "0", "--save", "", "--appendonly", "no", "--unixsocketperm", "700"])
+            .args(["--port", "0", "--save", "", "--appendonly", "yes", "--appendfsync", "always"])
+            .args(["--unixsocketperm", "700"])
             .arg("--unixsocket")
             .arg(&self.socket)
             .arg("--dir")

@@ -231,3 +231,36 @@ fn an_oauth_table_is_checked_at_load() {
     let e = error("[providers.m]\ncommand = \"x\"\noauth = {}\n");
     assert!(e.contains("`oauth` does nothing"), "{e}");
 }
+
+#[test]
+fn a_cluster_names_its_replica_its_store_and_its_key() {
+    let cluster = parse(
+        "[cluster]\nreplica = \"r1\"\nstore = \"redis://127.0.0.1:6379/0\"\napproval_key_file = \"approval.key\"\n",
+    )
+    .unwrap()
+    .cluster
+    .unwrap();
+    assert_eq!(cluster.replica, "r1");
+    assert_eq!(cluster.approval_key_file, Path::new("/etc/wg/approval.key"));
+    assert_eq!((cluster.anchor_interval_ms, cluster.store_timeout_ms, cluster.affinity), (1000, 1000, false));
+    assert!(parse("").unwrap().cluster.is_none());
+
+    let key = "approval_key_file = \"k\"\n";
+    for (text, names) in [
+        (format!("[cluster]\nreplica = \"r 1\"\nstore = \"redis://h\"\n{key}"), "cluster.replica"),
+        (format!("[cluster]\nreplica = \"r1\"\n{key}"), "cluster.store"),
+        (format!("[cluster]\nreplica = \"r1\"\nstore = \"redis://h\"\nstore_env = \"V\"\n{key}"), "cluster.store"),
+        (
+            format!("[cluster]\nreplica = \"r1\"\nstore = \"redis://h\"\n{key}anchor_interval_ms = 5\n"),
+            "anchor_interval_ms",
+        ),
+        (
+            format!("[cluster]\nreplica = \"r1\"\nstore = \"redis://h\"\n{key}store_timeout_ms = 0\n"),
+            "store_timeout_ms",
+        ),
+        ("[cluster]\nreplica = \"r1\"\nstore = \"redis://h\"\n".to_owned(), "approval_key_file"),
+    ] {
+        let error = error(&text);
+        assert!(error.contains(names), "{text}: {error}");
+    }
+}
