@@ -434,6 +434,7 @@ async fn a_replica_without_its_store_refuses_what_needs_it_and_is_not_ready() {
     match dave_client.call_tool("echo__echo", arguments.clone(), CancellationToken::new()).await {
         Err(ClientError::Rpc { code: -32011, message, .. }) => {
             assert!(message.contains("cannot be reached") && message.contains("again"), "{message}");
+            assert!(!message.contains("redis"), "where the store is stays in the gateway's log: {message}");
         }
         other => panic!("dave's budget cannot be counted: {other:?}"),
     }

@@ -136,7 +136,8 @@ impl Engine {
             // The same for a gateway that cannot count the call now (its shared store is
             // unreachable): nothing ran, and the same request may be sent again.
             Err(CallFailure::Tool(error)) if error.kind() == ToolErrorKind::Unavailable => {
-                unavailable(id, error.detail(), error.retry_after())
+                tracing::warn!(tool = %name, detail = error.detail(), "refused: the shared store cannot be reached");
+                unavailable(id, "the budgets of this call cannot be counted", error.retry_after())
             }
             Err(CallFailure::Tool(error)) => {
                 tracing::warn!(
@@ -231,8 +232,9 @@ impl Engine {
                         }
                         // Not spent: the same request, state and all, may come again.
                         Err(Unredeemed::Unavailable(why)) => {
-                            let why = format!("whether the requestState was used cannot be checked ({why})");
-                            return Err(Early::Answer(unavailable(id, &why, None)));
+                            tracing::warn!(detail = %why, "refused: the shared store cannot be reached");
+                            let why = "whether the requestState was used cannot be checked";
+                            return Err(Early::Answer(unavailable(id, why, None)));
                         }
                     },
                     None => (None, None),
@@ -386,11 +388,14 @@ fn resume(round: Round, responses: serde_json::Map<String, Value>) -> Resume {
     Resume { responses: answers, state: round.state }
 }
 
-/// A JSON-RPC error saying the gateway cannot serve the request now, for `why`: the
-/// client may send the same request again after `retry_after` (one second if unsaid).
-pub(crate) fn unavailable(id: &Id, why: &str, retry_after: Option<std::time::Duration>) -> Value {
+/// A JSON-RPC error saying the gateway cannot serve the request now, for `what` (which
+/// names no host: where the store is stays in the log): the client may send the same
+/// request again after `retry_after` (one second if unsaid).
+pub(crate) fn unavailable(id: &Id, what: &str, retry_after: Option<std::time::Duration>) -> Value {
     let wait = retry_after.map_or(1, |wait| wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
-    let message = format!("Unavailable: {why}; send the request again in {wait} s");
+    let message = format!(
+        "Unavailable: {what}, as the gateway's shared store cannot be reached; send the request again in {wait} s"
+    );
     error_response(Some(id), UNAVAILABLE, &message, Some(serde_json::json!({ "retryAfter": wait })))
 }
 
