@@ -197,6 +197,7 @@ async fn serve(args: ServeArgs, loaded: wasmgate_gateway::Config) -> anyhow::Res
                 authenticator,
                 allowed_origins: args.allow_origin,
                 per_client_concurrency: args.per_client_requests.unwrap_or(defaults.per_client_concurrency),
+                trusted_proxies: loaded.serve.trusted_proxies.clone(),
                 ..defaults
             };
             eprintln!("wasmgate: serving MCP on http://{bound}{}", http.path);

@@ -129,6 +129,11 @@ pub struct ServeConfig {
     pub metrics: MetricsConfig,
     /// Traces over OTLP (`[serve.traces]`); none by default.
     pub traces: Option<TracesConfig>,
+    /// Proxies whose `X-Forwarded-For` is believed, as networks (`"127.0.0.1/32"`): a
+    /// request from one counts, for every per-client bound, as from the client the
+    /// header names. None by default: the header is ignored.
+    #[serde(default)]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
 }
 
 /// `[serve.traces]`: a span per stage of every call, sent over OTLP/HTTP. The spans carry

@@ -121,6 +121,28 @@ async fn requests_beyond_the_per_client_limit_are_too_many_until_one_finishes() 
 }
 
 #[tokio::test]
+async fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_limit_and_others_cannot_claim_one() {
+    let mut fixture = Fixture::new();
+    let trusted = vec!["127.0.0.1/32".parse().unwrap()];
+    let http = HttpConfig { per_client_concurrency: 1, trusted_proxies: trusted, ..HttpConfig::default() };
+    let server = Http::start(fixture.backend.clone(), config(), http).await;
+    let (url, body) =
+        (server.url.clone(), stamped(1, "tools/call", json!({"name": "block", "arguments": {"text": "a"}})));
+    // Client A (as the proxy says) holds its one slot.
+    let held = tokio::spawn(async move { post(&url, &body, &[("x-forwarded-for", "198.51.100.1")]).await });
+    fixture.entered().await;
+    let a_again = post(&server.url, &discover(), &[("x-forwarded-for", "198.51.100.1")]).await;
+    assert_eq!(a_again.0, StatusCode::TOO_MANY_REQUESTS, "A is at its limit");
+    // Client B, through the same proxy, is another client; so is one a spoofed entry
+    // left of the proxy's cannot pass for A.
+    assert_eq!(post(&server.url, &discover(), &[("x-forwarded-for", "198.51.100.2")]).await.0, StatusCode::OK);
+    let spoofed = post(&server.url, &discover(), &[("x-forwarded-for", "198.51.100.1, 198.51.100.3")]).await;
+    assert_eq!(spoofed.0, StatusCode::OK, "counted as 198.51.100.3, the proxy's entry");
+    fixture.release.add_permits(1);
+    assert_eq!(bounded("a released call", held).await.unwrap().0, StatusCode::OK);
+}
+
+#[tokio::test]
 async fn initialize_beyond_the_session_cap_is_unavailable_until_a_session_ends() {
     let http = HttpConfig { max_sessions: 1, ..HttpConfig::default() };
     let server = Http::start(Fixture::new().backend, config(), http).await;

@@ -123,7 +123,7 @@ impl Replica {
         let text = std::fs::read_to_string(&config).unwrap();
         let cluster = format!(
             "\n[cluster]\nreplica = {name:?}\nstore = {store:?}\napproval_key_file = {key:?}\naffinity = {affinity}\n\
-             anchor_interval_ms = 200\n"
+             anchor_interval_ms = 200\n\n[serve]\ntrusted_proxies = [\"127.0.0.1/32\"]\n"
         );
         std::fs::write(&config, format!("{text}{}{cluster}", issuer.serve_oauth())).unwrap();
         let policy = dir.path().join("policy.toml");

@@ -264,3 +264,12 @@ fn a_cluster_names_its_replica_its_store_and_its_key() {
         assert!(error.contains(names), "{text}: {error}");
     }
 }
+
+#[test]
+fn trusted_proxies_are_networks() {
+    let serve = parse("[serve]\ntrusted_proxies = [\"127.0.0.1/32\", \"10.0.0.0/8\", \"::1/128\"]\n").unwrap().serve;
+    assert_eq!(serve.trusted_proxies.len(), 3);
+    assert!(parse("").unwrap().serve.trusted_proxies.is_empty(), "none by default");
+    let error = error("[serve]\ntrusted_proxies = [\"nginx\"]\n");
+    assert!(error.contains("trusted_proxies"), "{error}");
+}

@@ -50,6 +50,11 @@ pub struct HttpConfig {
     /// A bearer token that `GET /metrics` accepts besides the credentials of `/mcp` (a
     /// scraper's, where `/mcp` takes OAuth access tokens only). Never logged.
     pub metrics_token: Option<String>,
+    /// Proxies (a load balancer) whose `X-Forwarded-For` is believed: a request from one
+    /// of them counts as from the client that header names (the right-most address not
+    /// in these networks), for every per-client bound. Default: none, and the header is
+    /// ignored, as any client could send it.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
 }
 
 impl HttpConfig {
@@ -70,6 +75,7 @@ impl HttpConfig {
             session_idle_timeout: std::time::Duration::from_secs(30 * 60),
             metrics: None,
             metrics_token: None,
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -96,6 +102,7 @@ impl fmt::Debug for HttpConfig {
             .field("session_idle_timeout", &self.session_idle_timeout)
             .field("metrics", &self.metrics.as_ref().map(|_| "<set>"))
             .field("metrics_token", &self.metrics_token.as_ref().map(|_| "<redacted>"))
+            .field("trusted_proxies", &self.trusted_proxies)
             .finish()
     }
 }

@@ -25,7 +25,7 @@ use wasmgate_protocol::codes::INVALID_REQUEST;
 use super::Shared;
 use super::auth::{self, Caller};
 use super::config::HttpConfig;
-use super::limit::{PermitBody, peer_ip};
+use super::limit::{Client, PermitBody, client_ip, peer_ip};
 use super::reply::refuse;
 
 /// The middleware; see the module docs.
@@ -51,7 +51,9 @@ pub(crate) async fn guard(State(shared): State<Arc<Shared>>, request: Request, n
         Ok(None) => {}
         Err(refusal) => return refusal,
     }
-    let peer = peer_ip(request.extensions().get());
+    let peer = client_ip(peer_ip(request.extensions().get()), request.headers(), &config.trusted_proxies);
+    // The handlers count sessions by the same client.
+    request.extensions_mut().insert(Client(peer));
     let Some(permit) = shared.clients.acquire(peer, config.per_client_concurrency) else {
         tracing::info!(%peer, limit = config.per_client_concurrency, "per-client concurrency limit reached");
         if request.method() == Method::POST

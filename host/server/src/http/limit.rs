@@ -46,6 +46,37 @@ pub(crate) fn peer_ip(connected: Option<&ConnectInfo<SocketAddr>>) -> IpAddr {
     connected.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |ConnectInfo(peer)| peer.ip())
 }
 
+/// The client a request counts as from ([`client_ip`]), as the guard found it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Client(pub(crate) IpAddr);
+
+/// The most `X-Forwarded-For` addresses looked at, from the right.
+const MAX_FORWARDED: usize = 32;
+
+/// The client a request is from: its peer address, or, when the peer is one of
+/// `trusted` proxies, the right-most address of its `X-Forwarded-For` headers that is
+/// not a trusted proxy itself. Each proxy appends the address it was reached from, so
+/// what lies left of that address is the client's own say and is never read: the walk
+/// from the right stops there, or at the first entry that is not an address (then the
+/// last trusted address it passed is the client).
+pub(crate) fn client_ip(peer: IpAddr, headers: &axum::http::HeaderMap, trusted: &[ipnet::IpNet]) -> IpAddr {
+    let is_trusted = |ip: &IpAddr| trusted.iter().any(|net| net.contains(ip));
+    if !is_trusted(&peer) {
+        return peer;
+    }
+    // Header values in the order received; their size is bounded by the header limit.
+    let values: Vec<&str> = headers.get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok()).collect();
+    let mut client = peer;
+    for item in values.iter().rev().flat_map(|value| value.rsplit(',')).take(MAX_FORWARDED) {
+        let Ok(ip) = item.trim().parse::<IpAddr>() else { break };
+        client = ip;
+        if !is_trusted(&ip) {
+            break;
+        }
+    }
+    client
+}
+
 pub(crate) fn client_key(peer: IpAddr) -> IpAddr {
     let peer = match peer {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(peer, IpAddr::V4),
@@ -112,6 +143,39 @@ mod tests {
     use std::net::Ipv4Addr;
 
     use super::*;
+
+    fn forwarded(values: &[&str]) -> axum::http::HeaderMap {
+        let mut headers = axum::http::HeaderMap::new();
+        for value in values {
+            headers.append("x-forwarded-for", value.parse().unwrap());
+        }
+        headers
+    }
+
+    #[test]
+    fn x_forwarded_for_is_believed_only_from_a_trusted_proxy_and_only_right_of_the_client() {
+        let ip = |text: &str| text.parse::<IpAddr>().unwrap();
+        let trusted: Vec<ipnet::IpNet> = vec!["127.0.0.1/32".parse().unwrap(), "10.0.0.0/8".parse().unwrap()];
+        let (proxy, stranger) = (ip("127.0.0.1"), ip("203.0.113.9"));
+        // From a proxy: the address it appended.
+        assert_eq!(client_ip(proxy, &forwarded(&["198.51.100.7"]), &trusted), ip("198.51.100.7"));
+        // A client's own entry left of it is not read, however it reads.
+        assert_eq!(client_ip(proxy, &forwarded(&["1.2.3.4, 198.51.100.7"]), &trusted), ip("198.51.100.7"));
+        assert_eq!(client_ip(proxy, &forwarded(&["not-an-ip, 198.51.100.7"]), &trusted), ip("198.51.100.7"));
+        assert_eq!(client_ip(proxy, &forwarded(&["1.2.3.4", "198.51.100.7"]), &trusted), ip("198.51.100.7"));
+        // Through two trusted proxies: the first untrusted address from the right.
+        assert_eq!(client_ip(proxy, &forwarded(&["198.51.100.7, 10.1.2.3"]), &trusted), ip("198.51.100.7"));
+        // Nothing believable: the last trusted address passed, or the proxy itself.
+        assert_eq!(client_ip(proxy, &forwarded(&["garbage, 10.1.2.3"]), &trusted), ip("10.1.2.3"));
+        assert_eq!(client_ip(proxy, &forwarded(&["garbage"]), &trusted), proxy);
+        assert_eq!(client_ip(proxy, &forwarded(&[]), &trusted), proxy);
+        // From anyone else, or with no proxy trusted, the header is ignored.
+        assert_eq!(client_ip(stranger, &forwarded(&["198.51.100.7"]), &trusted), stranger);
+        assert_eq!(client_ip(proxy, &forwarded(&["198.51.100.7"]), &[]), proxy);
+        // Only so many entries are read.
+        let long = vec!["10.0.0.1"; 100].join(", ");
+        assert_eq!(client_ip(proxy, &forwarded(&[&format!("198.51.100.7, {long}")]), &trusted), ip("10.0.0.1"));
+    }
 
     #[test]
     fn permits_are_counted_per_address_and_freed_on_drop() {

@@ -38,7 +38,7 @@ use wasmgate_protocol::{Id, Message, ProtocolVersion, Request, classify, error_r
 use super::Shared;
 use super::auth::Caller;
 use super::guard::{OVER_LIMIT_BODY_BYTES, OverLimit, too_many};
-use super::limit::peer_ip;
+use super::limit::{Client, peer_ip};
 use super::reply::{json, refuse, sse, status};
 use super::sessions::{Refused, SESSION_ID, Session, named, repeated};
 use crate::engine::Around;
@@ -51,12 +51,16 @@ pub(crate) async fn post(
     State(shared): State<Arc<Shared>>,
     over_limit: Option<Extension<OverLimit>>,
     connected: Option<Extension<ConnectInfo<SocketAddr>>>,
+    client: Option<Extension<Client>>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
     let caller = caller.map(|Extension(caller)| Arc::new(caller));
-    let peer = peer_ip(connected.as_ref().map(|Extension(connected)| connected));
+    let peer = match client {
+        Some(Extension(Client(client))) => client,
+        None => peer_ip(connected.as_ref().map(|Extension(connected)| connected)),
+    };
     let over_limit = over_limit.is_some();
     let max_body_bytes = if over_limit { OVER_LIMIT_BODY_BYTES } else { shared.http.max_body_bytes };
     let read = tokio::time::timeout(shared.http.body_read_timeout, Limited::new(body, max_body_bytes).collect());
