@@ -171,12 +171,13 @@ impl std::str::FromStr for Anchor {
     }
 }
 
-/// A full record line (with its newline): `seq`, `time` and `prev` first, then the entry's body,
-/// which is a serialized JSON object.
-pub(crate) fn record_line(seq: u64, time: &str, prev: &str, body: &str) -> Vec<u8> {
+/// A full record line (with its newline): `seq`, `time` and `prev` first, then `fields` (the log's
+/// own, each with a leading comma: `,"replica":"r1"`, or nothing), then the entry's body, which is a
+/// serialized JSON object.
+pub(crate) fn record_line(seq: u64, time: &str, prev: &str, fields: &str, body: &str) -> Vec<u8> {
     let rest = body.strip_prefix('{').unwrap_or("}");
     let sep = if rest.starts_with('}') { "" } else { "," };
-    format!("{{\"seq\":{seq},\"time\":\"{time}\",\"prev\":\"{prev}\"{sep}{rest}\n").into_bytes()
+    format!("{{\"seq\":{seq},\"time\":\"{time}\",\"prev\":\"{prev}\"{fields}{sep}{rest}\n").into_bytes()
 }
 
 #[cfg(test)]
@@ -186,12 +187,14 @@ mod tests {
 
     #[test]
     fn a_record_line_is_one_json_object_with_the_chain_fields_first() {
-        let line = record_line(7, "1970-01-01T00:00:00.000Z", "ab", r#"{"event":"started"}"#);
+        let line = record_line(7, "1970-01-01T00:00:00.000Z", "ab", "", r#"{"event":"started"}"#);
         let text = String::from_utf8(line).unwrap();
         assert_eq!(text, "{\"seq\":7,\"time\":\"1970-01-01T00:00:00.000Z\",\"prev\":\"ab\",\"event\":\"started\"}\n");
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["seq"], 7);
-        assert_eq!(record_line(1, "t", "p", "{}"), b"{\"seq\":1,\"time\":\"t\",\"prev\":\"p\"}\n");
+        assert_eq!(record_line(1, "t", "p", "", "{}"), b"{\"seq\":1,\"time\":\"t\",\"prev\":\"p\"}\n");
+        let replica = record_line(1, "t", "p", ",\"replica\":\"r1\"", r#"{"event":"started"}"#);
+        assert_eq!(replica, b"{\"seq\":1,\"time\":\"t\",\"prev\":\"p\",\"replica\":\"r1\",\"event\":\"started\"}\n");
     }
 
     #[test]

@@ -39,8 +39,9 @@ pub struct AuditLog {
     clock: Arc<dyn Clock>,
     redaction: Redaction,
     chain: Chain,
-    /// `"replica":"NAME",`, put first in every record's body, when a replica is named.
-    replica: Option<String>,
+    /// The log's own fields of every record, after `prev`: `,"replica":"NAME"` when a
+    /// replica is named, else nothing.
+    fields: String,
     writer: Option<JoinHandle<()>>,
 }
 
@@ -73,12 +74,12 @@ impl AuditLog {
         if !existed {
             sync_parent(path).map_err(|e| open_err(&e))?;
         }
-        let replica = match options.replica.as_deref().map(serde_json::to_string).transpose() {
-            Ok(name) => name.map(|name| format!("\"replica\":{name},")),
+        let fields = match options.replica.as_deref().map(serde_json::to_string).transpose() {
+            Ok(name) => name.map(|name| format!(",\"replica\":{name}")).unwrap_or_default(),
             Err(e) => return Err(open_err(&e)),
         };
         let chain = Chain::new(options.key.clone());
-        let tail =
+        let mut tail =
             recover(&mut file, &chain).map_err(|reason| AuditError::Corrupt { path: path.to_owned(), reason })?;
         if tail.next_seq > 1 {
             check_genesis(&mut file, &chain).map_err(|reason| AuditError::Chain { path: path.to_owned(), reason })?;
@@ -101,14 +102,14 @@ impl AuditLog {
                 Durability::Off => Some(file.try_clone().map_err(|e| open_err(&e))?),
                 _ => None,
             },
-            durable: Mutex::new(tail.head.clone()),
+            durable: Mutex::new(std::mem::take(&mut tail.head)),
         });
         let thread_shared = Arc::clone(&shared);
         let writer = std::thread::Builder::new()
             .name("wasmgate-audit".into())
             .spawn(move || run(thread_shared, file))
             .map_err(|e| open_err(&e))?;
-        let log = AuditLog { shared, clock, redaction: options.redaction, chain, replica, writer: Some(writer) };
+        let log = AuditLog { shared, clock, redaction: options.redaction, chain, fields, writer: Some(writer) };
         if tail.truncated > 0 {
             let message = format!(
                 "cut off an incomplete last record ({} bytes) left by a process stopped mid-write",
@@ -156,11 +157,7 @@ impl AuditLog {
                     e.arguments_sha256 = Some(crate::chain::line_hash(arguments.to_string().as_bytes()));
                 }
                 let e = e.bounded();
-                let body = serde_json::to_string(&e).map_err(|err| self.write_err(&err))?;
-                Ok(match (&self.replica, body.strip_prefix('{')) {
-                    (Some(replica), Some(rest)) if rest != "}" => format!("{{{replica}{rest}"),
-                    _ => body,
-                })
+                serde_json::to_string(&e).map_err(|err| self.write_err(&err))
             })
             .collect::<Result<_, _>>()?;
         if bodies.is_empty() {
@@ -180,7 +177,7 @@ impl AuditLog {
             let mut lines = Vec::with_capacity(count);
             for (i, body) in bodies.into_iter().enumerate() {
                 let seq = st.next_seq;
-                let line = record_line(seq, &time, &st.prev, &body);
+                let line = record_line(seq, &time, &st.prev, &self.fields, &body);
                 st.prev = self.chain.link(&line[..line.len() - 1]);
                 st.next_seq += 1;
                 let done = (i + 1 == count).then(|| Arc::clone(&completion));
@@ -196,8 +193,8 @@ impl AuditLog {
                     st.failed.get_or_insert_with(|| message.clone());
                     return Err(AuditError::Write { path: self.shared.path.clone(), message });
                 }
-                if let Some(last) = lines.last() {
-                    self.shared.set_durable(last.anchor());
+                if let Some(last) = lines.last_mut() {
+                    self.shared.set_durable(last.take_head());
                 }
                 return Ok(Pending::ready(Ok(st.next_seq - 1)));
             }
@@ -220,7 +217,7 @@ impl AuditLog {
     /// durability, written). Kept somewhere the gateway's host cannot rewrite (the
     /// shared store of a cluster), it shows later whether the log was cut short.
     pub fn durable_head(&self) -> crate::Anchor {
-        self.shared.durable.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.shared.durable.lock().unwrap_or_else(|e| e.into_inner()).anchor()
     }
 
     /// How many fsyncs the writer has issued (for tests and benchmarks).

@@ -6,7 +6,8 @@
 //! its append never returned, so no call ran on the strength of it. Opening the log truncates those
 //! bytes (and fsyncs) and reports how many there were, and the log records a `warning` saying so.
 
-use crate::chain::{Anchor, Chain, GENESIS, line_hash};
+use crate::chain::Chain;
+use crate::writer::Head;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 
@@ -22,14 +23,14 @@ pub(crate) struct Tail {
     /// Bytes of a torn last record that were cut off.
     pub truncated: u64,
     /// The last complete record, as an anchor.
-    pub head: Anchor,
+    pub head: Head,
 }
 
 /// Reads (and repairs) the tail of `file`, to continue it under `chain`. Non-regular files
 /// (`/dev/full`) start a fresh chain.
 pub(crate) fn recover(file: &mut File, chain: &Chain) -> Result<Tail, String> {
     let meta = file.metadata().map_err(|e| e.to_string())?;
-    let fresh = Tail { next_seq: 1, prev: chain.genesis(), truncated: 0, head: empty_head() };
+    let fresh = Tail { next_seq: 1, prev: chain.genesis(), truncated: 0, head: Head::default() };
     if !meta.is_file() || meta.len() == 0 {
         return Ok(fresh);
     }
@@ -53,12 +54,7 @@ pub(crate) fn recover(file: &mut File, chain: &Chain) -> Result<Tail, String> {
     let record: serde_json::Value = serde_json::from_slice(&line).map_err(|e| format!("not JSON: {e}"))?;
     let seq = record.get("seq").and_then(serde_json::Value::as_u64).ok_or("no `seq` number")?;
     let next_seq = seq.checked_add(1).ok_or("`seq` is at its maximum")?;
-    Ok(Tail { next_seq, prev: chain.link(&line), truncated, head: Anchor { seq, hash: line_hash(&line) } })
-}
-
-/// The anchor of an empty log.
-pub(crate) fn empty_head() -> Anchor {
-    Anchor { seq: 0, hash: line_hash(GENESIS) }
+    Ok(Tail { next_seq, prev: chain.link(&line), truncated, head: Head { seq, line } })
 }
 
 /// Whether the first record of a non-empty log chains to `chain`'s genesis. A log written with
@@ -124,7 +120,7 @@ mod tests {
         let (_d, mut f) = file_with(b"");
         assert_eq!(
             recover(&mut f, &Chain::default()).unwrap(),
-            Tail { next_seq: 1, prev: crate::chain::genesis_hash(), truncated: 0, head: empty_head() }
+            Tail { next_seq: 1, prev: crate::chain::genesis_hash(), truncated: 0, head: Head::default() }
         );
     }
 
@@ -137,7 +133,7 @@ mod tests {
                 next_seq: 3,
                 prev: crate::chain::line_hash(b"{\"seq\":2}"),
                 truncated: 0,
-                head: Anchor { seq: 2, hash: crate::chain::line_hash(b"{\"seq\":2}") }
+                head: Head { seq: 2, line: b"{\"seq\":2}".to_vec() }
             }
         );
     }
@@ -156,7 +152,7 @@ mod tests {
         let (_d, mut f) = file_with(b"{\"seq\":1,");
         assert_eq!(
             recover(&mut f, &Chain::default()).unwrap(),
-            Tail { next_seq: 1, prev: crate::chain::genesis_hash(), truncated: 9, head: empty_head() }
+            Tail { next_seq: 1, prev: crate::chain::genesis_hash(), truncated: 9, head: Head::default() }
         );
     }
 

@@ -11,7 +11,7 @@
 //! later append is refused. (After a failed fsync Linux may have dropped the dirty pages, so
 //! retrying could report success for records that are gone.)
 
-use crate::chain::{Anchor, line_hash};
+use crate::chain::{Anchor, GENESIS, line_hash};
 use crate::durability::Durability;
 use crate::error::AuditError;
 use crate::pending::Completion;
@@ -165,20 +165,39 @@ pub(crate) struct Shared {
     /// records (see `AuditLog::submit`); the writer thread then only waits for close.
     pub direct: Option<File>,
     /// The last record known to be on disk (synced; under `off`, written).
-    pub durable: Mutex<Anchor>,
+    pub durable: Mutex<Head>,
 }
 
-impl Job {
-    /// This record as an anchor.
+/// A record as the last on disk: its `seq` and its line, kept as written (moved, not
+/// copied, from the batch) and hashed only when someone asks for the anchor; `seq` 0 and
+/// no line for an empty log.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Head {
+    pub seq: u64,
+    pub line: Vec<u8>,
+}
+
+impl Head {
+    /// The record as an anchor.
     pub fn anchor(&self) -> Anchor {
+        if self.seq == 0 {
+            return Anchor { seq: 0, hash: line_hash(GENESIS) };
+        }
         let line = self.line.strip_suffix(b"\n").unwrap_or(&self.line);
         Anchor { seq: self.seq, hash: line_hash(line) }
     }
 }
 
+impl Job {
+    /// This record as the last on disk, its line moved out: call it once the line is written.
+    pub fn take_head(&mut self) -> Head {
+        Head { seq: self.seq, line: std::mem::take(&mut self.line) }
+    }
+}
+
 impl Shared {
     /// Marks `head` as the last record on disk.
-    pub fn set_durable(&self, head: Anchor) {
+    pub fn set_durable(&self, head: Head) {
         *self.durable.lock().unwrap_or_else(|e| e.into_inner()) = head;
     }
 
@@ -218,9 +237,9 @@ pub(crate) fn run(shared: Arc<Shared>, mut file: File) {
     // The mean gap between waited-for arrivals in the last gathering that saw any.
     let mut pace = None;
     // The last record written, which the next fsync makes durable.
-    let mut written: Option<Anchor> = None;
+    let mut written: Option<Head> = None;
     loop {
-        let batch = {
+        let mut batch = {
             let mut st = shared.lock();
             loop {
                 let due = unsynced_since.is_some_and(|t| t.elapsed() >= max_delay);
@@ -263,7 +282,7 @@ pub(crate) fn run(shared: Arc<Shared>, mut file: File) {
                 shared.poison(&e.to_string(), batch);
                 continue;
             }
-            written = batch.last().map(Job::anchor);
+            written = batch.last_mut().map(Job::take_head);
         }
         let sync_now = match shared.durability {
             Durability::Off => false,
