@@ -117,7 +117,7 @@ impl Budgets {
         let Some(store) = &self.shared else {
             return self.take(policy, provider, tool, subject, facts, Instant::now()).map_err(Refusal::Limited);
         };
-        let covering: Vec<&Budget> = policy.budgets().iter().filter(|b| b.covers(provider, tool, facts)).collect();
+        let covering = covering(policy, provider, tool, facts);
         if covering.is_empty() {
             return Ok(());
         }
@@ -158,7 +158,7 @@ impl Budgets {
         facts: Option<&Map<String, Value>>,
         now: Instant,
     ) -> Result<(), Limited> {
-        let covering: Vec<&Budget> = policy.budgets().iter().filter(|b| b.covers(provider, tool, facts)).collect();
+        let covering = covering(policy, provider, tool, facts);
         if covering.is_empty() {
             return Ok(());
         }
@@ -212,6 +212,11 @@ impl Budgets {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// The budgets of `policy` that cover a call of `provider`'s `tool` by a caller of `facts`.
+fn covering<'p>(policy: &'p Policy, provider: &str, tool: &str, facts: Option<&Map<String, Value>>) -> Vec<&'p Budget> {
+    policy.budgets().iter().filter(|b| b.covers(provider, tool, facts)).collect()
 }
 
 /// The key of `budget`'s bucket for `subject`'s call of `provider`'s `tool`.
