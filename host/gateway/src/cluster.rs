@@ -123,15 +123,12 @@ impl Member {
         Anchoring(task.abort_handle())
     }
 
-    /// Anchors `head`; whether the store kept it.
-    async fn anchor(&self, head: &wasmgate_audit::Anchor) -> bool {
+    /// Anchors `head`, keeping why the store would not (for `/readyz`).
+    async fn anchor(&self, head: &wasmgate_audit::Anchor) {
         let outcome = self.store.anchor(self.replica(), head).await;
         let mut anchoring = self.anchoring.lock().unwrap_or_else(PoisonError::into_inner);
         match outcome {
-            Ok(Anchored::Kept) => {
-                *anchoring = None;
-                true
-            }
+            Ok(Anchored::Kept) => *anchoring = None,
             Ok(Anchored::Behind(stored)) => {
                 let why = format!(
                     "the shared store holds a later audit anchor for replica {} (seq {}) than this replica's log \
@@ -144,10 +141,9 @@ impl Member {
                     tracing::error!("{why}");
                 }
                 *anchoring = Some(why);
-                false
             }
             // The store keeps its own trouble for `/readyz`.
-            Err(_) => false,
+            Err(_) => {}
         }
     }
 
