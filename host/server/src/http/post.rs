@@ -17,11 +17,11 @@
 //! the connection (in 2026-07-28 that is how a client cancels) or, in a session, when
 //! `notifications/cancelled` names it.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Extension, State};
+use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
@@ -38,7 +38,7 @@ use wasmgate_protocol::{Id, Message, ProtocolVersion, Request, classify, error_r
 use super::Shared;
 use super::auth::Caller;
 use super::guard::{OVER_LIMIT_BODY_BYTES, OverLimit, too_many};
-use super::limit::{Client, peer_ip};
+use super::limit::Client;
 use super::reply::{json, refuse, sse, status};
 use super::sessions::{Refused, SESSION_ID, Session, named, repeated};
 use crate::engine::Around;
@@ -50,17 +50,14 @@ use crate::engine::{Era, Routed};
 pub(crate) async fn post(
     State(shared): State<Arc<Shared>>,
     over_limit: Option<Extension<OverLimit>>,
-    connected: Option<Extension<ConnectInfo<SocketAddr>>>,
     client: Option<Extension<Client>>,
     caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
     let caller = caller.map(|Extension(caller)| Arc::new(caller));
-    let peer = match client {
-        Some(Extension(Client(client))) => client,
-        None => peer_ip(connected.as_ref().map(|Extension(connected)| connected)),
-    };
+    // The guard, which every request to the endpoint passes, says who the client is.
+    let peer = client.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |Extension(Client(client))| client);
     let over_limit = over_limit.is_some();
     let max_body_bytes = if over_limit { OVER_LIMIT_BODY_BYTES } else { shared.http.max_body_bytes };
     let read = tokio::time::timeout(shared.http.body_read_timeout, Limited::new(body, max_body_bytes).collect());
