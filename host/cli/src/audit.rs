@@ -83,9 +83,10 @@ fn verify(args: &VerifyArgs) -> anyhow::Result<()> {
         if anchor.is_some() && args.files.len() > 1 {
             bail!("--anchor names one record of one log: give one log with it, or use --store for a cluster's logs");
         }
+        let said = if anchor.is_some() { ", the anchored record is there unchanged" } else { "" };
         let mut broken = 0;
         for file in &args.files {
-            broken += usize::from(report(file, &args.options, anchor.clone(), "").is_err());
+            broken += usize::from(report(file, &args.options, anchor.clone(), said).is_err());
         }
         return verdict(broken, args.files.len());
     };
@@ -110,25 +111,23 @@ fn verify(args: &VerifyArgs) -> anyhow::Result<()> {
         };
         broken += usize::from(report(file, &args.options, anchor, &said).is_err());
     }
-    for (replica, anchor) in anchors.iter().filter(|(replica, _)| !logs.contains_key(*replica)) {
+    let missing: Vec<_> = anchors.iter().filter(|(replica, _)| !logs.contains_key(*replica)).collect();
+    for (replica, anchor) in &missing {
         eprintln!(
             "replica {replica}: the store anchored its record seq {}, but no log of it was given: a replica's log is \
              missing",
             anchor.seq
         );
-        broken += 1;
     }
-    verdict(broken, logs.len() + anchors.keys().filter(|r| !logs.contains_key(*r)).count())
+    verdict(broken + missing.len(), logs.len() + missing.len())
 }
 
 /// Verifies `file` (against `anchor`) and prints what was found; `said` adds to the line.
 fn report(file: &Path, options: &ReadArgs, anchor: Option<Anchor>, said: &str) -> Result<(), ()> {
-    let anchored = anchor.is_some();
     match check(file, options, anchor) {
         Ok(summary) => {
-            let unchanged = if anchored && said.is_empty() { ", the anchored record is there unchanged" } else { said };
             println!(
-                "{}: {} records, chain intact{unchanged} (last seq {}, last hash {})",
+                "{}: {} records, chain intact{said} (last seq {}, last hash {})",
                 file.display(),
                 summary.records,
                 summary.last_seq,
