@@ -212,6 +212,17 @@ async fn create(url: &str, token: &str, extra: Value) -> (u16, Value) {
     (status, serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text}")))
 }
 
+/// `wasmgate audit verify [--allow-incomplete] --store STORE LOG...` over the `replicas'` logs.
+fn verify_store(store: &str, replicas: &[&Replica], allow_incomplete: bool) -> std::process::Output {
+    let logs: Vec<String> = replicas.iter().map(|r| r.audit_log().display().to_string()).collect();
+    let mut args = vec!["audit", "verify", "--store", store];
+    if allow_incomplete {
+        args.push("--allow-incomplete");
+    }
+    args.extend(logs.iter().map(String::as_str));
+    wasmgate(replicas[0].dir.path(), &args)
+}
+
 /// What `wasmgate serve --http` on the configuration in `dir` said when it refused to
 /// start; a test fails (rather than hangs) when it starts instead.
 fn refused_to_start(dir: &std::path::Path) -> String {
@@ -383,10 +394,7 @@ async fn replicas_behind_nginx_share_approvals_and_budgets_and_lose_no_record_wh
         replica.stop();
     }
     let (ran, per_replica) = audit_accounts_for(&load, &replicas);
-    let mut verify = vec!["audit".to_owned(), "verify".into(), "--store".into(), redis.url()];
-    verify.extend(replicas.iter().map(|r| r.audit_log().display().to_string()));
-    let args: Vec<&str> = verify.iter().map(String::as_str).collect();
-    let verified = wasmgate(replicas[0].dir.path(), &args);
+    let verified = verify_store(&redis.url(), &replicas.iter().collect::<Vec<_>>(), false);
     assert!(verified.status.success(), "{}{}", stdout(&verified), stderr(&verified));
     for replica in &replicas {
         let line = format!("replica {}'s anchored record", replica.name);
@@ -464,14 +472,7 @@ async fn a_replica_without_its_store_refuses_what_needs_it_and_is_not_ready() {
 
     // A store that comes back without its data gets the replica's anchor again.
     redis.restart_empty();
-    let log = replica.audit_log();
-    let anchored = || {
-        let out = wasmgate(
-            replica.dir.path(),
-            &["audit", "verify", "--allow-incomplete", "--store", &redis.url(), log.to_str().unwrap()],
-        );
-        stdout(&out).contains("replica r1's anchored record")
-    };
+    let anchored = || stdout(&verify_store(&redis.url(), &[&replica], true)).contains("replica r1's anchored record");
     let began = Instant::now();
     while !anchored() {
         assert!(began.elapsed() < Duration::from_secs(10), "the anchor should be put back");
@@ -503,16 +504,11 @@ async fn a_replica_log_cut_short_is_found_and_its_replica_refuses_to_start() {
     alice.close().await;
     replica.stop();
     other.stop();
-    let (log, other_log) = (replica.audit_log(), other.audit_log());
-    let store = redis.url();
-    let both = wasmgate(
-        replica.dir.path(),
-        &["audit", "verify", "--store", &store, log.to_str().unwrap(), other_log.to_str().unwrap()],
-    );
+    let (log, store) = (replica.audit_log(), redis.url());
+    let both = verify_store(&store, &[&replica, &other], false);
     assert!(both.status.success(), "{}", stderr(&both));
     // Every replica the store anchored must have its log given.
-    let verify = |dir: &std::path::Path| wasmgate(dir, &["audit", "verify", "--store", &store, log.to_str().unwrap()]);
-    let one = verify(replica.dir.path());
+    let one = verify_store(&store, &[&replica], false);
     assert!(!one.status.success());
     assert!(stderr(&one).contains("replica r2") && stderr(&one).contains("no log of it was given"), "{}", stderr(&one));
 
@@ -538,10 +534,7 @@ async fn a_replica_log_cut_short_is_found_and_its_replica_refuses_to_start() {
     assert!(refused.contains("was rewritten or replaced"), "{refused}");
     // Cut short before it: found, and refused too.
     std::fs::write(&log, format!("{}\n", lines[..anchored - 1].join("\n"))).unwrap();
-    let cut = wasmgate(
-        replica.dir.path(),
-        &["audit", "verify", "--store", &store, log.to_str().unwrap(), other_log.to_str().unwrap()],
-    );
+    let cut = verify_store(&store, &[&replica, &other], false);
     assert!(!cut.status.success());
     assert!(stderr(&cut).contains("before the anchored record"), "{}", stderr(&cut));
 
