@@ -82,6 +82,9 @@ pub enum Anchored {
 /// A connection to the Redis store the replicas share; see the module docs.
 pub struct Store {
     connection: ConnectionManager,
+    /// [`TAKE`] and [`ANCHOR`], hashed once (a script is sent by its hash).
+    take: Script,
+    anchor: Script,
     /// The URL as logs and errors show it: without its password.
     shown: String,
     timeout: Duration,
@@ -165,7 +168,14 @@ impl Store {
             .set_max_delay(timeout);
         let connection = ConnectionManager::new_lazy_with_config(client, config)
             .map_err(|e| StoreError::Url { url: shown.clone(), why: e.to_string() })?;
-        Ok(Self { connection, shown, timeout, trouble: Mutex::new(None) })
+        Ok(Self {
+            connection,
+            take: Script::new(TAKE),
+            anchor: Script::new(ANCHOR),
+            shown,
+            timeout,
+            trouble: Mutex::new(None),
+        })
     }
 
     /// The URL, without its password.
@@ -261,8 +271,7 @@ impl Store {
         if buckets.is_empty() {
             return Ok(None);
         }
-        let script = Script::new(TAKE);
-        let mut invocation = script.prepare_invoke();
+        let mut invocation = self.take.prepare_invoke();
         for bucket in buckets {
             let digest = sha2::Sha256::digest(bucket.key.as_bytes());
             invocation.key(format!("wasmgate:bucket:{}", hex::encode(digest)));
@@ -289,8 +298,7 @@ impl Store {
     /// [`StoreError`] when the store does not answer, or holds an anchor that does not
     /// read as one.
     pub async fn anchor(&self, replica: &str, head: &Anchor) -> Result<Anchored, StoreError> {
-        let script = Script::new(ANCHOR);
-        let mut invocation = script.prepare_invoke();
+        let mut invocation = self.anchor.prepare_invoke();
         invocation.key(ANCHORS).arg(replica).arg(head.seq).arg(head.to_string());
         let mut connection = self.connection.clone();
         let kept: Option<String> = self.run(async move { invocation.invoke_async(&mut connection).await }).await?;
