@@ -20,6 +20,15 @@ for manifest in Cargo.toml "${others[@]}"; do
         { echo "$manifest: its Cargo.lock is out of date: run cargo metadata --manifest-path $manifest, and commit it" >&2; exit 1; }
 done
 
+echo "== seams" >&2
+# What replicas share is a trait of the vocabulary crate: the store that implements it
+# builds without an HTTP stack. (No public function gives a String as its error: the
+# seams test of the workspace checks that.)
+if cargo tree -p wasmgate-store -e normal --locked --prefix none | grep -E '^(axum|hyper) '; then
+    echo "wasmgate-store depends on axum or hyper: the traits it implements belong in wasmgate-core" >&2
+    exit 1
+fi
+
 echo "== cargo fmt --check" >&2
 cargo fmt --all -- --check
 for manifest in "${others[@]}"; do

@@ -215,7 +215,7 @@ fn a_panic_is_a_trap_with_the_panic_message_captured() {
     let sandbox = sandbox();
     let result = format(&load(&sandbox, hostile::PANIC, quick_limits()), request("x"));
     match result {
-        Err(SandboxError::Trapped { trap, stderr }) => {
+        Err(SandboxError::Trapped { trap, stderr, .. }) => {
             assert!(trap.contains("unreachable"), "{trap}");
             assert!(stderr.contains("hostile formatter panicked on purpose"), "{stderr}");
         }

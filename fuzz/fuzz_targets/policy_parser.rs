@@ -176,6 +176,7 @@ fn check_decision(text: &str, policy: &Policy, provider: &str, p: Option<&Provid
             Some(rule) if rule.verdict == Verdict::Deny => Verdict::Deny,
             Some(rule) => match rule.constraints.iter().find_map(|c| c.check(args).err()) {
                 Some(why) => {
+                    let why = why.to_string();
                     assert!(decision.reason.contains(&why), "{what}: reason {:?} lacks {why:?}", decision.reason);
                     Verdict::Deny
                 }

@@ -12,10 +12,10 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use serde_json::json;
 use wasmgate_adapter::{Formatters, McpProvider, McpToolset};
-use wasmgate_agent::script::{answer, calls};
-use wasmgate_agent::{AgentConfig, AllowAll, CancellationToken, Message, ScriptedModel, run_agent};
+use wasmgate_agent::{AgentConfig, AllowAll, Message, ModelTurn, ScriptedModel, run_agent};
 use wasmgate_client::confine::provider_workdir;
 use wasmgate_client::{ClientConfig, Confinement, StdioConfig, StdioTransport};
+use wasmgate_core::CancellationToken;
 use wasmgate_sandbox::{CallLimits, Sandbox, SandboxConfig};
 
 const EVERYTHING: &str = "target/peers/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
@@ -46,21 +46,21 @@ async fn main() -> anyhow::Result<()> {
     let toolset = McpToolset::new(vec![provider.clone()]).with_tools([read_resource]);
 
     let model = ScriptedModel::new([
-        calls("Let me say hello.", [("everything__echo", json!({"message": "hello from the agent"}))]),
-        calls(
+        ModelTurn::calls("Let me say hello.", [("everything__echo", json!({"message": "hello from the agent"}))]),
+        ModelTurn::calls(
             "Now the weather, and a picture.",
             [
                 ("everything__get-structured-content", json!({"location": "Chicago"})),
                 ("everything__get-tiny-image", json!({})),
             ],
         ),
-        calls("And a sum, with a mistake.", [("everything__get-sum", json!({"a": "one", "b": 2}))]),
-        calls("Fixed.", [("everything__get-sum", json!({"a": 1, "b": 2}))]),
-        calls(
+        ModelTurn::calls("And a sum, with a mistake.", [("everything__get-sum", json!({"a": "one", "b": 2}))]),
+        ModelTurn::calls("Fixed.", [("everything__get-sum", json!({"a": 1, "b": 2}))]),
+        ModelTurn::calls(
             "And one of its documents.",
             [("everything.read_resource", json!({"uri": "demo://resource/static/document/extension.md"}))],
         ),
-        answer("All done."),
+        ModelTurn::answer("All done."),
     ]);
     let mut conversation = vec![Message::User("Show me what these tools do.".into())];
     let outcome =

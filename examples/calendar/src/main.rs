@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
-use wasmgate_agent::{AgentConfig, AllowAll, CancellationToken, run_agent};
+use wasmgate_agent::{AgentConfig, AllowAll, run_agent};
+use wasmgate_core::CancellationToken;
 use wasmgate_example_calendar::setup::Setup;
 use wasmgate_example_calendar::{caldav, checks, scenario, show};
 use wasmgate_gateway::{Config, Gateway, ToolState};
@@ -74,7 +75,12 @@ async fn second_act(state_dir: &Path) -> anyhow::Result<bool> {
     println!("  config:        {} (examples/calendar/caldav/, filled in)", show::short(&config_path));
     println!("  reviewed:      {} (its tools and its code, pinned)", show::short(&config.lock));
     let gateway = Gateway::start(&config, Arc::new(Unattended)).await.context("starting the second gateway")?;
-    let granted = gateway.guard.policy().provider("caldav").map(|p| p.network_hosts.clone()).unwrap_or_default();
+    let granted: Vec<String> = gateway
+        .guard
+        .policy()
+        .provider("caldav")
+        .map(|p| p.network_hosts.iter().map(ToString::to_string).collect())
+        .unwrap_or_default();
     println!("  egress grant:  network_hosts = {granted:?}: the one host it may reach, through the gateway's proxy");
     show::heading("Providers");
     show::providers(&gateway.providers(), "stdio MCP server (caldav-mcp, Node.js), a native process");

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use wasmgate_agent::Toolset as _;
+use wasmgate_core::Toolset as _;
 use wasmgate_example_calendar::setup::{EXAMPLE_DIR, Setup};
 use wasmgate_gateway::{Config, Gateway, ToolState, ToolStatus};
 use wasmgate_guard::Unattended;

@@ -15,6 +15,10 @@
 //! - [`clean`]: the cleaned text, line breaks as `\n`;
 //! - [`escape_for_display`]: the text with what cleaning would remove shown as
 //!   `\u{…}` escapes, for a person who must see exactly what a provider sent;
+//! - [`escape_for_log`]: the same on one line (line breaks escaped too), the one form
+//!   in which untrusted text goes into a log line;
+//! - [`truncate`] and [`truncated`]: text cut to a number of characters, the cut marked
+//!   with [`CUT_MARK`];
 //! - [`cases`]: the table every user runs in its own tests.
 //!
 //! `no_std` (with `alloc`) and without dependencies: formatter components built for
@@ -53,9 +57,22 @@ pub fn clean(text: &str) -> String {
 /// escapes, for showing a person exactly what a provider sent (review, error messages).
 #[must_use]
 pub fn escape_for_display(text: &str) -> String {
+    escape(text, true)
+}
+
+/// `text` as it may go into a log line: every control character (line breaks
+/// included), invisible, bidi and line-separator character shown as a `\u{…}` escape, so
+/// untrusted text can neither rewrite a terminal, nor disguise itself, nor forge a line.
+#[must_use]
+pub fn escape_for_log(text: &str) -> String {
+    escape(text, false)
+}
+
+fn escape(text: &str, keep_newlines: bool) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if is_invisible(c) || (c.is_control() && c != '\n') || matches!(c, '\u{2028}' | '\u{2029}') {
+        let kept_newline = keep_newlines && c == '\n';
+        if is_invisible(c) || (c.is_control() && !kept_newline) || matches!(c, '\u{2028}' | '\u{2029}') {
             // Writing to a String cannot fail.
             let _ = write!(out, "\\u{{{:x}}}", c as u32);
         } else {
@@ -65,13 +82,60 @@ pub fn escape_for_display(text: &str) -> String {
     out
 }
 
+/// What marks the place where [`truncate`] cut a text.
+pub const CUT_MARK: &str = "…[cut]";
+
+/// Keeps at most `max_chars` characters of `text`, and [`CUT_MARK`] after them when
+/// anything was cut (the marker is not counted).
+pub fn truncate(text: &mut String, max_chars: usize) {
+    if let Some((at, _)) = text.char_indices().nth(max_chars) {
+        text.truncate(at);
+        text.push_str(CUT_MARK);
+    }
+}
+
+/// `text` with at most `max_chars` of its characters, as [`truncate`] cuts it.
+#[must_use]
+pub fn truncated(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((at, _)) => {
+            let mut cut = String::with_capacity(at + CUT_MARK.len());
+            cut.push_str(&text[..at]);
+            cut.push_str(CUT_MARK);
+            cut
+        }
+        None => String::from(text),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::escape_for_display;
+    use super::{CUT_MARK, escape_for_display, escape_for_log, truncate, truncated};
+    use alloc::string::String;
 
     #[test]
     fn display_escaping_shows_what_cleaning_would_hide() {
         assert_eq!(escape_for_display("a\u{200b}b\u{1b}[1m\nc"), "a\\u{200b}b\\u{1b}[1m\nc");
         assert_eq!(escape_for_display("x\u{e0069}\u{2028}\u{9d}"), "x\\u{e0069}\\u{2028}\\u{9d}");
+    }
+
+    #[test]
+    fn log_escaping_keeps_everything_on_one_visible_line() {
+        assert_eq!(escape_for_log("a\u{200b}b\u{1b}[1m\nc\r\td"), "a\\u{200b}b\\u{1b}[1m\\u{a}c\\u{d}\\u{9}d");
+        assert_eq!(escape_for_log("\u{202e}gnp.exe\u{2029}"), "\\u{202e}gnp.exe\\u{2029}");
+        assert_eq!(escape_for_log("plain text, é and 日本"), "plain text, é and 日本");
+    }
+
+    #[test]
+    fn truncation_counts_characters_and_marks_the_cut() {
+        assert_eq!(truncated("héllo", 5), "héllo");
+        assert_eq!(truncated("héllo", 2), alloc::format!("hé{CUT_MARK}"));
+        assert_eq!(truncated("日本語", 0), CUT_MARK);
+        let mut text = String::from("abcdef");
+        truncate(&mut text, 3);
+        assert_eq!(text, alloc::format!("abc{CUT_MARK}"));
+        let mut short = String::from("ab");
+        truncate(&mut short, 3);
+        assert_eq!(short, "ab");
     }
 }

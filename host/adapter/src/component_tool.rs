@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use jsonschema::Validator;
 use serde_json::{Map, Value};
-use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult, ToolSpec};
+use wasmgate_core::{BoxFuture, CancellationToken, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult, ToolSpec};
 use wasmgate_protocol::{CallToolResult, ProtocolError, parse_call_tool_result};
 use wasmgate_sandbox::{
     CallError, CallLimits, CallOutcome, Formatter, Grants, ToolCallError, ToolDefinition, ToolProvider,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use jsonschema::Validator;
 use serde_json::{Map, Value, json};
-use wasmgate_agent::ToolResult;
+use wasmgate_core::ToolResult;
 use wasmgate_protocol::{CallToolResult, ContentBlock, ResultKind};
 use wasmgate_sandbox::Formatter;
 

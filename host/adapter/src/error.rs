@@ -1,5 +1,5 @@
 //! [`AdapterError`]: what stops start-up. Per-call failures are not here: they are
-//! tool results or [`ToolError`](wasmgate_agent::ToolError)s, as the failure contract says.
+//! tool results or [`ToolError`](wasmgate_core::ToolError)s, as the failure contract says.
 
 use std::path::PathBuf;
 
@@ -61,9 +61,6 @@ pub enum AdapterError {
     #[error(transparent)]
     ProviderName(#[from] NameError),
 }
-
-/// `error` and its causes, joined by `: ` (the client crate's, for the layers above).
-pub use wasmgate_client::error::report;
 
 /// The end of a [`AdapterError::Silent`] message: the server's last words and the cause.
 fn said(stderr: &[String], cause: Option<&str>) -> String {

@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use wasmgate_policy::{Glob, Naming};
+use wasmgate_core::Naming;
+use wasmgate_policy::Glob;
 use wasmgate_sandbox::{CallLimits, Formatter, Sandbox};
 
 use crate::error::AdapterError;

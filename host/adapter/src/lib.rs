@@ -1,4 +1,4 @@
-//! MCP tools and WASM tool components' tools as plain [`Tool`](wasmgate_agent::Tool) values.
+//! MCP tools and WASM tool components' tools as plain [`Tool`](wasmgate_core::Tool) values.
 //!
 //! The adapter does shape translation only: a provider's tool becomes a spec under the
 //! provider-prefixed name (`wasmgate_policy::prefixed_name`, which no provider can forge
@@ -14,7 +14,7 @@
 //! * [`component`]: [`ComponentProvider`], a WASM tool component and its adapted tools;
 //! * [`toolbox`]: [`Toolbox`] (the current tools of several providers of any kind, for
 //!   the agent loop) and [`McpToolset`], a toolbox of MCP servers;
-//! * [`offer`]: making an [`Offer`](wasmgate_agent::Offer) of a provider's tool, or
+//! * [`offer`]: making an [`Offer`](wasmgate_core::Offer) of a provider's tool, or
 //!   saying why it is [`Withheld`];
 //! * [`mcp_tool`], [`component_tool`]: one tool: argument validation, the call, the
 //!   failure mapping; `contract` holds what the two share;
@@ -56,8 +56,8 @@ pub use provider::McpProvider;
 pub use render::{SCHEMA_MISMATCH, WITHHELD};
 pub use resources::read_resource_tool;
 pub use screens::ScreenComponent;
-pub use supervised::{Backoff, Supervised};
+pub use supervised::{Backoff, NotRunning, Supervised};
 pub use toolbox::{McpToolset, Toolbox};
 /// What every kind of provider implements, and one tool with its definition (defined
 /// where the trust boundary can name them without this crate).
-pub use wasmgate_agent::{Offer, ToolSource};
+pub use wasmgate_core::{Offer, ToolSource};

@@ -17,12 +17,12 @@ use std::time::Duration;
 
 use jsonschema::Validator;
 use serde_json::Value;
-use wasmgate_agent::{
-    BoxFuture, CancellationToken, Input, InputRefusal, LogLevel, LogMessage, LogSink, Tool, ToolError, ToolErrorKind,
-    ToolExecute, ToolResult, ToolSpec, context,
-};
 use wasmgate_client::{
     CallOptions, ClientError, InputDeclined, InputHandler, InputRequest, LogFn, McpClient, ProgressFn, Resume,
+};
+use wasmgate_core::{
+    BoxFuture, CallContext, CancellationToken, Input, InputRefusal, LogLevel, LogMessage, LogSink, Tool, ToolError,
+    ToolErrorKind, ToolExecute, ToolResult, ToolSpec,
 };
 use wasmgate_policy::sanitize;
 use wasmgate_protocol::{InputRequired, ToolDefinition};
@@ -169,13 +169,13 @@ const REFRESH_LIMIT: Duration = Duration::from_secs(10);
 /// The most characters of a progress message passed on.
 const MAX_PROGRESS_MESSAGE: usize = 256;
 
-/// When the caller wants progress ([`context::current`]), a callback that passes the
+/// When the caller wants progress ([`CallContext::current`]), a callback that passes the
 /// upstream's updates on, their messages sanitized and capped (they are server text).
 fn progress_relay() -> Option<ProgressFn> {
-    let sink = context::current().progress?;
+    let sink = CallContext::current().progress?;
     Some(Arc::new(move |update: wasmgate_client::Progress| {
         let message = update.message.map(|m| sanitize(&m).text.chars().take(MAX_PROGRESS_MESSAGE).collect());
-        sink(context::Progress { progress: update.progress, total: update.total, message });
+        sink(wasmgate_core::Progress { progress: update.progress, total: update.total, message });
     }))
 }
 
@@ -184,7 +184,7 @@ fn progress_relay() -> Option<ProgressFn> {
 /// carries on, it declares what that side can answer, and it gets the log messages it
 /// asked for. Without a caller's side, the client's own configuration stands.
 pub(crate) fn caller_options() -> CallOptions {
-    let context = context::current();
+    let context = CallContext::current();
     CallOptions {
         input: context.input.clone().map(|input| Arc::new(Relay(input)) as Arc<dyn InputHandler>),
         resume: context.resume.map(|r| Resume { responses: r.responses, state: r.state }),
@@ -201,7 +201,7 @@ pub(crate) fn caller_options() -> CallOptions {
 pub(crate) fn put_off(required: &InputRequired, answered: &serde_json::Map<String, Value>) -> bool {
     let mut requests = required.input_requests.clone().unwrap_or_default();
     requests.retain(|key, _| !answered.contains_key(key));
-    context::current()
+    CallContext::current()
         .input
         .is_some_and(|input| input.defer(requests, answered.clone(), required.request_state.clone()))
 }
@@ -247,7 +247,7 @@ pub(crate) fn tool_error(provider: &str, error: ClientError) -> ToolError {
         ClientError::InputDeferred { .. } => ToolErrorKind::Unsupported,
         ClientError::Rpc { code: MISSING_CAPABILITY, ref data, .. } => {
             let named = required_capabilities(data.as_ref());
-            return missing_capability(named, context::current().input.as_deref())
+            return missing_capability(named, CallContext::current().input.as_deref())
                 .with_provider(provider)
                 .with_source(error);
         }

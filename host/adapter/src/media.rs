@@ -11,7 +11,7 @@
 //! fails, is named in a note at the end of the text.
 
 use serde_json::Value;
-use wasmgate_agent::{Attachment, MediaKind, ToolResult};
+use wasmgate_core::{Attachment, MediaKind, ToolResult};
 use wasmgate_protocol::CallToolResult;
 use wasmgate_sandbox::{MediaCheck, MediaCheckRequest};
 

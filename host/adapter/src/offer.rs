@@ -2,8 +2,9 @@
 //! is withheld.
 
 use serde_json::Value;
-use wasmgate_agent::{Offer, Tool};
-use wasmgate_policy::{Naming, exposed_name};
+use wasmgate_core::Naming;
+use wasmgate_core::{Offer, Tool};
+use wasmgate_policy::exposed_name;
 
 /// Why a tool was not offered to the agent: its name cannot be exposed, or its
 /// definition cannot be adapted (a schema that does not compile, say).

@@ -7,8 +7,8 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use wasmgate_agent::{BoxFuture, Offer, Tool, ToolSource};
 use wasmgate_client::{ClientConfig, ClientError, McpClient, Transport};
+use wasmgate_core::{BoxFuture, Offer, Tool, ToolSource};
 use wasmgate_policy::name::validate_provider;
 
 use crate::error::AdapterError;
@@ -76,7 +76,7 @@ impl McpProvider {
 
     /// The names its tools and prompts are shown under.
     #[must_use]
-    pub fn naming(&self) -> wasmgate_policy::Naming {
+    pub fn naming(&self) -> wasmgate_core::Naming {
         self.inner.formatters.naming()
     }
 

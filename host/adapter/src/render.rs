@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use jsonschema::Validator;
 use serde_json::Value;
-use wasmgate_agent::ToolResult;
+use wasmgate_core::ToolResult;
 use wasmgate_protocol::CallToolResult;
 use wasmgate_sandbox::{FormatRequest, Formatter};
 
@@ -40,7 +40,7 @@ pub async fn render(
 ) -> ToolResult {
     let mismatch = output.filter(|_| !result.is_error).and_then(|validator| {
         let problem = match &result.structured_content {
-            Some(structured) => schema::check(validator, structured).err(),
+            Some(structured) => schema::check(validator, structured).err().map(|v| v.to_string()),
             None => Some("no structuredContent although the tool declares an outputSchema".to_owned()),
         };
         problem.inspect(|problem| {

@@ -16,10 +16,11 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolError, ToolExecute, ToolResult, ToolSpec};
 use wasmgate_client::{ClientError, McpClient};
+use wasmgate_core::Resource;
+use wasmgate_core::{BoxFuture, CancellationToken, Tool, ToolError, ToolExecute, ToolResult, ToolSpec};
 use wasmgate_policy::sanitize;
-use wasmgate_protocol::{CallToolResult, ContentBlock, ResourceInfo, ResultKind};
+use wasmgate_protocol::{CallToolResult, ContentBlock, ResultKind};
 use wasmgate_sandbox::Formatter;
 
 use crate::mcp_tool::{caller_options, tool_error};
@@ -59,7 +60,7 @@ const DESCRIBED_CHARS: usize = 200;
 /// The tool's description. URIs and descriptions are server text that reaches the
 /// model without review: sanitized (control, escape, invisible and bidi characters
 /// removed) and capped, as the gateway does for forwarded descriptions.
-fn describe(provider: &str, resources: &[ResourceInfo]) -> String {
+fn describe(provider: &str, resources: &[Resource]) -> String {
     let clean = |text: &str| -> String { sanitize(text).text.chars().take(DESCRIBED_CHARS).collect() };
     let mut text = format!("Reads one resource of {provider} by its URI. Available resources:");
     for resource in resources.iter().take(LISTED_IN_DESCRIPTION) {

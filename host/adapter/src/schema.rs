@@ -12,43 +12,46 @@ const MAX_MESSAGES: usize = 5;
 /// Longest validation message kept.
 const MAX_MESSAGE_CHARS: usize = 300;
 
+/// A provider's schema that cannot be used: the validator's message, bounded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UnusableSchema(String);
+
+/// What a value gets wrong against a schema: the first few problems, one per line,
+/// each naming where and bounded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .0.join("\n"))]
+pub struct Violations(Vec<String>);
+
 /// Compiles a provider's schema.
 ///
 /// # Errors
 ///
-/// The validator's message when the schema is invalid or needs an external reference.
-pub fn compile(schema: &Value) -> Result<Validator, String> {
+/// [`UnusableSchema`] when the schema is invalid or needs an external reference.
+pub fn compile(schema: &Value) -> Result<Validator, UnusableSchema> {
     jsonschema::options()
         .offline()
         .with_pattern_options(PatternOptions::regex().size_limit(MAX_REGEX_BYTES).dfa_size_limit(MAX_REGEX_BYTES))
         .build(schema)
-        .map_err(|e| bounded(&e.to_string()))
+        .map_err(|e| UnusableSchema(text_safety::truncated(&e.to_string(), MAX_MESSAGE_CHARS)))
 }
 
-/// Checks `value`; on failure, the first few problems, one per line, each naming where.
+/// Checks `value` against `validator`.
 ///
 /// # Errors
 ///
-/// The problems found.
-pub fn check(validator: &Validator, value: &Value) -> Result<(), String> {
+/// The [`Violations`] found.
+pub fn check(validator: &Validator, value: &Value) -> Result<(), Violations> {
     let problems: Vec<String> = validator
         .iter_errors(value)
         .take(MAX_MESSAGES)
         .map(|e| {
             let at = e.instance_path().to_string();
             let at = if at.is_empty() { "/".to_owned() } else { at };
-            bounded(&format!("{at}: {e}"))
+            text_safety::truncated(&format!("{at}: {e}"), MAX_MESSAGE_CHARS)
         })
         .collect();
-    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
-}
-
-fn bounded(text: &str) -> String {
-    let mut out: String = text.chars().take(MAX_MESSAGE_CHARS).collect();
-    if out.len() < text.len() {
-        out.push_str(" [...]");
-    }
-    out
+    if problems.is_empty() { Ok(()) } else { Err(Violations(problems)) }
 }
 
 #[cfg(test)]
@@ -68,7 +71,7 @@ mod tests {
     fn problems_name_where_they_are() {
         let validator = compile(&json!({"type": "object", "properties": {"n": {"type": "integer"}}})).unwrap();
         assert!(check(&validator, &json!({"n": 1})).is_ok());
-        let problem = check(&validator, &json!({"n": "x"})).unwrap_err();
+        let problem = check(&validator, &json!({"n": "x"})).unwrap_err().to_string();
         assert!(problem.starts_with("/n: "), "{problem}");
     }
 

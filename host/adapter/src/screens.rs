@@ -1,7 +1,7 @@
 //! A screen component (WIT world `screen`) as the guard's [`Screener`]: a user's own
 //! detector, run in a fresh sandbox instance for each text.
 
-use wasmgate_agent::BoxFuture;
+use wasmgate_core::{BoxError, BoxFuture};
 use wasmgate_guard::Screener;
 use wasmgate_sandbox::{Screen, ScreenRequest};
 
@@ -30,13 +30,13 @@ impl Screener for ScreenComponent {
         provider: &'a str,
         subject: &'a str,
         text: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<(String, String)>, String>> {
+    ) -> BoxFuture<'a, Result<Vec<(String, String)>, BoxError>> {
         Box::pin(async move {
             let request =
                 ScreenRequest { provider: provider.to_owned(), subject: subject.to_owned(), text: text.to_owned() };
             match self.screen.screen(request).await {
                 Ok(found) => Ok(found.into_iter().map(|f| (f.rule, f.description)).collect()),
-                Err(error) => Err(error.to_string()),
+                Err(error) => Err(error.into()),
             }
         })
     }

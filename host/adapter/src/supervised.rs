@@ -17,14 +17,12 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 use tokio::sync::watch;
-use wasmgate_agent::{BoxFuture, CancellationToken, Offer, ToolSource};
-use wasmgate_guard::content::{
-    Completion, CompletionRequest, ContentSource, Contents, PromptInfo, PromptMessages, Resource, ResourceTemplate,
-    ResourceWatch, SourceError,
+use wasmgate_core::{
+    BoxFuture, CancellationToken, Completion, CompletionRequest, ContentSource, Contents, Naming, Offer, PromptInfo,
+    PromptMessages, Resource, ResourceTemplate, ResourceWatch, SourceError, ToolSource,
 };
-use wasmgate_policy::Naming;
 
-use crate::error::{AdapterError, report as explain};
+use crate::error::AdapterError;
 use crate::provider::McpProvider;
 
 /// Starts the provider once (connects, lists its tools).
@@ -56,6 +54,25 @@ enum State {
     Up(McpProvider),
     Down(String),
     Closed,
+}
+
+/// Why a supervised provider has no running server.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotRunning {
+    /// It could not be started, or went down, and is being started again.
+    #[error("provider {provider} is not running: {why}")]
+    Down {
+        /// The provider.
+        provider: String,
+        /// Why, as the last attempt reported it.
+        why: String,
+    },
+    /// It was closed.
+    #[error("provider {provider} is closed")]
+    Closed {
+        /// The provider.
+        provider: String,
+    },
 }
 
 /// An MCP provider kept running; see the module docs.
@@ -99,7 +116,7 @@ impl Supervised {
         let state = match first {
             Ok(provider) => State::Up(provider),
             Err(error) => {
-                let why = explain(&error);
+                let why = wasmgate_core::report(&error);
                 report(name, &format!("provider {name} is withheld: {why}; trying again in {:?}", backoff.first));
                 State::Down(why)
             }
@@ -130,12 +147,13 @@ impl Supervised {
     ///
     /// # Errors
     ///
-    /// Why the provider is not running.
-    pub fn running(&self) -> Result<McpProvider, String> {
+    /// [`NotRunning`]: why the provider is not running.
+    pub fn running(&self) -> Result<McpProvider, NotRunning> {
+        let provider = self.name.clone();
         match &*self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner) {
-            State::Up(provider) => Ok(provider.clone()),
-            State::Down(why) => Err(format!("provider {} is not running: {why}", self.name)),
-            State::Closed => Err(format!("provider {} is closed", self.name)),
+            State::Up(running) => Ok(running.clone()),
+            State::Down(why) => Err(NotRunning::Down { provider, why: why.clone() }),
+            State::Closed => Err(NotRunning::Closed { provider }),
         }
     }
 
@@ -273,7 +291,7 @@ async fn supervise(
                         supervised.set(State::Up(provider));
                     }
                     Err(error) => {
-                        let why = explain(&error);
+                        let why = wasmgate_core::report(&error);
                         tracing::warn!(provider = %name, %why, next = ?delay, "provider still down");
                         supervised.set(State::Down(why));
                     }
@@ -293,7 +311,7 @@ impl ToolSource for Supervised {
         Box::pin(async move {
             match self.running() {
                 Ok(provider) => provider.offers().await,
-                Err(why) => (Vec::new(), Some(why)),
+                Err(why) => (Vec::new(), Some(why.to_string())),
             }
         })
     }
@@ -309,11 +327,13 @@ impl ContentSource for Supervised {
     }
 
     fn resources(&self) -> BoxFuture<'_, Result<Vec<Resource>, SourceError>> {
-        Box::pin(async move { self.running().map_err(SourceError::Failed)?.resources().await })
+        Box::pin(async move { self.running().map_err(|e| SourceError::Failed(e.to_string()))?.resources().await })
     }
 
     fn resource_templates(&self) -> BoxFuture<'_, Result<Vec<ResourceTemplate>, SourceError>> {
-        Box::pin(async move { self.running().map_err(SourceError::Failed)?.resource_templates().await })
+        Box::pin(
+            async move { self.running().map_err(|e| SourceError::Failed(e.to_string()))?.resource_templates().await },
+        )
     }
 
     fn read_resource<'a>(
@@ -321,15 +341,17 @@ impl ContentSource for Supervised {
         uri: &'a str,
         cancel: CancellationToken,
     ) -> BoxFuture<'a, Result<Vec<Contents>, SourceError>> {
-        Box::pin(async move { self.running().map_err(SourceError::Failed)?.read_resource(uri, cancel).await })
+        Box::pin(async move {
+            self.running().map_err(|e| SourceError::Failed(e.to_string()))?.read_resource(uri, cancel).await
+        })
     }
 
     fn subscribe<'a>(&'a self, uri: &'a str) -> BoxFuture<'a, Result<ResourceWatch, SourceError>> {
-        Box::pin(async move { self.running().map_err(SourceError::Failed)?.subscribe(uri).await })
+        Box::pin(async move { self.running().map_err(|e| SourceError::Failed(e.to_string()))?.subscribe(uri).await })
     }
 
     fn prompts(&self) -> BoxFuture<'_, Result<Vec<PromptInfo>, SourceError>> {
-        Box::pin(async move { self.running().map_err(SourceError::Failed)?.prompts().await })
+        Box::pin(async move { self.running().map_err(|e| SourceError::Failed(e.to_string()))?.prompts().await })
     }
 
     fn get_prompt<'a>(
@@ -338,7 +360,9 @@ impl ContentSource for Supervised {
         arguments: Map<String, Value>,
         cancel: CancellationToken,
     ) -> BoxFuture<'a, Result<PromptMessages, SourceError>> {
-        Box::pin(async move { self.running().map_err(SourceError::Failed)?.get_prompt(name, arguments, cancel).await })
+        Box::pin(async move {
+            self.running().map_err(|e| SourceError::Failed(e.to_string()))?.get_prompt(name, arguments, cancel).await
+        })
     }
 
     fn complete(
@@ -346,6 +370,8 @@ impl ContentSource for Supervised {
         request: CompletionRequest,
         cancel: CancellationToken,
     ) -> BoxFuture<'_, Result<Completion, SourceError>> {
-        Box::pin(async move { self.running().map_err(SourceError::Failed)?.complete(request, cancel).await })
+        Box::pin(async move {
+            self.running().map_err(|e| SourceError::Failed(e.to_string()))?.complete(request, cancel).await
+        })
     }
 }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use wasmgate_agent::{BoxFuture, Tool, ToolSource, Toolset};
+use wasmgate_core::{BoxFuture, Tool, ToolSource, Toolset};
 
 use crate::provider::McpProvider;
 
@@ -51,7 +51,7 @@ impl<S: ToolSource> Toolbox<S> {
 
 impl<S: ToolSource> Toolset for Toolbox<S> {
     /// A provider whose list cannot be fetched keeps offering its last tools: calling
-    /// one then fails with a [`ToolError`](wasmgate_agent::ToolError), which ends the
+    /// one then fails with a [`ToolError`](wasmgate_core::ToolError), which ends the
     /// turn as the failure contract says, instead of tools vanishing silently.
     fn current(&self) -> BoxFuture<'_, Vec<Tool>> {
         Box::pin(async move {

@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use common::{Reply, SANDBOX, Upstream, formatters, json_text, limits, provider, text, tool};
 use serde_json::json;
 use wasmgate_adapter::{AdapterError, FormatterRule, Formatters, SCHEMA_MISMATCH};
-use wasmgate_agent::CancellationToken;
+use wasmgate_core::CancellationToken;
 
-fn names(tools: &[wasmgate_agent::Tool]) -> Vec<String> {
+fn names(tools: &[wasmgate_core::Tool]) -> Vec<String> {
     tools.iter().map(|t| t.spec.name.clone()).collect()
 }
 
@@ -108,7 +108,7 @@ async fn arguments_must_be_an_object() {
 #[tokio::test]
 async fn upstream_progress_reaches_the_callers_sink_cleaned_and_capped() {
     use std::sync::{Arc, Mutex};
-    use wasmgate_agent::{CallContext, Progress, ProgressSink, context};
+    use wasmgate_core::{CallContext, Progress, ProgressSink};
 
     let messages = vec!["\u{1b}[31mred\u{202e} step".to_owned(), "x".repeat(1000)];
     let upstream = Upstream::new(vec![tool("slow", json!({}))], move |_, _| {
@@ -122,7 +122,8 @@ async fn upstream_progress_reaches_the_callers_sink_cleaned_and_capped() {
     let log = Arc::clone(&seen);
     let sink: ProgressSink = Arc::new(move |p: Progress| log.lock().unwrap().push(p));
     let call = tools[0].execute(json!({}), CancellationToken::new());
-    let result = context::scope(CallContext { progress: Some(sink), ..CallContext::default() }, call).await.unwrap();
+    let result =
+        CallContext::scope(CallContext { progress: Some(sink), ..CallContext::default() }, call).await.unwrap();
     assert!(result.content.contains("done"));
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 2, "{seen:?}");
@@ -166,7 +167,7 @@ async fn bounded<T>(what: &str, future: impl std::future::Future<Output = T>) ->
 
 /// A provider whose `search` is gone upstream (calls of it are answered "unknown tool"),
 /// and which stops answering `tools/list` and `resources/list` after connecting.
-async fn gone_and_silent() -> (std::sync::Arc<Upstream>, Vec<wasmgate_agent::Tool>) {
+async fn gone_and_silent() -> (std::sync::Arc<Upstream>, Vec<wasmgate_core::Tool>) {
     let upstream =
         Upstream::new(vec![tool("search", json!({}))], |_, _| Reply::RpcError(-32602, "Unknown tool: search"));
     let tools = provider(upstream.clone(), formatters(None)).await.tools().await.unwrap();

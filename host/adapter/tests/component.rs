@@ -11,8 +11,8 @@ use common::components::{calendar, calendar_component, data, named, run};
 use common::{Reply, Upstream, formatters, provider, text, tool};
 use serde_json::json;
 use wasmgate_adapter::{AdapterError, ComponentProvider, McpToolset, ToolSource, Toolbox};
-use wasmgate_agent::script::{answer, calls};
-use wasmgate_agent::{AgentConfig, AllowAll, CancellationToken, Message, ScriptedModel, Toolset, run_agent};
+use wasmgate_agent::{AgentConfig, AllowAll, Message, ModelTurn, ScriptedModel, run_agent};
+use wasmgate_core::{CancellationToken, Toolset};
 use wasmgate_sandbox::Grants;
 
 fn create(title: &str) -> serde_json::Value {
@@ -94,10 +94,7 @@ fn a_bad_provider_name_or_a_list_that_breaks_the_contract_stops_start_up_naming_
     let hostile = common::components::hostile_component();
     let error = ComponentProvider::new("evil", hostile, Grants::none(), limits, formatters(None)).unwrap_err();
     assert!(matches!(&error, AdapterError::Component { provider, .. } if provider == "evil"), "{error:?}");
-    let report = std::iter::successors(Some(&error as &dyn std::error::Error), |e| e.source())
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(": ");
+    let report = wasmgate_core::report(&error);
     assert!(report.starts_with("cannot start provider \"evil\": "), "{report}");
     assert!(report.contains("bad name!"), "the host reads what is wrong: {report}");
     assert_eq!(report.matches("evil").count(), 1, "each cause once: {report}");
@@ -108,9 +105,9 @@ async fn an_agent_turn_creates_and_queries_through_a_component() {
     let dir = tempfile::tempdir().unwrap();
     let toolbox = Toolbox::new(vec![calendar(data(dir.path(), false))]);
     let model = ScriptedModel::new([
-        calls("", [("cal__calendar_create", create("Standup"))]),
-        calls("", [("cal__calendar_query", json!({"user": "alice", "from": "2030-05-01"}))]),
-        answer("done"),
+        ModelTurn::calls("", [("cal__calendar_create", create("Standup"))]),
+        ModelTurn::calls("", [("cal__calendar_query", json!({"user": "alice", "from": "2030-05-01"}))]),
+        ModelTurn::answer("done"),
     ]);
     let mut conversation = vec![Message::User("plan my day".into())];
     let cancel = CancellationToken::new();

@@ -13,7 +13,7 @@ use common::components::{
 use common::formatters;
 use serde_json::json;
 use wasmgate_adapter::component_tool::adapt;
-use wasmgate_agent::{CancellationToken, ToolErrorKind};
+use wasmgate_core::{CancellationToken, ToolErrorKind};
 use wasmgate_sandbox::{CallLimits, Grants, ToolDefinition};
 
 #[tokio::test]

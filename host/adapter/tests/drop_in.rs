@@ -11,8 +11,9 @@ use std::sync::Arc;
 use common::{Reply, SANDBOX, Upstream, formatters, limits, provider, tool};
 use serde_json::{Value, json};
 use wasmgate_adapter::{Formatters, MediaPass};
-use wasmgate_agent::{Attachment, CancellationToken, MediaKind, ToolResult};
-use wasmgate_policy::{DEFAULT_MEDIA_TYPES, Naming};
+use wasmgate_core::Naming;
+use wasmgate_core::{Attachment, CancellationToken, MediaKind, ToolResult};
+use wasmgate_policy::DEFAULT_MEDIA_TYPES;
 
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=";

@@ -8,12 +8,11 @@ mod common;
 use common::{Reply, Upstream, formatters, provider, text, tool};
 use serde_json::{Value, json};
 use wasmgate_adapter::{AdapterError, McpToolset, WITHHELD};
-use wasmgate_agent::script::{answer, calls};
 use wasmgate_agent::{
-    AgentConfig, AgentError, AllowAll, CallStatus, CancellationToken, Message, SKIPPED, ScriptedModel, ToolErrorKind,
-    run_agent,
+    AgentConfig, AgentError, AllowAll, CallStatus, Message, ModelTurn, SKIPPED, ScriptedModel, run_agent,
 };
 use wasmgate_client::{ClientConfig, CloseReason, McpClient, fake};
+use wasmgate_core::{CancellationToken, ToolErrorKind};
 
 async fn turn(
     model: &ScriptedModel,
@@ -44,7 +43,8 @@ async fn provider_is_error_is_a_formatted_result_and_the_loop_continues() {
     let upstream =
         Upstream::new(vec![search()], |_, _| Reply::Result(text("no results for \u{1b}[31mthat\u{1b}[0m", true)));
     let toolset = McpToolset::new(vec![provider(upstream, formatters(None)).await]);
-    let model = ScriptedModel::new([calls("", [("p__search", json!({"q": "x"}))]), answer("sorry")]);
+    let model =
+        ScriptedModel::new([ModelTurn::calls("", [("p__search", json!({"q": "x"}))]), ModelTurn::answer("sorry")]);
     let (outcome, conversation) = turn(&model, &toolset, &CancellationToken::new()).await;
     assert_eq!(outcome.unwrap(), "sorry");
     let (content, is_error, status) = &results(&conversation)[0];
@@ -58,7 +58,7 @@ async fn provider_is_error_is_a_formatted_result_and_the_loop_continues() {
 async fn transport_failure_mid_call_ends_the_turn_with_tool_execution_failed() {
     let upstream = Upstream::new(vec![search(), tool("other", json!({}))], |_, _| Reply::Die);
     let toolset = McpToolset::new(vec![provider(upstream.clone(), formatters(None)).await]);
-    let model = ScriptedModel::new([calls("", [("p__search", json!({"q": "x"})), ("p__other", json!({}))])]);
+    let model = ScriptedModel::new([ModelTurn::calls("", [("p__search", json!({"q": "x"})), ("p__other", json!({}))])]);
     let (outcome, conversation) = turn(&model, &toolset, &CancellationToken::new()).await;
     let Err(AgentError::Tool { call, error }) = outcome else { panic!("expected a tool error: {outcome:?}") };
     assert_eq!(call.name, "p__search");
@@ -78,7 +78,7 @@ async fn a_tool_that_is_gone_is_reported_to_the_model_and_the_list_is_refreshed(
         Upstream::new(vec![search(), tool("keep", json!({}))], |_, _| Reply::RpcError(-32602, "Unknown tool: search"));
     let toolset = McpToolset::new(vec![provider(upstream.clone(), formatters(None)).await]);
     upstream.tools.lock().unwrap().retain(|t| t["name"] != "search");
-    let model = ScriptedModel::new([calls("", [("p__search", json!({"q": "x"}))]), answer("ok")]);
+    let model = ScriptedModel::new([ModelTurn::calls("", [("p__search", json!({"q": "x"}))]), ModelTurn::answer("ok")]);
     let lists_before = *upstream.lists.lock().unwrap();
     let (outcome, conversation) = turn(&model, &toolset, &CancellationToken::new()).await;
     assert_eq!(outcome.unwrap(), "ok");
@@ -102,7 +102,10 @@ async fn formatter_failures_withhold_the_result_and_the_loop_continues() {
     ] {
         let upstream = Upstream::new(vec![search()], |_, _| Reply::Result(text("secret result", false)));
         let toolset = McpToolset::new(vec![provider(upstream.clone(), formatters(Some(formatter))).await]);
-        let model = ScriptedModel::new([calls("", [("p__search", json!({"q": "x"}))]), answer("went on")]);
+        let model = ScriptedModel::new([
+            ModelTurn::calls("", [("p__search", json!({"q": "x"}))]),
+            ModelTurn::answer("went on"),
+        ]);
         let (outcome, conversation) = turn(&model, &toolset, &CancellationToken::new()).await;
         assert_eq!(outcome.unwrap(), "went on", "{name}: the loop continues");
         assert_eq!(results(&conversation)[0], (WITHHELD.into(), true, CallStatus::Completed), "{name}");
@@ -117,7 +120,7 @@ async fn input_required_that_nobody_can_answer_is_unsupported() {
             "inputRequests": {"ask": {"method": "elicitation/create", "params": {"message": "Sure?"}}}}))
     });
     let toolset = McpToolset::new(vec![provider(upstream, formatters(None)).await]);
-    let model = ScriptedModel::new([calls("", [("p__search", json!({"q": "x"}))])]);
+    let model = ScriptedModel::new([ModelTurn::calls("", [("p__search", json!({"q": "x"}))])]);
     let (outcome, conversation) = turn(&model, &toolset, &CancellationToken::new()).await;
     let Err(AgentError::Tool { error, .. }) = outcome else { panic!("expected a tool error: {outcome:?}") };
     assert_eq!(error.kind(), ToolErrorKind::Unsupported);
@@ -143,7 +146,7 @@ async fn a_provider_that_cannot_be_reached_at_start_up_fails_it_naming_the_provi
 async fn a_cancelled_call_is_cancelled_upstream_and_ends_the_turn() {
     let upstream = Upstream::new(vec![search()], |_, _| Reply::Hang);
     let toolset = McpToolset::new(vec![provider(upstream.clone(), formatters(None)).await]);
-    let model = ScriptedModel::new([calls("", [("p__search", json!({"q": "x"}))])]);
+    let model = ScriptedModel::new([ModelTurn::calls("", [("p__search", json!({"q": "x"}))])]);
     let cancel = CancellationToken::new();
     let running = {
         let cancel = cancel.clone();
@@ -171,7 +174,8 @@ async fn a_cancelled_call_is_cancelled_upstream_and_ends_the_turn() {
 async fn invalid_arguments_are_an_error_result_and_never_reach_the_provider() {
     let upstream = Upstream::new(vec![search()], |_, _| Reply::Result(text("found", false)));
     let toolset = McpToolset::new(vec![provider(upstream.clone(), formatters(None)).await]);
-    let model = ScriptedModel::new([calls("", [("p__search", json!({"q": 5}))]), answer("fixed")]);
+    let model =
+        ScriptedModel::new([ModelTurn::calls("", [("p__search", json!({"q": 5}))]), ModelTurn::answer("fixed")]);
     let (outcome, conversation) = turn(&model, &toolset, &CancellationToken::new()).await;
     assert_eq!(outcome.unwrap(), "fixed");
     let (content, is_error, _) = &results(&conversation)[0];

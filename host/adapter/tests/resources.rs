@@ -5,7 +5,7 @@ mod common;
 
 use common::{Reply, Upstream, formatters, provider, text};
 use serde_json::json;
-use wasmgate_agent::CancellationToken;
+use wasmgate_core::CancellationToken;
 
 fn upstream_with_resources() -> std::sync::Arc<Upstream> {
     let upstream = Upstream::new(vec![], |_, _| Reply::Result(text("x", false)));

@@ -12,9 +12,9 @@ use common::{Reply, Upstream, formatters, text, tool};
 use serde_json::json;
 use wasmgate_adapter::supervised::{Connect, Report};
 use wasmgate_adapter::{AdapterError, Backoff, McpProvider, Supervised, ToolSource};
-use wasmgate_agent::CancellationToken;
 use wasmgate_client::{ClientConfig, TransportError, fake};
-use wasmgate_policy::Naming;
+use wasmgate_core::CancellationToken;
+use wasmgate_core::Naming;
 
 const QUICK: Backoff =
     Backoff { first: Duration::from_millis(20), most: Duration::from_millis(80), settled: Duration::from_secs(60) };

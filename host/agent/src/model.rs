@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::tool::{BoxFuture, ToolSpec};
+use wasmgate_core::{BoxFuture, ToolSpec};
 
 /// One tool call the model asked for.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,7 +35,7 @@ pub enum CallStatus {
     Denied,
     /// No tool of that name is offered; nothing ran.
     UnknownTool,
-    /// The call produced no result (a [`ToolError`](crate::ToolError)); the turn ended.
+    /// The call produced no result (a [`ToolError`](wasmgate_core::ToolError)); the turn ended.
     Failed,
     /// An earlier call of the same turn failed, so this one never ran.
     Skipped,

@@ -1,7 +1,7 @@
 //! [`run_agent`]: ask the model, run the tools it calls, feed the results back, until
 //! it answers without calling a tool.
 //!
-//! The failure contract (DESIGN.md) as the loop applies it:
+//! The failure contract (docs/ARCHITECTURE.md) as the loop applies it:
 //! * a result with `is_error`, a call the hook denied, and a call to a tool nobody
 //!   offers all go back to the model as text, and the loop goes on;
 //! * a [`ToolError`] (no result at all) is recorded as that call's stable text, every
@@ -12,11 +12,9 @@
 //! Calls of one turn run one after another, in the model's order: approval prompts and
 //! audit records then follow the order the model asked in.
 
-use tokio_util::sync::CancellationToken;
+use wasmgate_core::{BoxFuture, CancellationToken, Tool, ToolError, ToolSpec, Toolset};
 
-use crate::error::ToolError;
 use crate::model::{CallStatus, Message, ModelClient, ModelError, ToolCall};
-use crate::tool::{BoxFuture, Tool, ToolSpec};
 
 /// What the loop asks before every call.
 pub trait Hooks: Send + Sync {
@@ -44,20 +42,6 @@ pub enum HookDecision {
 pub struct AllowAll;
 
 impl Hooks for AllowAll {}
-
-/// The tools on offer, asked again before every model turn, so a toolset whose
-/// providers changed their lists (an unknown-tool answer, a change notification) can
-/// offer the fresh list.
-pub trait Toolset: Send + Sync {
-    /// The tools on offer now.
-    fn current(&self) -> BoxFuture<'_, Vec<Tool>>;
-}
-
-impl Toolset for Vec<Tool> {
-    fn current(&self) -> BoxFuture<'_, Vec<Tool>> {
-        Box::pin(async move { self.clone() })
-    }
-}
 
 /// Bounds on one run.
 #[derive(Debug, Clone)]

@@ -5,8 +5,9 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
+use wasmgate_core::{BoxFuture, ToolSpec};
+
 use crate::model::{Message, ModelClient, ModelError, ModelTurn, ToolCall};
-use crate::tool::{BoxFuture, ToolSpec};
 
 /// Plays back its turns in order and records what it was shown. Running out of turns
 /// is a [`ModelError`], so a loop that asks once too often fails loudly.
@@ -54,19 +55,21 @@ impl ModelClient for ScriptedModel {
     }
 }
 
-/// A turn that calls the tools `calls` (name, input), with ids `call-1`, `call-2`, ...
-#[must_use]
-pub fn calls(text: &str, calls: impl IntoIterator<Item = (&'static str, Value)>) -> ModelTurn {
-    let tool_calls = calls
-        .into_iter()
-        .enumerate()
-        .map(|(i, (name, input))| ToolCall { id: format!("call-{}", i + 1), name: name.into(), input })
-        .collect();
-    ModelTurn { text: text.into(), tool_calls }
-}
+impl ModelTurn {
+    /// A turn that calls the tools `calls` (name, input), with ids `call-1`, `call-2`, ...
+    #[must_use]
+    pub fn calls(text: &str, calls: impl IntoIterator<Item = (&'static str, Value)>) -> Self {
+        let tool_calls = calls
+            .into_iter()
+            .enumerate()
+            .map(|(i, (name, input))| ToolCall { id: format!("call-{}", i + 1), name: name.into(), input })
+            .collect();
+        Self { text: text.into(), tool_calls }
+    }
 
-/// A final turn: text and no tool calls.
-#[must_use]
-pub fn answer(text: &str) -> ModelTurn {
-    ModelTurn { text: text.into(), tool_calls: Vec::new() }
+    /// A final turn: text and no tool calls.
+    #[must_use]
+    pub fn answer(text: &str) -> Self {
+        Self { text: text.into(), tool_calls: Vec::new() }
+    }
 }

@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
-use wasmgate_agent::script::{answer, calls};
 use wasmgate_agent::{
-    AgentConfig, AgentError, AllowAll, BoxFuture, CallStatus, CancellationToken, HookDecision, Hooks, Message, SKIPPED,
-    ScriptedModel, Tool, ToolCall, ToolError, ToolErrorKind, ToolResult, ToolSpec, run_agent,
+    AgentConfig, AgentError, AllowAll, CallStatus, HookDecision, Hooks, Message, ModelTurn, SKIPPED, ScriptedModel,
+    ToolCall, run_agent,
 };
+use wasmgate_core::{BoxFuture, CancellationToken, Tool, ToolError, ToolErrorKind, ToolResult, ToolSpec};
 
 fn spec(name: &str) -> ToolSpec {
     ToolSpec { name: name.into(), description: format!("the {name} tool"), input_schema: json!({"type": "object"}) }
@@ -50,7 +50,7 @@ async fn run(model: &ScriptedModel, tools: Vec<Tool>, hooks: &dyn Hooks) -> (Res
 #[tokio::test]
 async fn results_go_back_to_the_model_and_the_loop_ends_on_an_answer() {
     let count = Arc::new(AtomicUsize::new(0));
-    let model = ScriptedModel::new([calls("", [("echo", json!({"a": 1}))]), answer("done")]);
+    let model = ScriptedModel::new([ModelTurn::calls("", [("echo", json!({"a": 1}))]), ModelTurn::answer("done")]);
     let (outcome, conversation) = run(&model, vec![echo(count.clone())], &AllowAll).await;
     assert_eq!(outcome.unwrap(), "done");
     assert_eq!(count.load(Ordering::SeqCst), 1);
@@ -66,7 +66,8 @@ async fn results_go_back_to_the_model_and_the_loop_ends_on_an_answer() {
 #[tokio::test]
 async fn a_tool_error_ends_the_turn_records_failed_and_skipped_and_returns_the_error() {
     let count = Arc::new(AtomicUsize::new(0));
-    let model = ScriptedModel::new([calls("", [("echo", json!(1)), ("broken", json!(2)), ("echo", json!(3))])]);
+    let model =
+        ScriptedModel::new([ModelTurn::calls("", [("echo", json!(1)), ("broken", json!(2)), ("echo", json!(3))])]);
     let (outcome, conversation) = run(&model, vec![echo(count.clone()), failing()], &AllowAll).await;
     let Err(AgentError::Tool { call, error }) = outcome else { panic!("expected a tool error, got {outcome:?}") };
     assert_eq!(call.name, "broken");
@@ -92,7 +93,7 @@ impl Hooks for DenyEcho {
 #[tokio::test]
 async fn a_denied_call_never_runs_and_the_model_reads_the_reason() {
     let count = Arc::new(AtomicUsize::new(0));
-    let model = ScriptedModel::new([calls("", [("echo", json!({}))]), answer("ok")]);
+    let model = ScriptedModel::new([ModelTurn::calls("", [("echo", json!({}))]), ModelTurn::answer("ok")]);
     let (outcome, conversation) = run(&model, vec![echo(count.clone())], &DenyEcho).await;
     assert_eq!(outcome.unwrap(), "ok");
     assert_eq!(count.load(Ordering::SeqCst), 0);
@@ -104,7 +105,7 @@ async fn a_denied_call_never_runs_and_the_model_reads_the_reason() {
 
 #[tokio::test]
 async fn a_call_to_a_tool_nobody_offers_is_a_tool_error_the_model_reads() {
-    let model = ScriptedModel::new([calls("", [("nope", json!({}))]), answer("ok")]);
+    let model = ScriptedModel::new([ModelTurn::calls("", [("nope", json!({}))]), ModelTurn::answer("ok")]);
     let (outcome, conversation) = run(&model, vec![], &AllowAll).await;
     assert_eq!(outcome.unwrap(), "ok");
     let results = tool_results(&conversation);
@@ -115,7 +116,7 @@ async fn a_call_to_a_tool_nobody_offers_is_a_tool_error_the_model_reads() {
 #[tokio::test]
 async fn a_model_that_never_stops_hits_the_turn_limit() {
     let count = Arc::new(AtomicUsize::new(0));
-    let model = ScriptedModel::new((0..5).map(|_| calls("", [("echo", json!({}))])));
+    let model = ScriptedModel::new((0..5).map(|_| ModelTurn::calls("", [("echo", json!({}))])));
     let mut conversation = vec![Message::User("go".into())];
     let config = AgentConfig { max_turns: 3 };
     let outcome =
@@ -134,7 +135,7 @@ async fn a_model_failure_is_returned() {
 
 #[tokio::test]
 async fn a_cancelled_run_stops_before_asking_the_model() {
-    let model = ScriptedModel::new([answer("never")]);
+    let model = ScriptedModel::new([ModelTurn::answer("never")]);
     let cancel = CancellationToken::new();
     cancel.cancel();
     let mut conversation = vec![Message::User("go".into())];

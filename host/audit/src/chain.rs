@@ -9,7 +9,7 @@
 //! was cut short behind it, or rewritten up to it.
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
@@ -40,19 +40,65 @@ impl fmt::Debug for ChainKey {
     }
 }
 
+/// The largest key file read.
+const MAX_KEY_FILE_BYTES: u64 = 4096;
+
+/// Why a key was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// Fewer bytes than [`MIN_KEY_BYTES`].
+    #[error(
+        "the key is {len} bytes; use at least {MIN_KEY_BYTES} random bytes (for example `head -c 32 /dev/urandom > FILE`)"
+    )]
+    TooShort {
+        /// Its length.
+        len: usize,
+    },
+    /// The key file cannot be read.
+    #[error("cannot read the key file {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The key file is not a regular file.
+    #[error("the key file {} is not a regular file", path.display())]
+    NotAFile {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Others than its owner may read the key file.
+    #[error("the key file {} can be read by others than its owner: `chmod 600 {}`", path.display(), path.display())]
+    Readable {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The key file is larger than any key.
+    #[error("the key file {} is larger than {MAX_KEY_FILE_BYTES} bytes", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The key in the file is not a key.
+    #[error("{}", path.display())]
+    InFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with its key.
+        source: Box<KeyError>,
+    },
+}
+
 impl ChainKey {
     /// A key of these bytes, at least [`MIN_KEY_BYTES`] long.
     ///
     /// # Errors
     ///
-    /// What is wrong with it.
-    pub fn new(bytes: Vec<u8>) -> Result<Self, String> {
+    /// [`KeyError::TooShort`].
+    pub fn new(bytes: Vec<u8>) -> Result<Self, KeyError> {
         if bytes.len() < MIN_KEY_BYTES {
-            return Err(format!(
-                "the key is {} bytes; use at least {MIN_KEY_BYTES} random bytes (for example `head -c 32 \
-                 /dev/urandom > FILE`)",
-                bytes.len()
-            ));
+            return Err(KeyError::TooShort { len: bytes.len() });
         }
         Ok(Self(bytes))
     }
@@ -62,25 +108,22 @@ impl ChainKey {
     ///
     /// # Errors
     ///
-    /// What is wrong with the file, and what to do.
-    pub fn load(path: &Path) -> Result<Self, String> {
+    /// A [`KeyError`]: what is wrong with the file, and what to do.
+    pub fn load(path: &Path) -> Result<Self, KeyError> {
         use std::os::unix::fs::PermissionsExt as _;
-        let meta = std::fs::metadata(path).map_err(|e| format!("cannot read the key file {}: {e}", path.display()))?;
+        let file = || path.to_owned();
+        let meta = std::fs::metadata(path).map_err(|source| KeyError::Read { path: file(), source })?;
         if !meta.is_file() {
-            return Err(format!("the key file {} is not a regular file", path.display()));
+            return Err(KeyError::NotAFile { path: file() });
         }
         if meta.permissions().mode() & 0o077 != 0 {
-            return Err(format!(
-                "the key file {} can be read by others than its owner: `chmod 600 {}`",
-                path.display(),
-                path.display()
-            ));
+            return Err(KeyError::Readable { path: file() });
         }
-        if meta.len() > 4096 {
-            return Err(format!("the key file {} is larger than 4096 bytes", path.display()));
+        if meta.len() > MAX_KEY_FILE_BYTES {
+            return Err(KeyError::TooLarge { path: file() });
         }
-        let bytes = std::fs::read(path).map_err(|e| format!("cannot read the key file {}: {e}", path.display()))?;
-        Self::new(bytes).map_err(|e| format!("{}: {e}", path.display()))
+        let bytes = std::fs::read(path).map_err(|source| KeyError::Read { path: file(), source })?;
+        Self::new(bytes).map_err(|e| KeyError::InFile { path: file(), source: Box::new(e) })
     }
 
     /// A 32-byte key for `purpose`, derived from this secret (HMAC-SHA256 of the purpose):
@@ -152,11 +195,16 @@ impl fmt::Display for Anchor {
     }
 }
 
-impl std::str::FromStr for Anchor {
-    type Err = String;
+/// A text that is not an anchor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("not an anchor: expected `{ANCHOR_PREFIX}:SEQ:HASH`, as `wasmgate audit anchor` prints")]
+pub struct NotAnAnchor;
 
-    fn from_str(text: &str) -> Result<Self, String> {
-        let bad = || format!("not an anchor: expected `{ANCHOR_PREFIX}:SEQ:HASH`, as `wasmgate audit anchor` prints");
+impl std::str::FromStr for Anchor {
+    type Err = NotAnAnchor;
+
+    fn from_str(text: &str) -> Result<Self, NotAnAnchor> {
+        let bad = || NotAnAnchor;
         let mut parts = text.trim().split(':');
         let (Some(ANCHOR_PREFIX), Some(seq), Some(hash), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
@@ -217,13 +265,13 @@ mod tests {
 
     #[test]
     fn a_short_or_shared_key_is_refused() {
-        assert!(ChainKey::new(vec![0; 31]).unwrap_err().contains("at least 32"));
+        assert!(ChainKey::new(vec![0; 31]).unwrap_err().to_string().contains("at least 32"));
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("key");
         std::fs::write(&path, [7u8; 32]).unwrap();
         use std::os::unix::fs::PermissionsExt as _;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
-        assert!(ChainKey::load(&path).unwrap_err().contains("chmod 600"));
+        assert!(ChainKey::load(&path).unwrap_err().to_string().contains("chmod 600"));
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(ChainKey::load(&path).unwrap(), ChainKey::new(vec![7; 32]).unwrap());
         assert!(format!("{:?}", ChainKey::load(&path).unwrap()).contains("secret"));

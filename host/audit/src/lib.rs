@@ -35,7 +35,7 @@ mod writer;
 #[cfg(test)]
 mod group_commit_tests;
 
-pub use chain::{Anchor, ChainKey};
+pub use chain::{Anchor, ChainKey, KeyError, NotAnAnchor};
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use durability::Durability;
 pub use error::AuditError;

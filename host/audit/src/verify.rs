@@ -156,20 +156,17 @@ pub fn verify_with(path: &Path, tail: Tail) -> Result<Summary, VerifyError> {
 ///
 /// # Errors
 ///
-/// The log cannot be read, or a line before the anchored one is over the longest record.
-pub fn holds(path: &Path, anchor: &Anchor) -> Result<bool, String> {
+/// The log cannot be read.
+pub fn holds(path: &Path, anchor: &Anchor) -> std::io::Result<bool> {
     if anchor.seq == 0 {
         return Ok(anchor.hash == line_hash(GENESIS));
     }
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let file = std::fs::File::open(path)?;
     let mut reader = BufReader::new(file);
     let mut line = Vec::new();
     for number in 1..=anchor.seq {
         line.clear();
-        let read = (&mut reader)
-            .take(MAX_LINE_BYTES + 2)
-            .read_until(b'\n', &mut line)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let read = (&mut reader).take(MAX_LINE_BYTES + 2).read_until(b'\n', &mut line)?;
         if read == 0 || line.last() != Some(&b'\n') {
             // The log ends (or a record is torn) before the anchored record.
             return Ok(false);

@@ -79,7 +79,7 @@ fn verify(args: &VerifyArgs) -> anyhow::Result<()> {
         (None, None) => None,
     };
     let Some(url) = store else {
-        let anchor = args.anchor.as_deref().map(str::parse::<Anchor>).transpose().map_err(anyhow::Error::msg)?;
+        let anchor = args.anchor.as_deref().map(str::parse::<Anchor>).transpose()?;
         if anchor.is_some() && args.files.len() > 1 {
             bail!("--anchor names one record of one log: give one log with it, or use --store for a cluster's logs");
         }
@@ -181,7 +181,7 @@ fn replica_of(file: &Path) -> anyhow::Result<Option<String>> {
 }
 
 fn check(file: &Path, options: &ReadArgs, anchor: Option<Anchor>) -> anyhow::Result<wasmgate_audit::Summary> {
-    let key = options.key.as_deref().map(ChainKey::load).transpose().map_err(anyhow::Error::msg).context("--key")?;
+    let key = options.key.as_deref().map(ChainKey::load).transpose().context("--key")?;
     let tail = if options.allow_incomplete { Tail::AllowIncomplete } else { Tail::Strict };
     match verify_options(file, &VerifyOptions { tail, key, anchor }) {
         Ok(summary) => Ok(summary),

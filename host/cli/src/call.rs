@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use clap::Args;
 use serde_json::Value;
-use wasmgate_agent::{CancellationToken, Toolset as _};
+use wasmgate_core::{CancellationToken, Toolset as _};
 use wasmgate_guard::{Approver, Unattended};
 
 use crate::open::{ConfigArgs, approver};

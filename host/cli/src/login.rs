@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
-use wasmgate_client::oauth::{LoopbackBrowser, UserAgent};
 use wasmgate_gateway::oauth::{authorizer, token_store};
+use wasmgate_oauth::{LoopbackBrowser, UserAgent};
 
 use crate::open::ConfigArgs;
 
@@ -46,7 +46,7 @@ pub async fn login(args: LoginArgs) -> anyhow::Result<()> {
             config.path.display()
         );
     };
-    let endpoint = wasmgate_client::oauth::Url::parse(url).with_context(|| format!("the URL of {}", args.provider))?;
+    let endpoint = url::Url::parse(url).with_context(|| format!("the URL of {}", args.provider))?;
     let port = settings.redirect_port.unwrap_or(0);
     let browser = LoopbackBrowser::bind(port, Duration::from_secs(args.timeout)).await?;
     let agent: Arc<dyn UserAgent> = Arc::new(browser);

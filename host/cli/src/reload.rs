@@ -54,7 +54,7 @@ impl Reloader {
                 }
                 answer
             }
-            Err(why) => format!("refused: {}", why.replace('\n', " ")),
+            Err(error) => format!("refused: {}", error.one_line()),
         }
     }
 }

@@ -68,7 +68,7 @@ pub async fn run(args: ReviewArgs) -> anyhow::Result<()> {
             }
         }
         if let Some(Err(why)) = offer.definition.get("inputSchema").map(definition::clean_schema) {
-            println!("WITHHELD even if approved: its inputSchema: {}", escape_for_display(&why));
+            println!("WITHHELD even if approved: its inputSchema: {}", escape_for_display(&why.to_string()));
         }
         for (at, found) in definition::poisoned(&offer.definition) {
             println!(
@@ -108,7 +108,10 @@ fn review_code(args: &ReviewArgs) -> anyhow::Result<()> {
         let code = match (&review.code, &review.state) {
             (_, CodeState::Reviewed) => continue,
             (Err(why), _) => {
-                println!("\nthe code of provider {provider} cannot be read: {}", escape_for_display(why));
+                println!(
+                    "\nthe code of provider {provider} cannot be read: {}",
+                    escape_for_display(&wasmgate_core::report(why))
+                );
                 continue;
             }
             (Ok(code), CodeState::New) => {

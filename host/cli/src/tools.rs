@@ -2,10 +2,11 @@
 
 use std::sync::Arc;
 
-use wasmgate_client::oauth::{LoginStatus, Url};
+use url::Url;
 use wasmgate_gateway::oauth::authorizer;
 use wasmgate_gateway::{Config, ToolState};
 use wasmgate_guard::Unattended;
+use wasmgate_oauth::LoginStatus;
 use wasmgate_policy::sanitize::escape_for_display;
 
 use crate::open::ConfigArgs;

@@ -180,11 +180,11 @@ async fn a_prompt_or_a_read_that_needs_input_asks_the_client_in_both_eras() {
         let client = client(dir.path(), version, Arc::clone(&answers)).await;
         let name = "up__test_input_required_result_prompt";
         let prompt = client.get_prompt(name, Map::new(), CancellationToken::new()).await.unwrap();
-        let texts: String = prompt.messages.iter().filter_map(|m| m.content["text"].as_str()).collect();
+        let texts: String = prompt.prompt.messages.iter().filter_map(|m| m.content["text"].as_str()).collect();
         assert!(texts.contains("Prompt with context: tests"), "{version}: {texts}");
         let read = client.read_resource("test://ask-first", CancellationToken::new()).await.unwrap();
         let text = match read.contents.first() {
-            Some(wasmgate_protocol::ResourceContents::Text { text, .. }) => text.clone(),
+            Some(wasmgate_core::Contents::Text { text, .. }) => text.clone(),
             other => panic!("{version}: expected text, got {other:?}"),
         };
         assert!(text.contains("Read for Alice"), "{version}: {text}");

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use wasmgate_client::{
     CallOptions, CancellationToken, ClientConfig, ClientError, McpClient, ProgressFn, StdioConfig, StdioTransport,
 };
-use wasmgate_protocol::{CompleteRequest, ResourceContents};
+use wasmgate_core::{CompletionRequest, Contents};
 
 /// A gateway fronting the fixture with `policy_extra` added to its provider's policy.
 fn gateway(policy_extra: &str) -> tempfile::TempDir {
@@ -77,15 +77,15 @@ async fn allowed_resources_are_listed_read_framed_and_audited() {
     assert_eq!(templates[0].uri_template, "test://template/{id}/data");
 
     let read = client.read_resource("test://static-text", CancellationToken::new()).await.unwrap();
-    let ResourceContents::Text { text, .. } = &read.contents[0] else { panic!("text expected: {read:?}") };
+    let Contents::Text { text, .. } = &read.contents[0] else { panic!("text expected: {read:?}") };
     assert!(text.contains("<untrusted-data boundary="), "resource text is framed: {text}");
     assert!(text.contains("This is the content of the static text resource."), "{text}");
 
     let binary = client.read_resource("test://static-binary", CancellationToken::new()).await.unwrap();
-    assert!(matches!(&binary.contents[0], ResourceContents::Blob { mime_type: Some(m), .. } if m == "image/png"));
+    assert!(matches!(&binary.contents[0], Contents::Blob { mime_type: Some(m), .. } if m == "image/png"));
 
     let templated = client.read_resource("test://template/42/data", CancellationToken::new()).await.unwrap();
-    let ResourceContents::Text { text, .. } = &templated.contents[0] else { panic!("{templated:?}") };
+    let Contents::Text { text, .. } = &templated.contents[0] else { panic!("{templated:?}") };
     assert!(text.contains("Data for ID: 42"), "{text}");
 
     let denied = client.read_resource("test://other", CancellationToken::new()).await.unwrap_err();
@@ -132,19 +132,19 @@ async fn allowed_prompts_are_listed_fetched_and_framed_and_others_are_unknown() 
     arguments.insert("arg1".into(), json!("one"));
     arguments.insert("arg2".into(), json!("two"));
     let got = client.get_prompt("up__test_prompt_with_arguments", arguments, CancellationToken::new()).await.unwrap();
-    let text = got.messages[0].content["text"].as_str().unwrap();
+    let text = got.prompt.messages[0].content["text"].as_str().unwrap();
     assert!(text.contains("<untrusted-data boundary=") && text.contains("arg1='one'"), "{text}");
 
     let image = client.get_prompt("up__test_prompt_with_image", Map::new(), CancellationToken::new()).await.unwrap();
-    assert_eq!(image.messages[0].content["type"], "image", "images pass as sent: {:?}", image.messages);
-    assert_eq!(image.messages[0].content["mimeType"], "image/png");
+    assert_eq!(image.prompt.messages[0].content["type"], "image", "images pass as sent: {:?}", image.prompt.messages);
+    assert_eq!(image.prompt.messages[0].content["mimeType"], "image/png");
 
     for name in ["test_simple_prompt", "other__test_simple_prompt", "up__missing"] {
         let unknown = client.get_prompt(name, Map::new(), CancellationToken::new()).await.unwrap_err();
         assert_eq!(rpc_code(&unknown), -32602, "{name}: {unknown}");
     }
 
-    let request = CompleteRequest {
+    let request = CompletionRequest {
         reference: json!({"type": "ref/prompt", "name": "up__test_prompt_with_arguments"}),
         argument_name: "arg1".into(),
         argument_value: "o".into(),
@@ -152,7 +152,7 @@ async fn allowed_prompts_are_listed_fetched_and_framed_and_others_are_unknown() 
     };
     let completion = client.complete(request, CancellationToken::new()).await.unwrap();
     assert!(completion.values.is_empty(), "the fixture completes nothing: {completion:?}");
-    let request = CompleteRequest {
+    let request = CompletionRequest {
         reference: json!({"type": "ref/prompt", "name": "up__not_allowed"}),
         argument_name: "a".into(),
         argument_value: String::new(),

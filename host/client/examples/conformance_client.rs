@@ -16,12 +16,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use wasmgate_client::oauth::{
-    Authorizer, ClientIdentity, FollowRedirect, Grant, OAuthConfig, PrivateKey, TokenAuth, Url, UserAgent,
-};
-use wasmgate_client::{
-    BoxFuture, CancellationToken, ClientConfig, HeaderValueSource, HttpConfig, HttpTransport, InputDeclined,
-    InputHandler, InputRequest, McpClient,
+use url::Url;
+use wasmgate_client::{ClientConfig, HttpConfig, HttpTransport, InputDeclined, InputHandler, InputRequest, McpClient};
+use wasmgate_core::{BoxFuture, CancellationToken};
+use wasmgate_oauth::{
+    Authorizer, ClientIdentity, FollowRedirect, Grant, OAuthConfig, PrivateKey, SecretSource, TokenAuth, UserAgent,
 };
 use wasmgate_protocol::ProtocolVersion;
 
@@ -164,12 +163,12 @@ fn authorizer(scenario: &str, context: &Value) -> Result<Authorizer, String> {
     config.client_metadata_url = Some("https://conformance-test.local/client-metadata.json".into());
     if let Some(id) = text("client_id") {
         let key = text("private_key_pem").map(|pem| PrivateKey {
-            pem: HeaderValueSource::Value(pem),
+            pem: SecretSource::Value(pem),
             algorithm: text("signing_algorithm").unwrap_or_else(|| "ES256".into()),
         });
         let method = key.as_ref().map(|_| TokenAuth::PrivateKeyJwt);
         config.client =
-            ClientIdentity::Registered { id, secret: text("client_secret").map(HeaderValueSource::Value), key, method };
+            ClientIdentity::Registered { id, secret: text("client_secret").map(SecretSource::Value), key, method };
     }
     if scenario.starts_with("auth/client-credentials") {
         config.grant = Grant::ClientCredentials;

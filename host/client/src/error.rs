@@ -227,20 +227,6 @@ impl From<wasmgate_protocol::ProtocolError> for ClientError {
     }
 }
 
-/// `error` and its causes, joined by `: `, as a person reads them (and as the command
-/// line reports an error).
-#[must_use]
-pub fn report(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 /// The methods an `input_required` result asks for, for messages.
 pub(crate) fn asked(required: &wasmgate_protocol::InputRequired) -> String {
     let methods: Vec<&str> = required

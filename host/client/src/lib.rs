@@ -20,15 +20,12 @@
 //!   cache kept honest by a change stream (`subscriptions/listen` in 2026-07-28, the
 //!   GET stream of handshake-era HTTP), `tools/call` with timeouts, cancellation,
 //!   progress and `input_required`.
-//! * [`egress`]: the proxy through which a stdio server granted hosts reaches them.
 //! * [`error`]: [`ClientError`], [`TransportError`], [`CloseReason`].
 //!
 //! Nothing here panics on server input, waits without a bound, or buffers without a cap.
 
 pub mod client;
-pub mod egress;
 pub mod error;
-pub mod oauth;
 pub mod transport;
 
 pub use client::{
@@ -38,7 +35,7 @@ pub use client::{
 pub use error::{ClientError, CloseReason, TransportError};
 pub use tokio_util::sync::CancellationToken;
 pub use transport::fake::{self, FakeServer, FakeTransport};
-pub use transport::http::{Bearer, HeaderValueSource, HttpConfig, HttpTransport};
+pub use transport::http::{Bearer, HttpConfig, HttpTransport};
 pub use transport::process::resolve_program;
 pub use transport::stderr::StderrTail;
 pub use transport::stdio::{StdioConfig, StdioLimits, StdioTransport};

@@ -390,7 +390,7 @@ impl Drop for DelegatedCgroup {
 
 #[tokio::test]
 async fn a_server_granted_one_host_reaches_it_through_the_proxy_and_nothing_else() {
-    use wasmgate_client::egress::{EgressGrant, EgressObserver, HostGrant};
+    use wasmgate_egress::{EgressGrant, EgressObserver, HostGrant};
     let granted = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     let port = granted.local_addr().unwrap().port();
     let other = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();

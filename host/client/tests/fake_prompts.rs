@@ -13,8 +13,9 @@ use wasmgate_client::{
     BoxFuture, CancellationToken, ClientConfig, ClientError, FakeServer, InputDeclined, InputHandler, InputRequest,
     McpClient, fake,
 };
+use wasmgate_core::{Completion, CompletionRequest, PromptInfo, ResourceTemplate, Role};
+use wasmgate_protocol::GetPromptResult;
 use wasmgate_protocol::codes::INVALID_PARAMS;
-use wasmgate_protocol::{CompleteRequest, CompleteResult, GetPromptResult, PromptInfo, ResourceTemplateInfo, Role};
 
 /// A connected 2026-07-28 client whose server declares `resources`, `prompts` and
 /// `completions` (and no tool changes, so no subscription is opened), and the server end.
@@ -53,7 +54,7 @@ async fn prompts_page(server: &mut FakeServer, names: &[&str], next: Option<&str
     page(server, "prompts/list", "prompts", entries, next).await
 }
 
-fn list_templates(client: &McpClient) -> tokio::task::JoinHandle<Result<Vec<ResourceTemplateInfo>, ClientError>> {
+fn list_templates(client: &McpClient) -> tokio::task::JoinHandle<Result<Vec<ResourceTemplate>, ClientError>> {
     let client = client.clone();
     tokio::spawn(async move { client.list_resource_templates().await })
 }
@@ -78,15 +79,15 @@ type GetOutcome = Result<GetPromptResult, ClientError>;
 
 fn complete(
     client: &McpClient,
-    request: CompleteRequest,
-) -> tokio::task::JoinHandle<Result<CompleteResult, ClientError>> {
+    request: CompletionRequest,
+) -> tokio::task::JoinHandle<Result<Completion, ClientError>> {
     let client = client.clone();
     tokio::spawn(async move { client.complete(request, CancellationToken::new()).await })
 }
 
 /// Completion of the `language` argument of the prompt `review`, typed so far as `py`.
-fn language_of_review() -> CompleteRequest {
-    CompleteRequest {
+fn language_of_review() -> CompletionRequest {
+    CompletionRequest {
         reference: json!({"type": "ref/prompt", "name": "review"}),
         argument_name: "language".into(),
         argument_value: "py".into(),
@@ -188,10 +189,10 @@ async fn getting_a_prompt_sends_its_name_and_arguments_and_returns_its_messages(
                           {"role": "assistant", "content": {"type": "text", "text": "Looking."}}]);
     server.respond(&id, json!({"resultType": "complete", "description": "A review", "messages": messages})).await;
     let result = getting.await.unwrap().unwrap();
-    assert_eq!(result.description.as_deref(), Some("A review"));
-    let roles: Vec<Role> = result.messages.iter().map(|m| m.role).collect();
+    assert_eq!(result.prompt.description.as_deref(), Some("A review"));
+    let roles: Vec<Role> = result.prompt.messages.iter().map(|m| m.role).collect();
     assert_eq!(roles, [Role::User, Role::Assistant]);
-    assert_eq!(result.messages[0].content["text"], "Review fn main() {}");
+    assert_eq!(result.prompt.messages[0].content["text"], "Review fn main() {}");
     assert_eq!(result.raw["messages"], messages);
 }
 
@@ -257,7 +258,7 @@ async fn a_prompt_that_asks_for_input_is_answered_by_the_handler_and_asked_again
     let messages = json!([{"role": "user", "content": {"type": "text", "text": "Context: tests"}}]);
     server.respond(&retry, json!({"resultType": "complete", "messages": messages})).await;
     let prompt = getting.await.unwrap().unwrap();
-    assert_eq!(prompt.messages.len(), 1);
+    assert_eq!(prompt.prompt.messages.len(), 1);
 }
 
 #[tokio::test]
@@ -295,7 +296,7 @@ async fn a_cancelled_prompt_get_sends_notifications_cancelled() {
 #[tokio::test]
 async fn completion_sends_the_reference_and_argument_and_returns_the_values() {
     let (client, mut server) = connected(ClientConfig::default()).await;
-    let request = CompleteRequest {
+    let request = CompletionRequest {
         context_arguments: Some(Map::from_iter([("code".into(), json!("x"))])),
         ..language_of_review()
     };
@@ -329,7 +330,7 @@ async fn more_than_a_hundred_completion_values_are_a_malformed_message() {
 #[tokio::test]
 async fn a_completion_reference_of_another_kind_is_never_sent() {
     let (client, mut server) = connected(ClientConfig::default()).await;
-    let request = CompleteRequest { reference: json!({"type": "ref/tool", "name": "t"}), ..language_of_review() };
+    let request = CompletionRequest { reference: json!({"type": "ref/tool", "name": "t"}), ..language_of_review() };
     let outcome = complete(&client, request).await.unwrap();
     assert!(
         matches!(&outcome, Err(ClientError::InvalidRequest(why)) if why.contains("params.ref.type")),

@@ -9,8 +9,9 @@ use std::time::Duration;
 use common::{expect_notification, expect_request};
 use serde_json::{Value, json};
 use wasmgate_client::{CancellationToken, ClientConfig, ClientError, FakeServer, McpClient, fake};
+use wasmgate_core::{Contents, Resource};
+use wasmgate_protocol::ReadResourceResult;
 use wasmgate_protocol::codes::INVALID_PARAMS;
-use wasmgate_protocol::{ReadResourceResult, ResourceContents, ResourceInfo};
 
 /// A connected 2026-07-28 client whose server declares `resources` (and no tool changes,
 /// so no subscription is opened), and the server end.
@@ -36,7 +37,7 @@ async fn page(server: &mut FakeServer, uris: &[&str], next_cursor: Option<&str>)
     params.get("cursor").cloned().unwrap_or(Value::Null)
 }
 
-fn list(client: &McpClient) -> tokio::task::JoinHandle<Result<Vec<ResourceInfo>, ClientError>> {
+fn list(client: &McpClient) -> tokio::task::JoinHandle<Result<Vec<Resource>, ClientError>> {
     let client = client.clone();
     tokio::spawn(async move { client.list_resources().await })
 }
@@ -48,7 +49,7 @@ fn read(client: &McpClient, uri: &str, cancel: CancellationToken) -> tokio::task
 
 type ReadOutcome = Result<ReadResourceResult, ClientError>;
 
-fn uris(resources: &[ResourceInfo]) -> Vec<&str> {
+fn uris(resources: &[Resource]) -> Vec<&str> {
     resources.iter().map(|r| r.uri.as_str()).collect()
 }
 
@@ -126,7 +127,7 @@ async fn reading_returns_text_and_blob_contents_for_the_uri_asked() {
     server.respond(&id, json!({"resultType": "complete", "contents": contents})).await;
     let result = reading.await.unwrap().unwrap();
     match &result.contents[..] {
-        [ResourceContents::Text { text, mime_type, .. }, ResourceContents::Blob { blob, .. }] => {
+        [Contents::Text { text, mime_type, .. }, Contents::Blob { blob, .. }] => {
             assert_eq!((text.as_str(), mime_type.as_deref()), ("hello", Some("text/plain")));
             assert_eq!(blob, "iVBORw0KGgo=");
         }

@@ -237,8 +237,8 @@ async fn extra_headers_go_with_every_request_from_their_values_or_variables() {
     let endpoint = Endpoint::bind().await;
     let mut config = HttpConfig::new("scripted", &endpoint.url);
     config.headers = vec![
-        ("X-Api-Key".into(), wasmgate_client::HeaderValueSource::FromEnv("PATH".into())),
-        ("X-Team".into(), wasmgate_client::HeaderValueSource::Value("blue".into())),
+        ("X-Api-Key".into(), wasmgate_oauth::SecretSource::FromEnv("PATH".into())),
+        ("X-Team".into(), wasmgate_oauth::SecretSource::Value("blue".into())),
     ];
     let client = modern(&endpoint, config).await;
     let answer = call(&client, "t");
@@ -248,7 +248,7 @@ async fn extra_headers_go_with_every_request_from_their_values_or_variables() {
     exchange.result(text("ok"), &[]).await;
     assert_eq!(answer.await.unwrap().unwrap(), "ok");
 
-    let refused = |headers: Vec<(&str, wasmgate_client::HeaderValueSource)>, url: &str, bearer: bool| {
+    let refused = |headers: Vec<(&str, wasmgate_oauth::SecretSource)>, url: &str, bearer: bool| {
         let mut config = HttpConfig::new("scripted", url);
         config.headers = headers.into_iter().map(|(n, v)| (n.to_owned(), v)).collect();
         if bearer {
@@ -256,11 +256,9 @@ async fn extra_headers_go_with_every_request_from_their_values_or_variables() {
         }
         HttpTransport::new(&config).err().map(|e| e.to_string()).unwrap_or_default()
     };
-    let value = || wasmgate_client::HeaderValueSource::Value("v".into());
+    let value = || wasmgate_oauth::SecretSource::Value("v".into());
     let local = "http://127.0.0.1:9/mcp";
-    assert!(
-        refused(vec![("X-Key", wasmgate_client::HeaderValueSource::FromEnv(var.into()))], local, false).contains(var)
-    );
+    assert!(refused(vec![("X-Key", wasmgate_oauth::SecretSource::FromEnv(var.into()))], local, false).contains(var));
     for reserved in ["Mcp-Session-Id", "MCP-Protocol-Version", "Content-Type", "Host", "Accept"] {
         assert!(refused(vec![(reserved, value())], local, false).contains("cannot be set"), "{reserved}");
     }

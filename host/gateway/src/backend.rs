@@ -8,19 +8,19 @@
 //! list on a later look, moves the counter the server announces to its clients.
 //!
 //! Resources, resource templates, prompts and completion are the guard's
-//! [`GuardedContent`], mapped to the server's terms here.
+//! [`GuardedContent`], served as it answers them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 use tokio::sync::watch;
-use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolResult, ToolSpec, context};
-use wasmgate_guard::content::{self, CompletionRef, GuardedContent};
-use wasmgate_guard::{ContentSource, Guard, GuardedToolset};
+use wasmgate_core::{BoxFuture, CallContext, CancellationToken, Tool, ToolResult, ToolSpec};
+use wasmgate_core::{CompleteParams, Completion, ContentSource, Offers, Prompt, Refusal, ResourceWatch};
+use wasmgate_guard::{Guard, GuardedContent, GuardedToolset};
 use wasmgate_policy::split_prefixed;
-use wasmgate_protocol::server::{self as wire, CompleteParams, GetPromptParams};
-use wasmgate_server::{Backend, CallFailure, Completion, Offers, Prompt, Refusal, ResourceWatch};
+use wasmgate_protocol::server::GetPromptParams;
+use wasmgate_server::{Backend, CallFailure};
 
 use crate::start::Gateway;
 
@@ -191,7 +191,7 @@ impl Backend for GatewayBackend {
             let tools = self.look().await;
             // Each caller's list leaves out what the policy denies that caller whatever
             // the arguments (its provider's caller rules, the tool's own).
-            let facts = context::caller().map(|caller| caller.facts());
+            let facts = CallContext::caller().map(|caller| caller.facts());
             let policy = self.guard.policy();
             let admitted = self.admitted.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let denied = |name: &str| {
@@ -234,14 +234,7 @@ impl Backend for GatewayBackend {
     }
 
     fn offers(&self) -> Offers {
-        let offers = self.content.offers();
-        Offers {
-            resources: offers.resources,
-            prompts: offers.prompts,
-            completions: offers.completions,
-            logging: true,
-            subscriptions: offers.resources,
-        }
+        Offers { logging: true, ..self.content.offers() }
     }
 
     fn resources(&self) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
@@ -253,7 +246,7 @@ impl Backend for GatewayBackend {
     }
 
     fn read_resource(&self, uri: String, cancel: CancellationToken) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
-        Box::pin(async move { self.content.read_resource(&uri, cancel).await.map_err(refusal) })
+        Box::pin(async move { self.content.read_resource(&uri, cancel).await })
     }
 
     fn unready(&self) -> Vec<String> {
@@ -261,10 +254,7 @@ impl Backend for GatewayBackend {
     }
 
     fn watch_resource(&self, uri: String) -> BoxFuture<'_, Result<ResourceWatch, Refusal>> {
-        Box::pin(async move {
-            let watch = self.content.watch_resource(&uri).await.map_err(refusal)?;
-            Ok(ResourceWatch { changes: watch.changes, keep: watch.keep })
-        })
+        Box::pin(async move { self.content.watch_resource(&uri).await })
     }
 
     fn prompts(&self) -> BoxFuture<'_, Result<Vec<Value>, Refusal>> {
@@ -272,10 +262,7 @@ impl Backend for GatewayBackend {
     }
 
     fn get_prompt(&self, params: GetPromptParams, cancel: CancellationToken) -> BoxFuture<'_, Result<Prompt, Refusal>> {
-        Box::pin(async move {
-            let prompt = self.content.get_prompt(&params.name, params.arguments, cancel).await.map_err(refusal)?;
-            Ok(Prompt { description: prompt.description, messages: prompt.messages })
-        })
+        Box::pin(async move { self.content.get_prompt(&params.name, params.arguments, cancel).await })
     }
 
     fn complete(
@@ -283,28 +270,6 @@ impl Backend for GatewayBackend {
         params: CompleteParams,
         cancel: CancellationToken,
     ) -> BoxFuture<'_, Result<Completion, Refusal>> {
-        Box::pin(async move {
-            let reference = match params.reference {
-                wire::CompletionRef::Prompt(name) => CompletionRef::Prompt(name),
-                wire::CompletionRef::Resource(uri) => CompletionRef::Resource(uri),
-            };
-            let params = content::CompleteParams {
-                reference,
-                argument_name: params.argument_name,
-                argument_value: params.argument_value,
-                context_arguments: params.context_arguments,
-            };
-            let done = self.content.complete(params, cancel).await.map_err(refusal)?;
-            Ok(Completion { values: done.values, total: done.total, has_more: done.has_more })
-        })
-    }
-}
-
-/// The guard's refusal in the server's terms.
-fn refusal(refused: content::Refusal) -> Refusal {
-    match refused {
-        content::Refusal::ResourceNotFound(uri) => Refusal::ResourceNotFound(uri),
-        content::Refusal::InvalidParams(text) => Refusal::InvalidParams(text),
-        other => Refusal::Failed(other.to_string()),
+        Box::pin(async move { self.content.complete(params, cancel).await })
     }
 }

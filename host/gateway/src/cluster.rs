@@ -41,19 +41,19 @@ impl Member {
     pub async fn join(config: &ClusterConfig) -> Result<Self, StartError> {
         let url = match (&config.store, &config.store_env) {
             (Some(url), _) => url.clone(),
-            (None, Some(var)) => std::env::var(var)
-                .map_err(|_| StartError::Cluster(format!("[cluster] store_env {var}: the variable is not set")))?,
-            (None, None) => return Err(StartError::Cluster("[cluster] names no store".into())),
+            (None, Some(var)) => std::env::var(var).map_err(|_| {
+                StartError::cluster(format!("[cluster] store_env {var}: the variable is not set"), None)
+            })?,
+            (None, None) => return Err(StartError::cluster("[cluster] names no store", None)),
         };
         let timeout = Duration::from_millis(config.store_timeout_ms);
-        let store = Store::new(&url, timeout).map_err(|e| StartError::Cluster(e.to_string()))?;
+        let store = Store::new(&url, timeout).map_err(|e| StartError::cluster("[cluster] store", Some(e.into())))?;
         store.ping().await.map_err(|e| {
-            StartError::Cluster(format!(
-                "{e}; a replica does not start without its shared store (start it, or fix the URL)"
-            ))
+            let what = "a replica does not start without its shared store (start it, or fix the URL)";
+            StartError::cluster(what, Some(e.into()))
         })?;
         let secret = ChainKey::load(&config.approval_key_file)
-            .map_err(|e| StartError::Cluster(format!("[cluster] approval_key_file: {e}")))?;
+            .map_err(|e| StartError::cluster("[cluster] approval_key_file", Some(e.into())))?;
         Ok(Self {
             config: config.clone(),
             store: Arc::new(store),
@@ -85,7 +85,7 @@ impl Member {
             log: head.seq,
             stored,
         };
-        let unreachable = |e: wasmgate_store::StoreError| StartError::Cluster(e.to_string());
+        let unreachable = |e: wasmgate_store::StoreError| StartError::cluster("the shared store", Some(e.into()));
         if let Some(stored) = self.store.anchor_of(self.replica()).await.map_err(unreachable)? {
             if stored.seq > head.seq {
                 return Err(behind(stored.seq));
@@ -93,8 +93,8 @@ impl Member {
             let (log, anchor) = (path.clone(), stored.clone());
             let held = tokio::task::spawn_blocking(move || wasmgate_audit::holds(&log, &anchor))
                 .await
-                .map_err(|e| StartError::Cluster(format!("checking the audit log stopped: {e}")))?
-                .map_err(StartError::Cluster)?;
+                .map_err(|e| StartError::cluster("checking the audit log stopped", Some(e.into())))?
+                .map_err(|e| StartError::cluster(format!("cannot read {}", path.display()), Some(e.into())))?;
             if !held {
                 let replica = self.replica().to_owned();
                 return Err(StartError::AuditRewritten { path, replica, seq: stored.seq });
@@ -165,7 +165,7 @@ impl Member {
         wasmgate_server::Cluster {
             replica: self.config.replica.clone(),
             approval_key: self.approval_key,
-            store: Arc::clone(&self.store) as Arc<dyn wasmgate_server::SharedStore>,
+            store: Arc::clone(&self.store) as Arc<dyn wasmgate_core::SharedStore>,
             affinity: self.config.affinity,
         }
     }

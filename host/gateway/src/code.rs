@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::Read as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 use wasmgate_policy::lock::CodePin;
@@ -42,13 +42,41 @@ pub struct Code {
     pub fetches: Option<String>,
 }
 
+/// Why a provider's code cannot be pinned.
+#[derive(Debug, thiserror::Error)]
+pub enum CodeError {
+    /// Its program cannot be found.
+    #[error("its program cannot be found")]
+    Program(#[source] wasmgate_client::TransportError),
+    /// A file of it cannot be read.
+    #[error("cannot read {} to pin it", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A path of it is not a regular file.
+    #[error("{} is not a regular file", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A file of it is larger than any code pinned.
+    #[error("{} is larger than {MAX_CODE_BYTES} bytes", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
 /// One provider's code, and whether it is the reviewed code.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Review {
     /// The provider.
     pub provider: String,
     /// Its code now, or why it cannot be read.
-    pub code: Result<Code, String>,
+    pub code: Result<Code, CodeError>,
     /// Against the lock file (`New` when the code cannot be read).
     pub state: CodeState,
 }
@@ -134,15 +162,15 @@ fn lexical(path: &Path) -> Vec<std::path::Component<'_>> {
 ///
 /// # Errors
 ///
-/// A file that cannot be found or read, naming it.
-pub fn of(name: &str, provider: &ProviderConfig, policy: &Policy) -> Result<Code, String> {
+/// A [`CodeError`]: a file that cannot be found or read, naming it.
+pub fn of(name: &str, provider: &ProviderConfig, policy: &Policy) -> Result<Code, CodeError> {
     let mut code = Code::default();
     match provider.kind() {
         ProviderKind::Stdio => {
             let command = provider.command.clone().unwrap_or_default();
             let env: BTreeMap<OsString, OsString> =
                 provider.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))).collect();
-            let program = wasmgate_client::resolve_program(&command, &env).map_err(|e| e.to_string())?;
+            let program = wasmgate_client::resolve_program(&command, &env).map_err(CodeError::Program)?;
             let mut names_a_file = false;
             for (i, arg) in provider.args.iter().enumerate() {
                 let path = Path::new(arg);
@@ -173,17 +201,17 @@ pub fn of(name: &str, provider: &ProviderConfig, policy: &Policy) -> Result<Code
 }
 
 /// The SHA-256 and size of the file at `path`.
-fn pin(path: &Path) -> Result<CodePin, String> {
-    let failed = |e: std::io::Error| format!("cannot read {} to pin it: {e}", path.display());
+fn pin(path: &Path) -> Result<CodePin, CodeError> {
+    let failed = |source| CodeError::Read { path: path.to_owned(), source };
     let file = std::fs::File::open(path).map_err(failed)?;
     let meta = file.metadata().map_err(failed)?;
     if !meta.is_file() {
-        return Err(format!("{} is not a regular file", path.display()));
+        return Err(CodeError::NotAFile { path: path.to_owned() });
     }
     let mut hasher = Sha256::new();
     let read = std::io::copy(&mut file.take(MAX_CODE_BYTES + 1), &mut hasher).map_err(failed)?;
     if read > MAX_CODE_BYTES {
-        return Err(format!("{} is larger than {MAX_CODE_BYTES} bytes", path.display()));
+        return Err(CodeError::TooLarge { path: path.to_owned() });
     }
     Ok(CodePin { path: path.display().to_string(), sha256: hex::encode(hasher.finalize()), size: read })
 }
@@ -253,7 +281,7 @@ mod tests {
         let code = of("p", &component, &policy).unwrap();
         assert_eq!(code.pins.keys().collect::<Vec<_>>(), ["component", "formatter:*"]);
         let missing: ProviderConfig = toml::from_str("component = \"/nonexistent/x.wasm\"\n").unwrap();
-        assert!(of("p", &missing, &policy).unwrap_err().contains("cannot read /nonexistent/x.wasm"));
+        assert!(of("p", &missing, &policy).unwrap_err().to_string().contains("cannot read /nonexistent/x.wasm"));
     }
 
     #[test]

@@ -296,8 +296,8 @@ pub struct ProviderConfig {
 impl ProviderConfig {
     /// The names its tools and prompts are shown under.
     #[must_use]
-    pub fn naming(&self) -> wasmgate_policy::Naming {
-        if self.prefix == Some(false) { wasmgate_policy::Naming::AsIs } else { wasmgate_policy::Naming::Prefixed }
+    pub fn naming(&self) -> wasmgate_core::Naming {
+        if self.prefix == Some(false) { wasmgate_core::Naming::AsIs } else { wasmgate_core::Naming::Prefixed }
     }
 }
 

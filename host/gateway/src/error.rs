@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use wasmgate_adapter::AdapterError;
-use wasmgate_audit::AuditError;
+use wasmgate_audit::{AuditError, KeyError};
 use wasmgate_policy::{LockError, PolicyError};
 use wasmgate_sandbox::LoadError;
 
@@ -28,8 +28,8 @@ pub enum StartError {
         source: std::io::Error,
     },
     /// The audit chain's key file is unusable: no log, no calls.
-    #[error("cannot use the audit key file: {0}")]
-    AuditKey(String),
+    #[error("cannot use the audit key file")]
+    AuditKey(#[source] KeyError),
     /// The audit log cannot be opened: no log, no calls.
     #[error("cannot open the audit log")]
     Audit(#[source] AuditError),
@@ -65,8 +65,14 @@ pub enum StartError {
     /// `[cluster]`: the shared store or the approval key cannot be used. A replica does
     /// not start without them: it could not check its audit log against its anchor, and
     /// everything it shares would be refused.
-    #[error("cannot join the cluster: {0}")]
-    Cluster(String),
+    #[error("cannot join the cluster: {what}")]
+    Cluster {
+        /// What cannot be used, and what to do.
+        what: String,
+        /// Why, when something failed.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    },
     /// `[cluster]`: the shared store holds a later anchor for this replica than its audit
     /// log's last record, or another record at the same place.
     #[error(
@@ -103,6 +109,20 @@ pub enum StartError {
 }
 
 impl StartError {
+    /// The error with its causes, on one line (a reload's refusal, a log line).
+    #[must_use]
+    pub fn one_line(&self) -> String {
+        wasmgate_core::report(self).replace('\n', " ")
+    }
+
+    /// The replica cannot join its cluster: `what`, and why (`source`) when something failed.
+    pub(crate) fn cluster(
+        what: impl Into<String>,
+        source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        Self::Cluster { what: what.into(), source }
+    }
+
     /// Provider `provider` could not be started, because of `source`.
     pub(crate) fn provider(
         provider: &str,

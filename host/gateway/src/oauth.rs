@@ -20,10 +20,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Deserialize;
-use wasmgate_client::HeaderValueSource;
-use wasmgate_client::oauth::{
-    AuthError, Authorizer, ClientIdentity, Grant, OAuthConfig, PrivateKey, TokenAuth, TokenStore, UserAgent,
-    read_private,
+use wasmgate_oauth::{
+    AuthError, Authorizer, ClientIdentity, Grant, OAuthConfig, PrivateKey, SecretSource, TokenAuth, TokenStore,
+    UserAgent, read_private,
 };
 
 use crate::config::Config;
@@ -81,16 +80,22 @@ enum RawSecret {
     Other(serde::de::IgnoredAny),
 }
 
-impl TryFrom<RawSecret> for SecretConfig {
-    type Error = String;
+/// A secret given in another form than the two a configuration file may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "a secret is `{{ env = \"VAR\" }}` or `{{ file = \"path\" }}` (mode 0600), never the value itself: the \
+     configuration file is shared"
+)]
+pub struct SecretForm;
 
-    fn try_from(raw: RawSecret) -> Result<Self, String> {
+impl TryFrom<RawSecret> for SecretConfig {
+    type Error = SecretForm;
+
+    fn try_from(raw: RawSecret) -> Result<Self, SecretForm> {
         match raw {
             RawSecret::Table { env: Some(env), file: None } => Ok(Self::Env { env }),
             RawSecret::Table { env: None, file: Some(file) } => Ok(Self::File { file }),
-            _ => Err("a secret is `{ env = \"VAR\" }` or `{ file = \"path\" }` (mode 0600), never the value itself: \
-                      the configuration file is shared"
-                .into()),
+            _ => Err(SecretForm),
         }
     }
 }
@@ -205,15 +210,16 @@ pub fn authorizer(
 
 /// A secret's source: a variable stays one (read when used); a file is read now, and
 /// refused when others may read it.
-fn secret(provider: &str, source: &SecretConfig) -> Result<HeaderValueSource, AuthError> {
+fn secret(provider: &str, source: &SecretConfig) -> Result<SecretSource, AuthError> {
     match source {
-        SecretConfig::Env { env } => Ok(HeaderValueSource::FromEnv(env.clone())),
+        SecretConfig::Env { env } => Ok(SecretSource::FromEnv(env.clone())),
         SecretConfig::File { file } => {
             let refuse = |why: String| AuthError::Config(format!("{provider}: {}: {why}", file.display()));
-            let bytes =
-                read_private(file, MAX_SECRET_FILE).map_err(refuse)?.ok_or_else(|| refuse("no such file".into()))?;
+            let bytes = read_private(file, MAX_SECRET_FILE)
+                .map_err(|e| refuse(wasmgate_core::report(&e)))?
+                .ok_or_else(|| refuse("no such file".into()))?;
             let text = String::from_utf8(bytes).map_err(|_| refuse("not UTF-8 text".into()))?;
-            Ok(HeaderValueSource::Value(text.trim_end_matches(['\n', '\r']).to_owned()))
+            Ok(SecretSource::Value(text.trim_end_matches(['\n', '\r']).to_owned()))
         }
     }
 }
@@ -235,7 +241,7 @@ mod tests {
         let e = secret("p", &source).unwrap_err().to_string();
         assert!(e.contains("chmod 600"), "{e}");
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
-        assert!(matches!(secret("p", &source).unwrap(), HeaderValueSource::Value(v) if v == "shh"));
+        assert!(matches!(secret("p", &source).unwrap(), SecretSource::Value(v) if v == "shh"));
         let missing = SecretConfig::File { file: dir.path().join("none") };
         assert!(secret("p", &missing).is_err());
     }

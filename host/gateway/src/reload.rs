@@ -27,7 +27,8 @@ use std::sync::{Arc, PoisonError};
 
 use wasmgate_adapter::Supervised;
 use wasmgate_audit::{Entry, Event};
-use wasmgate_policy::{Lock, Naming, Policy, ProviderPolicy};
+use wasmgate_core::Naming;
+use wasmgate_policy::{Lock, Policy, ProviderPolicy};
 
 use crate::config::Config;
 use crate::error::StartError;
@@ -53,8 +54,9 @@ impl Gateway {
     ///
     /// # Errors
     ///
-    /// Why the reload was refused (the rules and providers in force stay).
-    pub async fn reload(&self, path: &Path) -> Result<Reloaded, String> {
+    /// A [`StartError`], why the reload was refused (the rules and providers in force
+    /// stay).
+    pub async fn reload(&self, path: &Path) -> Result<Reloaded, StartError> {
         // One at a time: each reads the providers the last one left.
         let _one = self.reloading.lock().await;
         let outcome = self.apply(path).await;
@@ -65,8 +67,8 @@ impl Gateway {
                 started: r.started.clone(),
                 stopped: r.stopped.clone(),
             },
-            Err(why) => Event::Reload {
-                refused: Some(why.clone()),
+            Err(error) => Event::Reload {
+                refused: Some(error.one_line()),
                 restart: Vec::new(),
                 started: Vec::new(),
                 stopped: Vec::new(),
@@ -86,7 +88,7 @@ impl Gateway {
                 restart = %r.restart.join("; "),
                 "reloaded the rules; some changes apply only when the gateway starts again"
             ),
-            Err(why) => tracing::error!(error = %why, "reload refused: the rules in force stay"),
+            Err(error) => tracing::error!(error = %error.one_line(), "reload refused: the rules in force stay"),
         }
         if let Err(e) = self.guard.audit().record_later([Entry::log(event)]) {
             tracing::error!(error = %e, "the reload could not be recorded in the audit log");
@@ -94,7 +96,7 @@ impl Gateway {
         outcome
     }
 
-    async fn apply(&self, path: &Path) -> Result<Reloaded, String> {
+    async fn apply(&self, path: &Path) -> Result<Reloaded, StartError> {
         let (config, policy, lock) = load(path, &self.config.lock)?;
         let running_policy = self.guard.policy();
         // Which providers to start and stop, and those that run on. Reloads run one at a
@@ -121,14 +123,14 @@ impl Gateway {
             let kept_infos: Vec<_> = running.providers.iter().filter(|p| kept(&p.name)).cloned().collect();
             (to_start, to_stop, kept_sources, kept_mcp, kept_infos)
         };
-        let started = self.starter.start(&config, to_start.iter(), &policy, &lock).await.map_err(|e| describe(&e))?;
+        let started = self.starter.start(&config, to_start.iter(), &policy, &lock).await?;
         let sources: Vec<_> = kept_sources.into_iter().chain(started.sources.iter().cloned()).collect();
         let mcp: Vec<_> = kept_mcp.into_iter().chain(started.mcp.iter().cloned()).collect();
         if config.providers.values().any(|p| p.naming() == Naming::AsIs)
             && let Err(e) = refuse_collisions(&sources, &mcp).await
         {
             started.close().await;
-            return Err(describe(&e));
+            return Err(e);
         }
         let restart = restart_needed(&self.config, &config);
         self.guard.reload(policy, lock);
@@ -171,17 +173,12 @@ fn start_rules_differ(old: Option<&ProviderPolicy>, new: Option<&ProviderPolicy>
     }
 }
 
-/// A start error as one line of a reload's refusal.
-fn describe(error: &StartError) -> String {
-    error.to_string().replace('\n', " ")
-}
-
 /// The configuration at `path`, its policy, and the lock at `lock` (the running one:
 /// approvals are saved there), or why not.
-fn load(path: &Path, lock: &Path) -> Result<(Config, Policy, Lock), String> {
-    let config = Config::load(path).map_err(|e| e.to_string())?;
-    let policy = Policy::load(&config.policy).map_err(|e| e.to_string())?;
-    let lock = if lock.exists() { Lock::load(lock).map_err(|e| e.to_string())? } else { Lock::default() };
+fn load(path: &Path, lock: &Path) -> Result<(Config, Policy, Lock), StartError> {
+    let config = Config::load(path)?;
+    let policy = Policy::load(&config.policy)?;
+    let lock = if lock.exists() { Lock::load(lock)? } else { Lock::default() };
     Ok((config, policy, lock))
 }
 

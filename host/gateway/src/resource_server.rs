@@ -25,7 +25,7 @@ use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value, json};
 use tokio::sync::Mutex;
-use wasmgate_agent::BoxFuture;
+use wasmgate_core::BoxFuture;
 use wasmgate_server::{AuthFailure, Authenticator, Caller};
 
 use crate::config::ResourceServerConfig;
@@ -57,17 +57,25 @@ struct Keys {
 /// Why a resource server cannot be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum ResourceServerError {
-    /// A URL that is not usable.
-    #[error("[serve.oauth] {key}: {why}")]
-    Url {
+    /// A value that is not a URL.
+    #[error("[serve.oauth] {key}: {url:?} is not a URL")]
+    NotAUrl {
         /// The key.
         key: &'static str,
-        /// Why not.
-        why: String,
+        /// Its value.
+        url: String,
+    },
+    /// A URL that is neither `https` nor `http` to a loopback host.
+    #[error("[serve.oauth] {key}: {url:?} must be https (http only to a loopback host)")]
+    Insecure {
+        /// The key.
+        key: &'static str,
+        /// Its value.
+        url: String,
     },
     /// The HTTP client could not be made.
-    #[error("cannot make the HTTP client for the JWKS: {0}")]
-    Client(String),
+    #[error("cannot make the HTTP client for the JWKS")]
+    Client(#[source] reqwest::Error),
 }
 
 impl JwtAuthenticator {
@@ -78,13 +86,13 @@ impl JwtAuthenticator {
     /// A `resource` or `jwks_uri` that is not an `https` URL (or `http` to a loopback host).
     pub fn new(config: ResourceServerConfig) -> Result<Self, ResourceServerError> {
         for (key, url) in [("resource", &config.resource), ("jwks_uri", &config.jwks_uri)] {
-            check_url(url).map_err(|why| ResourceServerError::Url { key, why })?;
+            check_url(key, url)?;
         }
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| ResourceServerError::Client(e.to_string()))?;
+            .map_err(ResourceServerError::Client)?;
         Ok(Self { config, http, keys: Mutex::default(), min_refetch: MIN_REFETCH })
     }
 
@@ -236,24 +244,18 @@ fn reason(kind: &jsonwebtoken::errors::ErrorKind) -> String {
     }
 }
 
-/// `https`, or `http` to a loopback host.
-fn check_url(url: &str) -> Result<(), String> {
-    let Some((scheme, rest)) = url.split_once("://") else { return Err(format!("{url:?} is not a URL")) };
-    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host =
-        host.rsplit_once(':').map_or(host, |(h, port)| if port.bytes().all(|b| b.is_ascii_digit()) { h } else { host });
-    let loopback = host == "localhost"
-        || host.trim_matches(['[', ']']).parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
-    match scheme {
-        "https" if !host.is_empty() => Ok(()),
-        "http" if loopback => Ok(()),
-        _ => Err(format!("{url:?} must be https (http only to a loopback host)")),
+/// `url` (the value of `key`) if it is `https`, or `http` to a loopback host.
+fn check_url(key: &'static str, url: &str) -> Result<(), ResourceServerError> {
+    match url::Url::parse(url) {
+        Ok(parsed) if wasmgate_egress::is_secure(&parsed) => Ok(()),
+        Ok(_) => Err(ResourceServerError::Insecure { key, url: url.to_owned() }),
+        Err(_) => Err(ResourceServerError::NotAUrl { key, url: url.to_owned() }),
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{check_url, metadata_url};
+    use super::{ResourceServerError, check_url, metadata_url};
 
     #[test]
     fn the_metadata_url_puts_the_well_known_path_before_the_resources() {
@@ -266,10 +268,12 @@ mod tests {
 
     #[test]
     fn only_https_or_loopback_http_urls_are_taken() {
-        assert!(check_url("https://as.example/jwks").is_ok());
-        assert!(check_url("http://127.0.0.1:8080/jwks").is_ok());
-        assert!(check_url("http://localhost/jwks").is_ok());
-        assert!(check_url("http://as.example/jwks").is_err());
-        assert!(check_url("ftp://as.example").is_err() && check_url("as.example").is_err());
+        let check = |url| check_url("jwks_uri", url);
+        assert!(check("https://as.example/jwks").is_ok());
+        assert!(check("http://127.0.0.1:8080/jwks").is_ok());
+        assert!(check("http://localhost/jwks").is_ok());
+        assert!(matches!(check("http://as.example/jwks"), Err(ResourceServerError::Insecure { .. })));
+        assert!(matches!(check("ftp://as.example"), Err(ResourceServerError::Insecure { .. })));
+        assert!(matches!(check("as.example"), Err(ResourceServerError::NotAUrl { .. })));
     }
 }

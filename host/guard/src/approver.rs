@@ -7,8 +7,8 @@ use std::io::{BufRead, Read, Write};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use wasmgate_agent::BoxFuture;
-use wasmgate_agent::context::{self, Answer};
+use wasmgate_core::BoxFuture;
+use wasmgate_core::{Answer, CallContext};
 use wasmgate_policy::sanitize::escape_for_display;
 
 /// What needs approving.
@@ -128,7 +128,7 @@ fn cut(mut text: String, max: usize) -> String {
 }
 
 /// Asks the person behind the caller of the call, when the caller offers a way
-/// ([`wasmgate_agent::context::current`]'s `ask`: an MCP client's elicitation), and
+/// ([`wasmgate_core::CallContext::current`]'s `ask`: an MCP client's elicitation), and
 /// `fallback` otherwise. The approver of `wasmgate serve`.
 #[derive(Debug)]
 pub struct CallerApprover {
@@ -169,7 +169,7 @@ impl Approver for CallerApprover {
 
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
         Box::pin(async move {
-            let Some(ask) = context::current().ask else { return self.fallback.approve(request).await };
+            let Some(ask) = CallContext::current().ask else { return self.fallback.approve(request).await };
             let deferrable = request.subject == Subject::Call;
             match ask.confirm(Self::question(request), deferrable).await {
                 Answer::Yes => Approval::Approved,

@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use serde_json::{Map, Value, json};
-use wasmgate_agent::{BoxFuture, CallContext, Input, InputRefusal, LogMessage, LogSink, context};
 use wasmgate_audit::{Entry, Event};
+use wasmgate_core::{BoxFuture, CallContext, Input, InputRefusal, LogMessage, LogSink};
 use wasmgate_policy::{Policy, Verdict, detect, frame, sanitize};
 
 use crate::approver::{Approval, ApprovalRequest, Subject};
@@ -55,7 +55,7 @@ const MAX_SCHEMA_DEPTH: usize = 16;
 /// `policy` is the one the call started under: it keeps deciding for the call whatever a
 /// reload brings.
 pub(crate) fn bridged(guard: &Arc<Guard>, policy: Arc<Policy>, call: &str, provider: &str, tool: &str) -> CallContext {
-    let mut context = context::current();
+    let mut context = CallContext::current();
     let caller = context.input.take();
     context.log = context.log.take().map(|sink| screened_log(sink, provider));
     context.input = Some(Arc::new(Bridged {
@@ -408,7 +408,7 @@ mod tests {
 
     #[test]
     fn log_messages_are_cleaned_named_and_rate_limited() {
-        use wasmgate_agent::LogLevel;
+        use wasmgate_core::LogLevel;
         let seen = Arc::new(Mutex::new(Vec::new()));
         let kept = Arc::clone(&seen);
         let sink = LogSink { level: LogLevel::Info, send: Arc::new(move |m: LogMessage| kept.lock().unwrap().push(m)) };

@@ -16,17 +16,16 @@
 //! Several replicas of one gateway count in one place instead: [`Budgets::shared`] hands
 //! each take to a [`SharedBuckets`] store, which takes from all the call's buckets or
 //! from none in one step. A store that cannot be reached refuses the call
-//! ([`Refusal::Unavailable`]): a replica never falls back to counting on its own, which
+//! ([`BudgetRefusal::Unavailable`]): a replica never falls back to counting on its own, which
 //! would let each replica grant the whole budget again.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 use sha2::Digest as _;
-use wasmgate_agent::BoxFuture;
+use wasmgate_core::{BucketSpec, SharedBuckets, StoreUnavailable};
 use wasmgate_policy::{Budget, Each, Policy};
 
 /// The most buckets kept at once.
@@ -42,32 +41,12 @@ pub struct Limited {
 }
 
 /// Why a call may not take from its budgets.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
+#[derive(Debug)]
+pub enum BudgetRefusal {
     /// A budget is used up.
     Limited(Limited),
-    /// The shared store that counts the budgets cannot be reached: why.
-    Unavailable(String),
-}
-
-/// One bucket a call takes a token from, as a [`SharedBuckets`] store keeps it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BucketSpec {
-    /// Which bucket: the budget's fingerprint, the caller and (with `each = "tool"`) the
-    /// tool, joined; the same text on every replica.
-    pub key: String,
-    /// How long one token takes to come back.
-    pub interval: Duration,
-    /// The most tokens it holds (it starts full).
-    pub burst: u32,
-}
-
-/// Token buckets kept outside the process, in a store every replica of a gateway shares.
-pub trait SharedBuckets: Send + Sync + fmt::Debug {
-    /// Takes a token from each of `buckets`, or from none: `Ok(None)` when taken,
-    /// `Ok(Some((i, wait)))` when `buckets[i]` is empty for `wait` (the longest wait of
-    /// the empty ones), `Err(why)` when the store cannot be asked.
-    fn take<'a>(&'a self, buckets: &'a [BucketSpec]) -> BoxFuture<'a, Result<Option<(usize, Duration)>, String>>;
+    /// The shared store that counts the budgets cannot be reached.
+    Unavailable(StoreUnavailable),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -104,7 +83,7 @@ impl Budgets {
     ///
     /// # Errors
     ///
-    /// [`Refusal::Limited`] when a budget is used up; [`Refusal::Unavailable`] when the
+    /// [`BudgetRefusal::Limited`] when a budget is used up; [`BudgetRefusal::Unavailable`] when the
     /// shared store cannot be reached (the call is not let through uncounted).
     pub async fn take_now(
         &self,
@@ -113,9 +92,9 @@ impl Budgets {
         tool: &str,
         subject: &str,
         facts: Option<&Map<String, Value>>,
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), BudgetRefusal> {
         let Some(store) = &self.shared else {
-            return self.take(policy, provider, tool, subject, facts, Instant::now()).map_err(Refusal::Limited);
+            return self.take(policy, provider, tool, subject, facts, Instant::now()).map_err(BudgetRefusal::Limited);
         };
         let covering = covering(policy, provider, tool, facts);
         if covering.is_empty() {
@@ -136,9 +115,9 @@ impl Budgets {
             Ok(None) => Ok(()),
             Ok(Some((index, retry_after))) => {
                 let budget = covering.get(index).map_or_else(|| "a budget".to_owned(), |b| b.describe());
-                Err(Refusal::Limited(Limited { budget, retry_after }))
+                Err(BudgetRefusal::Limited(Limited { budget, retry_after }))
             }
-            Err(why) => Err(Refusal::Unavailable(why)),
+            Err(unavailable) => Err(BudgetRefusal::Unavailable(unavailable)),
         }
     }
 
@@ -247,6 +226,7 @@ fn bounded(subject: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+    use wasmgate_core::BoxFuture;
 
     const POLICY: &str = r#"
 [providers.cal]
@@ -341,9 +321,12 @@ per = "hour"
     }
 
     impl SharedBuckets for Store {
-        fn take<'a>(&'a self, buckets: &'a [BucketSpec]) -> BoxFuture<'a, Result<Option<(usize, Duration)>, String>> {
+        fn take<'a>(
+            &'a self,
+            buckets: &'a [BucketSpec],
+        ) -> BoxFuture<'a, Result<Option<(usize, Duration)>, StoreUnavailable>> {
             self.asked.lock().unwrap().extend(buckets.iter().cloned());
-            Box::pin(std::future::ready(self.answer.clone()))
+            Box::pin(std::future::ready(self.answer.clone().map_err(|why| StoreUnavailable(why.into()))))
         }
     }
 
@@ -358,7 +341,7 @@ per = "hour"
         let store = |answer| Arc::new(Store { answer, asked: Mutex::default() });
         let taken = store(Ok(None));
         let budgets = Budgets::shared(Arc::clone(&taken) as Arc<dyn SharedBuckets>);
-        assert_eq!(now(budgets.take_now(&p, "cal", "send", "ann", None)), Ok(()));
+        assert!(now(budgets.take_now(&p, "cal", "send", "ann", None)).is_ok());
         let asked = taken.asked.lock().unwrap().clone();
         assert_eq!(asked.len(), 2, "budgets[0] and the per-tool budgets[1] cover it: {asked:?}");
         assert_eq!((asked[0].interval, asked[0].burst), (Duration::from_millis(500), 2));
@@ -366,17 +349,21 @@ per = "hour"
         assert_ne!(asked[0].key, asked[1].key);
         assert!(budgets.is_empty(), "nothing is counted in this process");
         // Not covered: the store is not asked.
-        assert_eq!(now(budgets.take_now(&p, "mail", "list", "ann", None)), Ok(()));
+        assert!(now(budgets.take_now(&p, "mail", "list", "ann", None)).is_ok());
         assert_eq!(taken.asked.lock().unwrap().len(), 2);
 
         let empty = Budgets::shared(store(Ok(Some((1, Duration::from_secs(60))))));
         let limited =
             Limited { budget: "budgets[1] (1 calls per minute)".into(), retry_after: Duration::from_secs(60) };
-        assert_eq!(now(empty.take_now(&p, "cal", "send", "ann", None)), Err(Refusal::Limited(limited)));
+        let refused = now(empty.take_now(&p, "cal", "send", "ann", None));
+        assert!(matches!(refused, Err(BudgetRefusal::Limited(ref l)) if *l == limited), "{refused:?}");
 
         let gone = Budgets::shared(store(Err("connection refused".into())));
         let refused = now(gone.take_now(&p, "cal", "x", "ann", None));
-        assert_eq!(refused, Err(Refusal::Unavailable("connection refused".into())));
+        assert!(
+            matches!(&refused, Err(BudgetRefusal::Unavailable(e)) if e.to_string() == "connection refused"),
+            "{refused:?}"
+        );
         assert!(gone.is_empty(), "no bucket was taken here instead");
     }
 

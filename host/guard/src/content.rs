@@ -27,11 +27,13 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use wasmgate_agent::{BoxFuture, CallContext, CancellationToken, ToolResult, context};
 use wasmgate_audit::Event;
-use wasmgate_policy::{
-    InjectionAction, Naming, Policy, ProviderPolicy, detect, exposed_name, sanitize, split_prefixed,
+use wasmgate_core::{
+    CallContext, CancellationToken, CompleteParams, Completion, CompletionRef, CompletionRequest, ContentSource,
+    Contents, MAX_COMPLETION_VALUES, Naming, Offers, Prompt, PromptArgument, Refusal, ResourceWatch, SourceError,
+    ToolResult,
 };
+use wasmgate_policy::{InjectionAction, Policy, ProviderPolicy, detect, exposed_name, sanitize, split_prefixed};
 
 use crate::bridge::bridged;
 use crate::guard::{Access, Guard};
@@ -39,9 +41,6 @@ use crate::screen::{Screened, Screener, screen};
 
 /// The most characters of a title or description served.
 pub const MAX_DESCRIPTION_CHARS: usize = 1024;
-
-/// The most completion values served (the protocol's own cap).
-pub const MAX_COMPLETION_VALUES: usize = 100;
 
 /// Longest prompt argument name served, in characters.
 pub const MAX_ARGUMENT_NAME_CHARS: usize = 64;
@@ -52,292 +51,6 @@ const PROMPT_SUBJECT: &str = "get_prompt";
 
 /// What the client reads instead of content of a type the gateway does not know.
 pub const UNKNOWN_CONTENT: &str = "[content of an unknown type was withheld by wasmgate]";
-
-/// A resource as its provider lists it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Resource {
-    /// Its URI.
-    pub uri: String,
-    /// The provider's name for it.
-    pub name: String,
-    /// A title for people.
-    pub title: Option<String>,
-    /// What it is.
-    pub description: Option<String>,
-    /// Its media type.
-    pub mime_type: Option<String>,
-    /// Its size in bytes.
-    pub size: Option<u64>,
-}
-
-/// A resource template as its provider lists it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ResourceTemplate {
-    /// Its RFC 6570 URI template.
-    pub uri_template: String,
-    /// The provider's name for it.
-    pub name: String,
-    /// A title for people.
-    pub title: Option<String>,
-    /// What it is.
-    pub description: Option<String>,
-    /// The media type of what it reads.
-    pub mime_type: Option<String>,
-}
-
-/// One entry of what a resource read returned.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Contents {
-    /// Text.
-    Text {
-        /// The URI the provider says it is of.
-        uri: String,
-        /// The text.
-        text: String,
-    },
-    /// Binary data, base64 (`uri`, `mimeType`, `blob` are passed on as sent).
-    Blob {
-        /// The URI the provider says it is of.
-        uri: String,
-        /// The entry as sent.
-        raw: Value,
-    },
-}
-
-impl Contents {
-    /// The URI the provider says the entry is of.
-    #[must_use]
-    pub fn uri(&self) -> &str {
-        match self {
-            Self::Text { uri, .. } | Self::Blob { uri, .. } => uri,
-        }
-    }
-}
-
-/// A prompt as its provider lists it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PromptInfo {
-    /// The provider's name for it.
-    pub name: String,
-    /// A title for people.
-    pub title: Option<String>,
-    /// What it is for.
-    pub description: Option<String>,
-    /// Its arguments.
-    pub arguments: Vec<PromptArgument>,
-}
-
-/// One argument of a prompt.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PromptArgument {
-    /// Its name, which the client sends back to fill the prompt.
-    pub name: String,
-    /// What it means.
-    pub description: Option<String>,
-    /// Whether the prompt needs it.
-    pub required: bool,
-}
-
-/// Who a prompt message speaks as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// The user.
-    User,
-    /// The assistant.
-    Assistant,
-}
-
-impl Role {
-    /// The wire name.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::User => "user",
-            Self::Assistant => "assistant",
-        }
-    }
-}
-
-/// One message of a prompt the provider produced.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PromptMessage {
-    /// Who it speaks as.
-    pub role: Role,
-    /// One content block, as sent.
-    pub content: Value,
-}
-
-/// A prompt the provider produced.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PromptMessages {
-    /// Its description.
-    pub description: Option<String>,
-    /// Its messages.
-    pub messages: Vec<PromptMessage>,
-}
-
-/// What is being completed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CompletionRef {
-    /// An argument of a prompt, by the prompt's served (prefixed) name.
-    Prompt(String),
-    /// A variable of a resource template.
-    Resource(String),
-}
-
-/// A `completion/complete` request from a client.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CompleteParams {
-    /// The prompt or resource template.
-    pub reference: CompletionRef,
-    /// The argument being completed.
-    pub argument_name: String,
-    /// What the user has typed so far.
-    pub argument_value: String,
-    /// Arguments already resolved, every value a string.
-    pub context_arguments: Option<Map<String, Value>>,
-}
-
-/// A completion request as sent to one provider: the reference in its own names.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CompletionRequest {
-    /// `{"type": "ref/prompt", "name"}` or `{"type": "ref/resource", "uri"}`.
-    pub reference: Value,
-    /// The argument being completed.
-    pub argument_name: String,
-    /// What the user has typed so far.
-    pub argument_value: String,
-    /// Arguments already resolved.
-    pub context_arguments: Option<Map<String, Value>>,
-}
-
-/// Suggested values for an argument.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Completion {
-    /// The values.
-    pub values: Vec<String>,
-    /// How many there are in all, if known.
-    pub total: Option<u64>,
-    /// Whether there are more than those given.
-    pub has_more: Option<bool>,
-}
-
-/// Why a provider gave no answer.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SourceError {
-    /// The provider refused what was asked: it does not exist, or the arguments are
-    /// not valid (JSON-RPC -32602, -32002).
-    #[error("the provider refused the request: {0}")]
-    Refused(String),
-    /// The provider does not offer this at all.
-    #[error("the provider does not support it: {0}")]
-    Unsupported(String),
-    /// The provider asked for input that went to the caller, who answers it with its
-    /// next request (the 2026-07-28 `input_required` round trip, carried on).
-    #[error("the provider asked for input, which the caller answers with its next request: {0}")]
-    InputDeferred(String),
-    /// Anything else: the connection, a malformed answer, a timeout, a cancellation.
-    #[error("{0}")]
-    Failed(String),
-}
-
-/// Changes to one resource's content, followed until dropped.
-pub struct ResourceWatch {
-    /// Moves on each change (changes that come faster than they are seen collapse).
-    pub changes: tokio::sync::watch::Receiver<u64>,
-    /// Kept while the resource is followed: dropping it ends the provider's subscription.
-    pub keep: Box<dyn std::any::Any + Send + Sync>,
-}
-
-impl std::fmt::Debug for ResourceWatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ResourceWatch").field("changes", &*self.changes.borrow()).finish_non_exhaustive()
-    }
-}
-
-/// A provider of resources, prompts and completion.
-pub trait ContentSource: Send + Sync + std::fmt::Debug {
-    /// The provider's configured name.
-    fn provider(&self) -> &str;
-
-    /// The names its prompts are shown under. Default: prefixed with the provider.
-    fn naming(&self) -> Naming {
-        Naming::Prefixed
-    }
-
-    /// Its resources.
-    fn resources(&self) -> BoxFuture<'_, Result<Vec<Resource>, SourceError>>;
-
-    /// Its resource templates.
-    fn resource_templates(&self) -> BoxFuture<'_, Result<Vec<ResourceTemplate>, SourceError>>;
-
-    /// Reads the resource at `uri`.
-    fn read_resource<'a>(
-        &'a self,
-        uri: &'a str,
-        cancel: CancellationToken,
-    ) -> BoxFuture<'a, Result<Vec<Contents>, SourceError>>;
-
-    /// Follows changes to the content of the resource at `uri`. Default: the provider
-    /// offers no subscriptions.
-    fn subscribe<'a>(&'a self, uri: &'a str) -> BoxFuture<'a, Result<ResourceWatch, SourceError>> {
-        let refused = SourceError::Unsupported(format!("no subscription to {uri}"));
-        Box::pin(std::future::ready(Err(refused)))
-    }
-
-    /// Its prompts.
-    fn prompts(&self) -> BoxFuture<'_, Result<Vec<PromptInfo>, SourceError>>;
-
-    /// The prompt `name` (the provider's own name) filled with `arguments`.
-    fn get_prompt<'a>(
-        &'a self,
-        name: &'a str,
-        arguments: Map<String, Value>,
-        cancel: CancellationToken,
-    ) -> BoxFuture<'a, Result<PromptMessages, SourceError>>;
-
-    /// Completes an argument.
-    fn complete(
-        &self,
-        request: CompletionRequest,
-        cancel: CancellationToken,
-    ) -> BoxFuture<'_, Result<Completion, SourceError>>;
-}
-
-/// What is served besides tools.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Offers {
-    /// Resources and resource templates.
-    pub resources: bool,
-    /// Prompts.
-    pub prompts: bool,
-    /// Completion (of prompt arguments and template variables).
-    pub completions: bool,
-}
-
-/// A prompt as served.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Prompt {
-    /// Its description, cleaned; absent when it reads like instructions.
-    pub description: Option<String>,
-    /// The messages (`role`, `content`), screened.
-    pub messages: Vec<Value>,
-}
-
-/// Why a request for content got no answer.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum Refusal {
-    /// No resource is served at this URI.
-    #[error("Resource not found: {0}")]
-    ResourceNotFound(String),
-    /// The request names something not served, or arguments a provider refused.
-    #[error("{0}")]
-    InvalidParams(String),
-    /// Serving it failed; the text is stable and names no internals.
-    #[error("{0}")]
-    Failed(String),
-}
 
 /// Resources, templates, prompts and completion of every content source, guarded.
 #[derive(Debug)]
@@ -366,7 +79,7 @@ impl GuardedContent {
     /// Whether the policy lets the caller of the request being served use `provider`
     /// at all: `Err` with why not when the provider's caller rules deny it.
     fn for_caller(policy: &Policy, provider: &str) -> Result<(), Refusal> {
-        let facts = context::caller().map(|caller| caller.facts());
+        let facts = CallContext::caller().map(|caller| caller.facts());
         match policy.refuses_caller(provider, facts.as_ref()) {
             Some(why) => Err(Refusal::InvalidParams(why)),
             None => Ok(()),
@@ -388,7 +101,7 @@ impl GuardedContent {
         let (policy, sources) = (self.guard.policy(), self.sources());
         let resources = Self::offering(&sources, &policy, ProviderPolicy::offers_resources).next().is_some();
         let prompts = Self::offering(&sources, &policy, ProviderPolicy::offers_prompts).next().is_some();
-        Offers { resources, prompts, completions: resources || prompts }
+        Offers { resources, prompts, completions: resources || prompts, subscriptions: resources, logging: false }
     }
 
     /// Whether `provider` is the one provider the policy routes `uri` to.
@@ -531,7 +244,7 @@ impl GuardedContent {
         let access = self.guard.begin_access(name, "resources/read", arguments, "the policy allows this URI").await;
         let access = access.map_err(|e| Refusal::Failed(e.to_string()))?;
         let context = self.bridged(&access, name, "resources/read");
-        let read = match context::scope(context, source.read_resource(uri, cancel)).await {
+        let read = match CallContext::scope(context, source.read_resource(uri, cancel)).await {
             Ok(read) => read,
             Err(e) => {
                 let refusal = match &e {
@@ -553,7 +266,7 @@ impl GuardedContent {
                 continue;
             }
             contents.push(match entry {
-                Contents::Text { uri, text } => {
+                Contents::Text { uri, text, .. } => {
                     let text = screened.text(name, READ_SUBJECT, text).await;
                     json!({ "uri": uri, "mimeType": "text/plain", "text": text })
                 }
@@ -658,7 +371,7 @@ impl GuardedContent {
         let access = self.guard.begin_access(name, "prompts/get", audited, "the policy allows this prompt").await;
         let access = access.map_err(|e| Refusal::Failed(e.to_string()))?;
         let context = self.bridged(&access, name, "prompts/get");
-        let result = match context::scope(context, source.get_prompt(&prompt, arguments, cancel)).await {
+        let result = match CallContext::scope(context, source.get_prompt(&prompt, arguments, cancel)).await {
             Ok(result) => result,
             Err(e) => {
                 let refusal = match &e {
@@ -895,7 +608,7 @@ mod tests {
     use super::*;
 
     fn argument(name: &str) -> PromptArgument {
-        PromptArgument { name: name.into(), description: Some("d".into()), required: true }
+        PromptArgument { name: name.into(), title: None, description: Some("d".into()), required: true }
     }
 
     #[test]

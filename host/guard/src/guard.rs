@@ -22,10 +22,11 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use wasmgate_agent::{
-    BoxFuture, CancellationToken, Offer, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult, ToolSpec, context,
-};
 use wasmgate_audit::{AuditLog, Entry, Event};
+use wasmgate_core::{
+    BoxFuture, CallContext, CancellationToken, Offer, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult,
+    ToolSpec, report,
+};
 use wasmgate_policy::secrets::{self, Secret};
 use wasmgate_policy::{
     Decision, InjectionAction, Lock, LockError, Policy, ReviewState, SecretsAction, Verdict, definition,
@@ -33,7 +34,7 @@ use wasmgate_policy::{
 
 use crate::approver::{Approval, ApprovalRequest, Approver, Subject};
 use crate::bridge::bridged;
-use crate::budgets::{Budgets, Refusal};
+use crate::budgets::{BudgetRefusal, Budgets};
 
 /// When a call refused because the shared store cannot be reached may try again.
 const UNAVAILABLE_RETRY: Duration = Duration::from_secs(1);
@@ -241,7 +242,7 @@ impl Guard {
             tracing::error!(error = %e, "audit log cannot be written; refusing the call");
             ToolError::new(ToolErrorKind::Refused, format!("the audit log cannot be written: {e}"))
         };
-        let caller = context::caller();
+        let caller = CallContext::caller();
         let entries = entries.into_iter().map(|entry| with_caller(entry, caller.as_deref())).collect::<Vec<_>>();
         self.audit.submit(entries).map_err(refused)?.await.map(|_| ()).map_err(refused)
     }
@@ -282,7 +283,7 @@ impl Guard {
     /// Queues an outcome record without waiting for it: it costs no fsync of its own,
     /// and becomes durable with the next start record (or within 200 ms).
     pub(crate) fn note(&self, entry: Entry) {
-        if let Err(e) = self.audit.record_later([with_caller(entry, context::caller().as_deref())]) {
+        if let Err(e) = self.audit.record_later([with_caller(entry, CallContext::caller().as_deref())]) {
             tracing::error!(error = %e, "audit log cannot be written; later calls will be refused");
         }
     }
@@ -290,7 +291,7 @@ impl Guard {
 
 /// `entry` with `caller`, the caller of the call being served, when it is about a call
 /// (every record of a call carries who made it).
-fn with_caller(mut entry: Entry, caller: Option<&wasmgate_agent::Caller>) -> Entry {
+fn with_caller(mut entry: Entry, caller: Option<&wasmgate_core::Caller>) -> Entry {
     if entry.call.is_some() && entry.caller.is_none() {
         entry.caller = caller.map(|caller| caller.subject.clone());
     }
@@ -398,7 +399,7 @@ impl std::fmt::Debug for Guarded {
 
 impl ToolExecute for Guarded {
     fn execute(&self, input: Value, cancel: CancellationToken) -> BoxFuture<'_, Result<ToolResult, ToolError>> {
-        let caller = context::caller();
+        let caller = CallContext::caller();
         let span = trace::call(&self.provider, &self.tool, caller.as_deref().map(|c| c.subject.as_str()));
         Box::pin(self.call(input, cancel).instrument(span))
     }
@@ -412,7 +413,7 @@ impl Guarded {
         let policy = guard.policy();
         let call = guard.call_id();
         let entry = |event| Entry::call(&call, &self.provider, &self.tool, event);
-        let caller = context::caller();
+        let caller = CallContext::caller();
         let facts = caller.as_ref().map(|caller| caller.facts());
         let deciding = trace::policy().entered();
         let decision = match self.rules {
@@ -444,13 +445,13 @@ impl Guarded {
             let taken = guard.budgets.take_now(&policy, &self.provider, &self.tool, subject, facts.as_ref()).await;
             if let Err(refusal) = taken {
                 let (budget, retry_after, kind, detail, outcome) = match refusal {
-                    Refusal::Limited(limited) => {
+                    BudgetRefusal::Limited(limited) => {
                         let detail = format!("{} is used up", limited.budget);
                         (limited.budget, limited.retry_after, ToolErrorKind::RateLimited, detail, "limited")
                     }
                     // Fails closed: the call is not run uncounted.
-                    Refusal::Unavailable(why) => {
-                        let detail = format!("the budgets cannot be counted: {why}");
+                    BudgetRefusal::Unavailable(unavailable) => {
+                        let detail = format!("the budgets cannot be counted: {}", report(&unavailable));
                         let budget = "the shared store, which cannot be reached".to_owned();
                         (budget, UNAVAILABLE_RETRY, ToolErrorKind::Unavailable, detail, "unavailable")
                     }
@@ -497,7 +498,7 @@ impl Guarded {
         let context = bridged(guard, Arc::clone(&policy), &call, &self.provider, &self.tool);
         let running = Instant::now();
         let ran =
-            context::scope(context, self.inner.execute(input.clone(), cancel)).instrument(trace::upstream()).await;
+            CallContext::scope(context, self.inner.execute(input.clone(), cancel)).instrument(trace::upstream()).await;
         metrics::stage("call", running);
         match ran {
             Ok(result) => {

@@ -5,7 +5,7 @@
 //!
 //! It stands on the agent's vocabulary (`Tool`, `ToolSource`), the policy and the
 //! audit log only: no MCP client, no sandbox, no network. Providers come in through two
-//! traits, [`ToolSource`](wasmgate_agent::ToolSource) for tools and [`ContentSource`]
+//! traits, [`ToolSource`](wasmgate_core::ToolSource) for tools and [`ContentSource`]
 //! for resources, prompts and completion, which the adapter implements.
 //!
 //! # Layout
@@ -34,8 +34,8 @@ pub mod toolset;
 pub mod trace;
 
 pub use approver::{Approval, ApprovalRequest, Approver, CallerApprover, Subject, TerminalApprover, Unattended};
-pub use budgets::{BucketSpec, Budgets, Limited, Refusal, SharedBuckets};
-pub use content::{ContentSource, GuardedContent};
+pub use budgets::{BudgetRefusal, Budgets, Limited};
+pub use content::GuardedContent;
 pub use guard::{Access, Admission, Guard};
 pub use screen::{INJECTION_WITHHELD, SCREEN_FAILED, Screener, UNFRAMED};
 pub use toolset::{GuardedToolset, WithheldTool};

@@ -7,8 +7,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use wasmgate_agent::{Attachment, BoxFuture, ToolResult};
 use wasmgate_audit::Event;
+use wasmgate_core::{Attachment, BoxError, BoxFuture, ToolResult, report};
 use wasmgate_policy::{InjectionAction, detect, frame, secrets};
 
 /// What the model reads instead of a result withheld for instruction-like content.
@@ -36,7 +36,7 @@ pub trait Screener: Send + Sync + std::fmt::Debug {
         provider: &'a str,
         subject: &'a str,
         text: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<(String, String)>, String>>;
+    ) -> BoxFuture<'a, Result<Vec<(String, String)>, BoxError>>;
 }
 
 /// What a failed screen's flag says.
@@ -90,7 +90,8 @@ where
                         warnings.push(description);
                     }
                 }
-                Err(why) => {
+                Err(failed) => {
+                    let why = report(&*failed);
                     tracing::warn!(provider, tool, screen = screener.name(), %why, "a screen failed; the text is flagged");
                     flags.push(format!("{}:screen-failed", screener.name()));
                     warnings.push(SCREEN_FAILED.to_owned());

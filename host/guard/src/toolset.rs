@@ -5,8 +5,8 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use wasmgate_agent::{BoxFuture, Offer, Tool, ToolSource, Toolset};
 use wasmgate_audit::{Entry, Event};
+use wasmgate_core::{BoxFuture, Offer, Tool, ToolSource, Toolset};
 use wasmgate_policy::{ReviewState, definition_hash};
 
 use crate::guard::{Admission, Guard};

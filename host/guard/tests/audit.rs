@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use common::{Setup, Source, definition};
 use serde_json::json;
-use wasmgate_agent::{CancellationToken, Tool, ToolErrorKind, ToolResult, Toolset};
+use wasmgate_core::{CancellationToken, Tool, ToolErrorKind, ToolResult, Toolset};
 use wasmgate_guard::Unattended;
 
 #[tokio::test]

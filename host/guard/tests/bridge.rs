@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use common::{Setup, Source, definition};
 use serde_json::{Map, Value, json};
-use wasmgate_agent::{
+use wasmgate_core::{
     BoxFuture, CallContext, CancellationToken, Input, InputRefusal, Offer, Tool, ToolResult, ToolSpec,
 };
 use wasmgate_guard::{Admission, Unattended};
@@ -43,7 +43,7 @@ fn asking_tool(setup: &Setup, requests: Vec<(&'static str, Value)>) -> Tool {
     let tool = Tool::from_fn(spec, move |_, _| {
         let requests = requests.clone();
         async move {
-            let input = wasmgate_agent::context::current().input.expect("the guard always offers one");
+            let input = wasmgate_core::CallContext::current().input.expect("the guard always offers one");
             let mut answers = Vec::new();
             for (method, params) in requests {
                 let answer = input.request(method.to_owned(), params.as_object().cloned().unwrap_or_default()).await;
@@ -95,7 +95,7 @@ async fn roots_come_from_the_policy_and_sampling_is_refused_by_default() {
     let tool = asking_tool(&setup, vec![("roots/list", json!({})), sample()]);
     let caller = Arc::new(Caller::default());
     let context = CallContext { input: Some(Arc::clone(&caller) as Arc<dyn Input>), ..CallContext::default() };
-    let result = wasmgate_agent::context::scope(context, tool.execute(json!({}), CancellationToken::new())).await;
+    let result = wasmgate_core::CallContext::scope(context, tool.execute(json!({}), CancellationToken::new())).await;
     let text = result.unwrap().content;
     assert!(
         text.contains(r#"roots/list: Ok(Object {"roots": Array [Object {"uri": String("file:///srv/shared")}]})"#),
@@ -118,7 +118,7 @@ async fn sampling_under_ask_goes_to_the_approver_and_nobody_means_no() {
     let tool = asking_tool(&setup, vec![sample()]);
     let caller = Arc::new(Caller::default());
     let context = CallContext { input: Some(Arc::clone(&caller) as Arc<dyn Input>), ..CallContext::default() };
-    let result = wasmgate_agent::context::scope(context, tool.execute(json!({}), CancellationToken::new())).await;
+    let result = wasmgate_core::CallContext::scope(context, tool.execute(json!({}), CancellationToken::new())).await;
     assert!(result.unwrap().content.contains("sampling was not approved"));
     assert!(caller.asked.lock().unwrap().is_empty());
     let records = setup.records();
@@ -146,7 +146,7 @@ async fn a_question_reaches_the_caller_named_after_the_provider_and_cleaned() {
     let tool = asking_tool(&setup, vec![("elicitation/create", json!({"message": "Your name?\u{200b}"}))]);
     let caller = Arc::new(Caller::default());
     let context = CallContext { input: Some(Arc::clone(&caller) as Arc<dyn Input>), ..CallContext::default() };
-    wasmgate_agent::context::scope(context, tool.execute(json!({}), CancellationToken::new())).await.unwrap();
+    wasmgate_core::CallContext::scope(context, tool.execute(json!({}), CancellationToken::new())).await.unwrap();
     assert_eq!(caller.asked.lock().unwrap()[0].1["message"], "[p] Your name?");
     assert_eq!(inputs(&setup), ["elicitation/create: answered"]);
 }
@@ -156,7 +156,7 @@ async fn a_question_reaches_the_caller_named_after_the_provider_and_cleaned() {
 fn withholding_tool(setup: &Setup) -> Tool {
     let spec = ToolSpec { name: "p__ask".into(), description: "asks".into(), input_schema: json!({"type": "object"}) };
     let tool = Tool::from_fn(spec, move |_, _| async move {
-        let input = wasmgate_agent::context::current().input.expect("the guard always offers one");
+        let input = wasmgate_core::CallContext::current().input.expect("the guard always offers one");
         let lines: Vec<String> = ["roots/list", "sampling/createMessage", "elicitation/create"]
             .iter()
             .map(|method| format!("{method}: {:?}", input.withheld(method)))

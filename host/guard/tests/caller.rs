@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use common::{Setup, Source, definition};
 use serde_json::json;
-use wasmgate_agent::{CallContext, Caller, CancellationToken, Offer, Tool, ToolResult, ToolSpec};
+use wasmgate_core::{CallContext, Caller, CancellationToken, Offer, Tool, ToolResult, ToolSpec};
 use wasmgate_guard::{Admission, Unattended};
 
 const OWN_CALENDAR: &str = "[providers.p.tools.query]\nverdict = \"allow\"\n\
@@ -41,7 +41,7 @@ fn calendar_with(policy: &str) -> (Setup, Tool) {
 async fn call_as(tool: &Tool, caller: Option<Caller>, user: &str) -> ToolResult {
     let context = CallContext { caller: caller.map(Arc::new), ..CallContext::default() };
     let call = tool.execute(json!({"user": user}), CancellationToken::new());
-    wasmgate_agent::context::scope(context, call).await.unwrap()
+    wasmgate_core::CallContext::scope(context, call).await.unwrap()
 }
 
 #[tokio::test]
@@ -79,8 +79,8 @@ async fn a_caller_over_its_budget_is_refused_with_the_wait_and_others_are_not() 
     }
     let context = CallContext { caller: Some(Arc::new(ann.clone())), ..CallContext::default() };
     let call = tool.execute(json!({"user": "ann@example.com"}), CancellationToken::new());
-    let limited = wasmgate_agent::context::scope(context, call).await.unwrap_err();
-    assert_eq!(limited.kind(), wasmgate_agent::ToolErrorKind::RateLimited);
+    let limited = wasmgate_core::CallContext::scope(context, call).await.unwrap_err();
+    assert_eq!(limited.kind(), wasmgate_core::ToolErrorKind::RateLimited);
     let wait = limited.retry_after().unwrap();
     assert!(wait > std::time::Duration::from_secs(1700) && wait <= std::time::Duration::from_secs(1800), "{wait:?}");
     assert!(!call_as(&tool, Some(bob), "bob@example.com").await.is_error, "bob has his own budget");

@@ -10,14 +10,13 @@ use std::sync::{Arc, Mutex};
 
 use common::Setup;
 use serde_json::{Map, Value, json};
-use wasmgate_agent::{BoxFuture, CancellationToken};
-use wasmgate_guard::content::{
-    CompleteParams, Completion, CompletionRef, CompletionRequest, ContentSource, Contents, GuardedContent,
-    PromptArgument, PromptInfo, PromptMessage, PromptMessages, Refusal, Resource, ResourceTemplate, Role, SourceError,
-    UNKNOWN_CONTENT,
+use wasmgate_core::{
+    BoxFuture, CancellationToken, CompleteParams, Completion, CompletionRef, CompletionRequest, ContentSource,
+    Contents, Naming, PromptArgument, PromptInfo, PromptMessage, PromptMessages, Refusal, Resource, ResourceTemplate,
+    Role, SourceError,
 };
+use wasmgate_guard::content::{GuardedContent, UNKNOWN_CONTENT};
 use wasmgate_guard::{INJECTION_WITHHELD, Unattended};
-use wasmgate_policy::Naming;
 
 const POLICY: &str = r#"
 [providers.docs]
@@ -146,7 +145,7 @@ fn resource(uri: &str, name: &str) -> Resource {
 }
 
 fn text(uri: &str, text: &str) -> Contents {
-    Contents::Text { uri: uri.into(), text: text.into() }
+    Contents::Text { uri: uri.into(), mime_type: None, text: text.into(), raw: json!({"uri": uri, "text": text}) }
 }
 
 struct Served {
@@ -240,6 +239,8 @@ async fn a_read_is_recorded_before_it_runs_and_its_text_is_framed() {
             text("file:///notes/secret.md", "another provider's URI"),
             Contents::Blob {
                 uri: "file:///docs/chart.png".into(),
+                mime_type: Some("image/png".into()),
+                blob: "AAAA".into(),
                 raw: json!({"uri": "file:///docs/chart.png", "mimeType": "image/png", "blob": "AAAA", "extra": 1}),
             },
         ]);
@@ -334,7 +335,7 @@ fn prompt(name: &str, arguments: &[&str]) -> PromptInfo {
         description: Some(format!("The {name} prompt")),
         arguments: arguments
             .iter()
-            .map(|a| PromptArgument { name: (*a).into(), description: None, required: true })
+            .map(|a| PromptArgument { name: (*a).into(), title: None, description: None, required: true })
             .collect(),
     }
 }

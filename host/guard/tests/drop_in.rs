@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use common::{Setup, Source, definition};
 use serde_json::json;
-use wasmgate_agent::{Attachment, CancellationToken, Toolset};
+use wasmgate_core::Naming;
+use wasmgate_core::{Attachment, CancellationToken, Toolset};
 use wasmgate_guard::{INJECTION_WITHHELD, Unattended};
-use wasmgate_policy::Naming;
 
 #[tokio::test]
 async fn a_name_two_providers_show_is_withheld_for_both() {
@@ -42,7 +42,7 @@ async fn a_name_two_providers_show_is_withheld_for_both() {
     assert!(warnings.iter().all(|w| w.contains("another provider offers a tool shown as")), "{warnings:?}");
 }
 
-async fn call_with(provider: &str, tool: &str, attachments: Vec<Attachment>) -> (Setup, wasmgate_agent::ToolResult) {
+async fn call_with(provider: &str, tool: &str, attachments: Vec<Attachment>) -> (Setup, wasmgate_core::ToolResult) {
     let definition = definition(tool, "Reads something.");
     let source = Source::new(provider, vec![definition.clone()]);
     *source.attachments.lock().unwrap() = attachments;
@@ -54,11 +54,8 @@ async fn call_with(provider: &str, tool: &str, attachments: Vec<Attachment>) -> 
 
 #[tokio::test]
 async fn an_embedded_text_resource_is_framed_and_media_pass_unchanged() {
-    let image = Attachment::Media {
-        kind: wasmgate_agent::MediaKind::Image,
-        mime_type: "image/png".into(),
-        data: "AA==".into(),
-    };
+    let image =
+        Attachment::Media { kind: wasmgate_core::MediaKind::Image, mime_type: "image/png".into(), data: "AA==".into() };
     let text = Attachment::Text { uri: "test://doc".into(), text: "plain notes\u{202e}".into() };
     let (_, result) = call_with("calendar", "calendar_query", vec![text, image.clone()]).await;
     let Attachment::Text { uri, text } = &result.attachments[0] else { panic!("{:?}", result.attachments) };

@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 use wasmgate_adapter::{ComponentProvider, Formatters, McpProvider, ToolSource};
-use wasmgate_agent::{CancellationToken, Tool, Toolset};
 use wasmgate_audit::{AuditLog, Options};
 use wasmgate_client::{ClientConfig, FakeServer, fake};
+use wasmgate_core::{CancellationToken, Tool, Toolset};
 use wasmgate_guard::{Guard, GuardedToolset, Unattended, approver::NOBODY};
 use wasmgate_policy::{Lock, Policy};
 use wasmgate_protocol::Id;

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::Setup;
 use serde_json::{Value, json};
-use wasmgate_agent::{CancellationToken, Tool, ToolResult, ToolSpec};
+use wasmgate_core::{CancellationToken, Tool, ToolResult, ToolSpec};
 use wasmgate_guard::{INJECTION_WITHHELD, Unattended};
 
 /// A stand-in for `McpProvider::resource_tool()`: answers `text` for any URI, counting reads.

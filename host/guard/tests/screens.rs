@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use common::{Setup, Source, definition};
 use serde_json::json;
-use wasmgate_agent::{BoxFuture, CancellationToken, Toolset};
+use wasmgate_core::{BoxFuture, CancellationToken, Toolset};
 use wasmgate_guard::{INJECTION_WITHHELD, SCREEN_FAILED, Screener, Unattended};
 
 /// Finds `needle`, or fails when there is no needle.
@@ -25,7 +25,7 @@ impl Screener for Needle {
         _: &'a str,
         _: &'a str,
         text: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<(String, String)>, String>> {
+    ) -> BoxFuture<'a, Result<Vec<(String, String)>, wasmgate_core::BoxError>> {
         Box::pin(async move {
             let Some(needle) = self.0 else { return Err("trapped: unreachable".into()) };
             Ok(if text.contains(needle) {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use common::{Setup, Source, definition};
 use serde_json::json;
-use wasmgate_agent::{CancellationToken, Tool, Toolset};
+use wasmgate_core::{CancellationToken, Tool, Toolset};
 use wasmgate_guard::{Unattended, approver::NOBODY};
 
 const POLICY: &str = r#"

@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use common::{Setup, Source, definition};
 use serde_json::json;
-use wasmgate_agent::{CancellationToken, Toolset};
+use wasmgate_core::{CancellationToken, Toolset};
 use wasmgate_guard::{Approval, ApprovalRequest, Approver, INJECTION_WITHHELD, Subject, Unattended, approver::NOBODY};
 use wasmgate_policy::ReviewState;
 
-fn names(tools: &[wasmgate_agent::Tool]) -> Vec<String> {
+fn names(tools: &[wasmgate_core::Tool]) -> Vec<String> {
     tools.iter().map(|t| t.spec.name.clone()).collect()
 }
 
@@ -24,7 +24,7 @@ impl Approver for Yes {
     fn name(&self) -> &str {
         "yes"
     }
-    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> wasmgate_agent::BoxFuture<'a, Approval> {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> wasmgate_core::BoxFuture<'a, Approval> {
         self.0.lock().unwrap().push(request.clone());
         Box::pin(async { Approval::Approved })
     }

@@ -37,11 +37,76 @@ pub enum Rule {
     },
 }
 
+/// A pattern that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PatternError {
+    /// Longer than a pattern may be.
+    #[error("the pattern is {len} bytes, over the {MAX_PATTERN_LEN}-byte limit")]
+    TooLong {
+        /// Its length.
+        len: usize,
+    },
+    /// It compiles to more than a pattern may.
+    #[error("the pattern compiles to more than {MAX_PATTERN_SIZE} bytes")]
+    TooBig,
+    /// It is not a valid pattern (the regex crate's message, on one line).
+    #[error("invalid pattern: {0}")]
+    Invalid(String),
+}
+
+/// Why a call's arguments do not satisfy a constraint: safe to show the model, it names
+/// the pointer and the policy's value, never echoes the argument.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Violation {
+    /// The argument is missing.
+    #[error("argument `{pointer}` is required by policy but missing")]
+    Missing {
+        /// Where.
+        pointer: String,
+    },
+    /// The argument is not the caller's fact.
+    #[error("argument `{pointer}` must equal the caller's {fact}")]
+    NotTheCallers {
+        /// Where.
+        pointer: String,
+        /// The fact.
+        fact: String,
+    },
+    /// The caller has no such fact.
+    #[error("argument `{pointer}` must equal the caller's {fact}, and the caller has none")]
+    CallerLacks {
+        /// Where.
+        pointer: String,
+        /// The fact.
+        fact: String,
+    },
+    /// The argument is not the value the policy pins.
+    #[error("argument `{pointer}` must equal {expected}")]
+    NotEqual {
+        /// Where.
+        pointer: String,
+        /// The policy's value, shortened.
+        expected: String,
+    },
+    /// The argument does not match the policy's pattern.
+    #[error("argument `{pointer}` must be a string matching the policy pattern {pattern:?}")]
+    NoMatch {
+        /// Where.
+        pointer: String,
+        /// The pattern as written.
+        pattern: String,
+    },
+}
+
 impl Constraint {
-    /// Compiles a pattern constraint, or says why the pattern cannot be used.
-    pub fn pattern(pointer: &str, pattern: &str) -> Result<Self, String> {
+    /// Compiles a pattern constraint.
+    ///
+    /// # Errors
+    ///
+    /// A [`PatternError`]: why the pattern cannot be used.
+    pub fn pattern(pointer: &str, pattern: &str) -> Result<Self, PatternError> {
         if pattern.len() > MAX_PATTERN_LEN {
-            return Err(format!("the pattern is {} bytes, over the {MAX_PATTERN_LEN}-byte limit", pattern.len()));
+            return Err(PatternError::TooLong { len: pattern.len() });
         }
         let compile = |source: &str| {
             RegexBuilder::new(source)
@@ -50,10 +115,8 @@ impl Constraint {
                 .nest_limit(64)
                 .build()
                 .map_err(|e| match e {
-                    regex::Error::CompiledTooBig(_) => {
-                        format!("the pattern compiles to more than {MAX_PATTERN_SIZE} bytes")
-                    }
-                    other => format!("invalid pattern: {}", one_line(&other.to_string())),
+                    regex::Error::CompiledTooBig(_) => PatternError::TooBig,
+                    other => PatternError::Invalid(one_line(&other.to_string())),
                 })
         };
         // On its own first: `a)|(.*` is invalid, but wrapped it would compile to
@@ -68,9 +131,12 @@ impl Constraint {
         Constraint { pointer: pointer.to_owned(), rule: Rule::Equals(value) }
     }
 
-    /// `Ok` when the arguments satisfy the constraint, else the reason (safe to show the model: it
-    /// names the pointer and the policy's value, never echoes the argument).
-    pub fn check(&self, args: &Value) -> Result<(), String> {
+    /// `Ok` when the arguments satisfy the constraint.
+    ///
+    /// # Errors
+    ///
+    /// The [`Violation`].
+    pub fn check(&self, args: &Value) -> Result<(), Violation> {
         self.check_as(args, None)
     }
 
@@ -79,28 +145,29 @@ impl Constraint {
     /// with the caller's `NAME` (`subject`, or a claim such as `email`); without a
     /// caller, or a caller without that fact, it fails: a rule about the caller never
     /// holds for nobody.
-    pub fn check_as(&self, args: &Value, caller: Option<&Map<String, Value>>) -> Result<(), String> {
+    ///
+    /// # Errors
+    ///
+    /// The [`Violation`].
+    pub fn check_as(&self, args: &Value, caller: Option<&Map<String, Value>>) -> Result<(), Violation> {
+        let pointer = || self.pointer.clone();
         let Some(actual) = args.pointer(&self.pointer) else {
-            return Err(format!("argument `{}` is required by policy but missing", self.pointer));
+            return Err(Violation::Missing { pointer: pointer() });
         };
         if let Rule::Equals(Value::String(template)) = &self.rule
             && let Some(name) = caller_fact(template)
         {
             return match caller.and_then(|facts| facts.get(name)) {
                 Some(expected) if json_eq(actual, expected) => Ok(()),
-                Some(_) => Err(format!("argument `{}` must equal the caller's {name}", self.pointer)),
-                None => {
-                    Err(format!("argument `{}` must equal the caller's {name}, and the caller has none", self.pointer))
-                }
+                Some(_) => Err(Violation::NotTheCallers { pointer: pointer(), fact: name.to_owned() }),
+                None => Err(Violation::CallerLacks { pointer: pointer(), fact: name.to_owned() }),
             };
         }
         match &self.rule {
             Rule::Equals(expected) if json_eq(actual, expected) => Ok(()),
-            Rule::Equals(expected) => Err(format!("argument `{}` must equal {}", self.pointer, short(expected))),
+            Rule::Equals(expected) => Err(Violation::NotEqual { pointer: pointer(), expected: short(expected) }),
             Rule::Pattern { regex, .. } if actual.as_str().is_some_and(|s| regex.is_match(s)) => Ok(()),
-            Rule::Pattern { source, .. } => {
-                Err(format!("argument `{}` must be a string matching the policy pattern {source:?}", self.pointer))
-            }
+            Rule::Pattern { source, .. } => Err(Violation::NoMatch { pointer: pointer(), pattern: source.clone() }),
         }
     }
 }
@@ -158,8 +225,7 @@ fn number_eq(x: &Number, y: &Number) -> bool {
 }
 
 fn short(v: &Value) -> String {
-    let s = v.to_string();
-    if s.chars().count() > 80 { format!("{}…", s.chars().take(80).collect::<String>()) } else { s }
+    text_safety::truncated(&v.to_string(), 80)
 }
 
 fn one_line(s: &str) -> String {
@@ -176,7 +242,7 @@ mod tests {
     fn equals_passes_on_the_value_and_fails_with_a_reason_otherwise() {
         let c = Constraint::equals("/calendar", json!("work"));
         assert_eq!(c.check(&json!({"calendar": "work"})), Ok(()));
-        let err = c.check(&json!({"calendar": "home"})).unwrap_err();
+        let err = c.check(&json!({"calendar": "home"})).unwrap_err().to_string();
         assert_eq!(err, "argument `/calendar` must equal \"work\"");
         assert!(!err.contains("home"), "the argument is not echoed");
     }
@@ -209,7 +275,7 @@ mod tests {
     #[test]
     fn a_missing_argument_fails_the_constraint() {
         let c = Constraint::equals("/a/b", json!(1));
-        assert!(c.check(&json!({"a": {}})).unwrap_err().contains("missing"));
+        assert!(c.check(&json!({"a": {}})).unwrap_err().to_string().contains("missing"));
         assert!(c.check(&json!("not an object")).is_err());
     }
 
@@ -226,27 +292,27 @@ mod tests {
         assert!(c.check(&json!({"id": "team-ops"})).is_ok());
         assert!(c.check(&json!({"id": "notprimary"})).is_err());
         assert!(c.check(&json!({"id": "primary\nx"})).is_err());
-        assert!(c.check(&json!({"id": 5})).unwrap_err().contains("must be a string"));
+        assert!(c.check(&json!({"id": 5})).unwrap_err().to_string().contains("must be a string"));
     }
 
     #[test]
     fn a_pattern_that_would_break_out_of_its_anchors_is_invalid() {
         for pattern in ["a)|(.*", "work)|(?:.*", "x)(y"] {
-            let err = Constraint::pattern("/c", pattern).unwrap_err();
+            let err = Constraint::pattern("/c", pattern).unwrap_err().to_string();
             assert!(err.starts_with("invalid pattern"), "{pattern}: {err}");
         }
     }
 
     #[test]
     fn patterns_that_compile_too_big_are_rejected() {
-        let err = Constraint::pattern("/x", "(a{100}){100}").unwrap_err();
+        let err = Constraint::pattern("/x", "(a{100}){100}").unwrap_err().to_string();
         assert!(err.contains("compiles to more than"), "{err}");
     }
 
     #[test]
     fn patterns_that_are_too_long_or_invalid_are_rejected() {
-        assert!(Constraint::pattern("/x", &"a".repeat(MAX_PATTERN_LEN + 1)).unwrap_err().contains("limit"));
-        assert!(Constraint::pattern("/x", "(").unwrap_err().starts_with("invalid pattern"));
+        assert!(Constraint::pattern("/x", &"a".repeat(MAX_PATTERN_LEN + 1)).unwrap_err().to_string().contains("limit"));
+        assert!(Constraint::pattern("/x", "(").unwrap_err().to_string().starts_with("invalid pattern"));
         assert!(Constraint::pattern("/x", &"(".repeat(100)).is_err());
     }
 
@@ -278,11 +344,16 @@ mod caller_tests {
         let alice = facts(json!({"subject": "u1", "email": "alice@example.com"}));
         assert_eq!(own.check_as(&json!({"user": "alice@example.com"}), Some(&alice)), Ok(()));
         assert_eq!(
-            own.check_as(&json!({"user": "bob@example.com"}), Some(&alice)),
-            Err("argument `/user` must equal the caller's email".into())
+            own.check_as(&json!({"user": "bob@example.com"}), Some(&alice)).unwrap_err().to_string(),
+            "argument `/user` must equal the caller's email"
         );
         let nameless = facts(json!({"subject": "u2"}));
-        assert!(own.check_as(&json!({"user": "x"}), Some(&nameless)).unwrap_err().ends_with("the caller has none"));
+        assert!(
+            own.check_as(&json!({"user": "x"}), Some(&nameless))
+                .unwrap_err()
+                .to_string()
+                .ends_with("the caller has none")
+        );
         assert!(own.check(&json!({"user": "{caller.email}"})).is_err(), "the literal text is no way around it");
         let by_subject = Constraint::equals("/owner", json!("{caller.subject}"));
         assert_eq!(by_subject.check_as(&json!({"owner": "u1"}), Some(&alice)), Ok(()));

@@ -28,19 +28,39 @@ pub fn clean_text(text: &str) -> String {
     sanitize(text).text
 }
 
-/// `schema` with its prose sanitized, or why it cannot be shown (a string that means
-/// something to the tool carries characters that sanitizing removes), naming where.
+/// Why a schema cannot be shown, naming where (a JSON pointer, escaped for display).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaError {
+    /// It is nested deeper than a schema may be.
+    #[error("{at}: nested deeper than {MAX_DEPTH} levels")]
+    TooDeep {
+        /// Where.
+        at: String,
+    },
+    /// A string that means something to the tool carries characters that sanitizing
+    /// removes, so it cannot be cleaned.
+    #[error(
+        "the string at {at} carries control, escape or invisible characters, and it means something to the tool, so \
+         it cannot be cleaned"
+    )]
+    Unclean {
+        /// Where.
+        at: String,
+    },
+}
+
+/// `schema` with its prose sanitized.
 ///
 /// # Errors
 ///
-/// The JSON pointer of the first such string, and what is wrong.
-pub fn clean_schema(schema: &Value) -> Result<Value, String> {
+/// A [`SchemaError`] naming the first place that cannot be shown.
+pub fn clean_schema(schema: &Value) -> Result<Value, SchemaError> {
     walk(schema, "", 0)
 }
 
-fn walk(value: &Value, at: &str, depth: usize) -> Result<Value, String> {
+fn walk(value: &Value, at: &str, depth: usize) -> Result<Value, SchemaError> {
     if depth > MAX_DEPTH {
-        return Err(format!("{at}: nested deeper than {MAX_DEPTH} levels"));
+        return Err(SchemaError::TooDeep { at: at.to_owned() });
     }
     match value {
         Value::Object(map) => {
@@ -82,15 +102,12 @@ fn walk(value: &Value, at: &str, depth: usize) -> Result<Value, String> {
 }
 
 /// Whether `text`, at `at`, is left unchanged by sanitizing.
-fn plain(text: &str, at: &str) -> Result<(), String> {
+fn plain(text: &str, at: &str) -> Result<(), SchemaError> {
     if sanitize(text).text == text {
         return Ok(());
     }
     let at = if at.is_empty() { "/".to_owned() } else { escape_for_display(at) };
-    Err(format!(
-        "the string at {at} carries control, escape or invisible characters, and it means something to the \
-         tool, so it cannot be cleaned"
-    ))
+    Err(SchemaError::Unclean { at })
 }
 
 /// Every text of `definition` a model would read, with its JSON pointer: `title`,
@@ -191,7 +208,7 @@ mod tests {
             (json!({"properties": {"x": {"pattern": "^a\u{202e}$"}}}), "/properties/x/pattern"),
             (json!({"required": ["id\u{feff}"]}), "/required/0"),
         ] {
-            let why = clean_schema(&schema).unwrap_err();
+            let why = clean_schema(&schema).unwrap_err().to_string();
             assert!(why.starts_with(&format!("the string at {} ", escape_for_display(at))), "{why}");
         }
         let fine = json!({"properties": {"a/b": {"enum": ["x", "y\tz"]}}, "required": ["a/b"]});
@@ -204,7 +221,7 @@ mod tests {
         for _ in 0..70 {
             deep = json!({ "items": deep });
         }
-        assert!(clean_schema(&deep).unwrap_err().contains("deeper than 64"));
+        assert!(clean_schema(&deep).unwrap_err().to_string().contains("deeper than 64"));
     }
 
     #[test]

@@ -47,14 +47,14 @@ pub mod verdict;
 pub use budget::{Budget, Each, Per};
 pub use callers::{CallerMatch, CallerRule};
 pub use canonical::{canonical_json, definition_hash};
-pub use constraint::{Constraint, Rule};
+pub use constraint::{Constraint, PatternError, Rule, Violation};
 pub use detect::{Flag, FlagKind, detect};
 pub use diff::FieldChange;
 pub use error::PolicyError;
 pub use frame::{FrameError, Framed, frame};
 pub use glob::Glob;
 pub use lock::{CodeChange, CodePin, CodeState, Lock, LockError, ReviewState};
-pub use name::{NameError, Naming, exposed_name, prefixed_name, split_prefixed};
+pub use name::{NameError, exposed_name, prefixed_name, split_prefixed};
 pub use policy::Policy;
 pub use provider::{
     ConfinementLevel, DEFAULT_MEDIA_MAX_BYTES, DEFAULT_MEDIA_TYPES, DEFAULT_SAMPLING_MAX_TOKENS, FetchedCode,

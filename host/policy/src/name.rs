@@ -10,6 +10,7 @@
 //! into something that might collide with another.
 
 use thiserror::Error;
+use wasmgate_core::Naming;
 
 /// The separator between provider and tool. Provider names cannot contain `_`, so it is unambiguous.
 pub const SEPARATOR: &str = "__";
@@ -76,18 +77,6 @@ pub fn prefixed_name(provider: &str, tool: &str) -> Result<String, NameError> {
         return Err(NameError::TooLong { provider: provider.to_owned(), tool: tool.to_owned(), len });
     }
     Ok(format!("{provider}{SEPARATOR}{tool}"))
-}
-
-/// How a provider's tool and prompt names are shown to clients.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum Naming {
-    /// `<provider>__<tool>` (the default): no provider can shadow another's names.
-    #[default]
-    Prefixed,
-    /// The provider's own names, unchanged (`prefix = false`, the drop-in mode): the
-    /// gateway refuses to start when one of them is also another provider's name, and
-    /// withholds every tool of a name two providers offer.
-    AsIs,
 }
 
 /// The name shown for `provider`'s tool (or prompt) `tool` under `naming`, or why it

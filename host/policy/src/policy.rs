@@ -17,6 +17,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use toml::Spanned;
+use wasmgate_egress::HostGrant;
 
 /// The whole policy: one [`ProviderPolicy`] per configured provider.
 #[derive(Debug, Clone, Default)]
@@ -267,18 +268,13 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
     let mut network_hosts = Vec::new();
     let hosts_span = raw.network_hosts.first().map_or(0..0, Spanned::span);
     for host in raw.network_hosts {
-        let text = host.get_ref();
-        let port = text.rsplit_once(':').and_then(|(h, p)| (!h.is_empty()).then_some(p)?.parse::<u16>().ok());
-        if port.is_none_or(|p| p == 0) {
-            let fix = "give host:port, e.g. \"calendar.example.com:443\" or \"[::1]:8080\"";
-            return Err(src.error(
-                host.span(),
-                &format!("{key}.network_hosts"),
-                format!("{text:?} is not host:port"),
-                fix,
-            ));
+        match HostGrant::parse(host.get_ref()) {
+            Ok(grant) => network_hosts.push(grant),
+            Err(e) => {
+                let fix = "give host:port, e.g. \"calendar.example.com:443\" or \"[::1]:8080\"";
+                return Err(src.error(host.span(), &format!("{key}.network_hosts"), e.to_string(), fix));
+            }
         }
-        network_hosts.push(host.into_inner());
     }
     if !network_hosts.is_empty() && !network_ports.is_empty() {
         return Err(src.error(
@@ -605,7 +601,12 @@ fn constraint(src: &Source<'_>, key: &str, c: Spanned<RawConstraint>) -> Result<
             Ok(Constraint::equals(c.pointer.get_ref(), value))
         }
         (None, Some(p)) => Constraint::pattern(c.pointer.get_ref(), p.get_ref()).map_err(|why| {
-            src.error(p.span(), &format!("{key}.pattern"), why, "simplify the pattern (it must match the whole value)")
+            src.error(
+                p.span(),
+                &format!("{key}.pattern"),
+                why.to_string(),
+                "simplify the pattern (it must match the whole value)",
+            )
         }),
         _ => Err(src.error(
             span,

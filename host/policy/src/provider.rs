@@ -135,7 +135,7 @@ pub struct ProviderPolicy {
     pub network_ports: Vec<u16>,
     /// Hosts (`host:port`) a stdio server may reach through the gateway's egress proxy,
     /// from a network namespace of its own; exclusive with `network_ports`.
-    pub network_hosts: Vec<String>,
+    pub network_hosts: Vec<wasmgate_egress::HostGrant>,
     /// Whether a stdio server may open Unix sockets with `socket()` (default: the seccomp
     /// filter refuses them; `socketpair()` is always allowed).
     pub unix_sockets: bool,

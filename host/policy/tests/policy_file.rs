@@ -130,7 +130,9 @@ wasm = "/opt/wasmgate/json.wasm"
     assert_eq!(c.network_ports, [443, 8443]);
     assert!(c.unix_sockets);
     let hosts = parse("[providers.h]\nnetwork_hosts = [\"calendar.example.com:443\", \"127.0.0.1:5232\"]\n");
-    assert_eq!(hosts.provider("h").unwrap().network_hosts, ["calendar.example.com:443", "127.0.0.1:5232"]);
+    let granted: Vec<(&str, u16)> =
+        hosts.provider("h").unwrap().network_hosts.iter().map(|h| (h.host.as_str(), h.port)).collect();
+    assert_eq!(granted, [("calendar.example.com", 443), ("127.0.0.1", 5232)]);
     assert_eq!(
         (c.limits.deadline_ms, c.limits.memory_bytes, c.limits.output_bytes),
         (Some(2000), Some(33554432), Some(65536))
@@ -297,6 +299,9 @@ fn zero_limits_relative_read_paths_and_port_zero_are_rejected() {
     assert!(invalid("[providers.c]\nnetwork_ports = [0]\n").3.contains("1 to 65535"));
     assert!(invalid("[providers.c]\nnetwork_hosts = [\"example.com\"]\n").3.contains("host:port"));
     assert!(invalid("[providers.c]\nnetwork_hosts = [\"example.com:0\"]\n").3.contains("host:port"));
+    // The one grammar of a grant, the egress proxy's: a host that is no host name is refused here.
+    let bad = invalid("[providers.c]\nnetwork_hosts = [\"a b:443\"]\n");
+    assert!(bad.2.contains("neither a host name") && bad.3.contains("host:port"), "{bad:?}");
     let both = invalid("[providers.c]\nnetwork_ports = [443]\nnetwork_hosts = [\"a.com:443\"]\n");
     assert!(both.2.contains("both") && both.3.contains("not both"), "{both:?}");
     assert!(invalid("[providers.c]\nnetwork_ports = [70000]\n").2.contains("invalid value"));

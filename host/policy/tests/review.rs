@@ -168,15 +168,10 @@ fn an_oversized_lock_file_is_refused_without_reading_all_of_it() {
     let f = std::fs::File::create(&path).unwrap();
     f.set_len(wasmgate_policy::lock::MAX_LOCK_BYTES + 1).unwrap(); // sparse: costs no disk
     let err = Lock::load(&path).unwrap_err();
-    assert!(matches!(err, LockError::Read { .. }) && report(&err).contains("larger than"), "{err}");
+    assert!(matches!(err, LockError::Read { .. }) && wasmgate_core::report(&err).contains("larger than"), "{err}");
     // An endless device is cut off at the limit too, not read forever.
     let err = Lock::load(Path::new("/dev/zero")).unwrap_err();
-    assert!(report(&err).contains("larger than"), "{err}");
-}
-
-/// The error and its causes, as the command line reports them.
-fn report(error: &dyn std::error::Error) -> String {
-    std::iter::successors(Some(error), |e| e.source()).map(ToString::to_string).collect::<Vec<_>>().join(": ")
+    assert!(wasmgate_core::report(&err).contains("larger than"), "{err}");
 }
 
 fn pin(path: &str, byte: char, size: u64) -> wasmgate_policy::CodePin {

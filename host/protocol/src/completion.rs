@@ -6,7 +6,7 @@
 //!   (`{"type": "ref/resource", "uri"}`, the template's `uriTemplate`); the argument's
 //!   `name` and its `value` so far; and, optionally, `context.arguments`, the values
 //!   already given for the other arguments (strings, as prompt arguments are). What the
-//!   caller asks for is checked before it is sent ([`CompleteRequest::check`]): a
+//!   caller asks for is checked before it is sent ([`check_completion_request`]): a
 //!   reference of another type or a non-string argument value is something no server
 //!   can answer, and the gateway does not send what it cannot vouch for.
 //! * A result has a `completion` object with a `values` array of at most
@@ -19,72 +19,54 @@
 //! [`ClientContext::completion_complete`](crate::ClientContext::completion_complete).
 
 use serde_json::{Map, Value};
+use wasmgate_core::{Completion, CompletionRequest, MAX_COMPLETION_VALUES};
 
 use crate::ProtocolError;
 use crate::fields::{Object, as_object, invalid, join, opt_bool, opt_u64, req_array, req_object, req_str, wrong_type};
-use crate::result::{ResultKind, require_complete};
+use crate::result::require_complete;
 
-/// Most completion values a result may hold (the spec's "must not exceed 100 items").
-pub const MAX_COMPLETION_VALUES: usize = 100;
 /// `ref.type` of a reference to a prompt.
 pub const REF_PROMPT: &str = "ref/prompt";
 /// `ref.type` of a reference to a resource template.
 pub const REF_RESOURCE: &str = "ref/resource";
 
-/// What a `completion/complete` request asks for.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CompleteRequest {
-    /// The `ref` object: `{"type": "ref/prompt", "name"}` or `{"type": "ref/resource", "uri"}`.
-    pub reference: Value,
-    /// The name of the argument being completed.
-    pub argument_name: String,
-    /// Its value so far.
-    pub argument_value: String,
-    /// `context.arguments`: values already given for other arguments (each a string).
-    pub context_arguments: Option<Map<String, Value>>,
+/// Checks that `request` can be sent: its `reference` is an object whose `type` is
+/// [`REF_PROMPT`] with a string `name` or [`REF_RESOURCE`] with a string `uri`, and every
+/// context argument is a string.
+///
+/// # Errors
+///
+/// [`WrongType`](ProtocolError::WrongType), [`MissingField`](ProtocolError::MissingField)
+/// or [`InvalidValue`](ProtocolError::InvalidValue) at `params.ref...` or
+/// `params.context.arguments[...]`.
+pub fn check_completion_request(request: &CompletionRequest) -> Result<(), ProtocolError> {
+    let reference = as_object(&request.reference, "params.ref")?;
+    match req_str(reference, "params.ref", "type")? {
+        REF_PROMPT => req_str(reference, "params.ref", "name").map(drop),
+        REF_RESOURCE => req_str(reference, "params.ref", "uri").map(drop),
+        other => Err(invalid("params.ref.type".into(), format!("{other:?} is not {REF_PROMPT:?} or {REF_RESOURCE:?}"))),
+    }?;
+    if let Some(arguments) = &request.context_arguments {
+        strings_only(arguments, "params.context.arguments")?;
+    }
+    Ok(())
 }
 
-impl CompleteRequest {
-    /// Checks that the request can be sent: `reference` is an object whose `type` is
-    /// [`REF_PROMPT`] with a string `name` or [`REF_RESOURCE`] with a string `uri`, and
-    /// every context argument is a string.
-    ///
-    /// # Errors
-    ///
-    /// [`WrongType`](ProtocolError::WrongType), [`MissingField`](ProtocolError::MissingField)
-    /// or [`InvalidValue`](ProtocolError::InvalidValue) at `params.ref...` or
-    /// `params.context.arguments[...]`.
-    pub fn check(&self) -> Result<(), ProtocolError> {
-        let reference = as_object(&self.reference, "params.ref")?;
-        match req_str(reference, "params.ref", "type")? {
-            REF_PROMPT => req_str(reference, "params.ref", "name").map(drop),
-            REF_RESOURCE => req_str(reference, "params.ref", "uri").map(drop),
-            other => {
-                Err(invalid("params.ref.type".into(), format!("{other:?} is not {REF_PROMPT:?} or {REF_RESOURCE:?}")))
-            }
-        }?;
-        if let Some(arguments) = &self.context_arguments {
-            strings_only(arguments, "params.context.arguments")?;
-        }
-        Ok(())
+/// The request's `params` (without `_meta`), after [`check_completion_request`].
+pub(crate) fn completion_params(request: &CompletionRequest) -> Result<Object, ProtocolError> {
+    check_completion_request(request)?;
+    let mut argument = Map::new();
+    argument.insert("name".into(), Value::String(request.argument_name.clone()));
+    argument.insert("value".into(), Value::String(request.argument_value.clone()));
+    let mut params = Map::new();
+    params.insert("ref".into(), request.reference.clone());
+    params.insert("argument".into(), Value::Object(argument));
+    if let Some(arguments) = &request.context_arguments {
+        let mut context = Map::new();
+        context.insert("arguments".into(), Value::Object(arguments.clone()));
+        params.insert("context".into(), Value::Object(context));
     }
-
-    /// The request's `params` (without `_meta`), after [`check`](Self::check).
-    pub(crate) fn params(&self) -> Result<Object, ProtocolError> {
-        self.check()?;
-        let mut argument = Map::new();
-        argument.insert("name".into(), Value::String(self.argument_name.clone()));
-        argument.insert("value".into(), Value::String(self.argument_value.clone()));
-        let mut params = Map::new();
-        params.insert("ref".into(), self.reference.clone());
-        params.insert("argument".into(), Value::Object(argument));
-        if let Some(arguments) = &self.context_arguments {
-            let mut context = Map::new();
-            context.insert("arguments".into(), Value::Object(arguments.clone()));
-            params.insert("context".into(), Value::Object(context));
-        }
-        Ok(params)
-    }
+    Ok(params)
 }
 
 /// Fails unless every value of `arguments` (at `at`) is a string.
@@ -93,23 +75,6 @@ pub(crate) fn strings_only(arguments: &Object, at: &str) -> Result<(), ProtocolE
         None => Ok(()),
         Some((key, _)) => Err(wrong_type(format!("{at}[{}]", Value::String(key.clone())), "a string")),
     }
-}
-
-/// The result of `completion/complete`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CompleteResult {
-    /// Always [`ResultKind::Complete`]: `completion/complete` may not answer
-    /// `input_required`, and the parser refuses a result that does.
-    pub kind: ResultKind,
-    /// The suggestions, in the server's order (untrusted text), at most
-    /// [`MAX_COMPLETION_VALUES`].
-    pub values: Vec<String>,
-    /// How many suggestions there are in all, if the server knows.
-    pub total: Option<u64>,
-    /// Whether there are more suggestions than those sent.
-    pub has_more: Option<bool>,
-    /// The whole result.
-    pub raw: Value,
 }
 
 /// Parses a `completion/complete` result.
@@ -122,7 +87,7 @@ pub struct CompleteResult {
 /// is not a string (`at` = `result.completion.values[i]`), a `total` that is not a
 /// non-negative integer or is smaller than the number of values, or a non-boolean
 /// `hasMore`.
-pub fn parse_complete_result(result: &Value) -> Result<CompleteResult, ProtocolError> {
+pub fn parse_complete_result(result: &Value) -> Result<Completion, ProtocolError> {
     require_complete(result, "completion/complete")?;
     let obj = as_object(result, "result")?;
     let at = "result.completion";
@@ -146,7 +111,7 @@ pub fn parse_complete_result(result: &Value) -> Result<CompleteResult, ProtocolE
         return Err(invalid(join(at, "total"), format!("{total} is fewer than the {} values sent", values.len())));
     }
     let has_more = opt_bool(completion, at, "hasMore")?;
-    Ok(CompleteResult { kind: ResultKind::Complete, values, total, has_more, raw: result.clone() })
+    Ok(Completion { values, total, has_more })
 }
 
 #[cfg(test)]
@@ -164,12 +129,12 @@ mod tests {
         ProtocolError::MissingField { at: at.into() }
     }
 
-    fn completion(completion: Value) -> Result<CompleteResult, ProtocolError> {
+    fn completion(completion: Value) -> Result<Completion, ProtocolError> {
         parse_complete_result(&json!({ "completion": completion }))
     }
 
-    fn request(reference: Value, context: Option<Value>) -> CompleteRequest {
-        CompleteRequest {
+    fn request(reference: Value, context: Option<Value>) -> CompletionRequest {
+        CompletionRequest {
             reference,
             argument_name: "language".into(),
             argument_value: "py".into(),
@@ -182,10 +147,8 @@ mod tests {
         let result = json!({"resultType": "complete",
                             "completion": {"values": ["python", "pytorch"], "total": 10, "hasMore": true}});
         let got = parse_complete_result(&result).unwrap();
-        assert_eq!(got.kind, ResultKind::Complete);
         assert_eq!(got.values, ["python", "pytorch"]);
         assert_eq!((got.total, got.has_more), (Some(10), Some(true)));
-        assert_eq!(got.raw, result);
         let bare = completion(json!({"values": []})).unwrap();
         assert_eq!((bare.values.len(), bare.total, bare.has_more), (0, None, None));
         let exact = completion(json!({"values": ["a", "b"], "total": 2})).unwrap();
@@ -237,15 +200,15 @@ mod tests {
     #[test]
     fn requests_for_prompts_and_resource_templates_are_accepted() {
         let prompt = request(json!({"type": "ref/prompt", "name": "code_review"}), None);
-        assert_eq!(prompt.check(), Ok(()));
-        let params = prompt.params().unwrap();
+        assert_eq!(check_completion_request(&prompt), Ok(()));
+        let params = completion_params(&prompt).unwrap();
         assert_eq!(
             Value::Object(params),
             json!({"ref": {"type": "ref/prompt", "name": "code_review"},
                    "argument": {"name": "language", "value": "py"}})
         );
         let template = request(json!({"type": "ref/resource", "uri": "file:///{path}"}), Some(json!({"a": "b"})));
-        assert_eq!(template.params().unwrap()["context"], json!({"arguments": {"a": "b"}}));
+        assert_eq!(completion_params(&template).unwrap()["context"], json!({"arguments": {"a": "b"}}));
     }
 
     #[test]
@@ -265,8 +228,8 @@ mod tests {
             ),
         ];
         for (request, expected) in cases {
-            assert_eq!(request.check(), Err(expected.clone()), "{request:?}");
-            assert_eq!(request.params(), Err(expected));
+            assert_eq!(check_completion_request(&request), Err(expected.clone()), "{request:?}");
+            assert_eq!(completion_params(&request), Err(expected));
         }
     }
 }

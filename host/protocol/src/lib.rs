@@ -62,7 +62,7 @@ pub mod subscriptions;
 pub mod tools;
 pub mod version;
 
-pub use completion::{CompleteRequest, CompleteResult, parse_complete_result};
+pub use completion::{check_completion_request, parse_complete_result};
 pub use error::ProtocolError;
 pub use handshake::{DiscoverResult, InitializeResult, ServerInfo, parse_discover_result, parse_initialize_result};
 pub use id::Id;
@@ -72,14 +72,11 @@ pub use jsonrpc::{
 };
 pub use limits::{MessageLimits, decode, parse_message};
 pub use mcp::{ClientContext, ClientInfo, Implementation};
-pub use prompts::{
-    GetPromptResult, PromptArgument, PromptInfo, PromptMessage, PromptsPage, Role, parse_get_prompt_result,
-    parse_prompts_list,
-};
+pub use prompts::{GetPromptResult, PromptsPage, parse_get_prompt_result, parse_prompts_list};
 pub use resources::{
-    ReadResourceResult, ResourceContents, ResourceInfo, ResourcesPage, parse_read_resource_result, parse_resources_list,
+    ReadResourceResult, ResourceTemplatesPage, ResourcesPage, parse_read_resource_result,
+    parse_resource_templates_list, parse_resources_list,
 };
-pub use resources::{ResourceTemplateInfo, ResourceTemplatesPage, parse_resource_templates_list};
 pub use result::{CacheHints, CacheScope, InputRequired, ResultKind, parse_result_kind};
 pub use subscriptions::{Acknowledged, SubscriptionFilter, declares_list_changed, parse_acknowledged};
 pub use tools::{CallToolResult, ContentBlock, ToolDefinition, ToolsPage, parse_call_tool_result, parse_tools_list};

@@ -15,7 +15,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::completion::{CompleteRequest, strings_only};
+use wasmgate_core::CompletionRequest;
+
+use crate::completion::{completion_params, strings_only};
 use crate::fields::{Object, invalid};
 use crate::id::Id;
 use crate::jsonrpc::{Message, classify, notification, request};
@@ -220,10 +222,10 @@ impl ClientContext {
     ///
     /// # Errors
     ///
-    /// The [`CompleteRequest::check`] errors: a reference that is not a prompt or resource
+    /// The [`check_completion_request`](crate::check_completion_request) errors: a reference that is not a prompt or resource
     /// template reference, or a context argument that is not a string.
-    pub fn completion_complete(&self, id: &Id, complete: &CompleteRequest) -> Result<Value, ProtocolError> {
-        Ok(self.build(id, "completion/complete", complete.params()?, None))
+    pub fn completion_complete(&self, id: &Id, complete: &CompletionRequest) -> Result<Value, ProtocolError> {
+        Ok(self.build(id, "completion/complete", completion_params(complete)?, None))
     }
 
     /// `tools/call`; `progress_token` asks for `notifications/progress` (in `_meta.progressToken`).
@@ -356,7 +358,7 @@ mod tests {
             json!({"jsonrpc": "2.0", "id": 2, "method": "prompts/get",
                    "params": {"name": "review", "arguments": {"code": "fn main() {}"}, "_meta": stamp()}})
         );
-        let complete = CompleteRequest {
+        let complete = CompletionRequest {
             reference: json!({"type": "ref/prompt", "name": "review"}),
             argument_name: "language".into(),
             argument_value: "ru".into(),
@@ -382,7 +384,7 @@ mod tests {
             c.prompts_get(&Id::Int(2), "bare", &Map::new()).unwrap(),
             json!({"jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": {"name": "bare"}})
         );
-        let complete = CompleteRequest {
+        let complete = CompletionRequest {
             reference: json!({"type": "ref/resource", "uri": "file:///{path}"}),
             argument_name: "path".into(),
             argument_value: "sr".into(),
@@ -403,7 +405,7 @@ mod tests {
             c.prompts_get(&Id::Int(1), "review", &object(json!({"n": 5}))),
             Err(ProtocolError::WrongType { at: "params.arguments[\"n\"]".into(), expected: "a string" })
         );
-        let complete = CompleteRequest {
+        let complete = CompletionRequest {
             reference: json!({"type": "ref/tool", "name": "t"}),
             argument_name: "a".into(),
             argument_value: String::new(),

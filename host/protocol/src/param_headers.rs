@@ -33,36 +33,64 @@ impl HeaderParam {
     }
 }
 
-/// The annotated parameters of a tool's `inputSchema`, or why the tool must be dropped.
+/// Why a tool's `x-mcp-header` annotations are refused (the tool is then dropped).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnnotationError {
+    /// An annotation on a property no `properties` path reaches.
+    #[error("x-mcp-header on a property that is not reachable through `properties` alone")]
+    Unreachable,
+    /// Two parameters mirrored into one header.
+    #[error("x-mcp-header {0:?} is used twice")]
+    Twice(String),
+    /// An annotation that is not a string (on the property named).
+    #[error("x-mcp-header of {0:?} is not a string")]
+    NotAString(String),
+    /// A header name that is not an HTTP token.
+    #[error("x-mcp-header {0:?} is not an HTTP header token")]
+    NotAToken(String),
+    /// A property of a type a header cannot carry.
+    #[error("x-mcp-header {header:?} is on a property of type {kind:?}")]
+    WrongType {
+        /// The header.
+        header: String,
+        /// The property's type, if it names one.
+        kind: Option<String>,
+    },
+}
+
+/// The annotated parameters of a tool's `inputSchema`.
 ///
 /// # Errors
 ///
-/// A sentence naming the broken rule.
-pub fn annotated(schema: &Value) -> Result<Vec<HeaderParam>, String> {
+/// An [`AnnotationError`] naming the broken rule: the tool must be dropped.
+pub fn annotated(schema: &Value) -> Result<Vec<HeaderParam>, AnnotationError> {
     let mut found = Vec::new();
     reachable(schema, &mut Vec::new(), &mut found)?;
     if count(schema, false) != found.len() {
-        return Err("x-mcp-header on a property that is not reachable through `properties` alone".into());
+        return Err(AnnotationError::Unreachable);
     }
     let mut seen = HashSet::new();
     if let Some(dup) = found.iter().find(|p| !seen.insert(p.header.to_ascii_lowercase())) {
-        return Err(format!("x-mcp-header {:?} is used twice", dup.header));
+        return Err(AnnotationError::Twice(dup.header.clone()));
     }
     Ok(found)
 }
 
-fn reachable(schema: &Value, path: &mut Vec<String>, found: &mut Vec<HeaderParam>) -> Result<(), String> {
+fn reachable(schema: &Value, path: &mut Vec<String>, found: &mut Vec<HeaderParam>) -> Result<(), AnnotationError> {
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return Ok(()) };
     for (key, property) in properties {
         path.push(key.clone());
         if let Some(header) = property.get("x-mcp-header") {
-            let header = header.as_str().ok_or_else(|| format!("x-mcp-header of {key:?} is not a string"))?;
+            let header = header.as_str().ok_or_else(|| AnnotationError::NotAString(key.clone()))?;
             if header.is_empty() || !header.bytes().all(is_tchar) {
-                return Err(format!("x-mcp-header {header:?} is not an HTTP header token"));
+                return Err(AnnotationError::NotAToken(header.to_owned()));
             }
             match property.get("type").and_then(Value::as_str) {
                 Some("string" | "integer" | "boolean") => {}
-                other => return Err(format!("x-mcp-header {header:?} is on a property of type {other:?}")),
+                other => {
+                    let kind = other.map(str::to_owned);
+                    return Err(AnnotationError::WrongType { header: header.to_owned(), kind });
+                }
             }
             found.push(HeaderParam { path: path.clone(), header: header.to_owned() });
         }

@@ -3,8 +3,8 @@
 //!
 //! A prompt's messages are put in front of the agent's model as if the user (or the
 //! assistant) had written them, which makes them the most direct way for a server to
-//! steer the model. So the parsers are as strict as the tool parsers and keep the raw
-//! JSON next to the typed fields, for the policy layer to see exactly what is forwarded.
+//! steer the model. So the parsers are as strict as the tool parsers, read each entry
+//! into `wasmgate-core`'s types, and keep each result's whole JSON beside them.
 //!
 //! * `prompts/list`: each prompt has a non-empty string `name` (it is fetched by name,
 //!   like a tool is called by name); `title` and `description` are strings, `_meta` an
@@ -25,6 +25,7 @@
 //! and [`ClientContext::prompts_get`](crate::ClientContext::prompts_get).
 
 use serde_json::Value;
+use wasmgate_core::{PromptArgument, PromptInfo, PromptMessage, PromptMessages, Role};
 
 use crate::ProtocolError;
 use crate::fields::{as_object, invalid, join, opt_bool, opt_object, opt_str, req_array, req_str, required};
@@ -38,36 +39,6 @@ pub const DEFAULT_MAX_PROMPTS_PER_PAGE: usize = 1024;
 pub const MAX_PROMPT_ARGUMENTS: usize = 64;
 /// Most messages one `prompts/get` result may hold.
 pub const MAX_PROMPT_MESSAGES: usize = 1024;
-
-/// One prompt from `prompts/list`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PromptInfo {
-    /// The name to get it by; never empty.
-    pub name: String,
-    /// Display name (untrusted text).
-    pub title: Option<String>,
-    /// Description for the model (untrusted text).
-    pub description: Option<String>,
-    /// The arguments it takes, in the server's order, names unique.
-    pub arguments: Vec<PromptArgument>,
-    /// The whole entry (icons, `_meta`, ...).
-    pub raw: Value,
-}
-
-/// One argument a prompt declares.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PromptArgument {
-    /// The argument's name; never empty.
-    pub name: String,
-    /// Display name (untrusted text).
-    pub title: Option<String>,
-    /// What it is for (untrusted text).
-    pub description: Option<String>,
-    /// Whether it must be given (absent means false).
-    pub required: bool,
-    /// The whole entry.
-    pub raw: Value,
-}
 
 /// One page of a `prompts/list` result.
 #[derive(Debug, Clone, PartialEq)]
@@ -111,7 +82,6 @@ fn parse_prompt(value: &Value, at: &str) -> Result<PromptInfo, ProtocolError> {
         title: opt_str(obj, at, "title")?.map(str::to_owned),
         description: opt_str(obj, at, "description")?.map(str::to_owned),
         arguments,
-        raw: value.clone(),
     })
 }
 
@@ -141,50 +111,16 @@ fn parse_argument(value: &Value, at: &str) -> Result<PromptArgument, ProtocolErr
         title: opt_str(obj, at, "title")?.map(str::to_owned),
         description: opt_str(obj, at, "description")?.map(str::to_owned),
         required: opt_bool(obj, at, "required")?.unwrap_or(false),
-        raw: value.clone(),
     })
-}
-
-/// Who a prompt message speaks as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// `"user"`.
-    User,
-    /// `"assistant"`.
-    Assistant,
-}
-
-impl Role {
-    /// The role as it is written on the wire.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::User => "user",
-            Self::Assistant => "assistant",
-        }
-    }
-}
-
-/// One message of a `prompts/get` result.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PromptMessage {
-    /// Who it speaks as.
-    pub role: Role,
-    /// The content block object (untrusted), checked like a `tools/call` content block.
-    pub content: Value,
-    /// The whole message.
-    pub raw: Value,
 }
 
 /// The result of `prompts/get`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GetPromptResult {
-    /// Complete, or asking for input (then `description` is `None` and `messages` empty).
+    /// Complete, or asking for input (then `prompt` is empty).
     pub kind: ResultKind,
-    /// A description of the expanded prompt (untrusted text).
-    pub description: Option<String>,
-    /// The messages, in order.
-    pub messages: Vec<PromptMessage>,
+    /// The description and the messages, in order.
+    pub prompt: PromptMessages,
     /// The whole result.
     pub raw: Value,
 }
@@ -219,7 +155,7 @@ pub fn parse_get_prompt_result(result: &Value) -> Result<GetPromptResult, Protoc
             (opt_str(obj, "result", "description")?.map(str::to_owned), messages)
         }
     };
-    Ok(GetPromptResult { kind, description, messages, raw: result.clone() })
+    Ok(GetPromptResult { kind, prompt: PromptMessages { description, messages }, raw: result.clone() })
 }
 
 fn parse_message(value: &Value, at: &str) -> Result<PromptMessage, ProtocolError> {
@@ -232,7 +168,7 @@ fn parse_message(value: &Value, at: &str) -> Result<PromptMessage, ProtocolError
     let content_at = join(at, "content");
     let content = required(obj, at, "content")?;
     parse_content_block(content, &content_at)?;
-    Ok(PromptMessage { role, content: content.clone(), raw: value.clone() })
+    Ok(PromptMessage { role, content: content.clone() })
 }
 
 #[cfg(test)]
@@ -271,8 +207,7 @@ mod tests {
         let [code, style] = &review.arguments[..] else { panic!("two arguments expected") };
         assert_eq!((code.name.as_str(), code.description.as_deref(), code.required), ("code", Some("The code"), true));
         assert_eq!((style.name.as_str(), style.title.as_deref(), style.required), ("style", Some("Style"), false));
-        assert_eq!(code.raw, json!({"name": "code", "description": "The code", "required": true}));
-        assert_eq!(review.raw, entry);
+        assert_eq!(page.raw["prompts"][0], entry, "the page's JSON keeps each entry whole");
         assert!(bare.arguments.is_empty());
         assert_eq!(page.next_cursor.as_deref(), Some("p2"));
         assert_eq!(page.cache.cache_scope, Some(crate::CacheScope::Public));
@@ -359,15 +294,14 @@ mod tests {
                                          {"role": "user", "content": future}]});
         let got = parse_get_prompt_result(&result).unwrap();
         assert_eq!(got.kind, ResultKind::Complete);
-        assert_eq!(got.description.as_deref(), Some("A review"));
-        let roles: Vec<&str> = got.messages.iter().map(|m| m.role.as_str()).collect();
+        assert_eq!(got.prompt.description.as_deref(), Some("A review"));
+        let roles: Vec<&str> = got.prompt.messages.iter().map(|m| m.role.as_str()).collect();
         assert_eq!(roles, ["user", "assistant", "user"]);
-        assert_eq!(got.messages[0].content, text);
-        assert_eq!(got.messages[1].content, image);
-        assert_eq!(got.messages[2].content, future);
-        assert_eq!(got.messages[0].raw, json!({"role": "user", "content": text}));
+        assert_eq!(got.prompt.messages[0].content, text);
+        assert_eq!(got.prompt.messages[1].content, image);
+        assert_eq!(got.prompt.messages[2].content, future);
         assert_eq!(got.raw, result);
-        assert_eq!(messages(json!([])).map(|r| r.messages.len()), Ok(0));
+        assert_eq!(messages(json!([])).map(|r| r.prompt.messages.len()), Ok(0));
     }
 
     #[test]
@@ -404,7 +338,7 @@ mod tests {
     fn too_many_prompt_messages_are_rejected() {
         let message = json!({"role": "user", "content": {"type": "text", "text": "x"}});
         let most = vec![message.clone(); MAX_PROMPT_MESSAGES];
-        assert_eq!(messages(Value::Array(most)).map(|r| r.messages.len()), Ok(MAX_PROMPT_MESSAGES));
+        assert_eq!(messages(Value::Array(most)).map(|r| r.prompt.messages.len()), Ok(MAX_PROMPT_MESSAGES));
         let over = vec![message; MAX_PROMPT_MESSAGES + 1];
         assert_eq!(
             messages(Value::Array(over)),
@@ -421,7 +355,7 @@ mod tests {
         let result = json!({"resultType": "input_required", "requestState": "s"});
         let got = parse_get_prompt_result(&result).unwrap();
         assert!(matches!(got.kind, ResultKind::InputRequired(_)));
-        assert_eq!((got.description, got.messages), (None, Vec::new()));
+        assert_eq!((got.prompt.description, got.prompt.messages), (None, Vec::new()));
         let unknown = json!({"resultType": "later", "messages": []});
         assert_eq!(parse_get_prompt_result(&unknown), Err(ProtocolError::UnknownResultType("later".into())));
     }

@@ -2,7 +2,8 @@
 //! `resources/templates/list`) and what a read returns (`resources/read`).
 //!
 //! Resource text reaches the agent's model like tool output does, so the parsers are as
-//! strict as the tool parsers and keep the raw JSON next to the typed fields.
+//! strict as the tool parsers, read each entry into `wasmgate-core`'s types (a read's
+//! entries keep their own JSON), and keep each result's whole JSON beside them.
 //!
 //! * `resources/list`: each resource has a string `uri` and a string `name` (required by
 //!   every version since 2024-11-05); `title`, `description` and `mimeType` are strings,
@@ -22,6 +23,7 @@
 //!   `ttlMs` / `cacheScope` hints are read as for lists.
 
 use serde_json::Value;
+use wasmgate_core::{Contents, Resource, ResourceTemplate};
 
 use crate::ProtocolError;
 use crate::fields::{as_object, invalid, opt_object, opt_str, opt_u64, req_array, req_str};
@@ -31,32 +33,11 @@ use crate::result::{CacheHints, ResultKind, parse_cache_hints, parse_result_kind
 /// Default cap on resources in one `resources/list` page.
 pub const DEFAULT_MAX_RESOURCES_PER_PAGE: usize = 1024;
 
-/// One resource from `resources/list`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ResourceInfo {
-    /// The URI to read it by (any scheme; the server interprets it).
-    pub uri: String,
-    /// Programmatic name (untrusted text).
-    pub name: String,
-    /// Display name (untrusted text).
-    pub title: Option<String>,
-    /// Description for the model (untrusted text).
-    pub description: Option<String>,
-    /// MIME type, if the server knows it.
-    pub mime_type: Option<String>,
-    /// Size of the raw content in bytes, if the server knows it (a claim, not a limit).
-    pub size: Option<u64>,
-    /// `Annotations` (`audience`, `priority`, `lastModified`): hints, never to be trusted.
-    pub annotations: Option<Value>,
-    /// The whole entry (icons, `_meta`, ...).
-    pub raw: Value,
-}
-
 /// One page of a `resources/list` result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResourcesPage {
     /// The resources, in the server's order.
-    pub resources: Vec<ResourceInfo>,
+    pub resources: Vec<Resource>,
     /// Cursor for the next page, if there is one.
     pub next_cursor: Option<String>,
     /// `ttlMs` / `cacheScope`.
@@ -77,52 +58,32 @@ pub fn parse_resources_list(result: &Value, max_resources: usize) -> Result<Reso
     Ok(ResourcesPage { resources: page.entries, next_cursor: page.next_cursor, cache: page.cache, raw: result.clone() })
 }
 
-fn parse_resource(value: &Value, at: &str) -> Result<ResourceInfo, ProtocolError> {
+fn parse_resource(value: &Value, at: &str) -> Result<Resource, ProtocolError> {
     let obj = as_object(value, at)?;
     let uri = req_str(obj, at, "uri")?;
     let name = req_str(obj, at, "name")?;
-    let annotations = opt_object(obj, at, "annotations")?;
+    // Annotations are hints nothing here trusts: checked for shape, kept only in the
+    // page's whole JSON.
+    opt_object(obj, at, "annotations")?;
     opt_object(obj, at, "_meta")?;
-    Ok(ResourceInfo {
+    Ok(Resource {
         uri: uri.to_owned(),
         name: name.to_owned(),
         title: opt_str(obj, at, "title")?.map(str::to_owned),
         description: opt_str(obj, at, "description")?.map(str::to_owned),
         mime_type: opt_str(obj, at, "mimeType")?.map(str::to_owned),
         size: opt_u64(obj, at, "size")?,
-        annotations: annotations.map(|a| Value::Object(a.clone())),
-        raw: value.clone(),
     })
 }
 
 /// Default cap on resource templates in one `resources/templates/list` page.
 pub const DEFAULT_MAX_RESOURCE_TEMPLATES_PER_PAGE: usize = 1024;
 
-/// One resource template from `resources/templates/list`: a family of resources whose
-/// URIs fill in the template's variables.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ResourceTemplateInfo {
-    /// The RFC 6570 URI template, as sent (not expanded or validated).
-    pub uri_template: String,
-    /// Programmatic name (untrusted text).
-    pub name: String,
-    /// Display name (untrusted text).
-    pub title: Option<String>,
-    /// Description for the model (untrusted text).
-    pub description: Option<String>,
-    /// MIME type of every resource the template matches, if they share one.
-    pub mime_type: Option<String>,
-    /// `Annotations` (`audience`, `priority`, `lastModified`): hints, never to be trusted.
-    pub annotations: Option<Value>,
-    /// The whole entry (icons, `_meta`, ...).
-    pub raw: Value,
-}
-
 /// One page of a `resources/templates/list` result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResourceTemplatesPage {
     /// The templates, in the server's order.
-    pub resource_templates: Vec<ResourceTemplateInfo>,
+    pub resource_templates: Vec<ResourceTemplate>,
     /// Cursor for the next page, if there is one.
     pub next_cursor: Option<String>,
     /// `ttlMs` / `cacheScope`.
@@ -159,74 +120,19 @@ pub fn parse_resource_templates_list(
     })
 }
 
-fn parse_resource_template(value: &Value, at: &str) -> Result<ResourceTemplateInfo, ProtocolError> {
+fn parse_resource_template(value: &Value, at: &str) -> Result<ResourceTemplate, ProtocolError> {
     let obj = as_object(value, at)?;
     let uri_template = req_str(obj, at, "uriTemplate")?;
     let name = req_str(obj, at, "name")?;
-    let annotations = opt_object(obj, at, "annotations")?;
+    opt_object(obj, at, "annotations")?;
     opt_object(obj, at, "_meta")?;
-    Ok(ResourceTemplateInfo {
+    Ok(ResourceTemplate {
         uri_template: uri_template.to_owned(),
         name: name.to_owned(),
         title: opt_str(obj, at, "title")?.map(str::to_owned),
         description: opt_str(obj, at, "description")?.map(str::to_owned),
         mime_type: opt_str(obj, at, "mimeType")?.map(str::to_owned),
-        annotations: annotations.map(|a| Value::Object(a.clone())),
-        raw: value.clone(),
     })
-}
-
-/// One entry of a `resources/read` result: text or binary, with the raw JSON kept.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ResourceContents {
-    /// `TextResourceContents`: `{"uri", "mimeType"?, "text"}`.
-    Text {
-        /// The URI of this (sub-)resource.
-        uri: String,
-        /// MIME type, if known.
-        mime_type: Option<String>,
-        /// The text (untrusted).
-        text: String,
-        /// The whole entry (`_meta`, ...).
-        raw: Value,
-    },
-    /// `BlobResourceContents`: `{"uri", "mimeType"?, "blob"}`.
-    Blob {
-        /// The URI of this (sub-)resource.
-        uri: String,
-        /// MIME type, if known.
-        mime_type: Option<String>,
-        /// The data, base64-encoded as sent (not decoded or checked here).
-        blob: String,
-        /// The whole entry (`_meta`, ...).
-        raw: Value,
-    },
-}
-
-impl ResourceContents {
-    /// The URI of this entry.
-    #[must_use]
-    pub fn uri(&self) -> &str {
-        match self {
-            Self::Text { uri, .. } | Self::Blob { uri, .. } => uri,
-        }
-    }
-
-    /// The MIME type of this entry, if the server gave one.
-    #[must_use]
-    pub fn mime_type(&self) -> Option<&str> {
-        match self {
-            Self::Text { mime_type, .. } | Self::Blob { mime_type, .. } => mime_type.as_deref(),
-        }
-    }
-
-    /// The entry's JSON, exactly as sent.
-    #[must_use]
-    pub fn raw(&self) -> &Value {
-        match self {
-            Self::Text { raw, .. } | Self::Blob { raw, .. } => raw,
-        }
-    }
 }
 
 /// The result of `resources/read`.
@@ -235,7 +141,7 @@ pub struct ReadResourceResult {
     /// Complete, or asking for input (then `contents` is empty).
     pub kind: ResultKind,
     /// The contents: one entry, or several for a resource with sub-resources.
-    pub contents: Vec<ResourceContents>,
+    pub contents: Vec<Contents>,
     /// `ttlMs` / `cacheScope`.
     pub cache: CacheHints,
     /// The whole result.
@@ -263,15 +169,15 @@ pub fn parse_read_resource_result(result: &Value) -> Result<ReadResourceResult, 
     Ok(ReadResourceResult { kind, contents, cache: parse_cache_hints(obj, "result")?, raw: result.clone() })
 }
 
-fn parse_contents(value: &Value, at: &str) -> Result<ResourceContents, ProtocolError> {
+fn parse_contents(value: &Value, at: &str) -> Result<Contents, ProtocolError> {
     let obj = as_object(value, at)?;
     let uri = req_str(obj, at, "uri")?.to_owned();
     let mime_type = opt_str(obj, at, "mimeType")?.map(str::to_owned);
     opt_object(obj, at, "_meta")?;
     let raw = value.clone();
     match (opt_str(obj, at, "text")?, opt_str(obj, at, "blob")?) {
-        (Some(text), None) => Ok(ResourceContents::Text { uri, mime_type, text: text.to_owned(), raw }),
-        (None, Some(blob)) => Ok(ResourceContents::Blob { uri, mime_type, blob: blob.to_owned(), raw }),
+        (Some(text), None) => Ok(Contents::Text { uri, mime_type, text: text.to_owned(), raw }),
+        (None, Some(blob)) => Ok(Contents::Blob { uri, mime_type, blob: blob.to_owned(), raw }),
         (Some(_), Some(_)) => Err(invalid(at.to_owned(), "has both text and blob")),
         (None, None) => Err(invalid(at.to_owned(), "has neither text nor blob")),
     }
@@ -301,8 +207,7 @@ mod tests {
         assert_eq!(template.title.as_deref(), Some("Files"));
         assert_eq!(template.description.as_deref(), Some("Any file"));
         assert_eq!(template.mime_type.as_deref(), Some("text/plain"));
-        assert_eq!(template.annotations, Some(json!({"priority": 0.5})));
-        assert_eq!(template.raw, entry);
+        assert_eq!(page.raw["resourceTemplates"][0], entry, "the page's JSON keeps each entry whole");
         assert_eq!(page.next_cursor.as_deref(), Some("n"));
         assert_eq!(page.cache.ttl_ms, Some(10));
         assert_eq!(page.raw, result);

@@ -6,13 +6,14 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
+use wasmgate_core::Contents;
 use wasmgate_protocol::result::ResultKind;
 use wasmgate_protocol::subscriptions::{self, SubscriptionFilter, parse_acknowledged};
 use wasmgate_protocol::version::{check_initialize_version, parse_unsupported_version};
 use wasmgate_protocol::{
-    ClientContext, ClientInfo, ContentBlock, Id, Message, MessageLimits, ProtocolVersion, ResourceContents, SUPPORTED,
-    codes, decode, parse_call_tool_result, parse_discover_result, parse_initialize_result, parse_message,
-    parse_read_resource_result, parse_resources_list, parse_result_kind, parse_tools_list, result::CacheScope,
+    ClientContext, ClientInfo, ContentBlock, Id, Message, MessageLimits, ProtocolVersion, SUPPORTED, codes, decode,
+    parse_call_tool_result, parse_discover_result, parse_initialize_result, parse_message, parse_read_resource_result,
+    parse_resources_list, parse_result_kind, parse_tools_list, result::CacheScope,
 };
 
 fn golden_dir() -> PathBuf {
@@ -180,8 +181,9 @@ fn resources_list_2026_page_is_parsed_with_optional_fields_and_cache_hints() {
     assert_eq!(main.title.as_deref(), Some("Rust Software Application Main File"));
     assert_eq!(main.mime_type.as_deref(), Some("text/x-rust"));
     assert_eq!(main.size, Some(1024));
-    assert_eq!(main.annotations.as_ref().unwrap()["priority"], 0.8);
-    assert!(main.raw.get("icons").is_some(), "raw keeps fields the view does not type");
+    let entry = &page.raw["resources"][0];
+    assert_eq!(entry["annotations"]["priority"], 0.8, "the page's JSON keeps what the entries do not type");
+    assert!(entry.get("icons").is_some());
     let logo = &page.resources[1];
     assert_eq!((logo.title.as_ref(), logo.description.as_ref(), logo.size), (None, None, None));
     assert_eq!(page.next_cursor.as_deref(), Some("eyJwYWdlIjogM30="));
@@ -195,9 +197,7 @@ fn resources_2025_list_and_read_without_result_type_are_parsed() {
     assert_eq!((page.next_cursor, page.cache.ttl_ms), (None, None));
     let read = parse_read_resource_result(&result_of("2025-11-25/resources_read_result.json")).unwrap();
     assert_eq!(read.kind, ResultKind::Complete);
-    assert!(
-        matches!(&read.contents[..], [ResourceContents::Text { text, mime_type: None, .. }] if text == "# project\n")
-    );
+    assert!(matches!(&read.contents[..], [Contents::Text { text, mime_type: None, .. }] if text == "# project\n"));
 }
 
 #[test]
@@ -206,7 +206,7 @@ fn read_resource_result_keeps_text_and_blob_entries_and_their_raw_json() {
     let read = parse_read_resource_result(&result).unwrap();
     assert_eq!(read.kind, ResultKind::Complete);
     match &read.contents[..] {
-        [ResourceContents::Text { text, .. }, ResourceContents::Blob { blob, raw, .. }] => {
+        [Contents::Text { text, .. }, Contents::Blob { blob, raw, .. }] => {
             assert!(text.starts_with("fn main()"));
             assert_eq!(blob, "iVBORw0KGgo=");
             assert_eq!(raw["_meta"]["com.example/origin"], "assets");

@@ -109,7 +109,8 @@ impl Sandbox {
     /// Builds the engine with `config`.
     pub fn new(config: SandboxConfig) -> Result<Self, LoadError> {
         let (engine, pooled) = build_engine(&config)?;
-        let engine_error = |e: wasmtime::Error| LoadError::Engine(format!("{e:#}"));
+        let engine_error =
+            |e: wasmtime::Error| LoadError::Engine { what: "cannot link WASI", source: e.into_boxed_dyn_error() };
         let linker = wasi_linker(&engine, false).map_err(engine_error)?;
         let linker_async = wasi_linker(&engine, true).map_err(engine_error)?;
         let cache = config.cache_dir.as_deref().and_then(|dir| match Cache::open(dir) {
@@ -249,7 +250,8 @@ fn build_engine(config: &SandboxConfig) -> Result<(Engine, bool), LoadError> {
             }
         }
     }
-    let engine = Engine::new(&base_config(config)).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+    let engine = Engine::new(&base_config(config))
+        .map_err(|e| LoadError::Engine { what: "cannot make the engine", source: e.into_boxed_dyn_error() })?;
     Ok((engine, false))
 }
 
@@ -276,7 +278,10 @@ impl Ticker {
                     engine.increment_epoch();
                 }
             })
-            .map_err(|e| LoadError::Engine(format!("cannot start the epoch thread that enforces deadlines: {e}")))?;
+            .map_err(|e| LoadError::Engine {
+                what: "cannot start the epoch thread that enforces deadlines",
+                source: e.into(),
+            })?;
         Ok(Ticker { tick, stop, thread: Some(thread) })
     }
 }

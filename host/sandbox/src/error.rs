@@ -5,9 +5,11 @@
 //! [`ToolCallError`] adds a tool's own typed [`CallError`]. Their texts
 //! are for the host (logs, audit): they may carry guest stderr and trap
 //! details, which never belong in a model's context. [`LoadError`] is for
-//! start-up: loading a component, with the file and what is wrong.
+//! start-up: loading a component, with the file and what is wrong. wasmtime's own
+//! errors are kept as sources, whole, never flattened into text.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use wasmtime::Trap;
@@ -16,6 +18,9 @@ use wasmtime::component::ResourceTableError;
 use crate::limits::LimitHits;
 
 pub use crate::bindings::{CallError, FormatError};
+
+/// An error kept as a source, of whatever type wasmtime or the system gave.
+pub(crate) type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A call that did not produce text.
 #[derive(Debug, thiserror::Error)]
@@ -56,9 +61,15 @@ pub enum SandboxError {
     StackOverflow,
     /// The guest trapped for another reason: a panic (`unreachable`), an
     /// out-of-bounds access, a failed host call. `stderr` is what the guest
-    /// printed before (a panic message, say), bounded.
+    /// printed before (a panic message, say), bounded; `cause` what failed, when it
+    /// was not a trap of the guest's own (a host call).
     #[error("guest trapped: {trap}{}", if stderr.is_empty() { String::new() } else { format!(" (stderr: {stderr})") })]
-    Trapped { trap: String, stderr: String },
+    Trapped {
+        trap: String,
+        stderr: String,
+        #[source]
+        cause: Option<Cause>,
+    },
     /// The guest ran to completion and declined with a typed error.
     #[error("formatter declined: {0}")]
     Format(FormatError),
@@ -72,15 +83,24 @@ pub enum SandboxError {
     #[error("sandbox busy: all {slots} instance slots are in use")]
     Busy { slots: u32 },
     /// The instance could not be created (a count cap, for example).
-    #[error("could not instantiate the component: {0}")]
-    Instantiate(String),
+    #[error("could not instantiate the component")]
+    Instantiate(#[source] Cause),
+    /// The component could not be linked to async WASI (asked again on every call: the
+    /// first answer is kept).
+    #[error("cannot link the component to async WASI")]
+    Link(#[source] Arc<dyn std::error::Error + Send + Sync + 'static>),
+    /// No thread could be started to run the guest on.
+    #[error("no thread to {what} on")]
+    NoThread { what: &'static str, source: std::io::Error },
     /// The limits asked for something this sandbox was not built for.
     #[error("invalid limits: {0}")]
-    InvalidLimits(String),
-    /// A tool call's grants could not be given: a malformed grant, or a host
-    /// directory that cannot be opened (named in the text). No guest code ran.
+    InvalidLimits(#[from] LimitsError),
+    /// A tool call's grants are malformed. No guest code ran.
     #[error("cannot grant the call its capabilities: {0}")]
-    Grant(String),
+    Grant(#[from] GrantError),
+    /// A host directory granted to the call cannot be opened. No guest code ran.
+    #[error("cannot grant the call its capabilities: cannot open the host directory {} granted as {guest_path}", host_path.display())]
+    OpenDir { host_path: PathBuf, guest_path: String, source: Cause },
     /// The guest answered, but not in the shape its world promises (a tool's
     /// content that is not a JSON array, an invalid tool definition, ...).
     #[error("invalid output from the guest: {0}")]
@@ -139,8 +159,12 @@ impl SandboxError {
             Some(Trap::Interrupt) => SandboxError::DeadlineExceeded { limit: limits.deadline },
             Some(Trap::OutOfFuel) => SandboxError::FuelExhausted { limit: limits.fuel.unwrap_or(0) },
             Some(Trap::StackOverflow) => SandboxError::StackOverflow,
-            Some(trap) => SandboxError::Trapped { trap: trap.to_string(), stderr },
-            None => SandboxError::Trapped { trap: format!("{:#}", err.root_cause()), stderr },
+            Some(trap) => SandboxError::Trapped { trap: trap.to_string(), stderr, cause: None },
+            None => SandboxError::Trapped {
+                trap: "a host call failed".to_owned(),
+                stderr,
+                cause: Some(err.into_boxed_dyn_error()),
+            },
         }
     }
 }
@@ -177,6 +201,34 @@ fn describe_call_error(error: &CallError) -> String {
     }
 }
 
+/// Limits a sandbox cannot honour.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LimitsError {
+    /// More memory than the sandbox's pool slots hold.
+    #[error("memory limit {asked} exceeds the sandbox maximum {max} (raise SandboxConfig::max_memory_bytes)")]
+    MemoryOverMaximum { asked: usize, max: usize },
+    /// A fuel limit in a sandbox that does not meter fuel.
+    #[error("a fuel limit needs a sandbox built with SandboxConfig::fuel = true")]
+    FuelNotMetered,
+}
+
+/// A tool call's grants that are malformed, naming the grant.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GrantError {
+    /// A host path that is not absolute.
+    #[error("host path {} (for {guest_path}) is not absolute", host_path.display())]
+    HostPathNotAbsolute { host_path: PathBuf, guest_path: String },
+    /// A guest path that is not a plain absolute directory path.
+    #[error(
+        "guest path {guest_path:?} must be an absolute directory path such as /data, without `.`, `..`, `//` or a \
+         trailing `/`, and not / itself"
+    )]
+    GuestPath { guest_path: String },
+    /// Two guest paths, one inside the other.
+    #[error("guest paths {first} and {second} overlap")]
+    Overlap { first: String, second: String },
+}
+
 /// A component that could not be made ready to run.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -184,40 +236,30 @@ pub enum LoadError {
     /// The file could not be read.
     #[error("cannot read component {path}")]
     Read { path: PathBuf, source: std::io::Error },
+    /// The file is larger than any component the sandbox takes.
+    #[error("{path} is {size} bytes; components over {limit} bytes are refused")]
+    TooLarge { path: PathBuf, size: u64, limit: u64 },
     /// The bytes are not a valid WebAssembly component (a core module, a
     /// truncated file, garbage).
-    #[error("{name} is not a valid WebAssembly component: {reason}")]
-    Invalid { name: String, reason: String },
+    #[error("{name} is not a valid WebAssembly component")]
+    Invalid { name: String, source: Cause },
     /// A valid component, but not for this world: it needs imports the
     /// sandbox does not grant, or lacks the export the host calls.
-    #[error("{name} is not a {world} component: {reason}")]
-    WrongWorld { name: String, world: &'static str, reason: String },
-    /// The component cannot be instantiated within the limits.
-    #[error("{name} cannot run within the sandbox limits: {reason}")]
-    Limits { name: String, reason: String },
-    /// The engine could not be configured.
-    #[error("cannot configure the sandbox engine: {0}")]
-    Engine(String),
+    #[error("{name} is not a {world} component")]
+    WrongWorld { name: String, world: &'static str, source: Cause },
+    /// The component cannot be instantiated within the limits (or the limits do not
+    /// fit the sandbox).
+    #[error("{name} cannot run within the sandbox limits")]
+    Limits { name: String, source: SandboxError },
+    /// The engine could not be configured (`what` says which part).
+    #[error("cannot configure the sandbox engine: {what}")]
+    Engine { what: &'static str, source: Cause },
 }
 
-/// A guest-supplied character as it may appear in a log line or a terminal:
-/// control, escape, bidi and other invisible characters become spaces, so a
-/// hostile guest can neither rewrite a screen nor disguise a line.
-pub(crate) fn log_safe(c: char) -> char {
-    if c.is_control() || text_safety::is_invisible(c) { ' ' } else { c }
-}
-
-/// A short, single-line form of a guest-supplied message, so a hostile guest
-/// cannot flood the logs through its error text.
+/// A short form of a guest-supplied message for a log line or an error: on one line,
+/// with control, escape, bidi and other invisible characters escaped, then cut to `max`
+/// characters (the cut marked), so a hostile guest can neither flood the logs nor
+/// rewrite a screen nor disguise a line.
 pub(crate) fn bounded(text: &str, max: usize) -> String {
-    let mut end = text.len().min(max);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let cut = &text[..end];
-    let mut out: String = cut.chars().map(log_safe).collect();
-    if end < text.len() {
-        out.push_str(" [...]");
-    }
-    out
+    text_safety::truncated(&text_safety::escape_for_log(text), max)
 }

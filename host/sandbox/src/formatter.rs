@@ -9,11 +9,14 @@ use crate::engine::Sandbox;
 use crate::error::{LoadError, SandboxError, bounded};
 use crate::limits::CallLimits;
 use crate::prepared::{Ready, Spare};
-use crate::runner::{LazyPre, Runner, guest_stderr, read_component, run_blocking};
+use crate::runner::{LazyPre, Loaded, Runner, guest_stderr, read_component, run_blocking, wrong_world};
 use crate::state::{Mode, StoreState};
 
 /// Longest guest-supplied error text kept.
 pub(crate) const MAX_ERROR_TEXT: usize = 2048;
+
+/// The world a formatter is for.
+const WORLD: &str = "formatter";
 
 /// One tool result to render, as the provider sent it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -74,18 +77,10 @@ impl Sandbox {
     /// WASI, if it does not export the `format` interface, if `limits` do not
     /// fit this sandbox, or if it cannot be instantiated within them.
     pub fn load_formatter(&self, name: &str, bytes: &[u8], limits: CallLimits) -> Result<Formatter, LoadError> {
-        let runner = Runner::new(self);
-        runner.check(&limits).map_err(|reason| LoadError::Limits { name: name.to_owned(), reason })?;
-        let component = self.compile(name, bytes)?;
-        let wrong_world = |e: wasmtime::Error| LoadError::WrongWorld {
-            name: name.to_owned(),
-            world: "formatter",
-            reason: format!("{e:#}"),
-        };
-        let pre =
-            FormatterPre::new(self.linker.instantiate_pre(&component).map_err(wrong_world)?).map_err(wrong_world)?;
+        let Loaded { runner, component, pre } = self.load_component(name, WORLD, bytes, &limits)?;
+        let pre = FormatterPre::new(pre).map_err(|e| wrong_world(name, WORLD, e.into_boxed_dyn_error()))?;
         let pre_async = LazyPre::new(component, Arc::clone(&self.linker_async));
-        Formatter { name: name.to_owned(), runner, pre, pre_async, spare: Arc::default(), limits }.trial()
+        Ok(Formatter { name: name.to_owned(), runner, pre, pre_async, spare: Arc::default(), limits })
     }
 }
 
@@ -97,16 +92,10 @@ impl Formatter {
     ///
     /// [`LoadError::Limits`] when the component cannot run within `limits`.
     pub fn with_limits(&self, limits: CallLimits) -> Result<Formatter, LoadError> {
-        self.runner.check(&limits).map_err(|reason| LoadError::Limits { name: self.name.clone(), reason })?;
-        Formatter { limits, spare: Arc::default(), ..self.clone() }.trial()
+        self.runner.admit(&self.name, &limits, self.pre.instance_pre())?;
+        Ok(Formatter { limits, spare: Arc::default(), ..self.clone() })
     }
 
-    /// Instantiates once, so a component that can never run within its limits fails
-    /// at start-up rather than on every call.
-    fn trial(self) -> Result<Formatter, LoadError> {
-        self.runner.trial(&self.name, &self.limits, |store| self.pre.instantiate(store))?;
-        Ok(self)
-    }
     /// Whether the instance of the next async call is ready.
     #[cfg(test)]
     pub(crate) fn has_prepared_instance(&self) -> bool {
@@ -130,7 +119,7 @@ impl Formatter {
 
     /// Renders one result under `limits` (which must fit the sandbox, as at load).
     pub fn format_with(&self, request: FormatRequest, limits: &CallLimits) -> Result<String, SandboxError> {
-        self.runner.check(limits).map_err(SandboxError::InvalidLimits)?;
+        self.runner.check(limits)?;
         self.run(request, limits)
     }
 

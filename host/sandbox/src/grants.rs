@@ -8,11 +8,13 @@
 //! Formatters never see grants: they always run in the empty context.
 
 use std::collections::HashSet;
-use std::future::Future;
-use std::net::SocketAddr;
+use std::net::IpAddr;
 use std::path::{Component, Path, PathBuf};
-use std::pin::Pin;
 use std::sync::Arc;
+
+use wasmgate_egress::HostGrant;
+
+use crate::error::GrantError;
 
 /// The capabilities one tool call gets, from its policy.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -30,35 +32,23 @@ pub struct Grants {
     pub network: Option<NetworkGrant>,
 }
 
-/// Decides whether a call may connect to one address (asked once per connection).
-pub type ConnectCheck = Arc<dyn Fn(SocketAddr) -> Pin<Box<dyn Future<Output = bool> + Send + Sync>> + Send + Sync>;
-
-/// Outgoing TCP for a tool call: `wasi:sockets` with every connection's address put
-/// to [`NetworkGrant::check`]. UDP, binding an address of its own, listening and
-/// accepting stay refused.
-#[derive(Clone)]
+/// Outgoing TCP for a tool call: `wasi:sockets`, with every connection's address judged
+/// by `wasmgate_egress::permits` against the hosts granted. UDP, binding an address of
+/// its own, listening and accepting stay refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NetworkGrant {
+    /// The hosts it may connect to (a name's public addresses, or a literal address).
+    pub hosts: Arc<[HostGrant]>,
+}
+
+impl NetworkGrant {
     /// Whether the guest may resolve names (`wasi:sockets/ip-name-lookup`, through the
-    /// host's resolver); needed when a host is granted by name.
-    pub name_lookup: bool,
-    /// Asked for each address the guest connects to.
-    pub check: ConnectCheck,
-}
-
-impl std::fmt::Debug for NetworkGrant {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NetworkGrant").field("name_lookup", &self.name_lookup).finish_non_exhaustive()
+    /// host's resolver): only when a host is granted by name.
+    #[must_use]
+    pub fn name_lookup(&self) -> bool {
+        self.hosts.iter().any(|h| h.host.parse::<IpAddr>().is_err())
     }
 }
-
-/// Two grants are equal when they share their check.
-impl PartialEq for NetworkGrant {
-    fn eq(&self, other: &Self) -> bool {
-        self.name_lookup == other.name_lookup && Arc::ptr_eq(&self.check, &other.check)
-    }
-}
-
-impl Eq for NetworkGrant {}
 
 /// One host directory, preopened for the guest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,17 +89,24 @@ impl Grants {
 
     /// Checks the paths of every grant, without touching the filesystem.
     /// The error names the grant and says what is wrong.
-    pub fn check(&self) -> Result<(), String> {
+    ///
+    /// # Errors
+    ///
+    /// A [`GrantError`] naming the grant that is malformed.
+    pub fn check(&self) -> Result<(), GrantError> {
         let mut seen: HashSet<&str> = HashSet::new();
         for dir in &self.dirs {
             let guest = dir.guest_path.as_str();
             if !dir.host_path.is_absolute() {
-                return Err(format!("host path {} (for {guest}) is not absolute", dir.host_path.display()));
+                return Err(GrantError::HostPathNotAbsolute {
+                    host_path: dir.host_path.clone(),
+                    guest_path: guest.to_owned(),
+                });
             }
             check_guest_path(guest)?;
             for other in &seen {
                 if inside(guest, other) || inside(other, guest) {
-                    return Err(format!("guest paths {other} and {guest} overlap"));
+                    return Err(GrantError::Overlap { first: (*other).to_owned(), second: guest.to_owned() });
                 }
             }
             seen.insert(guest);
@@ -118,16 +115,13 @@ impl Grants {
     }
 }
 
-fn check_guest_path(guest: &str) -> Result<(), String> {
+fn check_guest_path(guest: &str) -> Result<(), GrantError> {
     let path = Path::new(guest);
     let normal = path.components().skip(1).all(|c| matches!(c, Component::Normal(_)));
     let reconstructed = path.components().skip(1).count() == guest.split('/').skip(1).count();
     if !guest.starts_with('/') || guest == "/" || !normal || !reconstructed || guest.len() > 256 || guest.contains('\0')
     {
-        return Err(format!(
-            "guest path {guest:?} must be an absolute directory path such as /data, without `.`, `..`, `//` or a \
-             trailing `/`, and not / itself"
-        ));
+        return Err(GrantError::GuestPath { guest_path: guest.to_owned() });
     }
     Ok(())
 }
@@ -154,21 +148,21 @@ mod tests {
     #[test]
     fn malformed_guest_paths_are_refused_naming_them() {
         for guest in ["data", "/", "/data/", "/data/../etc", "/./data", "//data", "/da\0ta", "/data//x", ""] {
-            let err = Grants::none().with_dir(DirGrant::read_only("/srv", guest)).check().unwrap_err();
+            let err = Grants::none().with_dir(DirGrant::read_only("/srv", guest)).check().unwrap_err().to_string();
             assert!(err.contains(&format!("{guest:?}")), "{guest:?}: {err}");
         }
     }
 
     #[test]
     fn relative_host_paths_and_overlapping_guest_paths_are_refused() {
-        let err = Grants::none().with_dir(DirGrant::read_only("data", "/data")).check().unwrap_err();
+        let err = Grants::none().with_dir(DirGrant::read_only("data", "/data")).check().unwrap_err().to_string();
         assert!(err.contains("not absolute"), "{err}");
         let overlap =
             Grants::none().with_dir(DirGrant::read_only("/a", "/data")).with_dir(DirGrant::read_only("/b", "/data/x"));
-        assert!(overlap.check().unwrap_err().contains("overlap"));
+        assert!(overlap.check().unwrap_err().to_string().contains("overlap"));
         let same =
             Grants::none().with_dir(DirGrant::read_only("/a", "/data")).with_dir(DirGrant::read_only("/b", "/data"));
-        assert!(same.check().unwrap_err().contains("overlap"));
+        assert!(same.check().unwrap_err().to_string().contains("overlap"));
         let siblings = Grants::none()
             .with_dir(DirGrant::read_only("/a", "/data"))
             .with_dir(DirGrant::read_only("/b", "/database"));

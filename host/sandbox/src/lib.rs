@@ -45,9 +45,9 @@ pub mod tool_output;
 pub mod tool_provider;
 
 pub use engine::{Sandbox, SandboxConfig};
-pub use error::{CallError, FormatError, LoadError, SandboxError, ToolCallError};
+pub use error::{CallError, FormatError, GrantError, LimitsError, LoadError, SandboxError, ToolCallError};
 pub use formatter::{FormatRequest, Formatter};
-pub use grants::{ConnectCheck, DirGrant, Grants, NetworkGrant};
+pub use grants::{DirGrant, Grants, NetworkGrant};
 pub use limits::{CallLimits, MAX_HOST_RESOURCES, TRANSFER_SLACK};
 pub use media::{MediaCheck, MediaRequest as MediaCheckRequest, MediaVerdict};
 pub use screen::{Finding, Screen, ScreenRequest};

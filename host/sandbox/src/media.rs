@@ -10,13 +10,18 @@
 
 use std::sync::Arc;
 
+use wasmtime::component::InstancePre;
+
 use crate::bindings::{MediaCheckPreAsync, MediaRequest as GuestRequest};
 use crate::engine::Sandbox;
 use crate::error::{LoadError, SandboxError, bounded};
 use crate::formatter::MAX_ERROR_TEXT;
 use crate::limits::CallLimits;
-use crate::runner::{LazyPre, Runner, guest_stderr};
+use crate::runner::{LazyPre, Loaded, Runner, guest_stderr, wrong_world};
 use crate::state::{Mode, StoreState};
+
+/// The world it is for.
+const WORLD: &str = "media-check";
 
 /// The longest refusal kept, in characters.
 pub const MAX_REFUSAL_CHARS: usize = 160;
@@ -46,6 +51,8 @@ pub struct MediaVerdict {
 pub struct MediaCheck {
     runner: Runner,
     pre: Arc<LazyPre<MediaCheckPreAsync<StoreState>>>,
+    /// Linked to blocking WASI, for the trial instantiation of other limits.
+    trial: InstancePre<StoreState>,
     limits: CallLimits,
 }
 
@@ -61,27 +68,26 @@ impl Sandbox {
     /// # Errors
     ///
     /// The bytes are not a component, it imports more than WASI, it does not export
-    /// the `media` interface, or `limits` do not fit this sandbox.
+    /// the `media` interface, `limits` do not fit this sandbox, or it cannot be
+    /// instantiated within them (tried once, with nothing granted).
     pub fn load_media_check(&self, bytes: &[u8], limits: CallLimits) -> Result<MediaCheck, LoadError> {
-        let name = "media-check";
-        let runner = Runner::new(self);
-        runner.check(&limits).map_err(|reason| LoadError::Limits { name: name.to_owned(), reason })?;
-        let component = self.compile(name, bytes)?;
+        let Loaded { runner, component, pre: trial } = self.load_component(WORLD, WORLD, bytes, &limits)?;
         let pre = LazyPre::new(component, Arc::clone(&self.linker_async));
-        pre.get(MediaCheckPreAsync::new).map_err(|e| LoadError::WrongWorld {
-            name: name.to_owned(),
-            world: "media-check",
-            reason: e.to_string(),
-        })?;
-        Ok(MediaCheck { runner, pre, limits })
+        pre.get(MediaCheckPreAsync::new).map_err(|e| wrong_world(WORLD, WORLD, Box::new(e)))?;
+        Ok(MediaCheck { runner, pre, trial, limits })
     }
 }
 
 impl MediaCheck {
-    /// The same check under other limits.
-    #[must_use]
-    pub fn with_limits(&self, limits: CallLimits) -> Self {
-        Self { limits, ..self.clone() }
+    /// The same check under other limits, without loading it again: the limits are
+    /// checked and the trial instantiation repeated, as at load.
+    ///
+    /// # Errors
+    ///
+    /// [`LoadError::Limits`] when the component cannot run within `limits`.
+    pub fn with_limits(&self, limits: CallLimits) -> Result<Self, LoadError> {
+        self.runner.admit(WORLD, &limits, &self.trial)?;
+        Ok(Self { limits, ..self.clone() })
     }
 
     /// Checks one result's binary blocks, on the calling async task, under the limits.

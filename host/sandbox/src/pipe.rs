@@ -10,7 +10,6 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 
-use crate::error::log_safe;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
@@ -40,11 +39,11 @@ impl BoundedPipe {
         inner.dropped += bytes.len() - take;
     }
 
-    /// What the guest wrote, as lossy UTF-8 on one line made [`log_safe`],
-    /// with a note of how much was dropped.
+    /// What the guest wrote, as lossy UTF-8 on one line made log-safe
+    /// (`text_safety::escape_for_log`), with a note of how much was dropped.
     pub fn contents(&self) -> String {
         let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut text: String = String::from_utf8_lossy(&inner.kept).chars().map(log_safe).collect();
+        let mut text = text_safety::escape_for_log(&String::from_utf8_lossy(&inner.kept));
         if inner.dropped > 0 {
             text.push_str(&format!(" [... {} more bytes dropped]", inner.dropped));
         }
@@ -120,15 +119,15 @@ mod tests {
     fn escapes_and_bidi_overrides_cannot_reach_a_terminal() {
         let pipe = BoundedPipe::new(100);
         pipe.append("panicked\n\x1b[2J\u{202e}evil\x07".as_bytes());
-        assert_eq!(pipe.contents(), "panicked  [2J evil ");
+        assert_eq!(pipe.contents(), "panicked\\u{a}\\u{1b}[2J\\u{202e}evil\\u{7}");
     }
 
     #[test]
-    fn every_invisible_character_becomes_a_space() {
+    fn every_invisible_character_is_shown_as_an_escape() {
         // The byte order mark, a Hangul filler, a tag character: the whole shared set,
         // not only the bidi controls.
         let pipe = BoundedPipe::new(100);
         pipe.append("a\u{feff}b\u{3164}c\u{e0041}d".as_bytes());
-        assert_eq!(pipe.contents(), "a b c d");
+        assert_eq!(pipe.contents(), "a\\u{feff}b\\u{3164}c\\u{e0041}d");
     }
 }

@@ -12,7 +12,7 @@ use wasmtime::{Engine, PoolConcurrencyLimitError, Store, UpdateDeadline};
 
 use crate::cache::Cache;
 use crate::engine::{Sandbox, deadline_ticks};
-use crate::error::{LoadError, SandboxError, bounded};
+use crate::error::{LimitsError, LoadError, SandboxError, bounded};
 use crate::limits::CallLimits;
 use crate::prepared::{self, Reserve};
 use crate::state::{Mode, StoreState};
@@ -48,17 +48,24 @@ impl Runner {
 
     /// Limits this sandbox can honour: memory within its pool slots, fuel
     /// only if it meters fuel.
-    pub fn check(&self, limits: &CallLimits) -> Result<(), String> {
+    pub fn check(&self, limits: &CallLimits) -> Result<(), LimitsError> {
         if limits.memory_bytes > self.max_memory_bytes {
-            return Err(format!(
-                "memory limit {} exceeds the sandbox maximum {} (raise SandboxConfig::max_memory_bytes)",
-                limits.memory_bytes, self.max_memory_bytes
-            ));
+            return Err(LimitsError::MemoryOverMaximum { asked: limits.memory_bytes, max: self.max_memory_bytes });
         }
         if limits.fuel.is_some() && !self.fuel_enabled {
-            return Err("a fuel limit needs a sandbox built with SandboxConfig::fuel = true".into());
+            return Err(LimitsError::FuelNotMetered);
         }
         Ok(())
+    }
+
+    /// What a component must pass to run under `limits`, at load and whenever it is
+    /// given other limits: the limits fit this sandbox, and it instantiates once under
+    /// them with nothing granted (`pre`, linked to blocking WASI), so a component that
+    /// can never run within them is refused now rather than on every call. `name` names
+    /// it in the error.
+    pub fn admit(&self, name: &str, limits: &CallLimits, pre: &InstancePre<StoreState>) -> Result<(), LoadError> {
+        self.check(limits).map_err(|e| LoadError::Limits { name: name.to_owned(), source: e.into() })?;
+        self.trial(name, limits, |store| pre.instantiate(store))
     }
 
     /// A fresh store for one instance, with every limit armed. The deadline
@@ -71,7 +78,7 @@ impl Runner {
         if self.fuel_enabled {
             store
                 .set_fuel(limits.fuel.unwrap_or(u64::MAX))
-                .map_err(|e| SandboxError::InvalidLimits(format!("{e:#}")))?;
+                .map_err(|e| SandboxError::Instantiate(e.into_boxed_dyn_error()))?;
         }
         Ok(store)
     }
@@ -114,23 +121,23 @@ impl Runner {
         &self.reserve
     }
 
-    /// Instantiates once under `limits`, with nothing granted, so a component that can
-    /// never run within them fails at load rather than on every call. `label` names it.
-    pub fn trial<I>(
+    /// Instantiates once under `limits`, with nothing granted (see [`Runner::admit`]).
+    fn trial<I>(
         &self,
-        label: &str,
+        name: &str,
         limits: &CallLimits,
         instantiate: impl FnOnce(&mut Store<StoreState>) -> wasmtime::Result<I> + Send,
     ) -> Result<(), LoadError> {
         let tried = off_async_thread(|| {
-            let mut store = self.store(StoreState::new(limits, Mode::Blocking), limits).map_err(|e| e.to_string())?;
+            let mut store = self.store(StoreState::new(limits, Mode::Blocking), limits)?;
             match instantiate(&mut store) {
                 Ok(_) => Ok(()),
-                Err(e) => Err(self.instantiate_error(e, &store, limits).to_string()),
+                Err(e) => Err(self.instantiate_error(e, &store, limits)),
             }
         });
-        let tried = tried.map_err(|e| LoadError::Engine(format!("no thread to try {label} on: {e}")))?;
-        tried.map_err(|reason| LoadError::Limits { name: label.to_owned(), reason })
+        let tried =
+            tried.map_err(|e| LoadError::Engine { what: "no thread to try a component on", source: e.into() })?;
+        tried.map_err(|source| LoadError::Limits { name: name.to_owned(), source })
     }
 
     /// Why an instantiation failed: the pool is full, a limit tripped in
@@ -148,17 +155,17 @@ impl Runner {
         if hits.memory || hits.table || err.downcast_ref::<wasmtime::Trap>().is_some() {
             return SandboxError::from_call(err, hits, limits, store.data().stderr.contents());
         }
-        SandboxError::Instantiate(format!("{err:#}"))
+        SandboxError::Instantiate(err.into_boxed_dyn_error())
     }
 }
 
 /// [`off_async_thread`] for a blocking call into a guest; no thread to run it on is
-/// [`SandboxError::Instantiate`], naming `what`.
+/// [`SandboxError::NoThread`], naming `what`.
 pub(crate) fn run_blocking<T: Send, E: From<SandboxError> + Send>(
-    what: &str,
+    what: &'static str,
     work: impl FnOnce() -> Result<T, E> + Send,
 ) -> Result<T, E> {
-    off_async_thread(work).map_err(|e| E::from(SandboxError::Instantiate(format!("no thread to {what} on: {e}"))))?
+    off_async_thread(work).map_err(|source| E::from(SandboxError::NoThread { what, source }))?
 }
 
 /// A component's link to the async linker, made on its first async call rather than
@@ -166,7 +173,7 @@ pub(crate) fn run_blocking<T: Send, E: From<SandboxError> + Send>(
 pub(crate) struct LazyPre<P> {
     component: Component,
     linker: Arc<Linker<StoreState>>,
-    pre: OnceLock<Result<P, String>>,
+    pre: OnceLock<Result<P, Arc<dyn std::error::Error + Send + Sync>>>,
 }
 
 impl<P> LazyPre<P> {
@@ -178,9 +185,9 @@ impl<P> LazyPre<P> {
     pub fn get(&self, make: impl FnOnce(InstancePre<StoreState>) -> wasmtime::Result<P>) -> Result<&P, SandboxError> {
         let pre = self.pre.get_or_init(|| {
             let linked = self.linker.instantiate_pre(&self.component).and_then(make);
-            linked.map_err(|e| format!("cannot link the component to async WASI: {e:#}"))
+            linked.map_err(|e| Arc::from(e.into_boxed_dyn_error()))
         });
-        pre.as_ref().map_err(|e| SandboxError::Instantiate(e.clone()))
+        pre.as_ref().map_err(|e| SandboxError::Link(Arc::clone(e)))
     }
 }
 
@@ -218,23 +225,48 @@ pub(crate) fn read_component(path: &Path) -> Result<Vec<u8>, LoadError> {
     let read_error = |source| LoadError::Read { path: path.to_owned(), source };
     let size = std::fs::metadata(path).map_err(read_error)?.len();
     if size > MAX_COMPONENT_FILE {
-        return Err(LoadError::Invalid {
-            name: path.display().to_string(),
-            reason: format!("the file is {size} bytes; components over {MAX_COMPONENT_FILE} bytes are refused"),
-        });
+        return Err(LoadError::TooLarge { path: path.to_owned(), size, limit: MAX_COMPONENT_FILE });
     }
     std::fs::read(path).map_err(read_error)
 }
 
+/// A component ready to run: compiled (or taken from the cache), linked to WASI, and
+/// admitted under its limits ([`Runner::admit`]). Every kind of component is loaded
+/// through here, then links the world it is for.
+pub(crate) struct Loaded {
+    pub runner: Runner,
+    pub component: Component,
+    /// Linked to blocking WASI: the trial's link, and the start of a kind's own.
+    pub pre: InstancePre<StoreState>,
+}
+
 impl Sandbox {
+    /// Loads the `world` component `bytes` under `limits`; `name` names it in errors
+    /// and logs.
+    pub(crate) fn load_component(
+        &self,
+        name: &str,
+        world: &'static str,
+        bytes: &[u8],
+        limits: &CallLimits,
+    ) -> Result<Loaded, LoadError> {
+        let runner = Runner::new(self);
+        runner.check(limits).map_err(|e| LoadError::Limits { name: name.to_owned(), source: e.into() })?;
+        let component = self.compile(name, bytes)?;
+        let pre =
+            self.linker.instantiate_pre(&component).map_err(|e| wrong_world(name, world, e.into_boxed_dyn_error()))?;
+        runner.admit(name, limits, &pre)?;
+        Ok(Loaded { runner, component, pre })
+    }
+
     /// Compiles `bytes`, or loads the compiled form from the cache.
-    pub(crate) fn compile(&self, name: &str, bytes: &[u8]) -> Result<Component, LoadError> {
+    fn compile(&self, name: &str, bytes: &[u8]) -> Result<Component, LoadError> {
         let cached = self.cache.as_ref().map(|cache| (cache, Cache::key(&self.engine, bytes)));
         if let Some(component) = cached.as_ref().and_then(|(cache, key)| cache.load(&self.engine, key)) {
             return Ok(component);
         }
         let component = Component::new(&self.engine, bytes)
-            .map_err(|e| LoadError::Invalid { name: name.to_owned(), reason: format!("{e:#}") })?;
+            .map_err(|e| LoadError::Invalid { name: name.to_owned(), source: e.into_boxed_dyn_error() })?;
         if let Some((cache, key)) = &cached {
             match component.serialize() {
                 Ok(artifact) => cache.store(key, &artifact),
@@ -243,4 +275,9 @@ impl Sandbox {
         }
         Ok(component)
     }
+}
+
+/// A component that does not link as a `world` component, with why.
+pub(crate) fn wrong_world(name: &str, world: &'static str, source: crate::error::Cause) -> LoadError {
+    LoadError::WrongWorld { name: name.to_owned(), world, source }
 }

@@ -15,8 +15,11 @@ use crate::engine::Sandbox;
 use crate::error::{LoadError, SandboxError, bounded};
 use crate::formatter::MAX_ERROR_TEXT;
 use crate::limits::CallLimits;
-use crate::runner::{LazyPre, Runner, guest_stderr, read_component};
+use crate::runner::{LazyPre, Loaded, Runner, guest_stderr, read_component, wrong_world};
 use crate::state::{Mode, StoreState};
+
+/// The world it is for.
+const WORLD: &str = "screen";
 
 /// The most findings kept from one call.
 pub const MAX_FINDINGS: usize = 16;
@@ -74,17 +77,12 @@ impl Sandbox {
     /// # Errors
     ///
     /// The bytes are not a component, it imports more than WASI, it does not export
-    /// the `screening` interface, or `limits` do not fit this sandbox.
+    /// the `screening` interface, `limits` do not fit this sandbox, or it cannot be
+    /// instantiated within them (tried once, with nothing granted).
     pub fn load_screen(&self, name: &str, bytes: &[u8], limits: CallLimits) -> Result<Screen, LoadError> {
-        let runner = Runner::new(self);
-        runner.check(&limits).map_err(|reason| LoadError::Limits { name: name.to_owned(), reason })?;
-        let component = self.compile(name, bytes)?;
+        let Loaded { runner, component, .. } = self.load_component(name, WORLD, bytes, &limits)?;
         let pre = LazyPre::new(component, Arc::clone(&self.linker_async));
-        pre.get(ScreenPreAsync::new).map_err(|e| LoadError::WrongWorld {
-            name: name.to_owned(),
-            world: "screen",
-            reason: e.to_string(),
-        })?;
+        pre.get(ScreenPreAsync::new).map_err(|e| wrong_world(name, WORLD, Box::new(e)))?;
         Ok(Screen { name: name.to_owned(), runner, pre, limits })
     }
 }

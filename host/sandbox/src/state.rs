@@ -16,6 +16,7 @@
 //! and, only if granted, the real clocks, opened before the call so that a
 //! grant that cannot be given fails it up front.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wasmtime::component::ResourceTable;
@@ -58,34 +59,37 @@ impl StoreState {
     /// The empty context plus `grants`, for one tool call. Fails, naming the
     /// grant, if a grant is malformed or a host directory cannot be opened.
     pub fn with_grants(limits: &CallLimits, grants: &Grants, mode: Mode) -> Result<Self, SandboxError> {
-        grants.check().map_err(SandboxError::Grant)?;
+        grants.check()?;
         let stderr = BoundedPipe::new(limits.stderr_bytes);
         let mut builder = base_context(&stderr, mode);
         if !grants.clock {
             builder.wall_clock(FrozenClock).monotonic_clock(FrozenClock);
         }
         if let Some(network) = &grants.network {
-            let check = network.check.clone();
-            builder.allow_tcp(true).allow_ip_name_lookup(network.name_lookup).socket_addr_check(move |addr, usage| {
-                use wasmtime_wasi::sockets::SocketAddrUse;
-                match usage {
-                    SocketAddrUse::TcpConnect => check(addr),
-                    // The implicit bind of a connect asks with the wildcard address.
-                    SocketAddrUse::TcpBind => {
-                        Box::pin(std::future::ready(addr.ip().is_unspecified() && addr.port() == 0))
+            let hosts = Arc::clone(&network.hosts);
+            builder.allow_tcp(true).allow_ip_name_lookup(network.name_lookup()).socket_addr_check(
+                move |addr, usage| {
+                    use wasmtime_wasi::sockets::SocketAddrUse;
+                    match usage {
+                        SocketAddrUse::TcpConnect => {
+                            let hosts = Arc::clone(&hosts);
+                            Box::pin(async move { wasmgate_egress::permits(&hosts, addr).await })
+                        }
+                        // The implicit bind of a connect asks with the wildcard address.
+                        SocketAddrUse::TcpBind => {
+                            Box::pin(std::future::ready(addr.ip().is_unspecified() && addr.port() == 0))
+                        }
+                        _ => Box::pin(std::future::ready(false)),
                     }
-                    _ => Box::pin(std::future::ready(false)),
-                }
-            });
+                },
+            );
         }
         for dir in &grants.dirs {
             let perms = if dir.read_only { FsPerms::ReadOnly } else { FsPerms::ReadWrite };
-            builder.preopened_dir(&dir.host_path, &dir.guest_path, perms).map_err(|e| {
-                SandboxError::Grant(format!(
-                    "cannot open the host directory {} granted as {}: {e:#}",
-                    dir.host_path.display(),
-                    dir.guest_path
-                ))
+            builder.preopened_dir(&dir.host_path, &dir.guest_path, perms).map_err(|e| SandboxError::OpenDir {
+                host_path: dir.host_path.clone(),
+                guest_path: dir.guest_path.clone(),
+                source: e.into_boxed_dyn_error(),
             })?;
         }
         Ok(StoreState {

@@ -13,9 +13,12 @@ use crate::formatter::MAX_ERROR_TEXT;
 use crate::grants::Grants;
 use crate::limits::CallLimits;
 use crate::prepared::{Ready, Spare};
-use crate::runner::{LazyPre, Runner, guest_stderr, read_component, run_blocking};
+use crate::runner::{LazyPre, Loaded, Runner, guest_stderr, read_component, run_blocking, wrong_world};
 use crate::state::{Mode, StoreState};
 use crate::tool_output::{CallOutcome, ToolDefinition, check_definitions, check_outcome};
+
+/// The world a tool provider is for.
+const WORLD: &str = "tool-provider";
 
 /// A loaded tool-provider component. Cheap to share across threads: every
 /// call gets its own store, instance and WASI context, so nothing one call
@@ -70,23 +73,10 @@ impl Sandbox {
         bytes: &[u8],
         limits: CallLimits,
     ) -> Result<ToolProvider, LoadError> {
-        let runner = Runner::new(self);
-        let limits_error = |reason: String| LoadError::Limits { name: label.to_owned(), reason };
-        runner.check(&limits).map_err(limits_error)?;
-        let component = self.compile(label, bytes)?;
-        let wrong_world = |e: wasmtime::Error| LoadError::WrongWorld {
-            name: label.to_owned(),
-            world: "tool-provider",
-            reason: format!("{e:#}"),
-        };
-        let pre =
-            ToolProviderPre::new(self.linker.instantiate_pre(&component).map_err(wrong_world)?).map_err(wrong_world)?;
+        let Loaded { runner, component, pre } = self.load_component(label, WORLD, bytes, &limits)?;
+        let pre = ToolProviderPre::new(pre).map_err(|e| wrong_world(label, WORLD, e.into_boxed_dyn_error()))?;
         let pre_async = LazyPre::new(component, Arc::clone(&self.linker_async));
-        let provider = ToolProvider { name: name.to_owned(), runner, pre, pre_async, spare: Arc::default(), limits };
-        // Instantiate once now, under an empty grant, so a component that can
-        // never run within the limits fails at start-up.
-        provider.runner.trial(label, &provider.limits, |store| provider.pre.instantiate(store))?;
-        Ok(provider)
+        Ok(ToolProvider { name: name.to_owned(), runner, pre, pre_async, spare: Arc::default(), limits })
     }
 }
 
@@ -202,7 +192,7 @@ impl ToolProvider {
     /// What is checked before any guest code runs: the limits, the input size, and
     /// that the arguments are a JSON object.
     fn check_call(&self, size: usize, arguments_json: &str, limits: &CallLimits) -> Result<(), ToolCallError> {
-        self.runner.check(limits).map_err(SandboxError::InvalidLimits)?;
+        self.runner.check(limits).map_err(SandboxError::from)?;
         if size > limits.input_bytes {
             return Err(SandboxError::InputTooLarge { size, limit: limits.input_bytes }.into());
         }

@@ -7,6 +7,7 @@ use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use wasmgate_core::report;
 use wasmgate_guests::{JSON_TEXT, hostile};
 use wasmgate_sandbox::{CallLimits, FormatError, FormatRequest, LoadError, Sandbox, SandboxConfig, SandboxError};
 
@@ -97,7 +98,7 @@ fn a_table_cap_below_what_the_component_needs_is_a_table_limit() {
     let result = formatter.format_with(text_result("x"), &tight);
     assert!(matches!(result, Err(SandboxError::TableLimit { limit: 1 })), "{result:?}");
     let at_load = sandbox.load_formatter("json-text", JSON_TEXT, tight).unwrap_err();
-    assert!(at_load.to_string().contains("table limit of 1 elements"), "{at_load}");
+    assert!(report(&at_load).contains("table limit of 1 elements"), "{at_load}");
 }
 
 #[test]
@@ -185,15 +186,18 @@ fn limits_beyond_the_sandbox_are_refused_at_load_with_the_fix() {
     let err = sandbox
         .load_formatter("f", JSON_TEXT, CallLimits { memory_bytes: 1 << 40, ..CallLimits::default() })
         .unwrap_err();
-    assert!(err.to_string().contains("raise SandboxConfig::max_memory_bytes"), "{err}");
+    assert!(report(&err).contains("raise SandboxConfig::max_memory_bytes"), "{err}");
     let err =
         sandbox.load_formatter("f", JSON_TEXT, CallLimits { fuel: Some(1), ..CallLimits::default() }).unwrap_err();
-    assert!(err.to_string().contains("SandboxConfig::fuel = true"), "{err}");
+    assert!(report(&err).contains("SandboxConfig::fuel = true"), "{err}");
     // The same check applies to limits passed per call.
     let formatter = sandbox.load_formatter("f", JSON_TEXT, CallLimits::default()).unwrap();
     let too_big = CallLimits { memory_bytes: 1 << 40, ..CallLimits::default() };
     let result = formatter.format_with(text_result("x"), &too_big);
-    assert!(matches!(&result, Err(SandboxError::InvalidLimits(why)) if why.contains("max_memory_bytes")), "{result:?}");
+    assert!(
+        matches!(&result, Err(SandboxError::InvalidLimits(why)) if why.to_string().contains("max_memory_bytes")),
+        "{result:?}"
+    );
 }
 
 #[test]
@@ -216,7 +220,7 @@ fn a_component_of_another_world_is_not_a_formatter() {
     let err =
         sandbox.load_formatter_file(Path::new(wasmgate_guests::ECHO_TOOLS_PATH), CallLimits::default()).unwrap_err();
     assert!(matches!(err, LoadError::WrongWorld { world: "formatter", .. }), "{err}");
-    let text = err.to_string();
+    let text = report(&err);
     assert!(text.contains("echo_tools.wasm is not a formatter component"), "{text}");
     assert!(text.contains("wasmgate:sandbox/format"), "the error should say what is missing: {text}");
 }
@@ -361,7 +365,7 @@ fn a_loaded_formatter_takes_other_limits_with_the_same_checks_as_a_load() {
     assert_eq!(tight.limits().output_bytes, 64);
     assert_eq!(formatter.limits().output_bytes, CallLimits::default().output_bytes, "the original is unchanged");
     let err = formatter.with_limits(CallLimits { memory_bytes: 1 << 40, ..CallLimits::default() }).unwrap_err();
-    assert!(err.to_string().contains("raise SandboxConfig::max_memory_bytes"), "{err}");
+    assert!(report(&err).contains("raise SandboxConfig::max_memory_bytes"), "{err}");
     let err = formatter.with_limits(CallLimits { instances: 0, ..CallLimits::default() }).unwrap_err();
     assert!(matches!(err, LoadError::Limits { .. }), "{err}");
 }

@@ -5,7 +5,7 @@
 //! backend calls, and announces what the backend says changed.
 //!
 //! Tools are required; resources, resource templates, prompts and completion are
-//! optional ([`Offers`]). A backend that does not offer them keeps the default methods,
+//! optional ([`Offers`], `wasmgate-core`'s, like the answers' types). A backend that does not offer them keeps the default methods,
 //! and the server neither announces the capability nor answers the methods (-32601).
 //! What a backend returns for them (resource entries, contents, prompt messages) is
 //! sent as is: cleaning and framing untrusted text is the backend's job, as it is for
@@ -13,8 +13,11 @@
 
 use serde_json::{Map, Value};
 use tokio::sync::watch;
-use wasmgate_agent::{BoxFuture, CancellationToken, ToolError, ToolResult, ToolSpec};
-use wasmgate_protocol::server::{CompleteParams, GetPromptParams};
+use wasmgate_core::{
+    BoxFuture, CancellationToken, CompleteParams, Completion, Offers, Prompt, Refusal, ResourceWatch, ToolError,
+    ToolResult, ToolSpec,
+};
+use wasmgate_protocol::server::GetPromptParams;
 
 /// The tools a server offers, and how to run them.
 pub trait Backend: Send + Sync + 'static {
@@ -24,7 +27,7 @@ pub trait Backend: Send + Sync + 'static {
     /// Runs one call. `cancel` fires when the client cancels (`notifications/cancelled`,
     /// or a closed 2026-07-28 HTTP stream) or when the server shuts down and the grace
     /// period is over; the call should then stop and return
-    /// [`ToolError::cancelled`](wasmgate_agent::ToolError::cancelled).
+    /// [`ToolError::cancelled`](wasmgate_core::ToolError::cancelled).
     fn call(
         &self,
         name: String,
@@ -110,75 +113,6 @@ pub trait Backend: Send + Sync + 'static {
         let _ = (params, cancel);
         Box::pin(std::future::ready(Ok(Completion::default())))
     }
-}
-
-/// What a backend serves besides tools; each one announced as a server capability.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Offers {
-    /// `resources/list`, `resources/templates/list`, `resources/read`.
-    pub resources: bool,
-    /// `prompts/list`, `prompts/get`.
-    pub prompts: bool,
-    /// `completion/complete`.
-    pub completions: bool,
-    /// `resources/subscribe` and `resources/unsubscribe` (handshake era), announced as
-    /// `resources.subscribe`; needs `resources`.
-    pub subscriptions: bool,
-    /// Log messages of calls (`logging/setLevel` in the handshake era, the
-    /// `logLevel` of a request's `_meta` in 2026-07-28).
-    pub logging: bool,
-}
-
-/// Changes to one resource's content, followed until dropped.
-pub struct ResourceWatch {
-    /// Moves on each change (changes that come faster than they are sent collapse).
-    pub changes: watch::Receiver<u64>,
-    /// Kept while the resource is followed: dropping it ends the subscription.
-    pub keep: Box<dyn std::any::Any + Send + Sync>,
-}
-
-impl std::fmt::Debug for ResourceWatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ResourceWatch").field("changes", &*self.changes.borrow()).finish_non_exhaustive()
-    }
-}
-
-/// A `prompts/get` answer.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Prompt {
-    /// The prompt's description.
-    pub description: Option<String>,
-    /// The `PromptMessage` objects.
-    pub messages: Vec<Value>,
-}
-
-/// A `completion/complete` answer.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Completion {
-    /// Suggested values (the server sends at most 100).
-    pub values: Vec<String>,
-    /// How many values there are in all, if known.
-    pub total: Option<u64>,
-    /// Whether there are more than those sent.
-    pub has_more: Option<bool>,
-}
-
-/// Why a request other than a tool call got no result.
-#[non_exhaustive]
-#[derive(Debug, thiserror::Error)]
-pub enum Refusal {
-    /// No resource is served at this URI: -32602 with `data.uri` since 2026-07-28,
-    /// -32002 before it.
-    #[error("Resource not found: {0}")]
-    ResourceNotFound(String),
-    /// The request names something not served (an unknown prompt, an argument the
-    /// provider refused): -32602 with this text.
-    #[error("{0}")]
-    InvalidParams(String),
-    /// Serving it failed (a provider down or misbehaving): -32603 with this text, which
-    /// should be stable and name no internals; details belong in the log.
-    #[error("{0}")]
-    Failed(String),
 }
 
 /// Why a call produced no tool result.

@@ -8,18 +8,9 @@
 //! every request of a session to the replica that opened it (see docs/DEPLOY.md), and a
 //! request that reaches another replica is told where it belongs.
 
-use std::fmt;
 use std::sync::Arc;
 
-use wasmgate_agent::BoxFuture;
-
-/// Where the replicas of a gateway remember the request states they spent.
-pub trait SharedStore: Send + Sync + fmt::Debug {
-    /// Marks the state with `nonce` (redeemable until `expiry`, in Unix seconds) spent:
-    /// `Ok(true)` the first time any replica does, `Ok(false)` after that, `Err(why)`
-    /// when the store cannot be asked (the state is then not redeemed).
-    fn spend<'a>(&'a self, nonce: &'a [u8; 16], expiry: u64) -> BoxFuture<'a, Result<bool, String>>;
-}
+use wasmgate_core::SharedStore;
 
 /// One replica's part in a cluster of gateways.
 #[derive(Debug, Clone)]

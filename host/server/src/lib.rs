@@ -14,7 +14,7 @@
 //!   a backend over a set of `Tool` values.
 //! * [`config`]: [`ServerConfig`], shared by both transports.
 //! * [`cluster`]: [`Cluster`], what a replica shares with the others of its gateway
-//!   (the request-state key, a [`SharedStore`] of spent states) and what it does not
+//!   (the request-state key, a `SharedStore` of spent states) and what it does not
 //!   (sessions).
 //! * `engine` (private): the transport-neutral core: the era of each request, its
 //!   answer, requests in flight (for cancellation) and change streams.
@@ -39,8 +39,8 @@ mod shutdown;
 pub mod stdio;
 pub mod tools;
 
-pub use backend::{Backend, CallFailure, Completion, Offers, Prompt, Refusal, ResourceWatch};
-pub use cluster::{Cluster, SharedStore};
+pub use backend::{Backend, CallFailure};
+pub use cluster::Cluster;
 pub use config::ServerConfig;
 pub use error::ServeError;
 pub use http::{AuthFailure, Authenticator, Caller, HttpConfig, serve_http};

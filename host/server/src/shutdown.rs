@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use tokio_util::task::TaskTracker;
-use wasmgate_agent::CancellationToken;
+use wasmgate_core::CancellationToken;
 
 /// The shutdown state of one server.
 #[derive(Debug, Clone, Default)]

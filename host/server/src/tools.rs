@@ -8,7 +8,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use serde_json::{Map, Value};
 use tokio::sync::watch;
-use wasmgate_agent::{BoxFuture, CancellationToken, Tool, ToolResult, ToolSpec};
+use wasmgate_core::{BoxFuture, CancellationToken, Tool, ToolResult, ToolSpec};
 
 use crate::backend::{Backend, CallFailure};
 

@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use wasmgate_agent::{Tool, ToolResult, ToolSpec, context};
+use wasmgate_core::{CallContext, Tool, ToolResult, ToolSpec};
 use wasmgate_server::{ServerConfig, ToolsBackend};
 
 use common::{Stdio, config, initialize, plain};
@@ -18,7 +18,7 @@ fn backend() -> ToolsBackend {
     let spec =
         ToolSpec { name: "guarded".into(), description: "Asks first".into(), input_schema: json!({"type": "object"}) };
     ToolsBackend::new(vec![Tool::from_fn(spec, |_, _| async {
-        let answer = match context::current().ask {
+        let answer = match CallContext::current().ask {
             Some(ask) => ask.confirm("Allow this call?".into(), true).await,
             None => return Ok(ToolResult::text("nobody to ask")),
         };
@@ -140,7 +140,7 @@ async fn an_approved_stateless_retry_approves_the_call_but_not_the_release_of_it
     // user's approval of the call must not also release the result.
     let spec = ToolSpec { name: "guarded".into(), description: "Asks twice".into(), input_schema: json!({}) };
     let backend = ToolsBackend::new(vec![Tool::from_fn(spec, |_, _| async {
-        let Some(ask) = context::current().ask else { return Ok(ToolResult::text("nobody to ask")) };
+        let Some(ask) = CallContext::current().ask else { return Ok(ToolResult::text("nobody to ask")) };
         let run = ask.confirm("Allow this call?".into(), true).await;
         let release = ask.confirm("Show its flagged result?".into(), false).await;
         Ok(ToolResult::text(format!("{run:?} {release:?}")))

@@ -46,9 +46,9 @@ async fn a_stamped_call_with_matching_headers_is_answered_in_json() {
 /// A backend whose one tool, `region`, mirrors its `region` argument in `Mcp-Param-Region`.
 fn regional() -> wasmgate_server::ToolsBackend {
     let schema = json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}});
-    let spec = wasmgate_agent::ToolSpec { name: "region".into(), description: "Echoes".into(), input_schema: schema };
-    wasmgate_server::ToolsBackend::new(vec![wasmgate_agent::Tool::from_fn(spec, |input: Value, _| async move {
-        Ok(wasmgate_agent::ToolResult::text(input["region"].as_str().unwrap_or("none")))
+    let spec = wasmgate_core::ToolSpec { name: "region".into(), description: "Echoes".into(), input_schema: schema };
+    wasmgate_server::ToolsBackend::new(vec![wasmgate_core::Tool::from_fn(spec, |input: Value, _| async move {
+        Ok(wasmgate_core::ToolResult::text(input["region"].as_str().unwrap_or("none")))
     })])
 }
 
@@ -79,7 +79,7 @@ async fn annotated_parameters_must_be_mirrored_in_param_headers() {
     // A stock client mirrors the parameter itself.
     let client = common::http_client(&server.url, &[wasmgate_protocol::ProtocolVersion::V2026_07_28]).await;
     let arguments = json!({"region": "ap-south"}).as_object().cloned().unwrap();
-    let result = client.call_tool("region", arguments, wasmgate_agent::CancellationToken::new()).await.unwrap();
+    let result = client.call_tool("region", arguments, wasmgate_core::CancellationToken::new()).await.unwrap();
     assert_eq!(result.content[0].text(), Some("ap-south"));
 }
 
@@ -253,7 +253,7 @@ impl wasmgate_server::Authenticator for Tokens {
     fn authenticate<'a>(
         &'a self,
         token: Option<&'a str>,
-    ) -> wasmgate_agent::BoxFuture<'a, Result<wasmgate_server::Caller, wasmgate_server::AuthFailure>> {
+    ) -> wasmgate_core::BoxFuture<'a, Result<wasmgate_server::Caller, wasmgate_server::AuthFailure>> {
         use wasmgate_server::AuthFailure;
         let outcome = match token {
             None => Err(AuthFailure::Missing),
@@ -315,14 +315,14 @@ async fn as_a_resource_server_it_lets_in_valid_tokens_and_tells_the_others_where
 
 #[tokio::test]
 async fn the_caller_a_token_names_rides_in_the_call_context() {
-    let spec = wasmgate_agent::ToolSpec {
+    let spec = wasmgate_core::ToolSpec {
         name: "whoami".into(),
         description: "Says who called".into(),
         input_schema: json!({"type": "object"}),
     };
-    let tool = wasmgate_agent::Tool::from_fn(spec, |_, _| async {
-        let caller = wasmgate_agent::context::current().caller;
-        Ok(wasmgate_agent::ToolResult::text(caller.map_or_else(|| "nobody".to_owned(), |c| c.subject.clone())))
+    let tool = wasmgate_core::Tool::from_fn(spec, |_, _| async {
+        let caller = wasmgate_core::CallContext::current().caller;
+        Ok(wasmgate_core::ToolResult::text(caller.map_or_else(|| "nobody".to_owned(), |c| c.subject.clone())))
     });
     let http = HttpConfig { authenticator: Some(std::sync::Arc::new(Tokens)), ..HttpConfig::default() };
     let server = Http::start(wasmgate_server::ToolsBackend::new(vec![tool]), config(), http).await;
@@ -337,7 +337,7 @@ async fn the_caller_a_token_names_rides_in_the_call_context() {
 struct Unready(tokio::sync::watch::Sender<u64>);
 
 impl wasmgate_server::Backend for Unready {
-    fn tools(&self) -> wasmgate_agent::BoxFuture<'_, Vec<wasmgate_agent::ToolSpec>> {
+    fn tools(&self) -> wasmgate_core::BoxFuture<'_, Vec<wasmgate_core::ToolSpec>> {
         Box::pin(std::future::ready(Vec::new()))
     }
 
@@ -345,8 +345,8 @@ impl wasmgate_server::Backend for Unready {
         &self,
         name: String,
         _: serde_json::Map<String, Value>,
-        _: wasmgate_agent::CancellationToken,
-    ) -> wasmgate_agent::BoxFuture<'_, Result<wasmgate_agent::ToolResult, wasmgate_server::CallFailure>> {
+        _: wasmgate_core::CancellationToken,
+    ) -> wasmgate_core::BoxFuture<'_, Result<wasmgate_core::ToolResult, wasmgate_server::CallFailure>> {
         Box::pin(std::future::ready(Err(wasmgate_server::CallFailure::UnknownTool(name))))
     }
 

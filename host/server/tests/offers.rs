@@ -6,9 +6,12 @@ mod common;
 
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
-use wasmgate_agent::{BoxFuture, CancellationToken, ToolResult, ToolSpec};
-use wasmgate_protocol::server::{CompleteParams, CompletionRef, GetPromptParams};
-use wasmgate_server::{Backend, CallFailure, Completion, Offers, Prompt, Refusal, ResourceWatch, ServerConfig};
+use wasmgate_core::{
+    BoxFuture, CancellationToken, CompleteParams, Completion, CompletionRef, Offers, Prompt, Refusal, ResourceWatch,
+    ToolResult, ToolSpec,
+};
+use wasmgate_protocol::server::GetPromptParams;
+use wasmgate_server::{Backend, CallFailure, ServerConfig};
 
 use common::{Fixture, Stdio, config, initialize, plain, stamped};
 use std::sync::Arc;

@@ -8,8 +8,8 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
-use wasmgate_agent::{Progress, Tool, ToolResult, ToolSpec, context};
 use wasmgate_client::{CallOptions, CancellationToken, McpClient, ProgressFn};
+use wasmgate_core::{CallContext, Progress, Tool, ToolResult, ToolSpec};
 use wasmgate_protocol::ProtocolVersion;
 use wasmgate_server::{HttpConfig, ToolsBackend};
 
@@ -23,7 +23,7 @@ fn backend() -> ToolsBackend {
         input_schema: json!({"type": "object"}),
     };
     ToolsBackend::new(vec![Tool::from_fn(spec, |_, _| async {
-        let wanted = context::current().progress;
+        let wanted = CallContext::current().progress;
         if let Some(sink) = &wanted {
             for step in 1..=3 {
                 sink(Progress { progress: f64::from(step), total: Some(3.0), message: Some(format!("step {step}")) });

@@ -25,10 +25,8 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands as _, Script};
 use sha2::Digest as _;
-use wasmgate_agent::BoxFuture;
 use wasmgate_audit::Anchor;
-use wasmgate_guard::{BucketSpec, SharedBuckets};
-use wasmgate_server::SharedStore;
+use wasmgate_core::{BoxFuture, BucketSpec, SharedBuckets, SharedStore, StoreUnavailable};
 
 /// The longest one operation may take before it counts as failed.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1);
@@ -333,19 +331,25 @@ impl Store {
     }
 
     fn parse(&self, anchor: &str) -> Result<Anchor, StoreError> {
-        anchor.parse().map_err(|why| StoreError::Unexpected { url: self.shown.clone(), why })
+        anchor.parse().map_err(|why: wasmgate_audit::NotAnAnchor| StoreError::Unexpected {
+            url: self.shown.clone(),
+            why: why.to_string(),
+        })
     }
 }
 
 impl SharedStore for Store {
-    fn spend<'a>(&'a self, nonce: &'a [u8; 16], expiry: u64) -> BoxFuture<'a, Result<bool, String>> {
-        Box::pin(async move { Store::spend(self, nonce, expiry).await.map_err(|e| e.to_string()) })
+    fn spend<'a>(&'a self, nonce: &'a [u8; 16], expiry: u64) -> BoxFuture<'a, Result<bool, StoreUnavailable>> {
+        Box::pin(async move { Store::spend(self, nonce, expiry).await.map_err(|e| StoreUnavailable(e.into())) })
     }
 }
 
 impl SharedBuckets for Store {
-    fn take<'a>(&'a self, buckets: &'a [BucketSpec]) -> BoxFuture<'a, Result<Option<(usize, Duration)>, String>> {
-        Box::pin(async move { Store::take(self, buckets).await.map_err(|e| e.to_string()) })
+    fn take<'a>(
+        &'a self,
+        buckets: &'a [BucketSpec],
+    ) -> BoxFuture<'a, Result<Option<(usize, Duration)>, StoreUnavailable>> {
+        Box::pin(async move { Store::take(self, buckets).await.map_err(|e| StoreUnavailable(e.into())) })
     }
 }
 

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use wasmgate_audit::Anchor;
-use wasmgate_guard::BucketSpec;
+use wasmgate_core::BucketSpec;
 use wasmgate_store::{Anchored, Store, StoreError};
 
 /// A Redis server on a Unix socket in a directory of its own; killed when dropped.

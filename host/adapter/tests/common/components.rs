@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use wasmgate_adapter::ComponentProvider;
 use wasmgate_adapter::component_tool::{Component, adapt};
-use wasmgate_agent::{CancellationToken, Tool, ToolError, ToolResult};
+use wasmgate_core::{CancellationToken, Tool, ToolError, ToolResult};
 use wasmgate_guests::{CALENDAR_PATH, ECHO_TOOLS_PATH, hostile};
 use wasmgate_sandbox::{CallLimits, DirGrant, Grants, ToolDefinition, ToolProvider};
 

@@ -30,9 +30,9 @@ use serde_json::{Map, Value};
 use tokio::sync::watch as signal;
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
+use wasmgate_core::{Completion, CompletionRequest, PromptInfo, Resource, ResourceTemplate};
 use wasmgate_protocol::{
-    CallToolResult, ClientContext, CompleteRequest, CompleteResult, GetPromptResult, Id, PromptInfo, ProtocolVersion,
-    ReadResourceResult, ResourceInfo, ResourceTemplateInfo, ServerInfo, ToolDefinition,
+    CallToolResult, ClientContext, GetPromptResult, Id, ProtocolVersion, ReadResourceResult, ServerInfo, ToolDefinition,
 };
 
 use crate::error::{ClientError, CloseReason};
@@ -320,7 +320,7 @@ impl McpClient {
     /// Any request failure; [`ClientError::LimitExceeded`] past the resource
     /// ([`ClientConfig::max_resources`]), byte or page caps; [`ClientError::MalformedMessage`]
     /// for a malformed page, a repeated cursor or a URI that appears twice.
-    pub async fn list_resources(&self) -> Result<Vec<ResourceInfo>, ClientError> {
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
         resources::list(&self.shared).await
     }
 
@@ -377,7 +377,7 @@ impl McpClient {
     /// ([`ClientConfig::max_resources`]), byte or page caps;
     /// [`ClientError::MalformedMessage`] for a malformed page, a repeated cursor or a URI
     /// template that appears twice.
-    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplateInfo>, ClientError> {
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
         resources::list_templates(&self.shared).await
     }
 
@@ -448,9 +448,9 @@ impl McpClient {
     /// server's own refusal.
     pub async fn complete(
         &self,
-        params: CompleteRequest,
+        params: CompletionRequest,
         cancel: CancellationToken,
-    ) -> Result<CompleteResult, ClientError> {
+    ) -> Result<Completion, ClientError> {
         prompts::complete(&self.shared, &params, &cancel).await
     }
 

@@ -19,9 +19,10 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
+use wasmgate_core::{Completion, CompletionRequest, PromptInfo};
 use wasmgate_protocol::{
-    ClientContext, CompleteRequest, CompleteResult, GetPromptResult, Id, PromptInfo, ProtocolError, ResultKind,
-    parse_complete_result, parse_get_prompt_result, parse_prompts_list,
+    ClientContext, GetPromptResult, Id, ProtocolError, ResultKind, parse_complete_result, parse_get_prompt_result,
+    parse_prompts_list,
 };
 
 use super::call::{Asking, Rounded};
@@ -102,9 +103,9 @@ pub(crate) async fn get(
 
 pub(crate) async fn complete(
     shared: &Arc<Shared>,
-    params: &CompleteRequest,
+    params: &CompletionRequest,
     cancel: &CancellationToken,
-) -> Result<CompleteResult, ClientError> {
+) -> Result<Completion, ClientError> {
     require(shared, "completions")?;
     let build = |session: &Session, id: &Id| {
         session.context.completion_complete(id, params).map_err(|e| invalid_request("completion/complete", &e))

@@ -20,9 +20,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use wasmgate_core::{Resource, ResourceTemplate};
 use wasmgate_protocol::{
-    ClientContext, Id, ReadResourceResult, ResourceInfo, ResourceTemplateInfo, ResultKind, parse_read_resource_result,
-    parse_resource_templates_list, parse_resources_list,
+    ClientContext, Id, ReadResourceResult, ResultKind, parse_read_resource_result, parse_resource_templates_list,
+    parse_resources_list,
 };
 
 use super::call::{Asking, Rounded};
@@ -37,7 +38,7 @@ fn declared(shared: &Shared) -> Result<bool, ClientError> {
     Ok(shared.session()?.capabilities.get("resources").is_some_and(Value::is_object))
 }
 
-pub(crate) async fn list(shared: &Arc<Shared>) -> Result<Vec<ResourceInfo>, ClientError> {
+pub(crate) async fn list(shared: &Arc<Shared>) -> Result<Vec<Resource>, ClientError> {
     if !declared(shared)? {
         return Ok(Vec::new());
     }
@@ -45,7 +46,7 @@ pub(crate) async fn list(shared: &Arc<Shared>) -> Result<Vec<ResourceInfo>, Clie
 }
 
 /// The `resources/list` walk: resources keyed by URI.
-fn listing(config: &ClientConfig) -> Listing<ResourceInfo> {
+fn listing(config: &ClientConfig) -> Listing<Resource> {
     Listing {
         method: "resources/list",
         items: "resources",
@@ -57,7 +58,7 @@ fn listing(config: &ClientConfig) -> Listing<ResourceInfo> {
     }
 }
 
-pub(crate) async fn list_templates(shared: &Arc<Shared>) -> Result<Vec<ResourceTemplateInfo>, ClientError> {
+pub(crate) async fn list_templates(shared: &Arc<Shared>) -> Result<Vec<ResourceTemplate>, ClientError> {
     if !declared(shared)? {
         return Ok(Vec::new());
     }
@@ -65,7 +66,7 @@ pub(crate) async fn list_templates(shared: &Arc<Shared>) -> Result<Vec<ResourceT
 }
 
 /// The `resources/templates/list` walk: templates keyed by URI template.
-fn template_listing(config: &ClientConfig) -> Listing<ResourceTemplateInfo> {
+fn template_listing(config: &ClientConfig) -> Listing<ResourceTemplate> {
     Listing {
         method: "resources/templates/list",
         items: "resource templates",

@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use reqwest::{RequestBuilder, Response, StatusCode};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -38,8 +38,11 @@ use super::headers::{SESSION_ID, mcp_headers};
 use super::stderr::escape;
 use super::{BoxFuture, INBOUND_CAPACITY, Inbound, StreamEnd, Transport};
 // With its sources: reqwest's own message is only the outermost layer.
-use crate::error::{CloseReason, TransportError, report};
-use crate::oauth::{Authorizer, Challenge, Retry};
+use wasmgate_core::report;
+use wasmgate_egress::BodyError;
+
+use crate::error::{CloseReason, TransportError};
+use wasmgate_oauth::{Authorizer, Challenge, Retry, SecretSource};
 
 mod stream;
 
@@ -59,35 +62,6 @@ pub enum Bearer {
     Token(String),
     /// The name of an environment variable of the gateway holding the token.
     FromEnv(String),
-}
-
-/// The value of an extra header: itself, or an environment variable of the gateway.
-/// `Debug` never shows a value.
-#[derive(Clone)]
-pub enum HeaderValueSource {
-    /// The value itself.
-    Value(String),
-    /// The name of an environment variable holding it.
-    FromEnv(String),
-}
-
-impl HeaderValueSource {
-    /// The value now; the name of the variable when it is not set.
-    pub(crate) fn read(&self) -> Result<String, &str> {
-        match self {
-            Self::Value(value) => Ok(value.clone()),
-            Self::FromEnv(var) => std::env::var(var).map_err(|_| var.as_str()),
-        }
-    }
-}
-
-impl std::fmt::Debug for HeaderValueSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Value(_) => f.write_str("Value(<redacted>)"),
-            Self::FromEnv(var) => f.debug_tuple("FromEnv").field(var).finish(),
-        }
-    }
 }
 
 /// Headers the transport writes itself, which an extra header may not set.
@@ -127,7 +101,7 @@ pub struct HttpConfig {
     /// Extra headers of every request (an API key, say), by name. The transport's own
     /// headers and the protocol's (`Mcp-*`) cannot be set this way, nor `Authorization`
     /// beside a bearer token.
-    pub headers: Vec<(String, HeaderValueSource)>,
+    pub headers: Vec<(String, SecretSource)>,
     /// Time to establish a connection (default 10 s).
     pub connect_timeout: Duration,
     /// Longest silence while reading a response (default 300 s; per-call timeouts are the
@@ -216,7 +190,7 @@ impl HttpTransport {
             )));
         }
         let headers = extra_headers(config)?;
-        let loopback = crate::oauth::http::is_loopback(&url);
+        let loopback = wasmgate_egress::is_loopback(&url);
         let credentials = token.is_some() || config.oauth.is_some() || !headers.is_empty();
         if url.scheme() == "http" && !loopback && credentials {
             return Err(TransportError::Config(format!(
@@ -265,7 +239,8 @@ fn extra_headers(config: &HttpConfig) -> Result<reqwest::header::HeaderMap, Tran
         if header == AUTHORIZATION && (config.bearer.is_some() || config.oauth.is_some()) {
             return Err(refuse("Authorization is set twice: by the bearer token or OAuth, and by a header".into()));
         }
-        let value = source.read().map_err(|var| refuse(format!("the variable {var} of header {name} is not set")))?;
+        let value =
+            source.read().map_err(|unset| refuse(format!("the variable {} of header {name} is not set", unset.0)))?;
         let mut value =
             HeaderValue::from_str(&value).map_err(|_| refuse(format!("the value of header {name} is not valid")))?;
         value.set_sensitive(true);
@@ -407,20 +382,12 @@ impl Shared {
     }
 }
 
-/// Reads a whole body of at most `limit` bytes.
-pub(crate) async fn read_bounded(response: &mut Response, limit: usize) -> Result<Bytes, TransportError> {
-    let declared = response.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
-    if declared.is_some_and(|len| len > limit) {
-        return Err(TransportError::TooLarge { limit });
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| TransportError::Io(report(&e)))? {
-        if body.len() + chunk.len() > limit {
-            return Err(TransportError::TooLarge { limit });
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(Bytes::from(body))
+/// `response`'s body, at most `limit` bytes.
+async fn read_bounded(response: &mut Response, limit: usize) -> Result<Bytes, TransportError> {
+    wasmgate_egress::read_bounded(response, limit).await.map_err(|e| match e {
+        BodyError::TooLarge { limit } => TransportError::TooLarge { limit },
+        BodyError::Read(e) => TransportError::Io(report(&e)),
+    })
 }
 
 impl Transport for HttpTransport {

@@ -57,7 +57,7 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, TransportError> {
     };
     let mut confinement = config.confinement.clone();
     if let (Some(confinement), Some(_)) = (confinement.as_mut(), &config.egress) {
-        confinement.network = wasmgate_confine::Network::Proxied { port: crate::egress::PROXY_PORT };
+        confinement.network = wasmgate_confine::Network::Proxied { port: wasmgate_egress::PROXY_PORT };
     }
     let mut prepared = match &confinement {
         Some(confinement) => Some(wasmgate_confine::prepare(confinement, &program, &config.cwd).map_err(refused)?),
@@ -75,7 +75,7 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, TransportError> {
         .process_group(0)
         .kill_on_drop(true);
     if config.egress.is_some() {
-        let proxy = format!("http://127.0.0.1:{}", crate::egress::PROXY_PORT);
+        let proxy = format!("http://127.0.0.1:{}", wasmgate_egress::PROXY_PORT);
         for variable in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"] {
             command.env(variable, &proxy);
         }

@@ -117,19 +117,10 @@ async fn drain_lines(server: &str, stderr: impl AsyncRead + Unpin, budget: Stder
     }
 }
 
-/// Lossy UTF-8 with control characters escaped, so a server cannot forge log lines or
-/// drive the operator's terminal.
+/// Lossy UTF-8 made log-safe by `text_safety::escape_for_log`, so a server can neither
+/// forge log lines, nor drive the operator's terminal, nor disguise what it wrote.
 pub(crate) fn escape(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    text_safety::escape_for_log(&String::from_utf8_lossy(bytes))
 }
 
 /// The integration tests' log capture, shared rather than written again.
@@ -188,7 +179,7 @@ mod tests {
 
     #[test]
     fn control_characters_are_escaped() {
-        assert_eq!(escape(b"a\x1b[31mred\tb"), "a\\u{1b}[31mred\\tb");
+        assert_eq!(escape(b"a\x1b[31mred\tb\xe2\x80\xae"), "a\\u{1b}[31mred\\u{9}b\\u{202e}");
         assert_eq!(escape(b"\xffok"), "\u{fffd}ok");
     }
 }

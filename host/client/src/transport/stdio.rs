@@ -49,11 +49,11 @@ pub struct StdioConfig {
     /// The kernel confinement of the process (default: [`Confinement::default`]).
     /// `None` starts it unconfined, with a warning.
     pub confinement: Option<Confinement>,
-    /// The hosts it may reach through the gateway's egress proxy ([`crate::egress`]).
+    /// The hosts it may reach through the gateway's egress proxy (`wasmgate-egress`).
     /// With a grant, the confinement's network is [`Network::Proxied`](crate::Network)
     /// whatever it says, and `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` (and their lowercase
     /// forms) point at the proxy. `None`: no proxy.
-    pub egress: Option<crate::egress::EgressGrant>,
+    pub egress: Option<wasmgate_egress::EgressGrant>,
 }
 
 impl StdioConfig {
@@ -74,7 +74,7 @@ impl StdioConfig {
 
     /// Grants the server hosts through the gateway's egress proxy.
     #[must_use]
-    pub fn egress(mut self, grant: crate::egress::EgressGrant) -> Self {
+    pub fn egress(mut self, grant: wasmgate_egress::EgressGrant) -> Self {
         self.egress = Some(grant);
         self
     }
@@ -167,7 +167,7 @@ impl StdioTransport {
         let proxy = match (proxy, &config.egress) {
             (Some(listener), Some(grant)) => {
                 let _guard = runtime.enter();
-                crate::egress::serve(config.name.clone(), listener, grant.clone())
+                wasmgate_egress::serve(config.name.clone(), listener, grant.clone())
             }
             _ => None,
         };

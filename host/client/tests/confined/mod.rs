@@ -135,7 +135,7 @@ pub async fn hostile(confine: impl FnOnce(Confinement) -> Confinement) -> Hostil
 /// Starts the hostile server under `confinement`, granted `egress` if given.
 pub async fn hostile_with(
     confine: impl FnOnce(Confinement) -> Confinement,
-    egress: Option<wasmgate_client::egress::EgressGrant>,
+    egress: Option<wasmgate_egress::EgressGrant>,
 ) -> Result<Hostile, wasmgate_client::TransportError> {
     refuse_user_namespaces_if_asked();
     let state = tempfile::tempdir().unwrap();

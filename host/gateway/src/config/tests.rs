@@ -134,10 +134,7 @@ fn mcp_servers_json_is_imported_and_checked() {
 
     // A file of any length is read only up to the limit (a FIFO or a device has no size).
     let e = parse("mcp_servers = \"/dev/zero\"\n").unwrap_err();
-    let report = std::iter::successors(Some(&e as &dyn std::error::Error), |e| e.source())
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(": ");
+    let report = wasmgate_core::report(&e);
     assert_eq!(report, "cannot read /dev/zero: the file is over 1048576 bytes");
 }
 

@@ -7,10 +7,11 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use wasmgate_adapter::{Offer, ToolSource};
-use wasmgate_agent::{Attachment, BoxFuture, Tool, ToolResult, ToolSpec};
 use wasmgate_audit::{AuditLog, Entry, Event, Options};
+use wasmgate_core::Naming;
+use wasmgate_core::{Attachment, BoxFuture, Tool, ToolResult, ToolSpec};
 use wasmgate_guard::{Approver, Guard, GuardedToolset};
-use wasmgate_policy::{Lock, Naming, Policy, exposed_name};
+use wasmgate_policy::{Lock, Policy, exposed_name};
 
 /// Offers tools whose calls answer `reply` and are counted.
 #[derive(Debug)]

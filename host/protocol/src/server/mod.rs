@@ -22,15 +22,14 @@ pub mod requests;
 pub mod results;
 
 pub use requests::{
-    CallToolParams, Cancelled, CompleteParams, CompletionRef, GetPromptParams, InitializeParams, ReadResourceParams,
-    StatelessMeta, answer_initialize_version, has_stateless_meta, parse_call_tool_params, parse_cancelled,
-    parse_complete_params, parse_cursor, parse_get_prompt_params, parse_initialize_params, parse_read_resource_params,
-    parse_resource_uri, parse_stateless_meta,
+    CallToolParams, Cancelled, GetPromptParams, InitializeParams, ReadResourceParams, StatelessMeta,
+    answer_initialize_version, has_stateless_meta, parse_call_tool_params, parse_cancelled, parse_complete_params,
+    parse_cursor, parse_get_prompt_params, parse_initialize_params, parse_read_resource_params, parse_resource_uri,
+    parse_stateless_meta,
 };
 pub use results::{
-    MAX_COMPLETION_VALUES, ServerIdentity, call_tool_result, call_tool_text_result, complete, complete_result,
-    confirm_elicitation_params, confirmed, discover_result, get_prompt_result, initialize_result,
-    input_required_result, list_result, listen_acknowledged, listen_closed_result, progress_notification,
-    read_resource_result, resource_not_found_error, subscription_notification, tool_definition, tools_list_result,
-    unsupported_version_error,
+    ServerIdentity, call_tool_result, call_tool_text_result, complete, complete_result, confirm_elicitation_params,
+    confirmed, discover_result, get_prompt_result, initialize_result, input_required_result, list_result,
+    listen_acknowledged, listen_closed_result, progress_notification, read_resource_result, resource_not_found_error,
+    subscription_notification, tool_definition, tools_list_result, unsupported_version_error,
 };

@@ -7,6 +7,7 @@
 //! check, since the answer (-32022 with the supported list) depends on its configuration.
 
 use serde_json::Value;
+use wasmgate_core::{CompleteParams, CompletionRef};
 
 use crate::fields::{Object, as_object, opt_object, opt_str, req_object, req_str, required};
 use crate::mcp::{META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION};
@@ -224,28 +225,6 @@ fn string_values(map: &Object, at: &str) -> Result<(), ProtocolError> {
         }
     }
     Ok(())
-}
-
-/// What a `completion/complete` asks to complete.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CompletionRef {
-    /// `{"type": "ref/prompt", "name"}`: an argument of a prompt.
-    Prompt(String),
-    /// `{"type": "ref/resource", "uri"}`: a variable of a resource template.
-    Resource(String),
-}
-
-/// The parameters of `completion/complete`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CompleteParams {
-    /// The prompt or resource template.
-    pub reference: CompletionRef,
-    /// The argument being completed.
-    pub argument_name: String,
-    /// What the user has typed so far.
-    pub argument_value: String,
-    /// Arguments already resolved (`context.arguments`), every value a string.
-    pub context_arguments: Option<Object>,
 }
 
 /// Reads the parameters of `completion/complete`.

@@ -6,6 +6,7 @@
 //! same plain text its agent loop would read.
 
 use serde_json::{Map, Value};
+use wasmgate_core::MAX_COMPLETION_VALUES;
 
 use crate::fields::Object;
 use crate::jsonrpc::{error_response, notification};
@@ -167,9 +168,6 @@ pub fn get_prompt_result(version: ProtocolVersion, description: Option<&str>, me
     result.insert("messages".into(), Value::Array(messages));
     complete(result, version)
 }
-
-/// The most values a `completion/complete` result may hold, per the schema.
-pub const MAX_COMPLETION_VALUES: usize = 100;
 
 /// A `completion/complete` result (`CompleteResult`); values past
 /// [`MAX_COMPLETION_VALUES`] are dropped and `hasMore` set.

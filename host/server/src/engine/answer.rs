@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tokio::sync::mpsc;
-use wasmgate_agent::{
+use wasmgate_core::{
     Ask, Attachment, CallContext, Caller, CancellationToken, Input, LogLevel, LogMessage, LogSink, Progress,
-    ProgressSink, Resume, ToolErrorKind, context,
+    ProgressSink, Resume, ToolErrorKind,
 };
 use wasmgate_protocol::codes::{
     INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RATE_LIMITED, UNAVAILABLE,
@@ -22,7 +22,9 @@ use wasmgate_protocol::{CacheHints, Id, ProtocolVersion, error_response, result_
 use super::ask::{self, Carried, Deferred, Live, Round, Subject, Unredeemed};
 use super::follow::Followed;
 use super::{Caps, Engine, Job};
-use crate::backend::{CallFailure, Refusal};
+use wasmgate_core::Refusal;
+
+use crate::backend::CallFailure;
 
 impl Engine {
     /// Runs `job` and builds its response, with what it can reach ([`Around`]).
@@ -44,7 +46,7 @@ impl Engine {
             Job::ListTools(cursor) => {
                 // The list may depend on who asks (a tool denied to the caller is left out).
                 let context = CallContext { caller, ..CallContext::default() };
-                let tools = context::scope(context, backend.tools()).await;
+                let tools = CallContext::scope(context, backend.tools()).await;
                 let tools = tools
                     .into_iter()
                     .map(|spec| tool_definition(&spec.name, &spec.description, spec.input_schema))
@@ -252,7 +254,7 @@ impl Engine {
             }
             context.input = Some(Arc::clone(deferred) as Arc<dyn Input>);
         }
-        let outcome = context::scope(context, work).await;
+        let outcome = CallContext::scope(context, work).await;
         if let (Some(deferred), Some(approvals)) = (deferred, &self.approvals) {
             // A question of the gateway's own (approval) comes first: the call never ran.
             if let Some(question) = deferred.pending()

@@ -23,10 +23,9 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
-use wasmgate_agent::{Answer, Ask, BoxFuture, CancellationToken, Input, InputRefusal};
+use wasmgate_core::{Answer, Ask, BoxFuture, CancellationToken, Input, InputRefusal, SharedStore, report};
 
 use super::Caps;
-use crate::cluster::SharedStore;
 use wasmgate_protocol::server::{confirm_elicitation_params, confirmed};
 use wasmgate_protocol::{Id, request};
 
@@ -255,7 +254,8 @@ pub(crate) struct Approvals {
 pub(crate) enum Unredeemed {
     /// It is not one to redeem: why.
     Invalid(&'static str),
-    /// Whether it was spent cannot be known now: the shared store cannot be reached.
+    /// Whether it was spent cannot be known now: the shared store cannot be reached
+    /// (why, for the log).
     Unavailable(String),
 }
 
@@ -314,7 +314,7 @@ impl Approvals {
         match store.spend(&nonce, expiry).await {
             Ok(true) => Ok(carried),
             Ok(false) => Err(Unredeemed::Invalid("it has been used already")),
-            Err(why) => Err(Unredeemed::Unavailable(why)),
+            Err(unavailable) => Err(Unredeemed::Unavailable(report(&unavailable))),
         }
     }
 
@@ -478,6 +478,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use wasmgate_core::StoreUnavailable;
 
     fn args(value: Value) -> Map<String, Value> {
         value.as_object().cloned().unwrap()
@@ -505,9 +506,9 @@ mod tests {
     }
 
     impl SharedStore for Store {
-        fn spend<'a>(&'a self, nonce: &'a [u8; 16], _: u64) -> BoxFuture<'a, Result<bool, String>> {
+        fn spend<'a>(&'a self, nonce: &'a [u8; 16], _: u64) -> BoxFuture<'a, Result<bool, StoreUnavailable>> {
             let outcome = if self.down.load(Ordering::Relaxed) {
-                Err("connection refused".to_owned())
+                Err(StoreUnavailable("connection refused".into()))
             } else {
                 Ok(self.spent.lock().unwrap().insert(*nonce))
             };

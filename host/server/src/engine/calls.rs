@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use wasmgate_agent::CancellationToken;
+use wasmgate_core::CancellationToken;
 use wasmgate_protocol::Id;
 
 #[derive(Debug)]

@@ -14,10 +14,12 @@ use std::sync::{Mutex, PoisonError};
 use serde_json::{Map, Value};
 use tokio::sync::{broadcast, mpsc};
 use tokio::task::AbortHandle;
-use wasmgate_agent::CancellationToken;
+use wasmgate_core::CancellationToken;
 use wasmgate_protocol::notification;
 
-use crate::backend::{Backend, Refusal, ResourceWatch};
+use wasmgate_core::{Refusal, ResourceWatch};
+
+use crate::backend::Backend;
 
 /// The most URIs one connection or session follows.
 pub(crate) const MAX_FOLLOWED: usize = 64;

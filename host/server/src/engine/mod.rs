@@ -29,11 +29,11 @@ pub(crate) mod watch;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use wasmgate_agent::LogLevel;
+use wasmgate_core::{CompleteParams, LogLevel};
 use wasmgate_protocol::codes::{INVALID_PARAMS, METHOD_NOT_FOUND};
 use wasmgate_protocol::mcp::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
 use wasmgate_protocol::server::{
-    CallToolParams, CompleteParams, GetPromptParams, ReadResourceParams, answer_initialize_version, discover_result,
+    CallToolParams, GetPromptParams, ReadResourceParams, answer_initialize_version, discover_result,
     has_stateless_meta, initialize_result, parse_call_tool_params, parse_complete_params, parse_cursor,
     parse_get_prompt_params, parse_initialize_params, parse_read_resource_params, parse_resource_uri,
     parse_stateless_meta, unsupported_version_error,

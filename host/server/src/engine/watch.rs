@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, watch};
-use wasmgate_agent::CancellationToken;
+use wasmgate_core::CancellationToken;
 use wasmgate_protocol::server::{listen_acknowledged, listen_closed_result, subscription_notification};
 use wasmgate_protocol::{Id, ProtocolVersion, SubscriptionFilter, notification, result_response};
 

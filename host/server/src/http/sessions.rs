@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use wasmgate_agent::CancellationToken;
+use wasmgate_core::CancellationToken;
 use wasmgate_protocol::ProtocolVersion;
 use wasmgate_protocol::codes::INVALID_REQUEST;
 
@@ -61,7 +61,7 @@ pub(crate) struct Session {
     /// POSTs.
     pub(crate) replies: Arc<Replies>,
     /// The level `logging/setLevel` set, if it did.
-    pub(crate) log_level: Mutex<Option<wasmgate_agent::LogLevel>>,
+    pub(crate) log_level: Mutex<Option<wasmgate_core::LogLevel>>,
     /// When a request last named it.
     last_used: Mutex<Instant>,
     /// Its open GET streams.

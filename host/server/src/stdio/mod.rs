@@ -26,7 +26,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
-use wasmgate_agent::{CancellationToken, LogLevel};
+use wasmgate_core::{CancellationToken, LogLevel};
 use wasmgate_protocol::batch::LineBatch;
 use wasmgate_protocol::codes::{INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR};
 use wasmgate_protocol::server::parse_cancelled;
@@ -43,7 +43,7 @@ use crate::engine::{Caps, Engine, Routed};
 use crate::error::ServeError;
 use crate::shutdown::Lifecycle;
 use lines::{Line, next_line};
-use wasmgate_agent::Caller;
+use wasmgate_core::Caller;
 
 /// Messages waiting for the writer; beyond this, tasks wait (backpressure on a slow client).
 const OUTBOX: usize = 64;

@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio::task::JoinHandle;
-use wasmgate_agent::{CancellationToken, Tool, ToolError, ToolErrorKind, ToolResult, ToolSpec};
 use wasmgate_client::{ClientConfig, McpClient};
+use wasmgate_core::{CancellationToken, Tool, ToolError, ToolErrorKind, ToolResult, ToolSpec};
 use wasmgate_protocol::ProtocolVersion;
 use wasmgate_server::{HttpConfig, ServeError, ServerConfig, ToolsBackend, serve_http, serve_stdio};
 

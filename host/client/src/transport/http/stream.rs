@@ -22,7 +22,9 @@ use tokio::task::AbortHandle;
 use wasmgate_protocol::{Id, ProtocolVersion};
 
 use super::Shared;
-use crate::error::{CloseReason, TransportError, report};
+use wasmgate_core::report;
+
+use crate::error::{CloseReason, TransportError};
 use crate::transport::headers::{LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 use crate::transport::sse::SseParser;
 use crate::transport::{Inbound, StreamEnd};

@@ -1,9 +1,9 @@
 //! [`CallContext`]: what the caller of a tool offers besides the arguments: a place
 //! for progress updates, and a way to ask the person behind the caller ([`Ask`]).
 //!
-//! It travels with the call as a task-local ([`scope`]), so a [`Tool`](crate::Tool)
-//! stays a spec and an `execute`: a tool that can report progress looks for a sink with
-//! [`current`], and one that cannot never notices. Whoever serves the call (the MCP
+//! It travels with the call as a task-local ([`CallContext::scope`]), so a
+//! [`Tool`](crate::Tool) stays a spec and an `execute`: a tool that can report progress
+//! looks for a sink with [`CallContext::current`], and one that cannot never notices. Whoever serves the call (the MCP
 //! server face, for one) opens the scope; nothing is carried across a spawned task.
 
 use std::fmt;
@@ -223,22 +223,25 @@ tokio::task_local! {
     static CONTEXT: CallContext;
 }
 
-/// Runs `call` with `context` as its [`current`] context.
-pub async fn scope<F: Future>(context: CallContext, call: F) -> F::Output {
-    CONTEXT.scope(context, call).await
-}
+impl CallContext {
+    /// Runs `call` with `context` as its [`current`](Self::current) context.
+    pub async fn scope<F: Future>(context: CallContext, call: F) -> F::Output {
+        CONTEXT.scope(context, call).await
+    }
 
-/// The context of the call running on this task; the empty one outside any [`scope`].
-#[must_use]
-pub fn current() -> CallContext {
-    CONTEXT.try_with(CallContext::clone).unwrap_or_default()
-}
+    /// The context of the call running on this task; the empty one outside any
+    /// [`scope`](Self::scope).
+    #[must_use]
+    pub fn current() -> CallContext {
+        CONTEXT.try_with(CallContext::clone).unwrap_or_default()
+    }
 
-/// The caller of the call running on this task, if one is named: [`current`]'s
-/// `caller` without copying the rest of the context (asked once per audit record).
-#[must_use]
-pub fn caller() -> Option<Arc<Caller>> {
-    CONTEXT.try_with(|context| context.caller.clone()).ok().flatten()
+    /// The caller of the call running on this task, if one is named: [`current`](Self::current)'s
+    /// `caller` without copying the rest of the context (asked once per audit record).
+    #[must_use]
+    pub fn caller() -> Option<Arc<Caller>> {
+        CONTEXT.try_with(|context| context.caller.clone()).ok().flatten()
+    }
 }
 
 #[cfg(test)]
@@ -250,16 +253,16 @@ mod tests {
 
     #[tokio::test]
     async fn the_sink_is_seen_inside_the_scope_only() {
-        assert!(current().progress.is_none());
+        assert!(CallContext::current().progress.is_none());
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&seen);
         let sink: ProgressSink = Arc::new(move |p: Progress| log.lock().unwrap().push(p.progress));
-        scope(CallContext { progress: Some(sink), ..CallContext::default() }, async {
-            let sink = current().progress.unwrap();
+        CallContext::scope(CallContext { progress: Some(sink), ..CallContext::default() }, async {
+            let sink = CallContext::current().progress.unwrap();
             sink(Progress { progress: 1.0, total: None, message: None });
         })
         .await;
         assert_eq!(*seen.lock().unwrap(), [1.0]);
-        assert!(current().progress.is_none());
+        assert!(CallContext::current().progress.is_none());
     }
 }

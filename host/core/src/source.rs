@@ -1,7 +1,8 @@
 //! [`ToolSource`]: what every kind of provider (an MCP server, a WASM tool component)
 //! implements, so the layers above (a plain toolbox, or the trust boundary that
-//! reviews, pins and guards tools) treat them alike; and [`Offer`], one tool with the
-//! definition it was made from.
+//! reviews, pins and guards tools) treat them alike; [`Offer`], one tool with the
+//! definition it was made from; and [`Toolset`], the tools on offer as a loop or a
+//! server asks for them.
 //!
 //! The definition is the provider's own JSON, kept as it was sent: it is what review
 //! shows and what the lock file pins. This crate does not look inside it.
@@ -44,5 +45,19 @@ impl<T: ToolSource + ?Sized> ToolSource for Arc<T> {
 
     fn offers(&self) -> BoxFuture<'_, (Vec<Offer>, Option<String>)> {
         (**self).offers()
+    }
+}
+
+/// The tools on offer, asked again before every model turn, so a toolset whose
+/// providers changed their lists (an unknown-tool answer, a change notification) can
+/// offer the fresh list.
+pub trait Toolset: Send + Sync {
+    /// The tools on offer now.
+    fn current(&self) -> BoxFuture<'_, Vec<Tool>>;
+}
+
+impl Toolset for Vec<Tool> {
+    fn current(&self) -> BoxFuture<'_, Vec<Tool>> {
+        Box::pin(async move { self.clone() })
     }
 }

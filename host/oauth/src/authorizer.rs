@@ -1,52 +1,19 @@
-//! OAuth 2.1 for HTTP providers, as the MCP authorization spec describes it for both
-//! protocol revisions.
-//!
-//! An [`Authorizer`] belongs to one HTTP provider. The transport asks it for the current
-//! access token before each request and tells it of each `401`/`403` with the
-//! `WWW-Authenticate` challenge; the authorizer then:
-//!
-//! 1. finds the resource's metadata (the challenge's `resource_metadata`, else the
-//!    well-known URLs, RFC 9728) and checks that it names this endpoint;
-//! 2. finds its authorization server's metadata (RFC 8414 with path insertion, then
-//!    OpenID Connect discovery) and checks the issuer it names;
-//! 3. picks the scope: configured, else the challenge's, else `scopes_supported`, else
-//!    none; a `403 insufficient_scope` asks again with the union (step-up; the transport
-//!    bounds the attempts);
-//! 4. identifies itself: a pre-registered client (secret or private key), a Client ID
-//!    Metadata Document URL where the server supports them, or dynamic registration
-//!    (RFC 7591), kept with the tokens;
-//! 5. gets a token: client credentials for machines, or the authorization code with
-//!    PKCE `S256` through a [`UserAgent`] (state and RFC 9207 `iss` checked), with the
-//!    resource indicator (RFC 8707) on every request; refreshes before expiry;
-//! 6. keeps the tokens in a [`TokenStore`] private to the user.
-//!
-//! Without a user agent (the gateway serving), an authorization code provider with no
-//! usable token fails with [`AuthError::LoginRequired`], which names the command to run.
-//! Tokens never appear in `Debug`, logs or errors, and never go to a non-loopback host
-//! over plain `http`.
-
-mod agent;
-mod challenge;
-mod error;
-mod exchange;
-pub(crate) mod http;
-mod metadata;
-mod store;
+//! [`Authorizer`]: one HTTP provider's tokens, and what configures it ([`OAuthConfig`],
+//! [`Grant`], [`ClientIdentity`], [`TokenAuth`], [`PrivateKey`]); the steps it takes
+//! are the crate's docs.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::Mutex;
-pub use url::Url;
+use url::Url;
 
-pub use agent::{FollowRedirect, LoopbackBrowser, UserAgent};
-pub use challenge::Challenge;
-pub use error::AuthError;
-pub use http::AuthHttp;
-pub use metadata::{ResourceMetadata, ServerMetadata};
-pub use store::{Stored, TokenStore, read_private};
-
-use crate::transport::http::HeaderValueSource;
+use crate::agent::UserAgent;
+use crate::challenge::Challenge;
+use crate::error::AuthError;
+use crate::http::AuthHttp;
+use crate::secret::SecretSource;
+use crate::store::{Stored, TokenStore};
 
 /// How a token is obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -96,7 +63,7 @@ impl TokenAuth {
 #[derive(Clone)]
 pub struct PrivateKey {
     /// Where the PEM text comes from.
-    pub pem: HeaderValueSource,
+    pub pem: SecretSource,
     /// `RS256`, `ES256`, ... (default `RS256`).
     pub algorithm: String,
 }
@@ -115,7 +82,7 @@ pub enum ClientIdentity {
         /// The client id.
         id: String,
         /// The client secret.
-        secret: Option<HeaderValueSource>,
+        secret: Option<SecretSource>,
         /// The private key, for `private_key_jwt`.
         key: Option<PrivateKey>,
         /// The token endpoint method; by default `private_key_jwt` with a key,
@@ -171,23 +138,23 @@ const REFRESH_MARGIN: u64 = 60;
 /// Gets and keeps the tokens of one HTTP provider. Cheap to clone (shared state).
 #[derive(Debug, Clone)]
 pub struct Authorizer {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 #[derive(Debug)]
-struct Inner {
-    config: OAuthConfig,
-    http: AuthHttp,
-    agent: Option<Arc<dyn UserAgent>>,
-    state: Mutex<State>,
+pub(crate) struct Inner {
+    pub(crate) config: OAuthConfig,
+    pub(crate) http: AuthHttp,
+    pub(crate) agent: Option<Arc<dyn UserAgent>>,
+    pub(crate) state: Mutex<State>,
 }
 
 #[derive(Debug, Default)]
-struct State {
-    endpoint: Option<Url>,
-    stored: Option<Stored>,
+pub(crate) struct State {
+    pub(crate) endpoint: Option<Url>,
+    pub(crate) stored: Option<Stored>,
     /// The scope last asked for, for step-up unions.
-    requested: Option<String>,
+    pub(crate) requested: Option<String>,
 }
 
 /// What the transport does after telling the authorizer of a refusal.
@@ -333,7 +300,7 @@ impl Authorizer {
         Ok(())
     }
 
-    fn save(&self, state: &mut State, stored: Stored) -> Result<(), AuthError> {
+    pub(crate) fn save(&self, state: &mut State, stored: Stored) -> Result<(), AuthError> {
         if let Some(store) = &self.inner.config.store {
             store.save(self.provider(), &stored)?;
         }
@@ -361,7 +328,7 @@ fn expiring(stored: &Stored) -> bool {
     stored.expires_at.is_some_and(|at| now() + REFRESH_MARGIN >= at)
 }
 
-fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO).as_secs()
 }
 

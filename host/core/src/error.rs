@@ -3,11 +3,33 @@
 //! Its `Display` is one stable sentence per [`ToolErrorKind`], safe to put in a model's
 //! context. Everything else (which provider, an exit status, the limit that tripped, the
 //! underlying error) is for the host: logs and audit read it through the accessors.
+//!
+//! [`report`] is how any error with its causes is written for a person (a log line, an
+//! audit record, the command line), and [`BoxError`] is how a seam carries an error it
+//! does not name.
 
 use std::error::Error;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// An error of any kind, kept with its sources (what a trait carries across a seam when
+/// the implementor's error type is not the trait's business).
+pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
+
+/// `error` and its causes, joined by `: `, as a person reads them (and as the command
+/// line reports an error).
+#[must_use]
+pub fn report(error: &dyn Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
 
 /// Why a call produced no result. The `Display` text is what a model may see.
 #[non_exhaustive]
@@ -180,6 +202,24 @@ mod tests {
         }
     }
     impl Error for Secret {}
+
+    #[test]
+    fn a_report_names_every_cause_in_order() {
+        #[derive(Debug)]
+        struct Outer(Secret);
+        impl fmt::Display for Outer {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("cannot start provider \"x\"")
+            }
+        }
+        impl Error for Outer {
+            fn source(&self) -> Option<&(dyn Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        assert_eq!(report(&Outer(Secret)), "cannot start provider \"x\": /home/alice/.ssh/id_ed25519: exit status 137");
+        assert_eq!(report(&Secret), "/home/alice/.ssh/id_ed25519: exit status 137");
+    }
 
     #[test]
     fn display_shows_only_the_stable_text() {

@@ -11,31 +11,57 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::AuthError;
+use crate::error::AuthError;
 
 /// The largest token file read.
 const MAX_FILE: u64 = 256 * 1024;
+
+/// Why a private file was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum PrivateFileError {
+    /// Its metadata cannot be read.
+    #[error("its metadata cannot be read")]
+    Stat(#[source] std::io::Error),
+    /// Others than its owner may read it.
+    #[error("others may read it (mode {mode:o}): run `chmod 600 {}`", path.display())]
+    Exposed {
+        /// The file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// It is larger than the bound.
+    #[error("larger than {limit} bytes")]
+    TooLarge {
+        /// The bound.
+        limit: u64,
+    },
+    /// Reading it failed.
+    #[error("it cannot be read")]
+    Read(#[source] std::io::Error),
+}
 
 /// The bytes of a file that only its owner may read (tokens, client secrets, keys), of
 /// at most `limit` bytes; `None` when there is no such file.
 ///
 /// # Errors
 ///
-/// Why not, and what to do: a file others may read names the `chmod` that fixes it.
-pub fn read_private(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, String> {
+/// A [`PrivateFileError`] saying why not and what to do: a file others may read names
+/// the `chmod` that fixes it.
+pub fn read_private(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, PrivateFileError> {
     let meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(PrivateFileError::Stat(e)),
     };
     let mode = meta.permissions().mode();
     if mode & 0o077 != 0 {
-        return Err(format!("others may read it (mode {:o}): run `chmod 600 {}`", mode & 0o777, path.display()));
+        return Err(PrivateFileError::Exposed { path: path.to_owned(), mode: mode & 0o777 });
     }
     if meta.len() > limit {
-        return Err(format!("larger than {limit} bytes"));
+        return Err(PrivateFileError::TooLarge { limit });
     }
-    std::fs::read(path).map(Some).map_err(|e| e.to_string())
+    std::fs::read(path).map(Some).map_err(PrivateFileError::Read)
 }
 
 /// What is kept for one provider. `Debug` shows no secret.
@@ -119,7 +145,8 @@ impl TokenStore {
     pub fn load(&self, provider: &str, resource: &str) -> Result<Option<Stored>, AuthError> {
         let path = self.path(provider);
         let refuse = |why: String| AuthError::Storage(format!("{provider}: token file {}: {why}", path.display()));
-        let Some(text) = read_private(&path, MAX_FILE).map_err(refuse)? else { return Ok(None) };
+        let unread = |e: PrivateFileError| refuse(wasmgate_core::report(&e));
+        let Some(text) = read_private(&path, MAX_FILE).map_err(unread)? else { return Ok(None) };
         let stored: Stored = serde_json::from_slice(&text).map_err(|e| refuse(format!("not a token file: {e}")))?;
         Ok((stored.resource == resource).then_some(stored))
     }

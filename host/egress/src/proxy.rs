@@ -2,7 +2,7 @@
 //!
 //! A server whose policy lists `network_hosts` runs in a network namespace of its own
 //! with nothing but a loopback interface, where the gateway listens
-//! ([`Network::Proxied`](wasmgate_confine::Network::Proxied)); its `HTTP_PROXY` and
+//! (`wasmgate-confine`'s `Network::Proxied`); its `HTTP_PROXY` and
 //! `HTTPS_PROXY` point there. This module serves that listener from the gateway's side:
 //!
 //! * `CONNECT host:port` (HTTPS, or any TCP) and absolute-form `http://host:port/...`
@@ -21,7 +21,7 @@
 //! Bounds: a request head of 16 KiB read within 10 s, a connect within 10 s, and 32
 //! connections at once per server; the excess is refused.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,6 +29,9 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
+
+use crate::address::resolve;
+use crate::grant::{HostGrant, split_authority};
 
 /// The port of the proxy inside a server's network namespace (the namespace is the
 /// server's alone, so any port will do).
@@ -38,65 +41,6 @@ const MAX_HEAD: usize = 16 * 1024;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_CONNECTIONS: usize = 32;
-
-/// One host a server may reach.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostGrant {
-    /// A DNS name, or an IP address (without brackets).
-    pub host: String,
-    /// The port.
-    pub port: u16,
-}
-
-impl HostGrant {
-    /// Parses `host:port` (`[v6]:port` for an IPv6 address).
-    ///
-    /// # Errors
-    ///
-    /// A message saying what is wrong: no port, port 0, an empty or malformed host.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let (host, port) = split_authority(text).ok_or_else(|| format!("{text:?} is not host:port"))?;
-        let port: u16 = port.parse().map_err(|_| format!("{text:?}: the port is not a number from 1 to 65535"))?;
-        if port == 0 {
-            return Err(format!("{text:?}: port 0"));
-        }
-        let valid_name = |h: &str| {
-            !h.is_empty()
-                && h.len() <= 253
-                && h.split('.').all(|label| {
-                    !label.is_empty()
-                        && label.len() <= 63
-                        && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                        && !label.starts_with('-')
-                })
-        };
-        if host.parse::<IpAddr>().is_err() && !valid_name(host) {
-            return Err(format!("{text:?}: {host:?} is neither a host name nor an IP address"));
-        }
-        Ok(Self { host: host.to_ascii_lowercase(), port })
-    }
-
-    fn matches(&self, host: &str, port: u16) -> bool {
-        if self.port != port {
-            return false;
-        }
-        match (self.host.parse::<IpAddr>(), host.parse::<IpAddr>()) {
-            (Ok(granted), Ok(asked)) => granted == asked,
-            (Err(_), Err(_)) => self.host.eq_ignore_ascii_case(host.trim_end_matches('.')),
-            _ => false,
-        }
-    }
-}
-
-/// `host:port` or `[v6]:port`, split.
-fn split_authority(text: &str) -> Option<(&str, &str)> {
-    if let Some(rest) = text.strip_prefix('[') {
-        let (host, port) = rest.split_once("]:")?;
-        return Some((host, port));
-    }
-    let (host, port) = text.rsplit_once(':')?;
-    (!host.contains(':')).then_some((host, port))
-}
 
 /// One connection a server asked the proxy for, as it ended.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -135,8 +79,10 @@ impl std::fmt::Debug for EgressGrant {
     }
 }
 
-/// Serves `listener` (inside server `name`'s namespace) until the task is aborted.
-pub(crate) fn serve(name: String, listener: std::net::TcpListener, grant: EgressGrant) -> Option<JoinHandle<()>> {
+/// Serves `listener` (inside server `name`'s namespace) until the task is aborted; `None`
+/// when the listener cannot be handed to the runtime.
+#[must_use]
+pub fn serve(name: String, listener: std::net::TcpListener, grant: EgressGrant) -> Option<JoinHandle<()>> {
     listener.set_nonblocking(true).ok()?;
     let listener = TcpListener::from_std(listener).ok()?;
     let grant = Arc::new(grant);
@@ -229,82 +175,6 @@ fn target(head: &[u8]) -> Result<Target, String> {
         return Err("an empty host".into());
     }
     Ok(Target { host: host.to_ascii_lowercase(), port, tunnel })
-}
-
-/// Whether `ip` is an address of the public internet: not loopback, private,
-/// link-local, shared (CGNAT), documentation, multicast, unspecified or reserved.
-pub fn is_public(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            !(v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_multicast()
-                || v4.is_documentation()
-                || a == 0
-                || (a == 100 && (64..128).contains(&b))
-                || (a == 192 && b == 0)
-                || (a == 198 && (18..20).contains(&b))
-                || a >= 240)
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_public(IpAddr::V4(v4));
-            }
-            let first = v6.segments()[0];
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80
-                || first == 0x2001 && v6.segments()[1] == 0x0db8
-                || first == 0x0064 && v6.segments()[1] == 0xff9b)
-        }
-    }
-}
-
-/// The address to connect to for a granted `host:port`: a literal as listed, a name
-/// resolved here to its first public address.
-async fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
-    if let Ok(ip) = host.parse::<IpAddr>() {
-        return Ok(SocketAddr::new(ip, port));
-    }
-    let addresses = tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::lookup_host((host, port)))
-        .await
-        .map_err(|_| format!("resolving {host} timed out"))?
-        .map_err(|e| format!("cannot resolve {host}: {e}"))?;
-    let all: Vec<SocketAddr> = addresses.collect();
-    all.iter().copied().find(|a| is_public(a.ip())).ok_or_else(|| {
-        format!("{host} resolves only to addresses that are not public ({all:?}); list the address itself to grant it")
-    })
-}
-
-/// Whether a WebAssembly tool granted `hosts` may connect to `address`: a literal
-/// grant's own address, or a public address that a granted name resolves to now (the
-/// guest resolved it itself; resolving again here means a rebinding answer gains it
-/// nothing). The port must be the grant's.
-pub async fn permits(hosts: &[HostGrant], address: SocketAddr) -> bool {
-    let ip = address.ip().to_canonical();
-    for grant in hosts.iter().filter(|g| g.port == address.port()) {
-        match grant.host.parse::<IpAddr>() {
-            Ok(granted) if granted.to_canonical() == ip => return true,
-            Ok(_) => {}
-            Err(_) if is_public(ip) => {
-                let lookup =
-                    tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::lookup_host((grant.host.as_str(), grant.port)));
-                if let Ok(Ok(mut found)) = lookup.await
-                    && found.any(|a| a.ip().to_canonical() == ip)
-                {
-                    return true;
-                }
-            }
-            Err(_) => {}
-        }
-    }
-    false
 }
 
 /// Handles one connection from the server, and says how it went.
@@ -420,28 +290,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn grants_parse_strictly() {
-        assert_eq!(HostGrant::parse("Calendar.Example.com:443").unwrap().host, "calendar.example.com");
-        assert_eq!(HostGrant::parse("[::1]:8080").unwrap(), HostGrant { host: "::1".into(), port: 8080 });
-        assert_eq!(HostGrant::parse("127.0.0.1:5232").unwrap().port, 5232);
-        for bad in
-            ["example.com", "example.com:0", "example.com:70000", ":443", "a b:1", "-x.com:1", "::1:80", "a..b:1"]
-        {
-            assert!(HostGrant::parse(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn a_grant_matches_its_host_and_port_only() {
-        let grant = HostGrant::parse("calendar.example.com:443").unwrap();
-        assert!(grant.matches("CALENDAR.example.com", 443) && grant.matches("calendar.example.com.", 443));
-        assert!(!grant.matches("calendar.example.com", 80));
-        assert!(!grant.matches("evil.calendar.example.com", 443) && !grant.matches("example.com", 443));
-        let literal = HostGrant::parse("[::1]:80").unwrap();
-        assert!(literal.matches("0:0:0:0:0:0:0:1", 80) && !literal.matches("127.0.0.1", 80));
-    }
-
-    #[test]
     fn request_targets_are_read_from_connect_and_absolute_form_only() {
         let t = |line: &str| target(format!("{line}\r\nHost: x\r\n\r\n").as_bytes());
         assert_eq!(t("CONNECT a.com:443 HTTP/1.1").unwrap(), Target { host: "a.com".into(), port: 443, tunnel: true });
@@ -485,37 +333,6 @@ mod tests {
 
     fn target_of(head: &[u8]) -> Target {
         target(head).unwrap()
-    }
-
-    #[test]
-    fn only_public_addresses_count_as_public() {
-        for private in
-            ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0"]
-        {
-            assert!(!is_public(private.parse().unwrap()), "{private}");
-        }
-        for private in ["::1", "fe80::1", "fd00::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "::"] {
-            assert!(!is_public(private.parse().unwrap()), "{private}");
-        }
-        for public in ["93.184.216.34", "1.1.1.1", "2606:4700::1111"] {
-            assert!(is_public(public.parse().unwrap()), "{public}");
-        }
-    }
-
-    #[tokio::test]
-    async fn a_component_may_connect_to_a_literal_grant_and_to_nothing_a_name_resolves_privately() {
-        let hosts = [HostGrant::parse("127.0.0.1:5232").unwrap(), HostGrant::parse("localhost:8080").unwrap()];
-        assert!(permits(&hosts, "127.0.0.1:5232".parse().unwrap()).await);
-        assert!(permits(&hosts, "[::ffff:127.0.0.1]:5232".parse().unwrap()).await, "the same address, mapped");
-        assert!(!permits(&hosts, "127.0.0.1:5233".parse().unwrap()).await, "another port");
-        assert!(!permits(&hosts, "127.0.0.1:8080".parse().unwrap()).await, "localhost is granted by name only");
-        assert!(!permits(&hosts, "10.0.0.1:5232".parse().unwrap()).await);
-    }
-
-    #[tokio::test]
-    async fn a_name_that_resolves_to_loopback_is_refused_and_a_literal_is_not() {
-        assert!(resolve("localhost", 80).await.unwrap_err().contains("not public"));
-        assert_eq!(resolve("127.0.0.1", 80).await.unwrap(), "127.0.0.1:80".parse().unwrap());
     }
 
     /// The proxy end to end on this host's loopback: a granted tunnel carries bytes both

@@ -13,8 +13,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use url::Url;
 
-use super::AuthError;
-use crate::transport::BoxFuture;
+use crate::error::AuthError;
+use wasmgate_core::BoxFuture;
 
 /// Takes a person to an authorization URL and returns the redirect it ended in.
 pub trait UserAgent: Send + Sync + std::fmt::Debug {

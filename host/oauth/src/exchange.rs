@@ -16,10 +16,12 @@ use oauth2::{
 use serde_json::json;
 use url::Url;
 
-use super::metadata::{self, ServerMetadata, same_issuer};
-use super::{AuthError, Authorizer, ClientIdentity, Grant, PrivateKey, State, Stored, TokenAuth, UserAgent, now};
-use crate::transport::http::HeaderValueSource;
-use crate::transport::stderr::escape;
+use crate::agent::UserAgent;
+use crate::authorizer::{Authorizer, ClientIdentity, Grant, PrivateKey, State, TokenAuth, now};
+use crate::error::AuthError;
+use crate::metadata::{self, ServerMetadata, same_issuer};
+use crate::secret::SecretSource;
+use crate::store::Stored;
 
 type Client = BasicClient<EndpointMaybeSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
 type TokenError = RequestTokenError<HttpClientError<reqwest::Error>, BasicErrorResponse>;
@@ -237,7 +239,7 @@ impl Authorizer {
             body["redirect_uris"] = json!([redirect.as_str()]);
         }
         // SEP-837: a client whose redirect is a loopback listener is a native application.
-        let native = redirect.is_none_or(super::http::is_loopback);
+        let native = redirect.is_none_or(wasmgate_egress::is_loopback);
         body["application_type"] = json!(if native { "native" } else { "web" });
         let (status, answer) = self.inner.http.post_json(&endpoint, &body).await?;
         let id = answer.get("client_id").and_then(|v| v.as_str()).filter(|_| (200..300).contains(&status));
@@ -285,7 +287,7 @@ impl Authorizer {
                 answer.error().as_ref(),
                 answer.error_description().map(|d| format!(": {}", bounded(d))).unwrap_or_default()
             ),
-            RequestTokenError::Request(e) => format!("{provider}: token endpoint: {}", crate::error::report(e)),
+            RequestTokenError::Request(e) => format!("{provider}: token endpoint: {}", wasmgate_core::report(e)),
             RequestTokenError::Parse(e, _) => format!("{provider}: the token endpoint's answer is not a token: {e}"),
             RequestTokenError::Other(e) => format!("{provider}: token endpoint: {}", bounded(e)),
         })
@@ -429,14 +431,15 @@ fn union(a: Option<&str>, b: Option<&str>) -> Option<String> {
     (!all.is_empty()).then(|| all.join(" "))
 }
 
-fn resolve(provider: &str, what: &str, source: &HeaderValueSource) -> Result<String, AuthError> {
-    source.read().map_err(|var| AuthError::Config(format!("{provider}: the variable {var} of the {what} is not set")))
+fn resolve(provider: &str, what: &str, source: &SecretSource) -> Result<String, AuthError> {
+    source
+        .read()
+        .map_err(|unset| AuthError::Config(format!("{provider}: the variable {} of the {what} is not set", unset.0)))
 }
 
 /// A short, printable copy of server text.
 fn bounded(text: &str) -> String {
-    let cut: String = text.chars().take(200).collect();
-    escape(cut.as_bytes())
+    text_safety::truncated(&text_safety::escape_for_log(text), 200)
 }
 
 fn describe(answer: &serde_json::Value) -> String {

@@ -8,8 +8,8 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde::de::DeserializeOwned;
 use url::Url;
 
-use super::AuthError;
-use crate::error::report;
+use crate::error::AuthError;
+use wasmgate_core::report;
 
 /// The largest metadata document or registration answer read.
 pub(crate) const MAX_DOCUMENT: usize = 256 * 1024;
@@ -112,9 +112,9 @@ impl AuthHttp {
     }
 }
 
-/// Reads a body of at most `limit` bytes (the transport's bounded read).
+/// Reads a body of at most `limit` bytes; why not, in words.
 async fn read_capped(mut response: reqwest::Response, limit: usize) -> Result<bytes::Bytes, String> {
-    crate::transport::http::read_bounded(&mut response, limit).await.map_err(|e| e.to_string())
+    wasmgate_egress::read_bounded(&mut response, limit).await.map_err(|e| report(&e))
 }
 
 /// The HTTP client of OAuth's exchanges and of [`FollowRedirect`](super::FollowRedirect):
@@ -133,21 +133,11 @@ pub(crate) fn client(name: &str) -> Result<reqwest::Client, AuthError> {
 /// Refuses a URL that would carry credentials in clear text: `https`, or `http` to a
 /// loopback host only.
 pub(crate) fn check_secure(name: &str, url: &Url) -> Result<(), AuthError> {
-    if url.scheme() == "https" || (url.scheme() == "http" && is_loopback(url)) {
+    if wasmgate_egress::is_secure(url) {
         Ok(())
     } else {
         Err(AuthError::Discovery(format!(
             "{name}: {url} is not https: OAuth endpoints must use TLS (plain http only to a loopback host)"
         )))
-    }
-}
-
-/// Whether the URL's host is `localhost` or a loopback address.
-pub(crate) fn is_loopback(url: &Url) -> bool {
-    match url.host() {
-        Some(url::Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
     }
 }

@@ -5,8 +5,8 @@
 use serde::Deserialize;
 use url::Url;
 
-use super::AuthError;
-use super::http::{AuthHttp, Fetched};
+use crate::error::AuthError;
+use crate::http::{AuthHttp, Fetched};
 
 /// Protected resource metadata (RFC 9728 §2), the fields a client uses.
 #[derive(Debug, Clone, Default, Deserialize)]

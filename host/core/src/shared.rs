@@ -1,0 +1,49 @@
+//! What the replicas of one gateway keep in a store they share: which request states
+//! were spent ([`SharedStore`]) and the buckets of budgets ([`SharedBuckets`]).
+//!
+//! The server face and the guard need these; a store crate implements them. Defined
+//! here, below both, so that the store builds on this vocabulary alone, and a store that
+//! cannot be asked says so with [`StoreUnavailable`], its cause kept.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::error::BoxError;
+use crate::tool::BoxFuture;
+
+/// The shared store could not be asked (unreachable, too slow, an answer it did not
+/// expect): what refuses whatever needed it. Shows its cause's text.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct StoreUnavailable(pub BoxError);
+
+/// Where the replicas of a gateway remember the request states they spent.
+pub trait SharedStore: Send + Sync + fmt::Debug {
+    /// Marks the state with `nonce` (redeemable until `expiry`, in Unix seconds) spent:
+    /// `Ok(true)` the first time any replica does, `Ok(false)` after that, `Err` when the
+    /// store cannot be asked (the state is then not redeemed).
+    fn spend<'a>(&'a self, nonce: &'a [u8; 16], expiry: u64) -> BoxFuture<'a, Result<bool, StoreUnavailable>>;
+}
+
+/// One bucket a call takes a token from, as a [`SharedBuckets`] store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BucketSpec {
+    /// Which bucket: the budget's fingerprint, the caller and (with `each = "tool"`) the
+    /// tool, joined; the same text on every replica.
+    pub key: String,
+    /// How long one token takes to come back.
+    pub interval: Duration,
+    /// The most tokens it holds (it starts full).
+    pub burst: u32,
+}
+
+/// Token buckets kept outside the process, in a store every replica of a gateway shares.
+pub trait SharedBuckets: Send + Sync + fmt::Debug {
+    /// Takes a token from each of `buckets`, or from none: `Ok(None)` when taken,
+    /// `Ok(Some((i, wait)))` when `buckets[i]` is empty for `wait` (the longest wait of
+    /// the empty ones), `Err` when the store cannot be asked.
+    fn take<'a>(
+        &'a self,
+        buckets: &'a [BucketSpec],
+    ) -> BoxFuture<'a, Result<Option<(usize, Duration)>, StoreUnavailable>>;
+}

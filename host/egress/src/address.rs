@@ -1,0 +1,156 @@
+//! The address decisions: which addresses count as public, the address a granted name
+//! is reached at, whether a component may connect to an address, and which URLs may
+//! carry credentials.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use url::Url;
+
+use crate::grant::HostGrant;
+
+/// How long resolving a name may take.
+pub(crate) const RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Whether `ip` is an address of the public internet: not loopback, private,
+/// link-local, shared (CGNAT), documentation, multicast, unspecified or reserved.
+#[must_use]
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || a == 0
+                || (a == 100 && (64..128).contains(&b))
+                || (a == 192 && b == 0)
+                || (a == 198 && (18..20).contains(&b))
+                || a >= 240)
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+                || first == 0x2001 && v6.segments()[1] == 0x0db8
+                || first == 0x0064 && v6.segments()[1] == 0xff9b)
+        }
+    }
+}
+
+/// The address to connect to for a granted `host:port`: a literal as listed, a name
+/// resolved here to its first public address.
+pub(crate) async fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Ok(SocketAddr::new(ip, port));
+    }
+    let addresses = tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host((host, port)))
+        .await
+        .map_err(|_| format!("resolving {host} timed out"))?
+        .map_err(|e| format!("cannot resolve {host}: {e}"))?;
+    let all: Vec<SocketAddr> = addresses.collect();
+    all.iter().copied().find(|a| is_public(a.ip())).ok_or_else(|| {
+        format!("{host} resolves only to addresses that are not public ({all:?}); list the address itself to grant it")
+    })
+}
+
+/// Whether a WebAssembly tool granted `hosts` may connect to `address`: a literal
+/// grant's own address, or a public address that a granted name resolves to now (the
+/// guest resolved it itself; resolving again here means a rebinding answer gains it
+/// nothing). The port must be the grant's.
+pub async fn permits(hosts: &[HostGrant], address: SocketAddr) -> bool {
+    let ip = address.ip().to_canonical();
+    for grant in hosts.iter().filter(|g| g.port == address.port()) {
+        match grant.host.parse::<IpAddr>() {
+            Ok(granted) if granted.to_canonical() == ip => return true,
+            Ok(_) => {}
+            Err(_) if is_public(ip) => {
+                let lookup =
+                    tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host((grant.host.as_str(), grant.port)));
+                if let Ok(Ok(mut found)) = lookup.await
+                    && found.any(|a| a.ip().to_canonical() == ip)
+                {
+                    return true;
+                }
+            }
+            Err(_) => {}
+        }
+    }
+    false
+}
+
+/// Whether `url`'s host is `localhost` or a loopback address.
+#[must_use]
+pub fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+/// Whether `url` may carry credentials, or be trusted for what it answers: `https`, or
+/// plain `http` to a loopback host only.
+#[must_use]
+pub fn is_secure(url: &Url) -> bool {
+    url.scheme() == "https" || (url.scheme() == "http" && is_loopback(url))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn only_public_addresses_count_as_public() {
+        for private in
+            ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0"]
+        {
+            assert!(!is_public(private.parse().unwrap()), "{private}");
+        }
+        for private in ["::1", "fe80::1", "fd00::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "::"] {
+            assert!(!is_public(private.parse().unwrap()), "{private}");
+        }
+        for public in ["93.184.216.34", "1.1.1.1", "2606:4700::1111"] {
+            assert!(is_public(public.parse().unwrap()), "{public}");
+        }
+    }
+
+    #[test]
+    fn only_https_or_loopback_http_urls_are_secure() {
+        let secure = |url: &str| is_secure(&Url::parse(url).unwrap());
+        assert!(secure("https://as.example/jwks"));
+        assert!(secure("http://127.0.0.1:8080/jwks") && secure("http://[::1]/x") && secure("http://LOCALHOST/jwks"));
+        assert!(
+            !secure("http://as.example/jwks") && !secure("ftp://as.example") && !secure("http://127.0.0.1.nip.io/")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_component_may_connect_to_a_literal_grant_and_to_nothing_a_name_resolves_privately() {
+        let hosts = [HostGrant::parse("127.0.0.1:5232").unwrap(), HostGrant::parse("localhost:8080").unwrap()];
+        assert!(permits(&hosts, "127.0.0.1:5232".parse().unwrap()).await);
+        assert!(permits(&hosts, "[::ffff:127.0.0.1]:5232".parse().unwrap()).await, "the same address, mapped");
+        assert!(!permits(&hosts, "127.0.0.1:5233".parse().unwrap()).await, "another port");
+        assert!(!permits(&hosts, "127.0.0.1:8080".parse().unwrap()).await, "localhost is granted by name only");
+        assert!(!permits(&hosts, "10.0.0.1:5232".parse().unwrap()).await);
+    }
+
+    #[tokio::test]
+    async fn a_name_that_resolves_to_loopback_is_refused_and_a_literal_is_not() {
+        assert!(resolve("localhost", 80).await.unwrap_err().contains("not public"));
+        assert_eq!(resolve("127.0.0.1", 80).await.unwrap(), "127.0.0.1:80".parse().unwrap());
+    }
+}

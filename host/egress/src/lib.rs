@@ -1,0 +1,33 @@
+//! Where wasmgate lets anything connect: the one place that parses a grant and decides
+//! an address, for the egress proxy of a confined stdio server, for WebAssembly tool
+//! components, and for the gateway's own requests.
+//!
+//! A grant is a host and a port ([`HostGrant`]), never a port alone: the policy's
+//! `network_hosts` are read with [`HostGrant::parse`]. A granted name is resolved by the
+//! gateway, and only to a public address ([`is_public`]); an address that is not public
+//! is reached only when a grant lists it literally. A component's connection is allowed
+//! by [`permits`]; a stdio server's goes through the proxy ([`serve`]), which reports each
+//! connection ([`EgressRecord`]) for the audit log. A URL that carries credentials must
+//! be secure ([`is_secure`]: `https`, or `http` to a loopback host).
+//!
+//! # Layout
+//!
+//! * `grant`: [`HostGrant`] and [`HostGrantError`];
+//! * `address`: [`is_public`], [`permits`], [`is_loopback`], [`is_secure`], and the
+//!   resolution of a granted name;
+//! * `proxy`: the egress proxy ([`serve`], [`EgressGrant`], [`EgressRecord`],
+//!   [`PROXY_PORT`]);
+//! * `http` (feature `http`): what the gateway's own HTTP requests share,
+//!   `read_bounded`.
+
+mod address;
+mod grant;
+#[cfg(feature = "http")]
+mod http;
+mod proxy;
+
+pub use address::{is_loopback, is_public, is_secure, permits};
+pub use grant::{HostGrant, HostGrantError};
+#[cfg(feature = "http")]
+pub use http::{BodyError, read_bounded};
+pub use proxy::{EgressGrant, EgressObserver, EgressRecord, PROXY_PORT, serve};
