@@ -223,8 +223,7 @@ const MAX_SHRUNK_DEPTH: usize = 8;
 /// The least share of the bound an object's field or an array's item is shrunk into; with
 /// less, the whole object or array becomes a marker.
 const MIN_SHARE: usize = 48;
-/// What a cut string ends with.
-const CUT_MARK: &str = "…[cut]";
+use text_safety::CUT_MARK;
 
 fn json_len(value: &Value) -> usize {
     serde_json::to_vec(value).map_or(usize::MAX, |v| v.len())
@@ -263,7 +262,7 @@ fn shrink(value: &Value, size: usize, budget: usize, depth: usize) -> Value {
             let mut kept = serde_json::Map::new();
             for (name, value) in fields.iter().take(MAX_SHRUNK_FIELDS) {
                 let mut name = name.clone();
-                cut_to(&mut name, MAX_FIELD_NAME_CHARS);
+                text_safety::truncate(&mut name, MAX_FIELD_NAME_CHARS);
                 cut_to_json_bytes(&mut name, share / 2);
                 // Names that were the same up to the cut stay apart.
                 let base = name.clone();
@@ -340,14 +339,7 @@ fn cut_to_json_bytes(s: &mut String, max: usize) {
 }
 
 fn cut(s: &mut String) {
-    cut_to(s, MAX_TEXT_CHARS);
-}
-
-fn cut_to(s: &mut String, max: usize) {
-    if let Some((i, _)) = s.char_indices().nth(max) {
-        s.truncate(i);
-        s.push_str(CUT_MARK);
-    }
+    text_safety::truncate(s, MAX_TEXT_CHARS);
 }
 
 fn cut_flags(flags: &mut Vec<String>) {

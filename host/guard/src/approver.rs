@@ -118,12 +118,9 @@ fn shown_arguments(arguments: &Value) -> String {
     format!("{{{}}}", shown.join(", "))
 }
 
-/// `text` cut to `max` characters, with `...` when it was cut.
+/// `text` cut to `max` characters, the cut marked.
 fn cut(mut text: String, max: usize) -> String {
-    if let Some((at, _)) = text.char_indices().nth(max) {
-        text.truncate(at);
-        text.push_str("...");
-    }
+    text_safety::truncate(&mut text, max);
     text
 }
 
@@ -315,7 +312,7 @@ mod tests {
         let shown = shown_arguments(&padded);
         assert!(shown.contains(r#""to": "evil@example.com""#), "{shown}");
         assert!(shown.contains(r#""cc": ["a","b"]"#), "{shown}");
-        assert!(shown.contains(r#""subject": "xxx"#) && shown.contains("..."), "{shown}");
+        assert!(shown.contains(r#""subject": "xxx"#) && shown.contains(text_safety::CUT_MARK), "{shown}");
         assert!(shown.chars().count() < 700, "{}", shown.chars().count());
         let many: serde_json::Map<String, Value> =
             (0..100).map(|n| (format!("field{n:03}"), Value::String("y".repeat(50)))).collect();
@@ -323,7 +320,10 @@ mod tests {
         assert!(shown.contains("field063") && !shown.contains("field064"), "{shown}");
         assert!(shown.ends_with("and 36 more fields not shown}"), "{shown}");
         let list = json!(["z".repeat(1000)]);
-        assert_eq!(shown_arguments(&list).chars().count(), MAX_QUESTION_ARGUMENTS + 3);
+        assert_eq!(
+            shown_arguments(&list).chars().count(),
+            MAX_QUESTION_ARGUMENTS + text_safety::CUT_MARK.chars().count()
+        );
         let hidden = json!({"note": format!("{}\u{202e}", "w".repeat(600)), "to": "x\u{200b}y"});
         assert!(!shown_arguments(&hidden).contains(['\u{202e}', '\u{200b}']));
     }

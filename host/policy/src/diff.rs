@@ -109,12 +109,7 @@ fn same(b: Option<&Value>, a: Option<&Value>) -> bool {
 
 fn show(v: Option<&Value>) -> String {
     let Some(v) = v else { return "(absent)".to_owned() };
-    let text = escape_for_display(&canonical_json(v));
-    if text.chars().count() > MAX_VALUE_CHARS {
-        format!("{}…", text.chars().take(MAX_VALUE_CHARS).collect::<String>())
-    } else {
-        text
-    }
+    text_safety::truncated(&escape_for_display(&canonical_json(v)), MAX_VALUE_CHARS)
 }
 
 fn escape_token(k: &str) -> String {
