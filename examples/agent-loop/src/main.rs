@@ -13,8 +13,8 @@ use anyhow::{Context, bail};
 use serde_json::json;
 use wasmgate_adapter::{Formatters, McpProvider, McpToolset};
 use wasmgate_agent::{AgentConfig, AllowAll, Message, ModelTurn, ScriptedModel, run_agent};
-use wasmgate_client::confine::provider_workdir;
-use wasmgate_client::{ClientConfig, Confinement, StdioConfig, StdioTransport};
+use wasmgate_client::{ClientConfig, StdioConfig, StdioTransport};
+use wasmgate_confine::{Confinement, provider_workdir};
 use wasmgate_core::CancellationToken;
 use wasmgate_sandbox::{CallLimits, Sandbox, SandboxConfig};
 

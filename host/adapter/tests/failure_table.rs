@@ -11,7 +11,7 @@ use wasmgate_adapter::{AdapterError, McpToolset, WITHHELD};
 use wasmgate_agent::{
     AgentConfig, AgentError, AllowAll, CallStatus, Message, ModelTurn, SKIPPED, ScriptedModel, run_agent,
 };
-use wasmgate_client::{ClientConfig, CloseReason, McpClient, fake};
+use wasmgate_client::{ClientConfig, CloseReason, FakeTransport, McpClient};
 use wasmgate_core::{CancellationToken, ToolErrorKind};
 
 async fn turn(
@@ -132,7 +132,7 @@ async fn input_required_that_nobody_can_answer_is_unsupported() {
 
 #[tokio::test]
 async fn a_provider_that_cannot_be_reached_at_start_up_fails_it_naming_the_provider() {
-    let (transport, server) = fake::fake();
+    let (transport, server) = FakeTransport::pair();
     server.close(CloseReason::Exited { code: Some(127), signal: None }).await;
     let error =
         wasmgate_adapter::McpProvider::connect("calendar", transport, ClientConfig::default(), formatters(None))

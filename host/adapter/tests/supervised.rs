@@ -12,7 +12,7 @@ use common::{Reply, Upstream, formatters, text, tool};
 use serde_json::json;
 use wasmgate_adapter::supervised::{Connect, Report};
 use wasmgate_adapter::{AdapterError, Backoff, McpProvider, Supervised, ToolSource};
-use wasmgate_client::{ClientConfig, TransportError, fake};
+use wasmgate_client::{ClientConfig, FakeTransport, TransportError};
 use wasmgate_core::CancellationToken;
 use wasmgate_core::Naming;
 
@@ -29,7 +29,7 @@ fn connector(upstream: Arc<Upstream>, fail: usize, attempts: Arc<AtomicUsize>) -
                 let source = TransportError::Config("no such program: ./server".into());
                 return Err(AdapterError::Transport { provider: "p".into(), source });
             }
-            let (transport, server) = fake::fake();
+            let (transport, server) = FakeTransport::pair();
             tokio::spawn(common::serve(server, upstream));
             McpProvider::connect("p", transport, ClientConfig::default(), formatters(None)).await
         })

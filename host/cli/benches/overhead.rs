@@ -37,9 +37,8 @@ mod common;
 use common::python;
 use serde_json::{Map, Value, json};
 use tokio::runtime::Runtime;
-use wasmgate_client::{
-    CancellationToken, ClientConfig, HttpConfig, HttpTransport, McpClient, StdioConfig, StdioTransport,
-};
+use wasmgate_client::{ClientConfig, HttpConfig, HttpTransport, McpClient, StdioConfig, StdioTransport};
+use wasmgate_core::CancellationToken;
 
 /// Calls per interleaved batch, and batches per comparison.
 const BATCH: usize = 100;

@@ -21,9 +21,8 @@ use common::cluster::{Nginx, Redis, Replica, approval_key, records};
 use common::issuer::Issuer;
 use common::{stderr, stdout, wasmgate};
 use serde_json::{Map, Value, json};
-use wasmgate_client::{
-    Bearer, CancellationToken, ClientConfig, ClientError, HttpConfig, HttpTransport, McpClient, TransportError,
-};
+use wasmgate_client::{Bearer, ClientConfig, ClientError, HttpConfig, HttpTransport, McpClient, TransportError};
+use wasmgate_core::CancellationToken;
 use wasmgate_protocol::ProtocolVersion;
 
 /// Concurrent clients through nginx: half 2026-07-28, half handshake era.

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use common::{serve_http, setup, stderr, wasmgate};
 use serde_json::{Value, json};
-use wasmgate_client::CancellationToken;
+use wasmgate_core::CancellationToken;
 
 /// Concurrent callers (below the per-client limit of 16 open requests).
 const CALLERS: usize = 8;

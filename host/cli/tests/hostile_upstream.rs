@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 
 use common::{python, serve_stdio, stderr, stdout, wasmgate};
 use serde_json::{Map, Value, json};
-use wasmgate_client::{CallOptions, CancellationToken, ClientConfig, ClientError, McpClient, StdioTransport};
+use wasmgate_client::{CallOptions, ClientConfig, ClientError, McpClient, StdioTransport};
+use wasmgate_core::CancellationToken;
 use wasmgate_protocol::CallToolResult;
 
 /// What a model reads when a call produced no result (`ToolErrorKind::ExecutionFailed`).

@@ -15,9 +15,8 @@ use std::time::{Duration, Instant};
 use common::issuer::Issuer;
 use common::{serve_http, serve_stdio, setup, stderr, stdout, wasmgate};
 use serde_json::{Map, json};
-use wasmgate_client::{
-    Bearer, CancellationToken, ClientConfig, ClientError, HttpConfig, HttpTransport, McpClient, StdioTransport,
-};
+use wasmgate_client::{Bearer, ClientConfig, ClientError, HttpConfig, HttpTransport, McpClient, StdioTransport};
+use wasmgate_core::CancellationToken;
 use wasmgate_protocol::ProtocolVersion;
 
 /// Concurrent HTTP clients, each its own connection (and, handshake era, session).

@@ -13,8 +13,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 use wasmgate_client::{
-    CancellationToken, ClientConfig, InputDeclined, InputHandler, InputRequest, McpClient, StdioConfig, StdioTransport,
+    ClientConfig, InputDeclined, InputHandler, InputRequest, McpClient, StdioConfig, StdioTransport,
 };
+use wasmgate_core::CancellationToken;
 use wasmgate_protocol::ProtocolVersion;
 
 /// The version `scripts/install-peers.sh` pins, so that npm finds it in its cache.
@@ -34,7 +35,7 @@ fn text(out: &Output) -> String {
 struct Person;
 
 impl InputHandler for Person {
-    fn answer(&self, request: InputRequest) -> wasmgate_client::BoxFuture<'_, Result<Value, InputDeclined>> {
+    fn answer(&self, request: InputRequest) -> wasmgate_core::BoxFuture<'_, Result<Value, InputDeclined>> {
         let answer = match request.method.as_str() {
             "elicitation/create" => Ok(json!({"action": "accept", "content": {"approve": true}})),
             _ => Err(InputDeclined::Unsupported),

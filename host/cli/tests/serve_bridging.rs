@@ -20,9 +20,9 @@ use std::sync::{Arc, Mutex};
 use common::{python, serve_stdio, stderr, wasmgate};
 use serde_json::{Map, Value, json};
 use wasmgate_client::{
-    CallOptions, CancellationToken, ClientConfig, InputDeclined, InputHandler, InputRequest, LogFn, McpClient,
-    StdioTransport,
+    CallOptions, ClientConfig, InputDeclined, InputHandler, InputRequest, LogFn, McpClient, StdioTransport,
 };
+use wasmgate_core::CancellationToken;
 use wasmgate_protocol::{CallToolResult, ProtocolVersion};
 
 const TOOLS: [&str; 8] = [
@@ -72,7 +72,7 @@ struct Answers {
 }
 
 impl InputHandler for Answers {
-    fn answer(&self, request: InputRequest) -> wasmgate_client::BoxFuture<'_, Result<Value, InputDeclined>> {
+    fn answer(&self, request: InputRequest) -> wasmgate_core::BoxFuture<'_, Result<Value, InputDeclined>> {
         let params = Value::Object(request.params.clone().unwrap_or_default());
         self.asked.lock().unwrap().push((request.method.clone(), params));
         let answer = match request.method.as_str() {

@@ -16,9 +16,9 @@ use common::issuer::Issuer;
 use common::{serve_http_with, setup, stderr, wasmgate};
 use serde_json::{Map, Value, json};
 use wasmgate_client::{
-    Bearer, CancellationToken, ClientConfig, ClientError, HttpConfig, HttpTransport, InputDeclined, InputHandler,
-    InputRequest, McpClient,
+    Bearer, ClientConfig, ClientError, HttpConfig, HttpTransport, InputDeclined, InputHandler, InputRequest, McpClient,
 };
+use wasmgate_core::CancellationToken;
 
 const METRICS_TOKEN: &str = "scraper-token-0123456789abcdef";
 
@@ -47,7 +47,7 @@ struct Person {
 }
 
 impl InputHandler for Person {
-    fn answer(&self, request: InputRequest) -> wasmgate_client::BoxFuture<'_, Result<Value, InputDeclined>> {
+    fn answer(&self, request: InputRequest) -> wasmgate_core::BoxFuture<'_, Result<Value, InputDeclined>> {
         *self.asked.lock().unwrap() += 1;
         let answer = json!({"action": "accept", "content": {"approve": true}});
         Box::pin(std::future::ready(if request.method == "elicitation/create" {

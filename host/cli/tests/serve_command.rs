@@ -9,9 +9,9 @@ use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
 use wasmgate_client::{
-    CancellationToken, ClientConfig, HttpConfig, HttpTransport, InputDeclined, InputHandler, InputRequest, McpClient,
-    StdioTransport,
+    ClientConfig, HttpConfig, HttpTransport, InputDeclined, InputHandler, InputRequest, McpClient, StdioTransport,
 };
+use wasmgate_core::CancellationToken;
 use wasmgate_protocol::ProtocolVersion;
 
 fn reviewed() -> tempfile::TempDir {
@@ -143,7 +143,7 @@ struct Person {
 }
 
 impl InputHandler for Person {
-    fn answer(&self, request: InputRequest) -> wasmgate_client::BoxFuture<'_, Result<Value, InputDeclined>> {
+    fn answer(&self, request: InputRequest) -> wasmgate_core::BoxFuture<'_, Result<Value, InputDeclined>> {
         let message = request.params.as_ref().and_then(|p| p["message"].as_str()).unwrap_or_default().to_owned();
         self.asked.lock().unwrap().push(message);
         let answer = json!({"action": "accept", "content": {"approve": self.approve}});

@@ -12,9 +12,8 @@ use common::{python, stderr, wasmgate};
 use serde_json::{Map, Value, json};
 use std::sync::{Arc, Mutex};
 
-use wasmgate_client::{
-    CallOptions, CancellationToken, ClientConfig, ClientError, McpClient, ProgressFn, StdioConfig, StdioTransport,
-};
+use wasmgate_client::{CallOptions, ClientConfig, ClientError, McpClient, ProgressFn, StdioConfig, StdioTransport};
+use wasmgate_core::CancellationToken;
 use wasmgate_core::{CompletionRequest, Contents};
 
 /// A gateway fronting the fixture with `policy_extra` added to its provider's policy.

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use common::{children, serve_http, serve_stdio, setup, stderr, stdout, wasmgate};
 use serde_json::{Value, json};
-use wasmgate_client::{CancellationToken, ClientConfig, McpClient, StdioTransport, ToolsWatch};
+use wasmgate_client::{ClientConfig, McpClient, StdioTransport, ToolsWatch};
+use wasmgate_core::CancellationToken;
 
 fn reviewed() -> tempfile::TempDir {
     let dir = setup();

@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::{serve_http, setup, stderr, wasmgate};
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use wasmgate_client::CancellationToken;
+use wasmgate_core::CancellationToken;
 
 /// A collector on loopback: every body POSTed to it, parsed. Returns its traces URL.
 async fn collector(bodies: Arc<Mutex<Vec<Value>>>) -> String {

@@ -11,8 +11,8 @@ use std::net::{Ipv4Addr, TcpListener, UdpSocket};
 
 use confined::{Hostile, gone, hostile};
 use serde_json::json;
-use wasmgate_client::confine::Mechanism;
-use wasmgate_client::{Network, ResourceLimits};
+use wasmgate_confine::Mechanism;
+use wasmgate_confine::{Network, ResourceLimits};
 
 #[tokio::test]
 async fn reading_shadow_a_home_key_or_another_providers_directory_is_denied() {
@@ -227,7 +227,7 @@ async fn required_confinement_does_not_start_a_server_that_nothing_would_bound()
     // change. Everywhere else a bound exists and it starts.
     let nothing_bounds = confined::mode().as_deref() == Some("user-no-userns-no-cgroup");
     let state = tempfile::tempdir().unwrap();
-    let workdir = wasmgate_client::confine::provider_workdir(state.path(), "bounded").unwrap();
+    let workdir = wasmgate_confine::provider_workdir(state.path(), "bounded").unwrap();
     let python = confined::python();
     let policy = confined::for_python(&python, &confined::fixtures());
     let config = |confinement| {
@@ -245,7 +245,7 @@ async fn required_confinement_does_not_start_a_server_that_nothing_would_bound()
         Ok(transport) => {
             assert!(!nothing_bounds, "started with nothing bounding it: {:?}", transport.confinement());
             let report = transport.confinement().unwrap();
-            assert_ne!(report.processes, wasmgate_client::confine::ProcessBound::None, "{report:?}");
+            assert_ne!(report.processes, wasmgate_confine::ProcessBound::None, "{report:?}");
         }
     }
     // Best effort starts it either way, and says what is missing.

@@ -7,7 +7,8 @@ mod confined;
 
 use confined::hostile;
 use serde_json::json;
-use wasmgate_client::{ClientError, CloseReason, ResourceLimits};
+use wasmgate_client::{ClientError, CloseReason};
+use wasmgate_confine::ResourceLimits;
 
 #[tokio::test]
 async fn cpu_time_over_the_limit_kills_the_server() {

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use common::{connected, expect_notification, expect_request, text_args, text_result};
 use serde_json::json;
-use wasmgate_client::{CallOptions, CancellationToken, ClientConfig, ClientError, McpClient, fake};
+use wasmgate_client::{CallOptions, ClientConfig, ClientError, FakeTransport, McpClient};
+use wasmgate_core::CancellationToken;
 use wasmgate_protocol::codes::INVALID_PARAMS;
 use wasmgate_protocol::{ContentBlock, Id};
 
@@ -101,7 +102,7 @@ async fn a_request_whose_caller_stops_waiting_is_cancelled_upstream_and_forgotte
 
 #[tokio::test]
 async fn a_dropped_request_over_a_stream_per_request_transport_releases_its_stream() {
-    let (transport, mut server) = fake::fake();
+    let (transport, mut server) = FakeTransport::pair();
     let transport = transport.emulating_http_cancel();
     let connecting = tokio::spawn(McpClient::connect("http", transport, ClientConfig::default()));
     let (id, _) = expect_request(&mut server, "server/discover").await;
@@ -117,7 +118,7 @@ async fn a_dropped_request_over_a_stream_per_request_transport_releases_its_stre
 
 #[tokio::test]
 async fn cancel_over_stream_per_request_transports_closes_the_stream_instead_of_notifying() {
-    let (transport, mut server) = fake::fake();
+    let (transport, mut server) = FakeTransport::pair();
     let transport = transport.emulating_http_cancel();
     let connecting = tokio::spawn(McpClient::connect("http", transport, ClientConfig::default()));
     let (id, _) = expect_request(&mut server, "server/discover").await;

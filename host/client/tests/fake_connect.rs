@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use common::{Clogged, discover_result, expect_notification, expect_request, initialize_result};
 use serde_json::json;
-use wasmgate_client::{ClientConfig, ClientError, CloseReason, McpClient, fake};
+use wasmgate_client::{ClientConfig, ClientError, CloseReason, FakeTransport, McpClient};
 use wasmgate_protocol::ProtocolVersion;
 use wasmgate_protocol::codes::{METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION};
 
 #[tokio::test]
 async fn a_modern_server_answers_discover_and_the_client_stays_stateless() {
-    let (transport, mut server) = fake::fake();
+    let (transport, mut server) = FakeTransport::pair();
     let connecting = tokio::spawn(McpClient::connect("cal", transport, ClientConfig::default()));
     let (id, params) = expect_request(&mut server, "server/discover").await;
     assert_eq!(params["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
@@ -26,7 +26,7 @@ async fn a_modern_server_answers_discover_and_the_client_stays_stateless() {
 
 #[tokio::test]
 async fn discover_method_not_found_falls_back_to_initialize() {
-    let (transport, mut server) = fake::fake();
+    let (transport, mut server) = FakeTransport::pair();
     let connecting = tokio::spawn(McpClient::connect("old", transport, ClientConfig::default()));
     let (id, _) = expect_request(&mut server, "server/discover").await;
     server.respond_error(&id, METHOD_NOT_FOUND, "Method not found").await;
@@ -41,7 +41,7 @@ async fn discover_method_not_found_falls_back_to_initialize() {
 
 #[tokio::test(start_paused = true)]
 async fn a_probe_that_is_never_answered_falls_back_to_initialize() {
-    let (transport, mut server) = fake::fake();
+    let (transport, mut server) = FakeTransport::pair();
     let config = ClientConfig { probe_timeout: Duration::from_secs(5), ..ClientConfig::default() };
     let connecting = tokio::spawn(McpClient::connect("silent", transport, config));
     expect_request(&mut server, "server/discover").await;
@@ -53,7 +53,7 @@ async fn a_probe_that_is_never_answered_falls_back_to_initialize() {
 
 #[tokio::test]
 async fn unsupported_version_with_a_handshake_version_in_common_goes_to_initialize() {
-    let (transport, mut server) = fake::fake();
+    let (transport, mut server) = FakeTransport::pair();
     let connecting = tokio::spawn(McpClient::connect("dual", transport, ClientConfig::default()));
     let (id, _) = expect_request(&mut server, "server/discover").await;
     let error = json!({"jsonrpc": "2.0", "id": id.to_value(), "error": {"code": UNSUPPORTED_PROTOCOL_VERSION,
@@ -68,7 +68,7 @@ async fn unsupported_version_with_a_handshake_version_in_common_goes_to_initiali
 
 #[tokio::test]
 async fn a_server_with_no_version_in_common_is_an_unsupported_version_error() {
-    let (transport, mut server) = fake::fake();
+    let (transport, mut server) = FakeTransport::pair();
     let connecting = tokio::spawn(McpClient::connect("future", transport, ClientConfig::default()));
     let (id, _) = expect_request(&mut server, "server/discover").await;
     let error = json!({"jsonrpc": "2.0", "id": id.to_value(), "error": {"code": UNSUPPORTED_PROTOCOL_VERSION,
@@ -80,7 +80,7 @@ async fn a_server_with_no_version_in_common_is_an_unsupported_version_error() {
 
 #[tokio::test]
 async fn connect_failure_names_the_server_and_both_attempts() {
-    let (transport, mut server) = fake::fake();
+    let (transport, mut server) = FakeTransport::pair();
     let connecting = tokio::spawn(McpClient::connect("calendar", transport, ClientConfig::default()));
     let (id, _) = expect_request(&mut server, "server/discover").await;
     server.respond_error(&id, METHOD_NOT_FOUND, "Method not found").await;
@@ -100,7 +100,7 @@ async fn connect_failure_names_the_server_and_both_attempts() {
 
 #[tokio::test]
 async fn a_transport_that_closes_during_the_probe_fails_without_trying_initialize() {
-    let (transport, mut server) = fake::fake();
+    let (transport, mut server) = FakeTransport::pair();
     let connecting = tokio::spawn(McpClient::connect("crashy", transport, ClientConfig::default()));
     expect_request(&mut server, "server/discover").await;
     server.close(CloseReason::Exited { code: Some(127), signal: None }).await;
@@ -116,7 +116,7 @@ async fn a_transport_that_closes_during_the_probe_fails_without_trying_initializ
 
 #[tokio::test]
 async fn a_client_limited_to_handshake_versions_skips_the_probe() {
-    let (transport, mut server) = fake::fake();
+    let (transport, mut server) = FakeTransport::pair();
     let config = ClientConfig { versions: vec![ProtocolVersion::V2025_11_25], ..ClientConfig::default() };
     let connecting = tokio::spawn(McpClient::connect("old", transport, config));
     let (id, _) = expect_request(&mut server, "initialize").await;
@@ -127,7 +127,7 @@ async fn a_client_limited_to_handshake_versions_skips_the_probe() {
 
 #[tokio::test]
 async fn an_initialize_answer_with_a_version_we_do_not_speak_is_refused() {
-    let (transport, mut server) = fake::fake();
+    let (transport, mut server) = FakeTransport::pair();
     let config = ClientConfig { versions: vec![ProtocolVersion::V2025_11_25], ..ClientConfig::default() };
     let connecting = tokio::spawn(McpClient::connect("odd", transport, config));
     let (id, _) = expect_request(&mut server, "initialize").await;
@@ -140,7 +140,7 @@ async fn an_initialize_answer_with_a_version_we_do_not_speak_is_refused() {
 
 #[tokio::test(start_paused = true)]
 async fn an_initialized_notification_that_cannot_be_sent_times_out_the_connect() {
-    let (transport, mut server) = fake::fake();
+    let (transport, mut server) = FakeTransport::pair();
     let config = ClientConfig { request_timeout: Duration::from_secs(7), ..ClientConfig::default() };
     // Never opened: the notification is never written, as to a server that stopped
     // reading its input.

@@ -9,9 +9,8 @@ use std::sync::Arc;
 
 use common::{connected, expect_request, text_args, text_result};
 use serde_json::{Value, json};
-use wasmgate_client::{
-    BoxFuture, CancellationToken, ClientConfig, ClientError, InputDeclined, InputHandler, InputRequest,
-};
+use wasmgate_client::{ClientConfig, ClientError, InputDeclined, InputHandler, InputRequest};
+use wasmgate_core::{BoxFuture, CancellationToken};
 use wasmgate_protocol::ContentBlock;
 
 /// Accepts every elicitation with `{"confirm": true}`; declines everything else.

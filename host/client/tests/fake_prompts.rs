@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 use wasmgate_client::{
-    BoxFuture, CancellationToken, ClientConfig, ClientError, FakeServer, InputDeclined, InputHandler, InputRequest,
-    McpClient, fake,
+    ClientConfig, ClientError, FakeServer, FakeTransport, InputDeclined, InputHandler, InputRequest, McpClient,
 };
+use wasmgate_core::{BoxFuture, CancellationToken};
 use wasmgate_core::{Completion, CompletionRequest, PromptInfo, ResourceTemplate, Role};
 use wasmgate_protocol::GetPromptResult;
 use wasmgate_protocol::codes::INVALID_PARAMS;
@@ -20,7 +20,7 @@ use wasmgate_protocol::codes::INVALID_PARAMS;
 /// A connected 2026-07-28 client whose server declares `resources`, `prompts` and
 /// `completions` (and no tool changes, so no subscription is opened), and the server end.
 async fn connected(config: ClientConfig) -> (McpClient, FakeServer) {
-    let (transport, mut server) = fake::fake();
+    let (transport, mut server) = FakeTransport::pair();
     let connecting = tokio::spawn(McpClient::connect("fake", transport, config));
     let (id, _) = expect_request(&mut server, "server/discover").await;
     let capabilities = json!({"tools": {}, "resources": {}, "prompts": {}, "completions": {}});

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use common::{expect_notification, expect_request};
 use serde_json::{Value, json};
-use wasmgate_client::{CancellationToken, ClientConfig, ClientError, FakeServer, McpClient, fake};
+use wasmgate_client::{ClientConfig, ClientError, FakeServer, FakeTransport, McpClient};
+use wasmgate_core::CancellationToken;
 use wasmgate_core::{Contents, Resource};
 use wasmgate_protocol::ReadResourceResult;
 use wasmgate_protocol::codes::INVALID_PARAMS;
@@ -16,7 +17,7 @@ use wasmgate_protocol::codes::INVALID_PARAMS;
 /// A connected 2026-07-28 client whose server declares `resources` (and no tool changes,
 /// so no subscription is opened), and the server end.
 async fn connected(config: ClientConfig) -> (McpClient, FakeServer) {
-    let (transport, mut server) = fake::fake();
+    let (transport, mut server) = FakeTransport::pair();
     let connecting = tokio::spawn(McpClient::connect("fake", transport, config));
     let (id, _) = expect_request(&mut server, "server/discover").await;
     let result = json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}, "resources": {}},

@@ -11,7 +11,8 @@ use std::sync::atomic::Ordering;
 
 use common::{Clogged, GUARD, connected, expect_request, text_args, text_result};
 use serde_json::json;
-use wasmgate_client::{CancellationToken, ClientConfig, ClientError, CloseReason, Inbound, McpClient, fake};
+use wasmgate_client::{ClientConfig, ClientError, CloseReason, FakeTransport, Inbound, McpClient};
+use wasmgate_core::CancellationToken;
 use wasmgate_protocol::codes::METHOD_NOT_FOUND;
 use wasmgate_protocol::{ContentBlock, Id};
 
@@ -127,7 +128,7 @@ async fn server_ping_is_answered_and_unknown_server_requests_get_method_not_foun
 
 #[tokio::test]
 async fn a_flood_of_server_requests_whose_answers_cannot_be_sent_is_dropped_not_queued() {
-    let (inner, mut server) = fake::fake();
+    let (inner, mut server) = FakeTransport::pair();
     // Answers (messages without a method) wait until the test opens the transport.
     let transport = Clogged::new(inner, |message| message.get("method").is_none());
     let (open, waiting) = (Arc::clone(&transport.open), Arc::clone(&transport.waiting));

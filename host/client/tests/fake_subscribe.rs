@@ -9,13 +9,13 @@ mod common;
 
 use common::{GUARD, acknowledged, expect_notification, expect_request};
 use serde_json::{Value, json};
-use wasmgate_client::{ClientConfig, ClientError, FakeServer, McpClient, ResourceSubscription, fake};
+use wasmgate_client::{ClientConfig, ClientError, FakeServer, FakeTransport, McpClient, ResourceSubscription};
 use wasmgate_protocol::Id;
 
 /// A connected client whose server speaks `version` and declares `resources`
 /// (`subscribe` as given), and the server end.
 async fn connected(version: &str, subscribe: bool) -> (McpClient, FakeServer) {
-    let (transport, mut server) = fake::fake();
+    let (transport, mut server) = FakeTransport::pair();
     let config = ClientConfig::default();
     let connecting = tokio::spawn(McpClient::connect("fake", transport, config));
     let capabilities = json!({"tools": {}, "resources": {"subscribe": subscribe}});
@@ -124,7 +124,7 @@ async fn a_server_without_subscriptions_is_not_asked_and_one_that_leaves_the_uri
 async fn a_connection_follows_at_most_max_followed_uris() {
     let (client, mut server) = connected("2025-11-25", true).await;
     let mut held = Vec::new();
-    for n in 0..wasmgate_client::client::subscribe::MAX_FOLLOWED {
+    for n in 0..wasmgate_client::MAX_FOLLOWED {
         let subscribing = subscribe_in_task(&client, &format!("file:///n/{n}"));
         let (id, _) = expect_request(&mut server, "resources/subscribe").await;
         server.respond(&id, json!({})).await;

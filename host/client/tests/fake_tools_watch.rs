@@ -14,7 +14,7 @@ use common::{
     GUARD, acknowledged, discover_result, expect_notification, expect_request, subscribe, tool, tools_changed_on, until,
 };
 use serde_json::{Value, json};
-use wasmgate_client::{ClientConfig, FakeServer, McpClient, ToolsWatch, ToolsWatchConfig, fake};
+use wasmgate_client::{ClientConfig, FakeServer, FakeTransport, McpClient, ToolsWatch, ToolsWatchConfig};
 use wasmgate_protocol::Id;
 use wasmgate_protocol::codes::{INTERNAL_ERROR, METHOD_NOT_FOUND};
 
@@ -37,7 +37,7 @@ fn slow_retries() -> ClientConfig {
 }
 
 async fn connect_to(discover: Value, config: ClientConfig) -> (McpClient, FakeServer) {
-    let (transport, mut server) = fake::fake();
+    let (transport, mut server) = FakeTransport::pair();
     let connecting = tokio::spawn(McpClient::connect("fake", transport, config));
     let (id, _) = expect_request(&mut server, "server/discover").await;
     server.respond(&id, discover).await;
@@ -208,7 +208,7 @@ async fn close_cancels_the_subscription_with_a_notification_on_a_shared_channel(
 
 #[tokio::test]
 async fn close_over_stream_per_request_transports_releases_the_subscription_stream_instead() {
-    let (transport, mut server) = fake::fake();
+    let (transport, mut server) = FakeTransport::pair();
     let connecting =
         tokio::spawn(McpClient::connect("http", transport.emulating_http_cancel(), ClientConfig::default()));
     let (id, _) = expect_request(&mut server, "server/discover").await;

@@ -9,7 +9,8 @@ mod http_script;
 use http_script::{Endpoint, event};
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncReadExt;
-use wasmgate_client::{Bearer, CancellationToken, ClientConfig, ClientError, HttpConfig, HttpTransport, McpClient};
+use wasmgate_client::{Bearer, ClientConfig, ClientError, HttpConfig, HttpTransport, McpClient};
+use wasmgate_core::CancellationToken;
 use wasmgate_protocol::{ContentBlock, ProtocolVersion};
 
 fn transport(endpoint: &Endpoint) -> HttpTransport {

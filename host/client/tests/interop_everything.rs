@@ -7,7 +7,8 @@ mod peers;
 
 use peers::{call, first_text, peer};
 use serde_json::json;
-use wasmgate_client::{ClientConfig, Confinement, McpClient, StdioConfig, StdioTransport};
+use wasmgate_client::{ClientConfig, McpClient, StdioConfig, StdioTransport};
+use wasmgate_confine::Confinement;
 use wasmgate_protocol::ContentBlock;
 
 /// server-everything over stdio, confined: the default path list (node is a system

@@ -15,9 +15,8 @@ use std::time::Duration;
 use confined::{fixtures, python};
 
 use serde_json::{Map, Value, json};
-use wasmgate_client::{
-    CancellationToken, ClientConfig, ClientError, CloseReason, McpClient, StdioConfig, StdioTransport, TransportError,
-};
+use wasmgate_client::{ClientConfig, ClientError, CloseReason, McpClient, StdioConfig, StdioTransport, TransportError};
+use wasmgate_core::CancellationToken;
 use wasmgate_protocol::ContentBlock;
 
 /// The scripted server, confined, with its working directory (removed when dropped).

@@ -21,7 +21,7 @@ fn main() {
     // A filter is per thread (without TSYNC): the second half runs on a thread of its own.
     std::thread::spawn(|| {
         let mut c = Criterion::default().configure_from_args();
-        wasmgate_confine::seccomp::install_on_this_thread(&wasmgate_confine::Confinement::default())
+        wasmgate_confine::install_on_this_thread(&wasmgate_confine::Confinement::default())
             .unwrap_or_else(|e| panic!("{e}"));
         calls(&mut c, "the server's filter");
         c.final_summary();

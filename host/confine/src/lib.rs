@@ -10,32 +10,34 @@
 //!
 //! # Layout
 //!
-//! * [`policy`]: [`Confinement`], the per-provider policy, with [`Enforcement`] (required
+//! * `policy`: [`Confinement`], the per-provider policy, with [`Enforcement`] (required
 //!   or best effort) and [`Network`].
-//! * [`paths`]: the default path lists. [`limits`]: [`ResourceLimits`].
+//! * `paths`: the default path lists. `limits`: [`ResourceLimits`].
 //! * `ruleset`: the Landlock ruleset, built in the gateway before the fork.
 //! * `child`: the `pre_exec` hook, the crate's only unsafe code, allocation-free.
-//! * [`seccomp`]: the seccomp filter (socket families, the riskiest system calls).
+//! * `seccomp`: the seccomp filter (socket families, the riskiest system calls), which
+//!   [`install_on_this_thread`] also puts on the calling thread (the benchmark's way in).
 //! * `cgroup`: a `pids` cgroup per server where one can be created; `members`: a
 //!   server's processes found by its user namespace where none can.
-//! * [`spawn`]: [`prepare`] before the spawn, [`Prepared::finish`] after it.
-//! * [`report`]: [`ConfinementReport`] (what the process actually got), [`Mechanism`],
+//! * `spawn`: [`prepare`] before the spawn, [`Prepared::finish`] after it.
+//! * `report`: [`ConfinementReport`] (what the process actually got), [`Mechanism`],
 //!   [`ConfinementError`].
 
 mod cgroup;
 mod child;
-pub mod limits;
+mod limits;
 mod members;
-pub mod paths;
-pub mod policy;
-pub mod report;
+mod paths;
+mod policy;
+mod report;
 mod ruleset;
-pub mod seccomp;
-pub mod spawn;
+mod seccomp;
+mod spawn;
 
 pub use cgroup::{PidsCgroup, own_cgroups};
 pub use limits::ResourceLimits;
 pub use members::NamespaceMembers;
 pub use policy::{Confinement, Enforcement, LandlockAbi, Network};
 pub use report::{ConfinementError, ConfinementReport, Mechanism, ProcessBound};
+pub use seccomp::install_on_this_thread;
 pub use spawn::{Confined, Prepared, prepare, probe, provider_workdir};

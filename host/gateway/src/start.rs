@@ -15,10 +15,8 @@ use wasmgate_adapter::{
     Supervised, ToolSource,
 };
 use wasmgate_audit::{AuditLog, ChainKey, Entry, Event, Options, Redaction};
-use wasmgate_client::confine::provider_workdir;
-use wasmgate_client::{
-    Bearer, ClientConfig, Confinement, Enforcement, HttpConfig, HttpTransport, Network, StdioConfig, StdioTransport,
-};
+use wasmgate_client::{Bearer, ClientConfig, HttpConfig, HttpTransport, StdioConfig, StdioTransport};
+use wasmgate_confine::{Confinement, Enforcement, Network, provider_workdir};
 use wasmgate_core::{ContentSource, SharedBuckets};
 use wasmgate_core::{Naming, report};
 use wasmgate_egress::{EgressGrant, EgressObserver, EgressRecord, HostGrant};

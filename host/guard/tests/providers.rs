@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::{Value, json};
 use wasmgate_adapter::{ComponentProvider, Formatters, McpProvider, ToolSource};
 use wasmgate_audit::{AuditLog, Options};
-use wasmgate_client::{ClientConfig, FakeServer, fake};
+use wasmgate_client::{ClientConfig, FakeServer, FakeTransport};
 use wasmgate_core::{CancellationToken, Tool, Toolset};
 use wasmgate_guard::{Guard, GuardedToolset, Unattended, approver::NOBODY};
 use wasmgate_policy::{Lock, Policy};
@@ -99,7 +99,7 @@ async fn serve(mut server: FakeServer, calls: Arc<AtomicUsize>) {
 async fn an_mcp_tool_goes_through_allow_ask_and_deny() {
     let dir = tempfile::tempdir().unwrap();
     let sandbox = Sandbox::new(SandboxConfig::default()).unwrap();
-    let (transport, server) = fake::fake();
+    let (transport, server) = FakeTransport::pair();
     let calls = Arc::new(AtomicUsize::new(0));
     tokio::spawn(serve(server, Arc::clone(&calls)));
     let provider =

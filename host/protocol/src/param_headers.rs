@@ -63,7 +63,7 @@ pub enum AnnotationError {
 /// # Errors
 ///
 /// An [`AnnotationError`] naming the broken rule: the tool must be dropped.
-pub fn annotated(schema: &Value) -> Result<Vec<HeaderParam>, AnnotationError> {
+pub fn header_params(schema: &Value) -> Result<Vec<HeaderParam>, AnnotationError> {
     let mut found = Vec::new();
     reachable(schema, &mut Vec::new(), &mut found)?;
     if count(schema, false) != found.len() {
@@ -123,7 +123,10 @@ fn is_tchar(b: u8) -> bool {
 /// encoding: strings as-is, integers in JavaScript's safe range in decimal, booleans
 /// as `true`/`false`. A parameter that is absent, `null` or of another kind has none.
 #[must_use]
-pub fn values<'a>(params: &'a [HeaderParam], arguments: &Map<String, Value>) -> Vec<(&'a HeaderParam, Option<String>)> {
+pub fn header_values<'a>(
+    params: &'a [HeaderParam],
+    arguments: &Map<String, Value>,
+) -> Vec<(&'a HeaderParam, Option<String>)> {
     const SAFE: i64 = (1 << 53) - 1;
     params
         .iter()
@@ -164,10 +167,10 @@ mod tests {
             "region": {"type": "string", "x-mcp-header": "Region"},
             "opts": {"type": "object", "properties": {"dry": {"type": "boolean", "x-mcp-header": "Dry"}}},
             "count": {"type": "integer", "x-mcp-header": "Count"}}});
-        let params = annotated(&schema).unwrap();
+        let params = header_params(&schema).unwrap();
         let args = json!({"region": "Hello, 世界", "opts": {"dry": true}, "count": null});
         let mut got: Vec<(String, Option<String>)> =
-            values(&params, args.as_object().unwrap()).into_iter().map(|(p, v)| (p.header_name(), v)).collect();
+            header_values(&params, args.as_object().unwrap()).into_iter().map(|(p, v)| (p.header_name(), v)).collect();
         got.sort();
         assert_eq!(
             got,
@@ -189,9 +192,9 @@ mod tests {
             json!({"oneOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "A"}}}]}),
         ];
         for schema in bad {
-            assert!(annotated(&schema).is_err(), "{schema}");
+            assert!(header_params(&schema).is_err(), "{schema}");
         }
         let named_like_the_keyword = json!({"properties": {"x-mcp-header": {"type": "string"}}});
-        assert_eq!(annotated(&named_like_the_keyword), Ok(vec![]));
+        assert_eq!(header_params(&named_like_the_keyword), Ok(vec![]));
     }
 }

@@ -33,8 +33,6 @@ use crate::page::parse_page;
 use crate::result::{CacheHints, ResultKind, parse_result_kind};
 use crate::tools::parse_content_block;
 
-/// Default cap on prompts in one `prompts/list` page.
-pub const DEFAULT_MAX_PROMPTS_PER_PAGE: usize = 1024;
 /// Most arguments one prompt may declare.
 pub const MAX_PROMPT_ARGUMENTS: usize = 64;
 /// Most messages one `prompts/get` result may hold.

@@ -30,9 +30,6 @@ use crate::fields::{as_object, invalid, opt_object, opt_str, opt_u64, req_array,
 use crate::page::parse_page;
 use crate::result::{CacheHints, ResultKind, parse_cache_hints, parse_result_kind};
 
-/// Default cap on resources in one `resources/list` page.
-pub const DEFAULT_MAX_RESOURCES_PER_PAGE: usize = 1024;
-
 /// One page of a `resources/list` result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResourcesPage {
@@ -75,9 +72,6 @@ fn parse_resource(value: &Value, at: &str) -> Result<Resource, ProtocolError> {
         size: opt_u64(obj, at, "size")?,
     })
 }
-
-/// Default cap on resource templates in one `resources/templates/list` page.
-pub const DEFAULT_MAX_RESOURCE_TEMPLATES_PER_PAGE: usize = 1024;
 
 /// One page of a `resources/templates/list` result.
 #[derive(Debug, Clone, PartialEq)]

@@ -26,9 +26,6 @@ use crate::fields::{Object, as_object, invalid, join, opt_bool, opt_object, opt_
 use crate::page::parse_page;
 use crate::result::{CacheHints, ResultKind, parse_result_kind};
 
-/// Default cap on tools in one `tools/list` page.
-pub const DEFAULT_MAX_TOOLS_PER_PAGE: usize = 1024;
-
 /// One tool from `tools/list`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolDefinition {

@@ -7,13 +7,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 use wasmgate_core::Contents;
-use wasmgate_protocol::result::ResultKind;
-use wasmgate_protocol::subscriptions::{self, SubscriptionFilter, parse_acknowledged};
-use wasmgate_protocol::version::{check_initialize_version, parse_unsupported_version};
 use wasmgate_protocol::{
-    ClientContext, ClientInfo, ContentBlock, Id, Message, MessageLimits, ProtocolVersion, SUPPORTED, codes, decode,
+    ACKNOWLEDGED, CacheScope, ClientContext, ClientInfo, ContentBlock, Id, Message, MessageLimits, ProtocolVersion,
+    ResultKind, SUPPORTED, SubscriptionFilter, check_initialize_version, codes, decode, parse_acknowledged,
     parse_call_tool_result, parse_discover_result, parse_initialize_result, parse_message, parse_read_resource_result,
-    parse_resources_list, parse_result_kind, parse_tools_list, result::CacheScope,
+    parse_resources_list, parse_result_kind, parse_tools_list, parse_unsupported_version, subscription_id,
 };
 
 fn golden_dir() -> PathBuf {
@@ -294,16 +292,16 @@ fn listen_filter() -> SubscriptionFilter {
 #[test]
 fn a_subscription_is_acknowledged_stamped_and_closed_under_its_listen_request_id() {
     let Message::Notification(ack) = message("2026-07-28/subscriptions_acknowledged.json") else { panic!() };
-    assert_eq!(ack.method, subscriptions::ACKNOWLEDGED);
+    assert_eq!(ack.method, ACKNOWLEDGED);
     let ack = parse_acknowledged(&ack.params.unwrap()).unwrap();
     assert_eq!((ack.subscription_id, ack.notifications), ("listen-1".into(), listen_filter()));
 
     let Message::Notification(changed) = message("2026-07-28/tools_list_changed_notification.json") else { panic!() };
-    assert_eq!(subscriptions::subscription_id(&changed.params.unwrap()), Ok(Some("listen-1".into())));
+    assert_eq!(subscription_id(&changed.params.unwrap()), Ok(Some("listen-1".into())));
 
     let closed = result_of("2026-07-28/subscriptions_listen_closed.json");
     assert_eq!(parse_result_kind(&closed).unwrap(), ResultKind::Complete);
-    assert_eq!(subscriptions::subscription_id(closed.as_object().unwrap()), Ok(Some("listen-1".into())));
+    assert_eq!(subscription_id(closed.as_object().unwrap()), Ok(Some("listen-1".into())));
     assert!(ctx(ProtocolVersion::V2025_11_25).subscriptions_listen(&Id::Int(1), &listen_filter()).is_err());
 }
 

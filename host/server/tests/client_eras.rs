@@ -9,7 +9,8 @@ mod common;
 
 use common::{Fixture, GUARD, Http, bounded, config, echo_tool, http_client, stdio_client};
 use serde_json::{Map, Value, json};
-use wasmgate_client::{CancellationToken, ClientError, McpClient, ToolsWatch};
+use wasmgate_client::{ClientError, McpClient, ToolsWatch};
+use wasmgate_core::CancellationToken;
 use wasmgate_protocol::{ContentBlock, ProtocolVersion};
 use wasmgate_server::HttpConfig;
 

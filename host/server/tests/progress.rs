@@ -8,7 +8,8 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
-use wasmgate_client::{CallOptions, CancellationToken, McpClient, ProgressFn};
+use wasmgate_client::{CallOptions, McpClient, ProgressFn};
+use wasmgate_core::CancellationToken;
 use wasmgate_core::{CallContext, Progress, Tool, ToolResult, ToolSpec};
 use wasmgate_protocol::ProtocolVersion;
 use wasmgate_server::{HttpConfig, ToolsBackend};

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use wasmgate_adapter::{FormatterRule, Formatters, McpProvider};
-use wasmgate_client::{ClientConfig, CloseReason, FakeServer, fake};
+use wasmgate_client::{ClientConfig, CloseReason, FakeServer, FakeTransport};
 use wasmgate_protocol::Id;
 use wasmgate_sandbox::{CallLimits, Formatter, Sandbox, SandboxConfig};
 
@@ -181,7 +181,7 @@ pub fn formatters(rule: Option<&str>) -> Arc<Formatters> {
 
 /// A provider named `p` over a scripted upstream.
 pub async fn provider(upstream: Arc<Upstream>, formatters: Arc<Formatters>) -> McpProvider {
-    let (transport, server) = fake::fake();
+    let (transport, server) = FakeTransport::pair();
     tokio::spawn(serve(server, upstream));
     McpProvider::connect("p", transport, ClientConfig::default(), formatters).await.unwrap()
 }

@@ -30,8 +30,8 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use wasmgate_protocol::codes::{HEADER_MISMATCH, INVALID_PARAMS};
-use wasmgate_protocol::mcp::{META_CLIENT_CAPABILITIES, META_LOG_LEVEL};
 use wasmgate_protocol::{CallToolResult, Id, InputRequired, ResultKind, parse_call_tool_result};
+use wasmgate_protocol::{META_CLIENT_CAPABILITIES, META_LOG_LEVEL};
 
 use super::config::CallOptions;
 use super::connect::request;
@@ -267,7 +267,7 @@ fn param_headers_for(shared: &Shared, name: &str, arguments: &Map<String, Value>
         return Vec::new();
     }
     tools::cached_definition(shared, name)
-        .and_then(|tool| param_headers::annotated(&tool.input_schema).ok())
+        .and_then(|tool| param_headers::header_params(&tool.input_schema).ok())
         .map(|params| param_headers::headers(&params, arguments))
         .unwrap_or_default()
 }

@@ -6,8 +6,10 @@
 //! caller, notifications to the tool cache or a progress callback, server requests to a
 //! reply. The modules:
 //!
-//! * [`config`]: [`ClientConfig`], [`CallOptions`], [`Progress`];
-//! * [`input`]: the [`InputHandler`] seam for `input_required` and server requests;
+//! * `config`: [`ClientConfig`], [`CallOptions`], [`Progress`];
+//! * `input`: the [`InputHandler`] seam for `input_required` and server requests;
+//! * `in_flight`: the calls in flight, each with its handler and log receiver, for what
+//!   a server sends that names no call;
 //! * `router`: the in-flight table, the reader task and the one round-trip primitive
 //!   (timeouts, cancellation, late and duplicate responses);
 //! * `connect`: era detection (`server/discover`, then `initialize`) and negotiation;
@@ -20,7 +22,9 @@
 //! * `frames`: attributing an unparseable frame to the request it answered;
 //! * `param_headers`: `x-mcp-header` tool parameters mirrored into HTTP headers;
 //! * `notify`: what each server notification does (tool cache, subscriptions, progress);
-//! * [`watch`]: keeping open the stream that says the tool list changed
+//! * `noise`: counting what is dropped or only noted, logged at the 1st, 2nd, 4th, ...;
+//! * `subscribe`: `resources/subscribe`, each URI followed by a [`ResourceSubscription`];
+//! * `watch`: keeping open the stream that says the tool list changed
 //!   (`subscriptions/listen`, or the handshake era's HTTP GET stream), [`ToolsWatch`].
 
 use std::sync::atomic::AtomicI64;
@@ -39,10 +43,11 @@ use crate::error::{ClientError, CloseReason};
 use crate::transport::Transport;
 
 mod call;
-pub mod config;
+mod config;
 mod connect;
 mod frames;
-pub mod input;
+mod in_flight;
+mod input;
 mod noise;
 mod notify;
 mod paging;
@@ -50,13 +55,13 @@ mod param_headers;
 mod prompts;
 mod resources;
 mod router;
-pub mod subscribe;
+mod subscribe;
 mod tools;
-pub mod watch;
+mod watch;
 
 pub use config::{CallOptions, ClientConfig, LogFn, Progress, ProgressFn, ToolsWatchConfig};
 pub use input::{InputDeclined, InputHandler, InputRequest, Resume};
-pub use subscribe::ResourceSubscription;
+pub use subscribe::{MAX_FOLLOWED, ResourceSubscription};
 pub use watch::ToolsWatch;
 
 /// A connection to one MCP server. Clones share the connection.
@@ -115,7 +120,7 @@ pub(crate) struct Shared {
     /// What the server sent that was dropped or only noted, counted for the log.
     pub(crate) noise: noise::Noise,
     /// The calls in flight and their own input handlers.
-    pub(crate) calls_in_flight: input::CallsInFlight,
+    pub(crate) calls_in_flight: in_flight::CallsInFlight,
     /// The resources followed (`resources/subscribe`).
     pub(crate) followed: Mutex<subscribe::Followed>,
 }
@@ -171,7 +176,7 @@ impl McpClient {
             reader: Mutex::new(None),
             server_requests: Arc::new(tokio::sync::Semaphore::new(router::MAX_SERVER_REQUESTS_IN_FLIGHT)),
             noise: noise::Noise::default(),
-            calls_in_flight: input::CallsInFlight::default(),
+            calls_in_flight: in_flight::CallsInFlight::default(),
             followed: Mutex::default(),
         });
         let reader = tokio::spawn(router::run(Arc::downgrade(&shared), inbound));

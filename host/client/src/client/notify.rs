@@ -42,7 +42,7 @@ impl Shared {
             "notifications/resources/list_changed" => self.resource_changes.send_modify(|n| *n += 1),
             "notifications/prompts/list_changed" => self.prompt_changes.send_modify(|n| *n += 1),
             "notifications/resources/updated" => self.on_resource_updated(&params),
-            wasmgate_protocol::subscriptions::ACKNOWLEDGED => self.on_acknowledged(&params),
+            wasmgate_protocol::ACKNOWLEDGED => self.on_acknowledged(&params),
             "notifications/cancelled" => self.on_server_cancelled(&params),
             "notifications/progress" => {
                 let Some(token) = params.get("progressToken").and_then(|t| Id::from_value(t).ok()) else { return };

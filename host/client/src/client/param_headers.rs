@@ -1,16 +1,16 @@
 //! `x-mcp-header` (2026-07-28, Streamable HTTP): the `Mcp-Param-*` headers of one call,
-//! from the annotated parameters `wasmgate_protocol::param_headers` finds, each value
+//! from the annotated parameters `wasmgate_protocol::header_params` finds, each value
 //! through the same Base64 wrapping as `Mcp-Name`; an absent or `null` argument sends
 //! no header.
 
 use serde_json::{Map, Value};
-pub(crate) use wasmgate_protocol::param_headers::{HeaderParam, annotated};
+pub(crate) use wasmgate_protocol::{HeaderParam, header_params};
 
 use crate::transport::encode_header_value;
 
 /// The `Mcp-Param-*` headers for one call.
 pub(crate) fn headers(params: &[HeaderParam], arguments: &Map<String, Value>) -> Vec<(String, String)> {
-    wasmgate_protocol::param_headers::values(params, arguments)
+    wasmgate_protocol::header_values(params, arguments)
         .into_iter()
         .filter_map(|(param, value)| Some((param.header_name(), encode_header_value(&value?))))
         .collect()
@@ -29,7 +29,7 @@ mod tests {
             "region": {"type": "string", "x-mcp-header": "Region"},
             "opts": {"type": "object", "properties": {"dry": {"type": "boolean", "x-mcp-header": "Dry"}}},
             "count": {"type": "integer", "x-mcp-header": "Count"}}});
-        let params = annotated(&schema).unwrap();
+        let params = header_params(&schema).unwrap();
         let args = json!({"region": "Hello, 世界", "opts": {"dry": true}, "count": null});
         let mut got = headers(&params, args.as_object().unwrap());
         got.sort();

@@ -22,7 +22,7 @@ use std::sync::{Arc, PoisonError, Weak};
 
 use serde_json::{Map, Value};
 use tokio::sync::{oneshot, watch as signal};
-use wasmgate_protocol::subscriptions::LISTEN;
+use wasmgate_protocol::LISTEN;
 use wasmgate_protocol::{Id, SubscriptionFilter};
 
 use super::connect::request;

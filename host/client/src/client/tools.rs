@@ -20,7 +20,7 @@ use wasmgate_protocol::{ClientContext, ToolDefinition, parse_tools_list};
 use super::Shared;
 use super::config::ClientConfig;
 use super::paging::{self, Listing};
-use super::param_headers::annotated;
+use super::param_headers::header_params;
 use crate::error::ClientError;
 
 /// A fetched tool list and the generation it was fetched under.
@@ -61,7 +61,7 @@ pub(crate) async fn list(shared: &Arc<Shared>) -> Result<Vec<ToolDefinition>, Cl
     let generation = *shared.tools_generation.borrow();
     let mut tools = paging::walk(shared, &listing(&shared.config)).await?;
     if shared.transport.mirrors_param_headers() {
-        tools.retain(|tool| match annotated(&tool.input_schema) {
+        tools.retain(|tool| match header_params(&tool.input_schema) {
             Ok(_) => true,
             Err(why) => {
                 tracing::warn!(server = %shared.server, tool = %tool.name, %why, "tool definition rejected");

@@ -17,23 +17,25 @@ use wasmgate_protocol::{Id, error_response, result_response};
 use super::{BoxFuture, INBOUND_CAPACITY, Inbound, Transport};
 use crate::error::{CloseReason, TransportError};
 
-/// Creates a connected pair: the transport for the client, the server end for the test.
-#[must_use]
-pub fn fake() -> (FakeTransport, FakeServer) {
-    let (to_server, from_client) = mpsc::unbounded_channel();
-    let (to_client, inbound) = mpsc::channel(INBOUND_CAPACITY);
-    let released = Arc::new(Mutex::new(Vec::new()));
-    let transport = FakeTransport {
-        to_server,
-        to_client: to_client.downgrade(),
-        inbound: Some(inbound),
-        released: Arc::clone(&released),
-        cancel_closes_stream: false,
-    };
-    (transport, FakeServer { from_client, to_client, released })
+impl FakeTransport {
+    /// A connected pair: the transport for the client, the server end for the test.
+    #[must_use]
+    pub fn pair() -> (FakeTransport, FakeServer) {
+        let (to_server, from_client) = mpsc::unbounded_channel();
+        let (to_client, inbound) = mpsc::channel(INBOUND_CAPACITY);
+        let released = Arc::new(Mutex::new(Vec::new()));
+        let transport = FakeTransport {
+            to_server,
+            to_client: to_client.downgrade(),
+            inbound: Some(inbound),
+            released: Arc::clone(&released),
+            cancel_closes_stream: false,
+        };
+        (transport, FakeServer { from_client, to_client, released })
+    }
 }
 
-/// The client's end of a [`fake`] pair.
+/// The client's end of a [`FakeTransport::pair`].
 #[derive(Debug)]
 pub struct FakeTransport {
     to_server: mpsc::UnboundedSender<Value>,
@@ -85,7 +87,7 @@ impl Transport for FakeTransport {
     }
 }
 
-/// The test's end of a [`fake`] pair: plays the MCP server.
+/// The test's end of a [`FakeTransport::pair`]: plays the MCP server.
 #[derive(Debug)]
 pub struct FakeServer {
     from_client: mpsc::UnboundedReceiver<Value>,

@@ -18,8 +18,8 @@
 
 use base64::Engine;
 use serde_json::Value;
+use wasmgate_protocol::META_PROTOCOL_VERSION;
 use wasmgate_protocol::ProtocolVersion;
-use wasmgate_protocol::mcp::META_PROTOCOL_VERSION;
 
 /// `MCP-Protocol-Version`.
 pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";

@@ -11,16 +11,14 @@
 //! The trait is object-safe (boxed futures) so a client holds `Arc<dyn Transport>` and a
 //! host can mix providers behind one type. The implementations:
 //!
-//! * [`stdio`]: a child process, newline-delimited JSON (the private `process` module
-//!   spawns and stops it, `lines` frames its stdout with a bounded buffer, `stderr` logs
-//!   its stderr);
-//! * [`http`]: Streamable HTTP with reqwest and rustls (`sse` parses event streams,
+//! * `stdio`: a child process, newline-delimited JSON (`stdio_config` says what to run
+//!   and how to bound it, `process` spawns and stops it, `lines` frames its stdout with a
+//!   bounded buffer, `stderr` logs its stderr);
+//! * `http`: Streamable HTTP with reqwest and rustls (`sse` parses event streams,
 //!   `headers` builds the per-request MCP headers);
-//! * [`fake`]: in memory, the test holds the server end.
+//! * `fake`: in memory, the test holds the server end ([`FakeTransport::pair`]).
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -29,25 +27,25 @@ use wasmgate_protocol::{Id, ProtocolVersion};
 
 use crate::error::{CloseReason, TransportError};
 
-pub mod fake;
+mod fake;
 pub(crate) mod headers;
-
-pub(crate) use headers::encode_value as encode_header_value;
-pub mod http;
+mod http;
 pub(crate) mod lines;
 pub(crate) mod process;
-pub(crate) mod sse;
-pub mod stderr;
-pub mod stdio;
+mod sse;
+pub(crate) mod stderr;
+pub(crate) mod stdio;
+mod stdio_config;
 
-/// The bounded line framing, for the `stdio_framing` target in `fuzz/`; not a stable API.
-#[doc(hidden)]
-pub mod fuzzing {
-    pub use super::lines::{Line, LineReader};
-}
-
-/// A boxed, sendable future, so [`Transport`] stays object-safe.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use fake::{FakeServer, FakeTransport};
+pub(crate) use headers::encode_value as encode_header_value;
+pub use http::{Bearer, HttpConfig, HttpTransport};
+pub use lines::{Line, LineReader};
+pub use process::resolve_program;
+pub use stderr::StderrTail;
+pub use stdio::StdioTransport;
+pub use stdio_config::{StdioConfig, StdioLimits};
+pub use wasmgate_core::BoxFuture;
 
 /// An open server stream (see [`Transport::server_stream`]): resolves when the stream
 /// ends, `Ok` when the server closed it, `Err` when it broke or hit a cap. Dropping it

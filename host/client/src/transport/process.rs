@@ -32,7 +32,7 @@ use tokio::sync::oneshot;
 use tokio::time::timeout;
 use wasmgate_confine::{ConfinementReport, NamespaceMembers, PidsCgroup};
 
-use super::stdio::StdioConfig;
+use super::stdio_config::StdioConfig;
 use crate::error::{CloseReason, TransportError};
 
 /// A started server: its process, and the confinement it runs under.

@@ -9,9 +9,9 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::{Semaphore, mpsc};
 use wasmgate_client::{
-    BoxFuture, ClientConfig, CloseReason, FakeServer, FakeTransport, Inbound, McpClient, ToolsWatch, Transport,
-    TransportError, fake,
+    ClientConfig, CloseReason, FakeServer, FakeTransport, Inbound, McpClient, ToolsWatch, Transport, TransportError,
 };
+use wasmgate_core::BoxFuture;
 use wasmgate_protocol::Id;
 
 /// A fake whose sends of the messages `stalls` picks wait for a permit of `open`, which
@@ -67,7 +67,7 @@ pub fn initialize_result(version: &str) -> Value {
 /// A connected 2026-07-28 client and the server end, with the tool change
 /// subscription the server's `tools.listChanged` asks for already acknowledged.
 pub async fn connected(config: ClientConfig) -> (McpClient, FakeServer) {
-    let (transport, mut server) = fake::fake();
+    let (transport, mut server) = FakeTransport::pair();
     let connecting = tokio::spawn(McpClient::connect("fake", transport, config));
     let id = expect_request(&mut server, "server/discover").await.0;
     server.respond(&id, discover_result()).await;

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use wasmgate_client::Confinement;
+use wasmgate_confine::Confinement;
 
 /// The real interpreter behind `python3` (a shim such as pyenv's needs variables the
 /// server is not given), or `WASMGATE_TEST_PYTHON` (one an unprivileged user may run).
@@ -87,7 +87,7 @@ pub fn refuse_user_namespaces_if_asked() {
 /// `hostile`, next to another provider's directory and a fake home with a key in it.
 pub struct Hostile {
     pub client: wasmgate_client::McpClient,
-    pub report: Option<wasmgate_client::ConfinementReport>,
+    pub report: Option<wasmgate_confine::ConfinementReport>,
     /// The gateway's state directory: `providers/hostile`, `providers/other`, `home`.
     pub state: tempfile::TempDir,
 }
@@ -121,7 +121,7 @@ impl Hostile {
 
     pub async fn call(&self, tool: &str, args: serde_json::Value) -> Result<String, wasmgate_client::ClientError> {
         let args = args.as_object().cloned().unwrap_or_default();
-        let call = self.client.call_tool(tool, args, wasmgate_client::CancellationToken::new());
+        let call = self.client.call_tool(tool, args, wasmgate_core::CancellationToken::new());
         let result = tokio::time::timeout(std::time::Duration::from_secs(60), call).await.expect("a bounded call")?;
         Ok(result.content.first().and_then(wasmgate_protocol::ContentBlock::text).unwrap_or_default().to_owned())
     }
@@ -139,8 +139,8 @@ pub async fn hostile_with(
 ) -> Result<Hostile, wasmgate_client::TransportError> {
     refuse_user_namespaces_if_asked();
     let state = tempfile::tempdir().unwrap();
-    let workdir = wasmgate_client::confine::provider_workdir(state.path(), "hostile").unwrap();
-    let other = wasmgate_client::confine::provider_workdir(state.path(), "other").unwrap();
+    let workdir = wasmgate_confine::provider_workdir(state.path(), "hostile").unwrap();
+    let other = wasmgate_confine::provider_workdir(state.path(), "other").unwrap();
     std::fs::write(other.join("secret.txt"), "the other provider's data").unwrap();
     std::fs::write(workdir.join("mine.txt"), "my own data").unwrap();
     let ssh = state.path().join("home/.ssh");

@@ -8,7 +8,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use wasmgate_client::{CancellationToken, McpClient, ToolsWatch};
+use wasmgate_client::{McpClient, ToolsWatch};
+use wasmgate_core::CancellationToken;
 use wasmgate_protocol::{CallToolResult, ContentBlock};
 
 pub const INSTALL: &str = "scripts/install-peers.sh";

@@ -5,11 +5,11 @@
 //! `Value` in, typed parameters or a precise [`ProtocolError`](crate::ProtocolError) out,
 //! and builders that produce the exact shapes of the specification's schemas.
 //!
-//! * [`requests`]: the client's request parameters: the 2026-07-28 `_meta` stamp
+//! * `requests`: the client's request parameters: the 2026-07-28 `_meta` stamp
 //!   ([`StatelessMeta`]), `initialize`, `tools/call`, `tools/list` cursors,
 //!   `notifications/cancelled`, `resources/read` URIs, `prompts/get` and
 //!   `completion/complete`, and the version a handshake answers with.
-//! * [`results`]: `initialize` and `server/discover` results, list pages, text tool
+//! * `results`: `initialize` and `server/discover` results, list pages, text tool
 //!   results, resource reads, prompts, completions, the unsupported-version and
 //!   resource-not-found errors, and the notifications of a change stream.
 //!
@@ -18,8 +18,8 @@
 //! carry `ttlMs` and `cacheScope`, which that version's schema requires; handshake-era
 //! results carry none of these, as their schemas do not define them.
 
-pub mod requests;
-pub mod results;
+mod requests;
+mod results;
 
 pub use requests::{
     CallToolParams, Cancelled, GetPromptParams, InitializeParams, ReadResourceParams, StatelessMeta,

@@ -30,18 +30,18 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use wasmgate_core::{CompleteParams, LogLevel};
+use wasmgate_protocol::LISTEN;
 use wasmgate_protocol::codes::{INVALID_PARAMS, METHOD_NOT_FOUND};
-use wasmgate_protocol::mcp::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
 use wasmgate_protocol::server::{
     CallToolParams, GetPromptParams, ReadResourceParams, answer_initialize_version, discover_result,
     has_stateless_meta, initialize_result, parse_call_tool_params, parse_complete_params, parse_cursor,
     parse_get_prompt_params, parse_initialize_params, parse_read_resource_params, parse_resource_uri,
     parse_stateless_meta, unsupported_version_error,
 };
-use wasmgate_protocol::subscriptions::LISTEN;
 use wasmgate_protocol::{
     CacheHints, Id, ProtocolVersion, Request, SubscriptionFilter, error_response, result_response,
 };
+use wasmgate_protocol::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
 
 use crate::backend::Backend;
 use crate::config::ServerConfig;
@@ -166,7 +166,7 @@ impl Caps {
 /// The log level a stateless request's `_meta` asks for, if any (an unknown name: none).
 fn stamped_level(params: Option<&Map<String, Value>>) -> Option<LogLevel> {
     let meta = params?.get("_meta")?.as_object()?;
-    LogLevel::parse(meta.get(wasmgate_protocol::mcp::META_LOG_LEVEL)?.as_str()?)
+    LogLevel::parse(meta.get(wasmgate_protocol::META_LOG_LEVEL)?.as_str()?)
 }
 
 /// What a stateless stamp declares the client can be asked.

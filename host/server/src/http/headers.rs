@@ -17,9 +17,9 @@
 use axum::http::{HeaderMap, HeaderValue};
 use base64::Engine as _;
 use serde_json::{Map, Value};
+use wasmgate_protocol::META_PROTOCOL_VERSION;
 use wasmgate_protocol::Request;
-use wasmgate_protocol::mcp::META_PROTOCOL_VERSION;
-use wasmgate_protocol::param_headers::{annotated, values};
+use wasmgate_protocol::{header_params, header_values};
 
 /// Checks the headers of a stamped request; the error says what disagreed.
 pub(crate) fn check_stateless(headers: &HeaderMap, request: &Request) -> Result<(), String> {
@@ -46,8 +46,8 @@ pub(crate) fn check_stateless(headers: &HeaderMap, request: &Request) -> Result<
 /// schema is `schema`. A schema whose annotations break the rules has nothing a client
 /// could mirror (clients drop such tools), so it is not checked.
 pub(crate) fn check_params(headers: &HeaderMap, schema: &Value, arguments: &Map<String, Value>) -> Result<(), String> {
-    let Ok(params) = annotated(schema) else { return Ok(()) };
-    for (param, value) in values(&params, arguments) {
+    let Ok(params) = header_params(schema) else { return Ok(()) };
+    for (param, value) in header_values(&params, arguments) {
         let name = param.header_name();
         match (headers.contains_key(name.as_str()), value) {
             (_, Some(body)) => mirrored(headers, &name, &body, true)?,

@@ -27,7 +27,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use wasmgate_core::{CancellationToken, LogLevel};
-use wasmgate_protocol::batch::LineBatch;
+use wasmgate_protocol::LineBatch;
 use wasmgate_protocol::codes::{INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR};
 use wasmgate_protocol::server::parse_cancelled;
 use wasmgate_protocol::{Id, Message, ProtocolVersion, Request, classify, error_response, parse_message};

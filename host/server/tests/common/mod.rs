@@ -233,7 +233,7 @@ pub async fn http_client(url: &str, versions: &[ProtocolVersion]) -> McpClient {
 /// Our own client over the in-memory stdio pipe: the client's fake transport, bridged
 /// to the server's lines (the fake hands over messages; the bridge frames them).
 pub async fn stdio_client(backend: ToolsBackend, versions: &[ProtocolVersion]) -> (McpClient, JoinHandle<()>) {
-    let (transport, mut fake) = wasmgate_client::fake::fake();
+    let (transport, mut fake) = wasmgate_client::FakeTransport::pair();
     let (mut input, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, output) = tokio::io::duplex(1 << 16);
     let server =
