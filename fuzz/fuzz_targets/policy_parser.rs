@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value, json};
-use wasmgate_policy::name::{is_valid_tool_name, validate_provider};
+use wasmgate_policy::{is_valid_tool_name, validate_provider};
 use wasmgate_policy::{Policy, PolicyError, ProviderPolicy, Rule, Verdict};
 
 const ORIGIN: &str = "fuzz.toml";
@@ -81,7 +81,7 @@ fn check_error(text: &str, err: &PolicyError) {
             assert!(shown.contains("\n  fix: "), "{shown:?} shows no fix");
         }
         PolicyError::TooLarge { .. } => {
-            assert!(text.len() > wasmgate_policy::error::MAX_POLICY_BYTES, "{shown}")
+            assert!(text.len() > wasmgate_policy::MAX_POLICY_BYTES, "{shown}")
         }
         other => panic!("from_toml failed without a location: {other}"),
     }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use wasmgate_core::{BoxFuture, Offer, Tool, ToolSource};
-use wasmgate_policy::name::validate_provider;
+use wasmgate_policy::validate_provider;
 use wasmgate_sandbox::{CallLimits, Grants, ToolDefinition, ToolProvider};
 
 use crate::component_tool::{Component, adapt};

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use wasmgate_client::{ClientConfig, ClientError, McpClient, Transport};
 use wasmgate_core::{BoxFuture, Offer, Tool, ToolSource};
-use wasmgate_policy::name::validate_provider;
+use wasmgate_policy::validate_provider;
 
 use crate::error::AdapterError;
 use crate::formatters::Formatters;

@@ -8,34 +8,40 @@
 //!
 //! # Layout
 //!
-//! * [`log`]: [`AuditLog`] (open, continue, submit, append, close) and its [`Options`].
-//! * [`event`]: what a record says ([`Entry`], [`Event`]) and the size bounds on it.
-//! * [`redact`]: argument redaction ([`Redaction`]).
-//! * [`chain`]: the genesis hash and how a record line is laid out and hashed.
-//! * `writer` (private): the single writer thread: group commit, fsync, poisoning.
-//! * [`durability`]: [`Durability`], what a returned append promises.
-//! * [`pending`]: [`Pending`], waiting for durability (blocking, or as a `Future`).
-//! * [`tail`]: continuing an existing log and cutting off a torn last record.
-//! * [`verify`](mod@verify): checking a log and naming its first bad record ([`verify()`]).
-//! * [`clock`]: where record times come from ([`Clock`]).
-//! * [`error`]: [`AuditError`]; every variant means "refuse the call".
+//! The modules are private; what a user names is re-exported here.
+//!
+//! * `log`: [`AuditLog`] (open, continue, submit, append, close) and its [`Options`].
+//! * `event`: what a record says ([`Entry`], [`Event`]) and the size bounds on it.
+//! * `redact`: argument redaction ([`Redaction`]).
+//! * `chain`: the genesis hash, how a record line is laid out and hashed
+//!   ([`genesis_hash`], [`line_hash`]), the chain's key ([`ChainKey`]) and anchors
+//!   ([`Anchor`]).
+//! * `writer`: the single writer thread: group commit, fsync, poisoning.
+//! * `durability`: [`Durability`], what a returned append promises.
+//! * `pending`: [`Pending`], waiting for durability (blocking, or as a `Future`).
+//! * `tail`: continuing an existing log and cutting off a torn last record (no record
+//!   longer than [`MAX_LINE_BYTES`]).
+//! * `verify`: checking a log and naming its first bad record ([`verify()`]), and
+//!   whether a log holds an anchored record ([`holds`]).
+//! * `clock`: where record times come from ([`Clock`]).
+//! * `error`: [`AuditError`]; every variant means "refuse the call".
 
-pub mod chain;
-pub mod clock;
-pub mod durability;
-pub mod error;
-pub mod event;
-pub mod log;
-pub mod pending;
-pub mod redact;
-pub mod tail;
-pub mod verify;
+mod chain;
+mod clock;
+mod durability;
+mod error;
+mod event;
+mod log;
+mod pending;
+mod redact;
+mod tail;
+mod verify;
 mod writer;
 
 #[cfg(test)]
 mod group_commit_tests;
 
-pub use chain::{Anchor, ChainKey, KeyError, NotAnAnchor};
+pub use chain::{Anchor, ChainKey, KeyError, NotAnAnchor, genesis_hash, line_hash};
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use durability::Durability;
 pub use error::AuditError;
@@ -43,6 +49,7 @@ pub use event::{Entry, Event};
 pub use log::{AuditLog, Options};
 pub use pending::Pending;
 pub use redact::Redaction;
+pub use tail::MAX_LINE_BYTES;
 pub use verify::{
     Options as VerifyOptions, Problem, Summary, Tail, VerifyError, holds, verify, verify_options, verify_with,
 };

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant, UNIX_EPOCH};
-use wasmgate_audit::chain::{genesis_hash, line_hash};
+use wasmgate_audit::{genesis_hash, line_hash};
 use wasmgate_audit::{AuditError, AuditLog, Durability, Entry, Event, FixedClock, Options, Redaction, verify};
 
 fn clock() -> Arc<FixedClock> {
@@ -47,7 +47,7 @@ fn records_are_json_lines_with_seq_time_prev_and_the_event() {
              `calendar_query`\",\"arguments\":{{\"from\":\"2026-05-01\",\"api_key\":\"[redacted]\"}},\
              \"arguments_sha256\":\"{}\"}}",
             genesis_hash(),
-            wasmgate_audit::chain::line_hash(br#"{"from":"2026-05-01","api_key":"[redacted]"}"#)
+            wasmgate_audit::line_hash(br#"{"from":"2026-05-01","api_key":"[redacted]"}"#)
         )
     );
     let second: Value = serde_json::from_str(&l[1]).unwrap();
@@ -110,14 +110,14 @@ fn the_arguments_hash_covers_what_shrinking_leaves_out() {
     let rec: Value = serde_json::from_str(&line).unwrap();
     assert!(!line.contains("mallory"), "the field is shrunk out of the record");
     let hash = rec["arguments_sha256"].as_str().unwrap();
-    let sha256 = |v: &Value| wasmgate_audit::chain::line_hash(v.to_string().as_bytes());
+    let sha256 = |v: &Value| wasmgate_audit::line_hash(v.to_string().as_bytes());
     assert_eq!(hash, sha256(&args), "whoever holds the arguments can check them");
     assert_ne!(hash, sha256(&with_bcc("someone@example.invalid")));
     // Of the redacted arguments: the hash does not reveal a redacted secret either.
     let line = redacted_record(Redaction::default(), json!({"password": "hunter2"}));
     let rec: Value = serde_json::from_str(&line).unwrap();
     let redacted = json!({"password": "[redacted]"}).to_string();
-    assert_eq!(rec["arguments_sha256"].as_str().unwrap(), wasmgate_audit::chain::line_hash(redacted.as_bytes()));
+    assert_eq!(rec["arguments_sha256"].as_str().unwrap(), wasmgate_audit::line_hash(redacted.as_bytes()));
 }
 
 #[test]

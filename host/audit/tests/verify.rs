@@ -123,7 +123,7 @@ fn a_missing_file_is_an_io_problem() {
 fn an_overlong_line_is_refused_without_reading_it_all() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.jsonl");
-    std::fs::write(&path, vec![b'x'; (wasmgate_audit::tail::MAX_LINE_BYTES + 10) as usize]).unwrap();
+    std::fs::write(&path, vec![b'x'; (wasmgate_audit::MAX_LINE_BYTES + 10) as usize]).unwrap();
     assert_eq!(verify(&path).unwrap_err().problem, Problem::TooLong);
 }
 
@@ -166,7 +166,7 @@ fn a_keyed_log_verifies_only_with_its_key_and_cannot_be_rebuilt_without_it() {
     // log would be built: the keyed check finds the change.
     let lines: Vec<String> = std::fs::read_to_string(&path).unwrap().lines().map(str::to_owned).collect();
     let mut forged = Vec::new();
-    let mut prev = wasmgate_audit::chain::genesis_hash();
+    let mut prev = wasmgate_audit::genesis_hash();
     for line in &lines {
         let mut record: serde_json::Value = serde_json::from_str(line).unwrap();
         record["prev"] = serde_json::Value::String(prev.clone());
@@ -174,7 +174,7 @@ fn a_keyed_log_verifies_only_with_its_key_and_cannot_be_rebuilt_without_it() {
             record["tool"] = "calendar_delete".into();
         }
         let text = record.to_string();
-        prev = wasmgate_audit::chain::line_hash(text.as_bytes());
+        prev = wasmgate_audit::line_hash(text.as_bytes());
         forged.push(text);
     }
     write_lines(&path, &forged);
@@ -205,7 +205,7 @@ fn an_anchor_finds_a_log_cut_short_or_rewritten_behind_it() {
 
     // An anchor of an earlier record holds while the log grows after it.
     write_lines(&path, &lines);
-    let early = wasmgate_audit::Anchor { seq: 2, hash: wasmgate_audit::chain::line_hash(lines[1].as_bytes()) };
+    let early = wasmgate_audit::Anchor { seq: 2, hash: wasmgate_audit::line_hash(lines[1].as_bytes()) };
     assert!(wasmgate_audit::verify_options(&path, &options(None, Some(early))).is_ok());
 }
 
@@ -215,7 +215,7 @@ fn holds_finds_the_anchored_record_and_nothing_else_in_its_place() {
     let anchor = verify(&path).unwrap().anchor;
     assert!(wasmgate_audit::holds(&path, &anchor).unwrap());
     // A later record does not change it; an anchor of an earlier record holds too.
-    let third = wasmgate_audit::Anchor { seq: 3, hash: wasmgate_audit::chain::line_hash(lines[2].as_bytes()) };
+    let third = wasmgate_audit::Anchor { seq: 3, hash: wasmgate_audit::line_hash(lines[2].as_bytes()) };
     assert!(wasmgate_audit::holds(&path, &third).unwrap());
     // The anchored record rewritten, the log cut before it, or torn there: not held.
     lines[4] = lines[4].replace("c4", "cX");
@@ -226,6 +226,6 @@ fn holds_finds_the_anchored_record_and_nothing_else_in_its_place() {
     std::fs::write(&path, format!("{}\n{}", lines[..4].join("\n"), &lines[4][..10])).unwrap();
     assert!(!wasmgate_audit::holds(&path, &anchor).unwrap(), "torn");
     // The empty log's anchor.
-    let empty = wasmgate_audit::Anchor { seq: 0, hash: wasmgate_audit::chain::genesis_hash() };
+    let empty = wasmgate_audit::Anchor { seq: 0, hash: wasmgate_audit::genesis_hash() };
     assert!(wasmgate_audit::holds(&path, &empty).unwrap());
 }

@@ -8,8 +8,8 @@ use anyhow::bail;
 use clap::Args;
 use wasmgate_gateway::code;
 use wasmgate_guard::Unattended;
-use wasmgate_policy::sanitize::escape_for_display;
-use wasmgate_policy::{CodeState, ReviewState, definition};
+use text_safety::escape_for_display;
+use wasmgate_policy::{CodeState, ReviewState, clean_schema, poisoned};
 
 use crate::open::ConfigArgs;
 
@@ -67,10 +67,10 @@ pub async fn run(args: ReviewArgs) -> anyhow::Result<()> {
                 println!("{}", escape_for_display(&shown));
             }
         }
-        if let Some(Err(why)) = offer.definition.get("inputSchema").map(definition::clean_schema) {
+        if let Some(Err(why)) = offer.definition.get("inputSchema").map(clean_schema) {
             println!("WITHHELD even if approved: its inputSchema: {}", escape_for_display(&why.to_string()));
         }
-        for (at, found) in definition::poisoned(&offer.definition) {
+        for (at, found) in poisoned(&offer.definition) {
             println!(
                 "WARNING: {at} reads like instructions to the model ({}). A tool's text reaches the model \
                  beside the tool: approve it only if you trust what it asks.",

@@ -49,7 +49,7 @@ pub fn run(args: ScanArgs) -> anyhow::Result<bool> {
 
 fn read(path: &std::path::Path) -> anyhow::Result<String> {
     let file = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let Some(text) = wasmgate_policy::capped::read_capped_text(file, MAX_INPUT_BYTES)? else {
+    let Some(text) = wasmgate_policy::read_capped_text(file, MAX_INPUT_BYTES)? else {
         bail!("{} is larger than {MAX_INPUT_BYTES} bytes", path.display());
     };
     Ok(text)

@@ -7,7 +7,7 @@ use wasmgate_gateway::oauth::authorizer;
 use wasmgate_gateway::{Config, ToolState};
 use wasmgate_guard::Unattended;
 use wasmgate_oauth::LoginStatus;
-use wasmgate_policy::sanitize::escape_for_display;
+use text_safety::escape_for_display;
 
 use crate::open::ConfigArgs;
 

@@ -20,7 +20,7 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
-use wasmgate_policy::lock::CodePin;
+use wasmgate_policy::CodePin;
 use wasmgate_policy::{CodeState, Lock, LockError, Policy, ProviderPolicy};
 
 use crate::config::{Config, ProviderConfig, ProviderKind};

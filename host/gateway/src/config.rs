@@ -56,8 +56,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 use wasmgate_policy::PolicyError;
-use wasmgate_policy::error::Source;
-use wasmgate_policy::name::validate_provider;
+use wasmgate_policy::Source;
+use wasmgate_policy::validate_provider;
 
 /// The largest configuration file read.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
@@ -610,7 +610,7 @@ pub(crate) fn file_relative_command(base: &Path, command: PathBuf) -> PathBuf {
 /// The text of a configuration file of at most [`MAX_CONFIG_BYTES`], read with that
 /// bound (not from its metadata: a pipe or a device has no length until read).
 pub(crate) fn read_bounded(path: &Path) -> std::io::Result<String> {
-    let text = wasmgate_policy::capped::read_capped_text(std::fs::File::open(path)?, MAX_CONFIG_BYTES)?;
+    let text = wasmgate_policy::read_capped_text(std::fs::File::open(path)?, MAX_CONFIG_BYTES)?;
     text.ok_or_else(|| std::io::Error::other(format!("the file is over {MAX_CONFIG_BYTES} bytes")))
 }
 

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use wasmgate_policy::PolicyError;
-use wasmgate_policy::error::Source;
-use wasmgate_policy::name::validate_provider;
+use wasmgate_policy::Source;
+use wasmgate_policy::validate_provider;
 
 use crate::config::{ProviderConfig, file_relative_command};
 

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use wasmgate_core::BoxFuture;
 use wasmgate_core::{Answer, CallContext};
-use wasmgate_policy::sanitize::escape_for_display;
+use text_safety::escape_for_display;
 
 /// What needs approving.
 #[derive(Debug, Clone, PartialEq)]

@@ -27,10 +27,7 @@ use wasmgate_core::{
     BoxFuture, CallContext, CancellationToken, Offer, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult,
     ToolSpec, report,
 };
-use wasmgate_policy::secrets::{self, Secret};
-use wasmgate_policy::{
-    Decision, InjectionAction, Lock, LockError, Policy, ReviewState, SecretsAction, Verdict, definition,
-};
+use wasmgate_policy::{Decision, InjectionAction, Lock, LockError, Policy, ReviewState, Secret, SecretsAction, Verdict, clean_schema, clean_text, find_secrets, redact_secrets};
 
 use crate::approver::{Approval, ApprovalRequest, Approver, Subject};
 use crate::bridge::bridged;
@@ -364,8 +361,8 @@ fn with_secrets(decision: Decision, found: &[Secret], action: SecretsAction) -> 
 fn screened(spec: &ToolSpec) -> Result<ToolSpec, String> {
     Ok(ToolSpec {
         name: spec.name.clone(),
-        description: definition::clean_text(&spec.description),
-        input_schema: definition::clean_schema(&spec.input_schema).map_err(|why| format!("its inputSchema: {why}"))?,
+        description: clean_text(&spec.description),
+        input_schema: clean_schema(&spec.input_schema).map_err(|why| format!("its inputSchema: {why}"))?,
     })
 }
 
@@ -423,7 +420,7 @@ impl Guarded {
                 None => Decision { verdict: Verdict::Deny, reason: "a resource read needs a `uri` string".into() },
             },
         };
-        let found = secrets::find(&input);
+        let found = find_secrets(&input);
         let action = policy.provider(&self.provider).map_or(SecretsAction::default(), |p| p.secrets);
         let decision = with_secrets(decision, &found, action);
         drop(deciding);
@@ -436,7 +433,7 @@ impl Guarded {
         };
         metrics::stage("policy", started);
         // A credential the model put in a call is not written down in the audit log.
-        let arguments = if found.is_empty() { input.clone() } else { secrets::redact(&input, &found) };
+        let arguments = if found.is_empty() { input.clone() } else { redact_secrets(&input, &found) };
         let mut records = vec![entry(Event::Requested { verdict, reason: decision.reason.clone(), arguments })];
         // A call the policy would run (or ask about) takes from the caller's budgets
         // first: nobody is asked to approve a call that could not run anyway.

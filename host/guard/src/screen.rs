@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use wasmgate_audit::Event;
 use wasmgate_core::{Attachment, BoxError, BoxFuture, ToolResult, report};
-use wasmgate_policy::{InjectionAction, detect, frame, secrets};
+use wasmgate_policy::{InjectionAction, detect, find_secrets_in_text, frame};
 
 /// What the model reads instead of a result withheld for instruction-like content.
 pub const INJECTION_WITHHELD: &str =
@@ -100,7 +100,7 @@ where
         }
         // A credential in a result is recorded (the provider leaked it into the
         // conversation); it does not withhold the result.
-        leaked.extend(secrets::find_in_text(text).iter().map(|s| format!("credential:{}", s.kind)));
+        leaked.extend(find_secrets_in_text(text).iter().map(|s| format!("credential:{}", s.kind)));
     }
     leaked.sort();
     leaked.dedup();

@@ -13,7 +13,9 @@
 use serde_json::{Map, Value};
 
 use crate::detect::detect;
-use crate::sanitize::{escape_for_display, sanitize};
+use text_safety::escape_for_display;
+
+use crate::sanitize::sanitize;
 
 /// How deep a schema is walked. Deeper parts are refused: the protocol layer already
 /// refuses messages nested deeper than this, so a schema never gets here that deep.

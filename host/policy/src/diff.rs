@@ -7,7 +7,7 @@
 //! reviewer sees a zero-width space that a provider slipped into a description.
 
 use crate::canonical::canonical_json;
-use crate::sanitize::escape_for_display;
+use text_safety::escape_for_display;
 use serde_json::Value;
 use std::fmt;
 

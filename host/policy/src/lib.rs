@@ -8,58 +8,66 @@
 //!
 //! # Layout
 //!
-//! * Policy file ([`Policy`], docs/POLICY.md): `file` (private) mirrors the TOML and rejects
-//!   unknown keys; [`policy`] validates it and holds [`Policy::decide`]; [`provider`] is one
-//!   provider's settings ([`ProviderPolicy`]); [`constraint`] checks arguments; [`glob`] selects
-//!   formatters; [`verdict`] is the answer ([`Verdict`], [`Decision`]); [`error`] locates mistakes
-//!   by line and key ([`PolicyError`]).
-//! * Review and pinning: [`canonical`] hashes a tool definition ([`definition_hash`]); [`lock`]
-//!   is the lock file ([`Lock`], [`ReviewState`]); [`diff`] says what changed; [`definition`]
-//!   cleans a definition's text for the model and finds the parts that read like instructions.
-//! * Names: [`name`] maps `(provider, tool)` into MCP's tool name rules injectively
+//! The modules are private; what a user names is re-exported here.
+//!
+//! * Policy file ([`Policy`], docs/POLICY.md): `file` mirrors the TOML and rejects
+//!   unknown keys; `policy` validates it and holds [`Policy::decide`]; `provider` is one
+//!   provider's settings ([`ProviderPolicy`]); `constraint` checks arguments
+//!   ([`Constraint`], [`Violation`]); `glob` selects formatters ([`Glob`]); `verdict` is
+//!   the answer ([`Verdict`], [`Decision`]); `error` locates mistakes by line and key
+//!   ([`PolicyError`]); `capped` reads a file no larger than a bound.
+//! * Callers and budgets: `callers` matches a caller's facts ([`CallerRule`]); `budget`
+//!   is one rate limit or call budget ([`Budget`]).
+//! * Review and pinning: `canonical` hashes a tool definition ([`definition_hash`]); `lock`
+//!   is the lock file ([`Lock`], [`ReviewState`]); `diff` says what changed ([`Diff`]);
+//!   `definition` cleans a definition's text for the model and finds the parts that read
+//!   like instructions ([`clean_schema`], [`poisoned`]).
+//! * Names: `name` maps `(provider, tool)` into MCP's tool name rules injectively
 //!   ([`prefixed_name`], [`split_prefixed`]).
-//! * Injection: [`sanitize`](mod@sanitize) strips control, escape and invisible characters; [`frame`](mod@frame) wraps a
-//!   result in a randomly delimited block ([`frame()`]); [`detect`](mod@detect) flags
-//!   instruction-like content ([`detect()`]), after [`fold`] undoes cheap
-//!   look-alike tricks; [`secrets`] finds credentials in arguments and results.
+//! * Injection: `sanitize` strips control, escape and invisible characters ([`sanitize()`]);
+//!   `frame` wraps a result in a randomly delimited block ([`frame()`]); `detect` flags
+//!   instruction-like content ([`detect()`]), after `fold` undoes cheap look-alike tricks;
+//!   `secrets` finds credentials in arguments and results ([`find_secrets`]).
 
-pub mod budget;
-pub mod callers;
-pub mod canonical;
-pub mod capped;
-pub mod constraint;
-pub mod definition;
-pub mod detect;
-pub mod diff;
-pub mod error;
+mod budget;
+mod callers;
+mod canonical;
+mod capped;
+mod constraint;
+mod definition;
+mod detect;
+mod diff;
+mod error;
 mod file;
-pub mod fold;
-pub mod frame;
-pub mod glob;
-pub mod lock;
-pub mod name;
-pub mod policy;
-pub mod provider;
-pub mod sanitize;
-pub mod secrets;
-pub mod verdict;
+mod fold;
+mod frame;
+mod glob;
+mod lock;
+mod name;
+mod policy;
+mod provider;
+mod sanitize;
+mod secrets;
+mod verdict;
 
 pub use budget::{Budget, Each, Per};
 pub use callers::{CallerMatch, CallerRule};
 pub use canonical::{canonical_json, definition_hash};
+pub use capped::read_capped_text;
 pub use constraint::{Constraint, PatternError, Rule, Violation};
 pub use detect::{Flag, FlagKind, detect};
-pub use diff::FieldChange;
-pub use error::PolicyError;
+pub use definition::{SchemaError, clean_schema, clean_text, poisoned};
+pub use diff::{Diff, FieldChange};
+pub use error::{MAX_POLICY_BYTES, PolicyError, Source};
 pub use frame::{FrameError, Framed, frame};
 pub use glob::Glob;
-pub use lock::{CodeChange, CodePin, CodeState, Lock, LockError, ReviewState};
-pub use name::{NameError, exposed_name, prefixed_name, split_prefixed};
+pub use lock::{CodeChange, CodePin, CodeState, Lock, LockError, MAX_LOCK_BYTES, ReviewState};
+pub use name::{NameError, exposed_name, is_valid_tool_name, prefixed_name, split_prefixed, validate_provider};
 pub use policy::Policy;
 pub use provider::{
     ConfinementLevel, DEFAULT_MEDIA_MAX_BYTES, DEFAULT_MEDIA_TYPES, DEFAULT_SAMPLING_MAX_TOKENS, FetchedCode,
     FormatterRule, InjectionAction, LimitOverrides, MediaMode, ProviderPolicy, ToolRule, climbs,
 };
 pub use sanitize::{Sanitized, sanitize};
-pub use secrets::SecretsAction;
+pub use secrets::{Secret, SecretsAction, find_secrets, find_secrets_in_text, redact_secrets};
 pub use verdict::{Decision, Verdict};

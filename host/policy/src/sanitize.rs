@@ -27,11 +27,6 @@ pub struct Sanitized {
     pub escapes: usize,
 }
 
-/// Whether `c` is invisible or reorders text: zero-width characters, format characters, tag
-/// characters, bidi controls, fillers that render as nothing. The one list, shared with the
-/// sandbox's log filter and the formatter components.
-pub use text_safety::{escape_for_display, is_invisible};
-
 /// Cleans `text`; see the module docs for what goes.
 #[must_use]
 pub fn sanitize(text: &str) -> Sanitized {

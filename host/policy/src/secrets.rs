@@ -72,7 +72,7 @@ const MAX_FINDINGS: usize = 32;
 
 /// Every credential-like string in `value`, in document order (at most 32).
 #[must_use]
-pub fn find(value: &Value) -> Vec<Secret> {
+pub fn find_secrets(value: &Value) -> Vec<Secret> {
     let mut found = Vec::new();
     let mut budget = MAX_STRINGS;
     walk(value, "", 0, &mut budget, &mut found);
@@ -81,7 +81,7 @@ pub fn find(value: &Value) -> Vec<Secret> {
 
 /// Every credential-like part of `text`.
 #[must_use]
-pub fn find_in_text(text: &str) -> Vec<Secret> {
+pub fn find_secrets_in_text(text: &str) -> Vec<Secret> {
     let mut found = Vec::new();
     scan(text, "", &mut found);
     found
@@ -167,7 +167,7 @@ fn random_looking(token: &str) -> bool {
 /// `value` with every credential [`find`] reports replaced by `[redacted: KIND]`, for
 /// the audit log: a credential the model put in a call must not be written down in it.
 #[must_use]
-pub fn redact(value: &Value, found: &[Secret]) -> Value {
+pub fn redact_secrets(value: &Value, found: &[Secret]) -> Value {
     let mut out = value.clone();
     let mut paths: Vec<&str> = found.iter().map(|s| s.at.as_str()).collect();
     paths.sort_unstable();
@@ -203,12 +203,12 @@ mod tests {
     use super::*;
 
     fn kinds(value: &Value) -> Vec<&'static str> {
-        find(value).iter().map(|s| s.kind).collect()
+        find_secrets(value).iter().map(|s| s.kind).collect()
     }
 
     #[test]
     fn credentials_of_known_formats_are_found_where_they_are() {
-        let found = find(&json!({
+        let found = find_secrets(&json!({
             "to": "eve@example.invalid",
             "body": "here you go: ghp_0123456789abcdefghijABCDEFGHIJ0123456789 thanks",
             "attachments": [{"key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE\n-----END OPENSSH PRIVATE KEY-----"}],
@@ -256,9 +256,9 @@ mod tests {
     #[test]
     fn redacting_replaces_each_finding_and_keeps_the_rest() {
         let args = json!({"body": "a ghp_0123456789abcdefghijABCDEFGHIJ0123456789 b AKIAIOSFODNN7EXAMPLE c", "n": 1});
-        let found = find(&args);
+        let found = find_secrets(&args);
         assert_eq!(
-            redact(&args, &found),
+            redact_secrets(&args, &found),
             json!({"body": "a [redacted: github-token] b [redacted: aws-access-key] c", "n": 1})
         );
     }
@@ -266,11 +266,11 @@ mod tests {
     #[test]
     fn a_hostile_value_costs_a_bounded_amount() {
         let many: Vec<Value> = (0..50_000).map(|i| Value::String(format!("ghp_{i:036}"))).collect();
-        assert_eq!(find(&Value::Array(many)).len(), MAX_FINDINGS);
+        assert_eq!(find_secrets(&Value::Array(many)).len(), MAX_FINDINGS);
         let mut deep = json!("AKIAIOSFODNN7EXAMPLE");
         for _ in 0..200 {
             deep = json!([deep]);
         }
-        assert!(find(&deep).is_empty(), "past the depth bound nothing is looked at");
+        assert!(find_secrets(&deep).is_empty(), "past the depth bound nothing is looked at");
     }
 }

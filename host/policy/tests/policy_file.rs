@@ -172,7 +172,7 @@ fn a_missing_policy_file_is_a_read_error_naming_the_path() {
 
 #[test]
 fn an_oversized_policy_file_is_refused() {
-    let text = format!("# {}\n", "x".repeat(wasmgate_policy::error::MAX_POLICY_BYTES));
+    let text = format!("# {}\n", "x".repeat(wasmgate_policy::MAX_POLICY_BYTES));
     assert!(matches!(Policy::from_toml(&text, "p"), Err(PolicyError::TooLarge { .. })));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("policy.toml");

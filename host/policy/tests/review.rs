@@ -166,7 +166,7 @@ fn an_oversized_lock_file_is_refused_without_reading_all_of_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("big.lock");
     let f = std::fs::File::create(&path).unwrap();
-    f.set_len(wasmgate_policy::lock::MAX_LOCK_BYTES + 1).unwrap(); // sparse: costs no disk
+    f.set_len(wasmgate_policy::MAX_LOCK_BYTES + 1).unwrap(); // sparse: costs no disk
     let err = Lock::load(&path).unwrap_err();
     assert!(matches!(err, LockError::Read { .. }) && wasmgate_core::report(&err).contains("larger than"), "{err}");
     // An endless device is cut off at the limit too, not read forever.

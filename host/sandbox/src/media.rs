@@ -28,7 +28,7 @@ pub const MAX_REFUSAL_CHARS: usize = 160;
 
 /// One result's content and what may pass.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MediaRequest {
+pub struct MediaCheckRequest {
     /// The `content` array, as JSON text.
     pub content: String,
     /// The MIME types that may pass, lower case.
@@ -95,7 +95,7 @@ impl MediaCheck {
     /// # Errors
     ///
     /// Every limit of a formatter call ([`SandboxError`]), or the check declining.
-    pub async fn check(&self, request: MediaRequest) -> Result<Vec<MediaVerdict>, SandboxError> {
+    pub async fn check(&self, request: MediaCheckRequest) -> Result<Vec<MediaVerdict>, SandboxError> {
         let limits = &self.limits;
         let size = request.content.len() + request.allowed_types.iter().map(String::len).sum::<usize>();
         if size > limits.input_bytes {
