@@ -15,7 +15,7 @@ use wasmgate_core::{BoxFuture, Offer, Tool, ToolSource};
 use wasmgate_policy::validate_provider;
 use wasmgate_sandbox::{CallLimits, Grants, ToolDefinition, ToolProvider};
 
-use crate::component_tool::{Component, adapt};
+use crate::component_tool::{ComponentRunner, component_tool};
 use crate::error::AdapterError;
 use crate::formatters::Formatters;
 use crate::offer::offer;
@@ -28,7 +28,7 @@ pub struct ComponentProvider {
 
 #[derive(Debug)]
 struct Inner {
-    component: Arc<Component>,
+    component: Arc<ComponentRunner>,
     /// The tools listed at start-up, adapted.
     offers: Vec<Offer>,
 }
@@ -54,7 +54,7 @@ impl ComponentProvider {
         validate_provider(name)?;
         let definitions =
             provider.list_tools().map_err(|source| AdapterError::Component { provider: name.to_owned(), source })?;
-        let component = Arc::new(Component::new(name.to_owned(), provider, grants, limits));
+        let component = Arc::new(ComponentRunner::new(name.to_owned(), provider, grants, limits));
         let offers = definitions.iter().filter_map(|definition| adapted(&component, definition, &formatters)).collect();
         Ok(Self { inner: Arc::new(Inner { component, offers }) })
     }
@@ -79,7 +79,7 @@ impl ComponentProvider {
 }
 
 /// The offer of one listed tool, or `None` when it is withheld.
-fn adapted(component: &Arc<Component>, definition: &ToolDefinition, formatters: &Formatters) -> Option<Offer> {
+fn adapted(component: &Arc<ComponentRunner>, definition: &ToolDefinition, formatters: &Formatters) -> Option<Offer> {
     let name = &component.provider;
     let mcp_shaped = json!({
         "name": definition.name,
@@ -87,7 +87,7 @@ fn adapted(component: &Arc<Component>, definition: &ToolDefinition, formatters: 
         "inputSchema": definition.input_schema,
     });
     offer(name, &definition.name, formatters.naming(), mcp_shaped, |exposed| {
-        adapt(component, exposed, definition, formatters.select(name, &definition.name))
+        component_tool(component, exposed, definition, formatters.select(name, &definition.name))
     })
 }
 

@@ -31,9 +31,9 @@ use crate::render::{Origin, render};
 use crate::schema;
 
 /// A loaded tool component and what every call of its tools gets. Clones share the
-/// turn their calls take (see [`Component::new`]).
+/// turn their calls take (see [`ComponentRunner::new`]).
 #[derive(Debug, Clone)]
-pub struct Component {
+pub struct ComponentRunner {
     /// The provider's configured name.
     pub provider: String,
     /// The loaded component.
@@ -43,11 +43,11 @@ pub struct Component {
     /// The limits of each call.
     pub limits: CallLimits,
     /// Held for the whole of each call when a directory is granted writable: see
-    /// [`Component::new`].
+    /// [`ComponentRunner::new`].
     one_at_a_time: Option<Arc<tokio::sync::Mutex<()>>>,
 }
 
-impl Component {
+impl ComponentRunner {
     /// `component` as provider `provider`, its calls getting `grants` under `limits`.
     ///
     /// When `grants` include a writable directory, the component's calls run one at a
@@ -58,7 +58,7 @@ impl Component {
     #[must_use]
     pub fn new(provider: String, component: ToolProvider, grants: Grants, limits: CallLimits) -> Self {
         let one_at_a_time = grants.dirs.iter().any(|dir| !dir.read_only).then(|| Arc::new(tokio::sync::Mutex::new(())));
-        Component { provider, component, grants, limits, one_at_a_time }
+        ComponentRunner { provider, component, grants, limits, one_at_a_time }
     }
 
     /// Whether calls wait for each other (a directory is granted writable).
@@ -74,8 +74,8 @@ impl Component {
 ///
 /// Why the tool is withheld: an `inputSchema` that cannot be compiled (invalid, or
 /// referring to something outside itself).
-pub fn adapt(
-    component: &Arc<Component>,
+pub fn component_tool(
+    component: &Arc<ComponentRunner>,
     exposed: String,
     definition: &ToolDefinition,
     formatter: Arc<Formatter>,
@@ -98,7 +98,7 @@ pub fn adapt(
 }
 
 struct ComponentTool {
-    component: Arc<Component>,
+    component: Arc<ComponentRunner>,
     /// The component's own name for the tool.
     upstream: String,
     /// The name the agent knows.

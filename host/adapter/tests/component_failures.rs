@@ -12,7 +12,7 @@ use common::components::{
 };
 use common::formatters;
 use serde_json::json;
-use wasmgate_adapter::component_tool::adapt;
+use wasmgate_adapter::component_tool;
 use wasmgate_core::{CancellationToken, ToolErrorKind};
 use wasmgate_sandbox::{CallLimits, Grants, ToolDefinition};
 
@@ -150,6 +150,6 @@ fn a_tool_whose_input_schema_cannot_be_compiled_is_withheld() {
     let remote = json!({"type": "object", "$ref": "https://example.invalid/schema.json"});
     let definition = ToolDefinition { name: "calendar_query".into(), description: String::new(), input_schema: remote };
     let formatter = formatters(None).select("cal", "calendar_query");
-    let why = adapt(&calendar, "cal__calendar_query".into(), &definition, formatter).unwrap_err();
+    let why = component_tool(&calendar, "cal__calendar_query".into(), &definition, formatter).unwrap_err();
     assert!(why.reason().contains("inputSchema is unusable"), "{why}");
 }

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use common::{Reply, Upstream, formatters, text, tool};
 use serde_json::json;
-use wasmgate_adapter::supervised::{Connect, Report};
-use wasmgate_adapter::{AdapterError, Backoff, McpProvider, Supervised, ToolSource};
+use wasmgate_adapter::{Connect, Report};
+use wasmgate_adapter::{AdapterError, Backoff, McpProvider, Supervised};
+use wasmgate_core::ToolSource;
 use wasmgate_client::{ClientConfig, FakeTransport, TransportError};
 use wasmgate_core::CancellationToken;
 use wasmgate_core::Naming;

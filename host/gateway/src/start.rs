@@ -9,11 +9,9 @@ use std::os::unix::fs::DirBuilderExt as _;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
-use wasmgate_adapter::supervised::{Connect, Report};
-use wasmgate_adapter::{
-    AdapterError, Backoff, ComponentProvider, FormatterRule, Formatters, McpProvider, MediaPass, ScreenComponent,
-    Supervised, ToolSource,
-};
+
+use wasmgate_adapter::{AdapterError, Backoff, ComponentProvider, Connect, FormatterRule, Formatters, McpProvider, MediaPass, Report, ScreenComponent, Supervised};
+use wasmgate_core::ToolSource;
 use wasmgate_audit::{AuditLog, ChainKey, Entry, Event, Options, Redaction};
 use wasmgate_client::{Bearer, ClientConfig, HttpConfig, HttpTransport, StdioConfig, StdioTransport};
 use wasmgate_confine::{Confinement, Enforcement, Network, provider_workdir};

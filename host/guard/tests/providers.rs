@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
-use wasmgate_adapter::{ComponentProvider, Formatters, McpProvider, ToolSource};
+use wasmgate_adapter::{ComponentProvider, Formatters, McpProvider};
+use wasmgate_core::ToolSource;
 use wasmgate_audit::{AuditLog, Options};
 use wasmgate_client::{ClientConfig, FakeServer, FakeTransport};
 use wasmgate_core::{CancellationToken, Tool, Toolset};

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use wasmgate_adapter::ComponentProvider;
-use wasmgate_adapter::component_tool::{Component, adapt};
+use wasmgate_adapter::{ComponentRunner, component_tool};
 use wasmgate_core::{CancellationToken, Tool, ToolError, ToolResult};
 use wasmgate_guests::{CALENDAR_PATH, ECHO_TOOLS_PATH, hostile};
 use wasmgate_sandbox::{CallLimits, DirGrant, Grants, ToolDefinition, ToolProvider};
@@ -56,17 +56,17 @@ pub fn named(tools: &[Tool], name: &str) -> Tool {
 }
 
 /// `component` as provider `provider`, its calls getting `grants` under its own limits.
-pub fn component(provider: &str, component: ToolProvider, grants: Grants) -> Arc<Component> {
+pub fn component(provider: &str, component: ToolProvider, grants: Grants) -> Arc<ComponentRunner> {
     let limits = component.limits().clone();
-    Arc::new(Component::new(provider.into(), component, grants, limits))
+    Arc::new(ComponentRunner::new(provider.into(), component, grants, limits))
 }
 
 /// The tool `name` of `component`, as its provider would offer it, whether or not the
 /// component lists it (a stale offer, a tool a hostile list hides).
-pub fn single(component: &Arc<Component>, name: &str, schema: Value) -> Tool {
+pub fn single(component: &Arc<ComponentRunner>, name: &str, schema: Value) -> Tool {
     let provider = &component.provider;
     let definition = ToolDefinition { name: name.into(), description: String::new(), input_schema: schema };
-    adapt(component, format!("{provider}__{name}"), &definition, formatters(None).select(provider, name)).unwrap()
+    component_tool(component, format!("{provider}__{name}"), &definition, formatters(None).select(provider, name)).unwrap()
 }
 
 /// Runs `tool` with `input` and a token nobody cancels.
