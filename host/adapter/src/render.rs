@@ -79,7 +79,7 @@ pub async fn render(
 /// machine cost more than formatting a small result) is paid.
 async fn format(formatter: &Arc<Formatter>, request: FormatRequest) -> Result<String, String> {
     let started = std::time::Instant::now();
-    let span = tracing::info_span!(target: wasmgate_guard::trace::TARGET, "format");
+    let span = tracing::info_span!(target: wasmgate_guard::TRACE_TARGET, "format");
     let formatted =
         tracing::Instrument::instrument(formatter.format_async(request), span).await.map_err(|e| e.to_string());
     // Beside the guard's stages (the facade's: kept only when the host records).

@@ -11,8 +11,8 @@ use common::components::{calendar, calendar_component, data, named, run};
 use common::{Reply, Upstream, formatters, provider, text, tool};
 use serde_json::json;
 use wasmgate_adapter::{AdapterError, ComponentProvider, McpToolset, Toolbox};
-use wasmgate_core::ToolSource;
 use wasmgate_agent::{AgentConfig, AllowAll, Message, ModelTurn, ScriptedModel, run_agent};
+use wasmgate_core::ToolSource;
 use wasmgate_core::{CancellationToken, Toolset};
 use wasmgate_sandbox::Grants;
 

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use anyhow::bail;
 use clap::Args;
+use text_safety::escape_for_display;
 use wasmgate_gateway::code;
 use wasmgate_guard::Unattended;
-use text_safety::escape_for_display;
 use wasmgate_policy::{CodeState, ReviewState, clean_schema, poisoned};
 
 use crate::open::ConfigArgs;

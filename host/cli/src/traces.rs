@@ -62,7 +62,7 @@ fn build(config: &TracesConfig) -> anyhow::Result<(Traces, BoxedLayer)> {
     let tracer = provider.tracer("wasmgate");
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
-        .with_filter(filter_fn(|metadata| metadata.is_span() && metadata.target() == wasmgate_guard::trace::TARGET))
+        .with_filter(filter_fn(|metadata| metadata.is_span() && metadata.target() == wasmgate_guard::TRACE_TARGET))
         .boxed();
     Ok((Traces { provider }, layer))
 }

@@ -9,12 +9,14 @@ use std::os::unix::fs::DirBuilderExt as _;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
-
-use wasmgate_adapter::{AdapterError, Backoff, ComponentProvider, Connect, FormatterRule, Formatters, McpProvider, MediaPass, Report, ScreenComponent, Supervised};
-use wasmgate_core::ToolSource;
+use wasmgate_adapter::{
+    AdapterError, Backoff, ComponentProvider, Connect, FormatterRule, Formatters, McpProvider, MediaPass, Report,
+    ScreenComponent, Supervised,
+};
 use wasmgate_audit::{AuditLog, ChainKey, Entry, Event, Options, Redaction};
 use wasmgate_client::{Bearer, ClientConfig, HttpConfig, HttpTransport, StdioConfig, StdioTransport};
 use wasmgate_confine::{Confinement, Enforcement, Network, provider_workdir};
+use wasmgate_core::ToolSource;
 use wasmgate_core::{ContentSource, SharedBuckets};
 use wasmgate_core::{Naming, report};
 use wasmgate_egress::{EgressGrant, EgressObserver, EgressRecord, HostGrant};

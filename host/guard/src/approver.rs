@@ -7,9 +7,9 @@ use std::io::{BufRead, Read, Write};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
+use text_safety::escape_for_display;
 use wasmgate_core::BoxFuture;
 use wasmgate_core::{Answer, CallContext};
-use text_safety::escape_for_display;
 
 /// What needs approving.
 #[derive(Debug, Clone, PartialEq)]

@@ -3,39 +3,54 @@
 //! text from a provider screened as untrusted data, and a write-ahead audit record of
 //! every call and read.
 //!
-//! It stands on the agent's vocabulary (`Tool`, `ToolSource`), the policy and the
-//! audit log only: no MCP client, no sandbox, no network. Providers come in through two
-//! traits, [`ToolSource`](wasmgate_core::ToolSource) for tools and [`ContentSource`]
-//! for resources, prompts and completion, which the adapter implements.
+//! It stands on the vocabulary (`wasmgate-core`), the policy and the audit log only: no
+//! MCP client, no sandbox, no network. Providers come in through two traits of the
+//! vocabulary, [`ToolSource`](wasmgate_core::ToolSource) for tools and
+//! [`ContentSource`](wasmgate_core::ContentSource) for resources, prompts and
+//! completion, which the adapter implements.
 //!
 //! # Layout
 //!
-//! * [`guard`]: [`Guard`] (policy, reviewed definitions, approver, audit log), the
-//!   guarded tool's call sequence, and the audit trail of reads that are not calls
-//!   ([`Access`]);
-//! * [`toolset`]: [`GuardedToolset`], the reviewed tools of every source for the loop;
-//! * [`content`]: [`GuardedContent`], resources, templates, prompts and completion
-//!   under the policy: routing, cleaning, screening, audit;
-//! * [`budgets`]: the token buckets of the policy's rate limits and call budgets;
-//! * [`metrics`]: what the guard counts for `/metrics`;
-//! * [`trace`]: the spans of a call, for a traces exporter;
-//! * [`screen`]: detection, the policy's injection action, framing;
-//! * [`approver`]: the [`Approver`] trait, [`Unattended`], [`TerminalApprover`] and
+//! The modules are private; what a user names is re-exported here.
+//!
+//! * `guard`: [`Guard`] (policy, reviewed definitions, approver, screens, budgets,
+//!   audit log) and the audit trail of reads that are not calls ([`Access`]);
+//! * `guarded`: a guarded tool and the sequence every call goes through
+//!   ([`Guard::admit`], [`Admission`]);
+//! * `bridge`: a provider's own requests for input and log messages during a call or a
+//!   read, under the policy;
+//! * `toolset`: [`GuardedToolset`], the reviewed tools of every source for the loop;
+//! * `content`: [`GuardedContent`], resources, templates, prompts and completion
+//!   under the policy: routing, audit;
+//! * `shaping`: what of them is served and how: cleaning, framing, screening
+//!   ([`UNKNOWN_CONTENT`]);
+//! * `budgets`: the token buckets of the policy's rate limits and call budgets
+//!   ([`Budgets`]);
+//! * `metrics`: what the guard counts for `/metrics`;
+//! * `trace`: the spans of a call, for a traces exporter ([`TRACE_TARGET`]);
+//! * `screen`: detection, the policy's injection action, framing ([`Screener`]);
+//! * `approver`: the [`Approver`] trait, [`Unattended`], [`TerminalApprover`] and
 //!   [`CallerApprover`].
 
-pub mod approver;
+mod approver;
 mod bridge;
-pub mod budgets;
-pub mod content;
-pub mod guard;
-pub mod metrics;
-pub mod screen;
-pub mod toolset;
-pub mod trace;
+mod budgets;
+mod content;
+mod guard;
+mod guarded;
+mod metrics;
+mod screen;
+mod shaping;
+mod toolset;
+mod trace;
 
-pub use approver::{Approval, ApprovalRequest, Approver, CallerApprover, Subject, TerminalApprover, Unattended};
+pub use approver::{
+    Approval, ApprovalRequest, Approver, CallerApprover, NOBODY, Subject, TerminalApprover, Unattended,
+};
 pub use budgets::{BudgetRefusal, Budgets, Limited};
 pub use content::GuardedContent;
 pub use guard::{Access, Admission, Guard};
 pub use screen::{INJECTION_WITHHELD, SCREEN_FAILED, Screener, UNFRAMED};
-pub use toolset::{GuardedToolset, WithheldTool};
+pub use shaping::UNKNOWN_CONTENT;
+pub use toolset::{GuardedToolset, REPORTED_PER_TOOL, REPORTED_TOOLS_PER_PROVIDER, WithheldTool};
+pub use trace::TRACE_TARGET;

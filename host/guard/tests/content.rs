@@ -15,7 +15,7 @@ use wasmgate_core::{
     Contents, Naming, PromptArgument, PromptInfo, PromptMessage, PromptMessages, Refusal, Resource, ResourceTemplate,
     Role, SourceError,
 };
-use wasmgate_guard::content::{GuardedContent, UNKNOWN_CONTENT};
+use wasmgate_guard::{GuardedContent, UNKNOWN_CONTENT};
 use wasmgate_guard::{INJECTION_WITHHELD, Unattended};
 
 const POLICY: &str = r#"

@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 use wasmgate_adapter::{ComponentProvider, Formatters, McpProvider};
-use wasmgate_core::ToolSource;
 use wasmgate_audit::{AuditLog, Options};
 use wasmgate_client::{ClientConfig, FakeServer, FakeTransport};
+use wasmgate_core::ToolSource;
 use wasmgate_core::{CancellationToken, Tool, Toolset};
-use wasmgate_guard::{Guard, GuardedToolset, Unattended, approver::NOBODY};
+use wasmgate_guard::{Guard, GuardedToolset, NOBODY, Unattended};
 use wasmgate_policy::{Lock, Policy};
 use wasmgate_protocol::Id;
 use wasmgate_sandbox::{CallLimits, DirGrant, Grants, Sandbox, SandboxConfig};

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use common::{Setup, Source, definition};
 use serde_json::json;
 use wasmgate_core::{CancellationToken, Tool, Toolset};
-use wasmgate_guard::{Unattended, approver::NOBODY};
+use wasmgate_guard::{NOBODY, Unattended};
 
 const POLICY: &str = r#"
 [providers.mail.tools]

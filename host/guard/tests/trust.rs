@@ -9,7 +9,7 @@ use std::sync::Arc;
 use common::{Setup, Source, definition};
 use serde_json::json;
 use wasmgate_core::{CancellationToken, Toolset};
-use wasmgate_guard::{Approval, ApprovalRequest, Approver, INJECTION_WITHHELD, Subject, Unattended, approver::NOBODY};
+use wasmgate_guard::{Approval, ApprovalRequest, Approver, INJECTION_WITHHELD, NOBODY, Subject, Unattended};
 use wasmgate_policy::ReviewState;
 
 fn names(tools: &[wasmgate_core::Tool]) -> Vec<String> {
@@ -87,19 +87,19 @@ async fn a_tool_that_keeps_changing_is_recorded_once_per_recent_definition() {
     assert_eq!(warnings(), 2);
     // A new definition at every listing is recorded every time; only the last
     // REPORTED_PER_TOOL are remembered, so an old one comes back as news.
-    for n in 3..3 + wasmgate_guard::toolset::REPORTED_PER_TOOL {
+    for n in 3..3 + wasmgate_guard::REPORTED_PER_TOOL {
         offer(n);
         toolset.current().await;
     }
-    assert_eq!(warnings(), 2 + wasmgate_guard::toolset::REPORTED_PER_TOOL);
+    assert_eq!(warnings(), 2 + wasmgate_guard::REPORTED_PER_TOOL);
     offer(1);
     toolset.current().await;
-    assert_eq!(warnings(), 3 + wasmgate_guard::toolset::REPORTED_PER_TOOL);
+    assert_eq!(warnings(), 3 + wasmgate_guard::REPORTED_PER_TOOL);
 }
 
 #[tokio::test]
 async fn a_provider_listing_new_names_at_every_look_cannot_grow_the_audit_log_without_bound() {
-    use wasmgate_guard::toolset::REPORTED_TOOLS_PER_PROVIDER;
+    use wasmgate_guard::REPORTED_TOOLS_PER_PROVIDER;
     let source = Source::new("spammer", vec![]);
     let setup = Setup::new(&[], Arc::new(Unattended));
     let toolset = setup.toolset(std::slice::from_ref(&source));

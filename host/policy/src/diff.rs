@@ -7,9 +7,9 @@
 //! reviewer sees a zero-width space that a provider slipped into a description.
 
 use crate::canonical::canonical_json;
-use text_safety::escape_for_display;
 use serde_json::Value;
 use std::fmt;
+use text_safety::escape_for_display;
 
 /// At most this many changes are listed; the rest are counted.
 pub const MAX_CHANGES: usize = 32;

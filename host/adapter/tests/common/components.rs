@@ -66,7 +66,8 @@ pub fn component(provider: &str, component: ToolProvider, grants: Grants) -> Arc
 pub fn single(component: &Arc<ComponentRunner>, name: &str, schema: Value) -> Tool {
     let provider = &component.provider;
     let definition = ToolDefinition { name: name.into(), description: String::new(), input_schema: schema };
-    component_tool(component, format!("{provider}__{name}"), &definition, formatters(None).select(provider, name)).unwrap()
+    component_tool(component, format!("{provider}__{name}"), &definition, formatters(None).select(provider, name))
+        .unwrap()
 }
 
 /// Runs `tool` with `input` and a token nobody cancels.
