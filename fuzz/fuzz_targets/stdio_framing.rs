@@ -24,9 +24,8 @@ use std::task::{Context, Poll, Waker};
 
 use libfuzzer_sys::fuzz_target;
 use tokio::io::{AsyncBufRead, AsyncRead, ReadBuf};
-use wasmgate_client::transport::OVERSIZED_PREFIX_BYTES;
-use wasmgate_client::transport::fuzzing::{Line as ClientLine, LineReader};
-use wasmgate_server::stdio::fuzzing::{Line as ServerLine, next_line};
+use wasmgate_client::fuzzing::{Line as ClientLine, LineReader, OVERSIZED_PREFIX_BYTES};
+use wasmgate_server::fuzzing::{Line as ServerLine, next_line};
 
 /// Caps worth trying: tiny ones (most lines are over), ones around the oversized
 /// prefix, the default, and no cap at all.

@@ -9,7 +9,8 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 use wasmgate_gateway::resource_server::JwtAuthenticator;
 use wasmgate_guard::{CallerApprover, Unattended};
-use wasmgate_server::{Authenticator, HttpConfig, ServerConfig, ServerIdentity, serve_http, serve_stdio};
+use wasmgate_protocol::server::ServerIdentity;
+use wasmgate_server::{Authenticator, HttpConfig, ServerConfig, serve_http, serve_stdio};
 
 use crate::logs::LogFormat;
 use crate::open::ConfigArgs;

@@ -576,7 +576,7 @@ fn cluster_checked(
     problem: &dyn Fn(&str, String, &str) -> PolicyError,
     at: &dyn Fn(PathBuf) -> PathBuf,
 ) -> Result<ClusterConfig, PolicyError> {
-    if !wasmgate_server::cluster::valid_replica(&cluster.replica) {
+    if !wasmgate_server::valid_replica(&cluster.replica) {
         return Err(problem(
             "replica",
             format!("{:?} cannot name a replica", cluster.replica),

@@ -26,7 +26,8 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value, json};
 use tokio::sync::Mutex;
 use wasmgate_core::BoxFuture;
-use wasmgate_server::{AuthFailure, Authenticator, Caller};
+use wasmgate_core::Caller;
+use wasmgate_server::{AuthFailure, Authenticator};
 
 use crate::config::ResourceServerConfig;
 
@@ -218,7 +219,7 @@ impl Authenticator for JwtAuthenticator {
 fn metadata_url(resource: &str) -> String {
     let (scheme, rest) = resource.split_once("://").unwrap_or(("https", resource));
     let (host, path) = rest.find('/').map_or((rest, ""), |at| (&rest[..at], &rest[at..]));
-    format!("{scheme}://{host}{}{}", wasmgate_server::http::auth::METADATA_PATH, path.trim_end_matches('/'))
+    format!("{scheme}://{host}{}{}", wasmgate_server::METADATA_PATH, path.trim_end_matches('/'))
 }
 
 /// The scopes a token grants: `scope` split on spaces, or `scp` as a list.

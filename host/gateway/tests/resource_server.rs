@@ -81,7 +81,7 @@ fn config(jwks_uri: &str, scopes: &[&str]) -> ResourceServerConfig {
 /// A change to a token's claims.
 type Edit = Box<dyn FnOnce(&mut Value)>;
 
-fn invalid(outcome: Result<wasmgate_server::Caller, AuthFailure>) -> String {
+fn invalid(outcome: Result<wasmgate_core::Caller, AuthFailure>) -> String {
     match outcome {
         Err(AuthFailure::Invalid(why)) => why,
         other => panic!("expected an invalid token, got {other:?}"),

@@ -253,11 +253,11 @@ impl wasmgate_server::Authenticator for Tokens {
     fn authenticate<'a>(
         &'a self,
         token: Option<&'a str>,
-    ) -> wasmgate_core::BoxFuture<'a, Result<wasmgate_server::Caller, wasmgate_server::AuthFailure>> {
+    ) -> wasmgate_core::BoxFuture<'a, Result<wasmgate_core::Caller, wasmgate_server::AuthFailure>> {
         use wasmgate_server::AuthFailure;
         let outcome = match token {
             None => Err(AuthFailure::Missing),
-            Some("good") => Ok(wasmgate_server::Caller { subject: "alice".into(), claims: serde_json::Map::new() }),
+            Some("good") => Ok(wasmgate_core::Caller { subject: "alice".into(), claims: serde_json::Map::new() }),
             Some("narrow") => Err(AuthFailure::InsufficientScope { scope: "mcp:tools".into() }),
             Some(_) => Err(AuthFailure::Invalid("unknown token".into())),
         };

@@ -16,8 +16,7 @@
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use serde_json::Value;
-use wasmgate_core::BoxFuture;
-pub use wasmgate_core::Caller;
+use wasmgate_core::{BoxFuture, Caller};
 use wasmgate_protocol::codes::INVALID_REQUEST;
 
 use super::reply::{json, refuse};

@@ -23,7 +23,9 @@ use subtle::ConstantTimeEq;
 use wasmgate_protocol::codes::INVALID_REQUEST;
 
 use super::Shared;
-use super::auth::{self, Caller};
+use wasmgate_core::Caller;
+
+use super::auth;
 use super::config::HttpConfig;
 use super::limit::{Client, PermitBody, client_ip, peer_ip};
 use super::reply::refuse;
@@ -115,12 +117,8 @@ fn header_bytes(headers: &HeaderMap) -> usize {
 /// Whether the request presents `token`. An empty configured token matches nothing:
 /// `Authorization: Bearer ` with blanks would otherwise present it.
 pub(crate) fn bearer_matches(headers: &HeaderMap, token: &str) -> bool {
-    if token.is_empty() {
-        return false;
-    }
-    let Some(value) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) else { return false };
-    let Some((scheme, presented)) = value.split_once(' ') else { return false };
-    scheme.eq_ignore_ascii_case("bearer") && bool::from(presented.trim().as_bytes().ct_eq(token.as_bytes()))
+    !token.is_empty()
+        && auth::bearer(headers).is_some_and(|presented| bool::from(presented.as_bytes().ct_eq(token.as_bytes())))
 }
 
 /// Whether a browser origin may talk to us: listed (case-insensitively), or loopback.

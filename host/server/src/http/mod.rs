@@ -13,7 +13,7 @@
 //!   DELETE (the end of a session).
 //! * `reply`: JSON, refusal and SSE responses.
 
-pub mod auth;
+mod auth;
 mod config;
 mod guard;
 mod headers;
@@ -36,7 +36,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt;
 
-pub use auth::{AuthFailure, Authenticator, Caller};
+pub use auth::{AuthFailure, Authenticator, METADATA_PATH};
 pub use config::HttpConfig;
 
 use crate::backend::Backend;

@@ -36,7 +36,6 @@ use wasmgate_protocol::server::{has_stateless_meta, parse_cancelled};
 use wasmgate_protocol::{Id, Message, ProtocolVersion, Request, classify, error_response, parse_message};
 
 use super::Shared;
-use super::auth::Caller;
 use super::guard::{OVER_LIMIT_BODY_BYTES, OverLimit, too_many};
 use super::limit::Client;
 use super::reply::{json, refuse, sse, status};
@@ -45,6 +44,7 @@ use crate::engine::Around;
 use crate::engine::ask::Live;
 use crate::engine::watch::{Listen, listen};
 use crate::engine::{Era, Routed};
+use wasmgate_core::Caller;
 
 /// The POST handler; see the module docs.
 pub(crate) async fn post(

@@ -14,12 +14,6 @@
 
 mod lines;
 
-/// The line framing, for the `stdio_framing` target in `fuzz/`; not a stable API.
-#[doc(hidden)]
-pub mod fuzzing {
-    pub use super::lines::{Line, next_line};
-}
-
 use std::future::Future;
 use std::sync::Arc;
 
@@ -42,7 +36,7 @@ use crate::engine::watch::{Changes, Listen, announce, listen};
 use crate::engine::{Caps, Engine, Routed};
 use crate::error::ServeError;
 use crate::shutdown::Lifecycle;
-use lines::{Line, next_line};
+pub use lines::{Line, next_line};
 use wasmgate_core::Caller;
 
 /// Messages waiting for the writer; beyond this, tasks wait (backpressure on a slow client).
