@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use super::*;
+use crate::config::{HeaderConfig, MAX_PREPARED_INSTANCES, ProviderKind};
 
 fn parse(text: &str) -> Result<Config, PolicyError> {
     Config::parse(text, "wasmgate.toml", Path::new("/etc/wg/wasmgate.toml"), Path::new("/etc/wg"))
@@ -209,7 +210,7 @@ fn an_oauth_table_is_checked_at_load() {
     let oauth = config.providers["mail"].oauth.as_ref().unwrap();
     assert_eq!(
         oauth.client_secret,
-        Some(crate::oauth::SecretConfig::File { file: "/etc/wg/mail.secret".into() }),
+        Some(crate::oauth_settings::SecretConfig::File { file: "/etc/wg/mail.secret".into() }),
         "a secret file is the config file's"
     );
     assert!(parse("[providers.m]\nurl = \"https://m/mcp\"\noauth = {}\n").unwrap().providers["m"].oauth.is_some());
