@@ -24,8 +24,7 @@ use std::process::Command;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
-use wasmgate_gateway::config::{HeaderConfig, ProviderConfig};
-use wasmgate_gateway::mcp_servers;
+use wasmgate_gateway::{HeaderConfig, ProviderConfig, read_mcp_servers};
 
 #[derive(Debug, Args)]
 pub struct InitArgs {
@@ -68,7 +67,7 @@ pub fn run(args: &InitArgs) -> anyhow::Result<()> {
             bail!("{} is already there: pass --force to overwrite it", file.display());
         }
     }
-    let mut servers = mcp_servers::read(from, &BTreeMap::new())?;
+    let mut servers = read_mcp_servers(from, &BTreeMap::new())?;
     if servers.is_empty() {
         bail!("{} lists no servers (or only disabled ones)", from.display());
     }

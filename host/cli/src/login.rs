@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
-use wasmgate_gateway::oauth::{authorizer, token_store};
+use wasmgate_gateway::{authorizer, token_store};
 use wasmgate_oauth::{LoopbackBrowser, UserAgent};
 
 use crate::open::ConfigArgs;

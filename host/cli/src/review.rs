@@ -7,7 +7,6 @@ use std::sync::Arc;
 use anyhow::bail;
 use clap::Args;
 use text_safety::escape_for_display;
-use wasmgate_gateway::code;
 use wasmgate_guard::Unattended;
 use wasmgate_policy::{CodeState, ReviewState, clean_schema, poisoned};
 
@@ -26,7 +25,7 @@ pub struct ReviewArgs {
 pub async fn run(args: ReviewArgs) -> anyhow::Result<()> {
     if !args.yes && !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         let config = args.config.load()?;
-        if code::review(&config)?.iter().any(|r| r.code.is_ok() && r.state != CodeState::Reviewed) {
+        if wasmgate_gateway::review_code(&config)?.iter().any(|r| r.code.is_ok() && r.state != CodeState::Reviewed) {
             bail!("no terminal to ask on; review interactively, or pass --yes to approve everything shown");
         }
     }
@@ -103,7 +102,7 @@ pub async fn run(args: ReviewArgs) -> anyhow::Result<()> {
 /// not run until then; new code runs, to list its tools for review.
 fn review_code(args: &ReviewArgs) -> anyhow::Result<()> {
     let config = args.config.load()?;
-    for review in code::review(&config)? {
+    for review in wasmgate_gateway::review_code(&config)? {
         let provider = &review.provider;
         let code = match (&review.code, &review.state) {
             (_, CodeState::Reviewed) => continue,
@@ -138,7 +137,7 @@ fn review_code(args: &ReviewArgs) -> anyhow::Result<()> {
             println!("WARNING: unpinnable: {}", escape_for_display(fetches));
         }
         if ask(args.yes, "approve this code?")? {
-            code::approve(&config, provider, code)?;
+            wasmgate_gateway::approve_code(&config, provider, code)?;
             println!("approved the code of {provider}");
         }
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
-use wasmgate_gateway::resource_server::JwtAuthenticator;
+use wasmgate_gateway::JwtAuthenticator;
 use wasmgate_guard::{CallerApprover, Unattended};
 use wasmgate_protocol::server::ServerIdentity;
 use wasmgate_server::{Authenticator, HttpConfig, ServerConfig, serve_http, serve_stdio};

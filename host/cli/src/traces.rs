@@ -12,7 +12,7 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::Layer as _;
 use tracing_subscriber::filter::filter_fn;
-use wasmgate_gateway::config::{TracesConfig, TracesProtocol};
+use wasmgate_gateway::{TracesConfig, TracesProtocol};
 
 use crate::logs::BoxedLayer;
 

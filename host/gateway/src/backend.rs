@@ -22,7 +22,7 @@ use wasmgate_policy::split_prefixed;
 use wasmgate_protocol::server::GetPromptParams;
 use wasmgate_server::{Backend, CallFailure};
 
-use crate::start::Gateway;
+use crate::gateway::Gateway;
 
 /// The gateway as a server [`Backend`].
 #[derive(Debug)]
@@ -40,7 +40,7 @@ pub struct GatewayBackend {
     /// Moved when a provider says its prompt list changed.
     prompt_changes: watch::Sender<u64>,
     content: GuardedContent,
-    readiness: crate::start::Readiness,
+    readiness: crate::gateway::Readiness,
 }
 
 impl Gateway {

@@ -86,7 +86,7 @@ pub struct Review {
 /// # Errors
 ///
 /// The policy or the lock file cannot be read.
-pub fn review(config: &Config) -> Result<Vec<Review>, StartError> {
+pub fn review_code(config: &Config) -> Result<Vec<Review>, StartError> {
     let policy = Policy::load(&config.policy)?;
     let lock = Lock::load(&config.lock)?;
     let base = config.lock.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -106,7 +106,7 @@ pub fn review(config: &Config) -> Result<Vec<Review>, StartError> {
 /// # Errors
 ///
 /// The lock file cannot be read or written.
-pub fn approve(config: &Config, provider: &str, code: &Code) -> Result<(), LockError> {
+pub fn approve_code(config: &Config, provider: &str, code: &Code) -> Result<(), LockError> {
     let mut lock = Lock::load(&config.lock)?;
     lock.approve_code(provider, code.pins.clone())?;
     lock.save(&config.lock)
@@ -163,7 +163,7 @@ fn lexical(path: &Path) -> Vec<std::path::Component<'_>> {
 /// # Errors
 ///
 /// A [`CodeError`]: a file that cannot be found or read, naming it.
-pub fn of(name: &str, provider: &ProviderConfig, policy: &Policy) -> Result<Code, CodeError> {
+pub(crate) fn of(name: &str, provider: &ProviderConfig, policy: &Policy) -> Result<Code, CodeError> {
     let mut code = Code::default();
     match provider.kind() {
         ProviderKind::Stdio => {
@@ -237,7 +237,7 @@ fn fetcher(program: &Path, args: &[String]) -> Option<String> {
 
 /// Whether the policy refuses a provider whose command fetches its code at start.
 #[must_use]
-pub fn refuses_fetching(rules: Option<&ProviderPolicy>) -> bool {
+pub(crate) fn refuses_fetching(rules: Option<&ProviderPolicy>) -> bool {
     rules.is_some_and(|r| r.fetched_code == wasmgate_policy::FetchedCode::Deny)
 }
 

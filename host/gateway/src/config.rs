@@ -58,7 +58,6 @@ use serde::Deserialize;
 /// The largest configuration file read.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
-
 /// `[cluster]`: this gateway is one of several replicas behind a load balancer, sharing
 /// a Redis store (docs/DEPLOY.md).
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
@@ -171,7 +170,6 @@ pub struct ResourceServerConfig {
     #[serde(default)]
     pub scopes: Vec<String>,
 }
-
 
 /// Formatter limits (milliseconds and bytes), each optional.
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
@@ -336,7 +334,7 @@ pub enum ProviderKind {
 }
 
 /// How durable audit records are (docs/AUDIT.md).
-pub use wasmgate_audit::Durability;
+use wasmgate_audit::Durability;
 
 /// The audit settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -412,5 +410,3 @@ pub(crate) fn read_bounded(path: &Path) -> std::io::Result<String> {
     let text = wasmgate_policy::read_capped_text(std::fs::File::open(path)?, MAX_CONFIG_BYTES)?;
     text.ok_or_else(|| std::io::Error::other(format!("the file is over {MAX_CONFIG_BYTES} bytes")))
 }
-
-

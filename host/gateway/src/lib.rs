@@ -5,38 +5,61 @@
 //!
 //! # Layout
 //!
-//! * [`config`]: `wasmgate.toml` ([`Config`]), checked with errors that name the line,
-//!   the key and the fix;
-//! * [`mcp_servers`]: importing a desktop client's `mcpServers` JSON as providers;
-//! * [`code`]: each provider's code (programs, scripts, components, formatters), pinned
-//!   in the lock file by role;
-//! * [`start`]: [`Gateway::start`], every provider started (or withheld and retried)
-//!   before anything is served;
-//! * [`backend`]: [`GatewayBackend`], the guard's tools and content for the MCP server
+//! The modules are private; what a user names is re-exported here.
+//!
+//! * `config`: `wasmgate.toml` as types ([`Config`], [`ProviderConfig`], ...); `load`:
+//!   reading it, with errors that name the line, the key and the fix;
+//!   `oauth_settings`: an HTTP provider's `[providers.NAME.oauth]` table;
+//! * `mcp_servers`: importing a desktop client's `mcpServers` JSON as providers
+//!   ([`read_mcp_servers`]);
+//! * `code`: each provider's code (programs, scripts, components, formatters), pinned
+//!   in the lock file by role ([`review_code`], [`approve_code`]);
+//! * `gateway`: [`Gateway::start`], every provider started (or withheld and retried)
+//!   before anything is served, and what a running gateway answers ([`Readiness`]);
+//! * `providers`: each provider built from the configuration: its code checked, its
+//!   screens, formatters and media check loaded, its client (a confined stdio child, or
+//!   HTTP) or its component;
+//! * `diagnose`: the likely cause of a stdio server that did not answer;
+//! * `oauth`: the [`authorizer`] of an HTTP provider and where its tokens are kept
+//!   ([`token_store`]);
+//! * `backend`: [`GatewayBackend`], the guard's tools and content for the MCP server
 //!   face;
-//! * [`reload`]: [`Gateway::reload`], the rules read again while running;
-//! * [`cluster`]: [`Member`](cluster::Member), a gateway as one replica of several,
-//!   sharing a store (`[cluster]`);
-//! * [`status`]: every tool's state (allowed, ask, denied, unreviewed, changed);
-//! * [`error`]: [`StartError`], which names what failed.
+//! * `resource_server`: [`JwtAuthenticator`], the gateway as an OAuth resource server
+//!   for `serve --http`;
+//! * `reload`: [`Gateway::reload`], the rules read again while running ([`Reloaded`]);
+//! * `cluster`: [`Member`], a gateway as one replica of several, sharing a store
+//!   (`[cluster]`);
+//! * `status`: every tool's state (allowed, ask, denied, unreviewed, changed);
+//! * `error`: [`StartError`], which names what failed.
 
-pub mod backend;
-pub mod cluster;
-pub mod code;
-pub mod config;
-mod load;
+mod backend;
+mod cluster;
+mod code;
+mod config;
 mod diagnose;
-pub mod error;
-pub mod mcp_servers;
-pub mod oauth;
+mod error;
+mod gateway;
+mod load;
+mod mcp_servers;
+mod oauth;
 mod oauth_settings;
-pub mod reload;
-pub mod resource_server;
-pub mod start;
-pub mod status;
+mod providers;
+mod reload;
+mod resource_server;
+mod status;
 
 pub use backend::GatewayBackend;
-pub use config::{Config, ProviderConfig, ProviderKind};
+pub use cluster::{Anchoring, Member};
+pub use code::{Code, CodeError, MAX_CODE_BYTES, Review, approve_code, review_code};
+pub use config::{
+    AuditConfig, ClusterConfig, Config, DirConfig, HeaderConfig, LimitsConfig, MAX_PREPARED_INSTANCES, MetricsConfig,
+    ProviderConfig, ProviderKind, ResourceServerConfig, SandboxSettings, ServeConfig, TracesConfig, TracesProtocol,
+};
 pub use error::StartError;
-pub use start::{Gateway, ProviderInfo};
+pub use gateway::{Gateway, ProviderInfo, Readiness};
+pub use mcp_servers::read_mcp_servers;
+pub use oauth::{authorizer, token_store};
+pub use oauth_settings::{OAuthSettings, SecretConfig, SecretForm};
+pub use reload::Reloaded;
+pub use resource_server::{JwtAuthenticator, ResourceServerError};
 pub use status::{ToolState, ToolStatus};

@@ -133,7 +133,9 @@ impl Config {
                     "keep one: `oauth` gets and refreshes tokens itself; `token_env` sends a fixed one",
                 ));
             }
-            if let Some((sub, problem, fix)) = provider.oauth.as_ref().and_then(crate::oauth_settings::OAuthSettings::problem) {
+            if let Some((sub, problem, fix)) =
+                provider.oauth.as_ref().and_then(crate::oauth_settings::OAuthSettings::problem)
+            {
                 return Err(src.error(span, &format!("{key}.oauth.{sub}"), problem, fix));
             }
             if let Some(oauth) = &mut provider.oauth {
@@ -213,7 +215,6 @@ fn cluster_checked(
     cluster.approval_key_file = at(std::mem::take(&mut cluster.approval_key_file));
     Ok(cluster)
 }
-
 
 /// `$XDG_STATE_HOME/wasmgate`, or `$HOME/.local/state/wasmgate`. A relative value is
 /// ignored, as the XDG base directory specification says: it would name a different

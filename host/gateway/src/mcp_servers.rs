@@ -80,8 +80,8 @@ fn header(value: String) -> crate::config::HeaderConfig {
 ///
 /// The file cannot be read or parsed, or an entry is unusable; the error names the file,
 /// the entry and the fix.
-pub fn import(path: &Path, providers: &mut BTreeMap<String, ProviderConfig>) -> Result<(), PolicyError> {
-    let read = read(path, providers)?;
+pub(crate) fn import(path: &Path, providers: &mut BTreeMap<String, ProviderConfig>) -> Result<(), PolicyError> {
+    let read = read_mcp_servers(path, providers)?;
     providers.extend(read);
     Ok(())
 }
@@ -92,7 +92,7 @@ pub fn import(path: &Path, providers: &mut BTreeMap<String, ProviderConfig>) -> 
 /// # Errors
 ///
 /// As [`import`].
-pub fn read(
+pub fn read_mcp_servers(
     path: &Path,
     existing: &BTreeMap<String, ProviderConfig>,
 ) -> Result<BTreeMap<String, ProviderConfig>, PolicyError> {

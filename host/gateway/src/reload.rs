@@ -32,7 +32,8 @@ use wasmgate_policy::{Lock, Policy, ProviderPolicy};
 
 use crate::config::Config;
 use crate::error::StartError;
-use crate::start::{Gateway, Running, refuse_collisions};
+use crate::gateway::{Gateway, Running};
+use crate::providers::refuse_collisions;
 
 /// A reload that applied.
 #[derive(Debug, Clone, Default)]

@@ -3,7 +3,7 @@
 use wasmgate_guard::Admission;
 use wasmgate_policy::{ReviewState, Verdict};
 
-use crate::start::Gateway;
+use crate::gateway::Gateway;
 
 /// Where a tool stands.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,8 +10,8 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use ring::signature::{Ed25519KeyPair, KeyPair as _};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use wasmgate_gateway::config::ResourceServerConfig;
-use wasmgate_gateway::resource_server::JwtAuthenticator;
+use wasmgate_gateway::JwtAuthenticator;
+use wasmgate_gateway::ResourceServerConfig;
 use wasmgate_server::{AuthFailure, Authenticator};
 
 const ISSUER: &str = "https://as.example";

@@ -45,7 +45,7 @@ pub use process::resolve_program;
 pub use stderr::StderrTail;
 pub use stdio::StdioTransport;
 pub use stdio_config::{StdioConfig, StdioLimits};
-pub use wasmgate_core::BoxFuture;
+pub(crate) use wasmgate_core::BoxFuture;
 
 /// An open server stream (see [`Transport::server_stream`]): resolves when the stream
 /// ends, `Ok` when the server closed it, `Err` when it broke or hit a cap. Dropping it
