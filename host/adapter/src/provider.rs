@@ -124,7 +124,7 @@ impl McpProvider {
         Ok(offers)
     }
 
-    /// The optional `<provider>.read_resource` tool (see [`resources`](crate::resources)),
+    /// The optional `<provider>.read_resource` tool (see `resources`),
     /// or `None` when the provider has no resources. It is not guarded: behind a guard,
     /// offer it through `Guard::guard_resource_reads`, which applies the policy's
     /// `resources` globs, the audit log and result screening to every read.
@@ -154,7 +154,7 @@ impl ToolSource for McpProvider {
         self.name()
     }
 
-    /// Waits at most [`OFFER_WAIT`] for the provider's list: one that does not answer
+    /// Waits at most `OFFER_WAIT` for the provider's list: one that does not answer
     /// in time keeps offering what it offered last, so it cannot hold up a listing of
     /// every provider's tools. Its request is then given up: the client forgets it and
     /// tells the server (`notifications/cancelled`, or over stateless HTTP by closing its

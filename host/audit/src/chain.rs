@@ -46,7 +46,7 @@ const MAX_KEY_FILE_BYTES: u64 = 4096;
 /// Why a key was not taken.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
-    /// Fewer bytes than [`MIN_KEY_BYTES`].
+    /// Fewer bytes than `MIN_KEY_BYTES`.
     #[error(
         "the key is {len} bytes; use at least {MIN_KEY_BYTES} random bytes (for example `head -c 32 /dev/urandom > FILE`)"
     )]
@@ -91,7 +91,7 @@ pub enum KeyError {
 }
 
 impl ChainKey {
-    /// A key of these bytes, at least [`MIN_KEY_BYTES`] long.
+    /// A key of these bytes, at least `MIN_KEY_BYTES` long.
     ///
     /// # Errors
     ///
@@ -183,7 +183,7 @@ impl Chain {
 pub struct Anchor {
     /// The record's `seq` (0: the empty log).
     pub seq: u64,
-    /// The SHA-256 of its line ([`GENESIS`]'s for the empty log).
+    /// The SHA-256 of its line (`GENESIS`'s for the empty log).
     pub hash: String,
 }
 

@@ -1,7 +1,7 @@
 //! `wasmgate`: the command-line face of the gateway.
 //!
 //! * `wasmgate format`: render a tool result through a sandboxed formatter component and
-//!   print what a model would read ([`format`]);
+//!   print what a model would read (`format`);
 //! * `wasmgate serve [--http ADDR]`: the MCP server face ([`serve`]);
 //! * `wasmgate reload`: running gateways read their rules and providers again ([`reload`]);
 //! * `wasmgate tools`, `review`, `call`: the configured providers' tools, their review,

@@ -60,14 +60,14 @@ pub enum Network {
 pub struct Confinement {
     /// What to do when the kernel cannot enforce all of this.
     pub enforcement: Enforcement,
-    /// Readable and executable (default: [`paths::READ_EXEC`], the ones that exist).
+    /// Readable and executable (default: `READ_EXEC`, the ones that exist).
     /// Extend it with an interpreter or a virtual environment installed elsewhere.
     pub read_exec: Vec<PathBuf>,
-    /// Readable only (default: [`paths::READ_ONLY`], the ones that exist): the files
+    /// Readable only (default: `READ_ONLY`, the ones that exist): the files
     /// under `/etc` that the C library, TLS and time zones need, not `/etc` as a whole.
     pub read_only: Vec<PathBuf>,
     /// Readable and writable besides the working directory, which always is (default:
-    /// [`paths::DEVICES`]).
+    /// `DEVICES`).
     pub read_write: Vec<PathBuf>,
     /// The network it may use.
     pub network: Network,

@@ -121,7 +121,7 @@ pub struct ConfinementReport {
     pub no_new_privs: bool,
     /// Whether the process was left no capability (nothing to drop counts as done).
     pub capabilities_dropped: bool,
-    /// Whether the socket directories of [`paths::hideable`](crate::paths::hideable) were
+    /// Whether the socket directories of `hideable` were
     /// covered in a mount namespace of the server's own, `/run` among them: false when
     /// no mount namespace could be made, or a grant under `/run` kept it visible.
     pub socket_dirs_hidden: bool,

@@ -235,7 +235,7 @@ pub struct ProviderConfig {
     /// Extra headers of every request to it: `{ env = "VAR" }` or a value.
     #[serde(default)]
     pub headers: BTreeMap<String, HeaderConfig>,
-    /// OAuth 2.1 to it (`[providers.NAME.oauth]`, see [`crate::oauth`]).
+    /// OAuth 2.1 to it (`[providers.NAME.oauth]`, see `oauth`).
     pub oauth: Option<crate::oauth_settings::OAuthSettings>,
     /// A WASM tool component.
     pub component: Option<PathBuf>,

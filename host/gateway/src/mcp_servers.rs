@@ -91,7 +91,7 @@ pub(crate) fn import(path: &Path, providers: &mut BTreeMap<String, ProviderConfi
 ///
 /// # Errors
 ///
-/// As [`import`].
+/// As `import`.
 pub fn read_mcp_servers(
     path: &Path,
     existing: &BTreeMap<String, ProviderConfig>,

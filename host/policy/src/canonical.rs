@@ -30,7 +30,7 @@ pub fn reviewed_fields(definition: &Value) -> Value {
     Value::Object(out)
 }
 
-/// SHA-256, lowercase hex, of the canonical JSON of [`reviewed_fields`]. Reads the definition by
+/// SHA-256, lowercase hex, of the canonical JSON of `reviewed_fields`. Reads the definition by
 /// reference, so its depth costs heap, not stack.
 pub fn definition_hash(definition: &Value) -> String {
     let fields =

@@ -10,7 +10,7 @@ pub fn read_capped(reader: impl Read, max: u64) -> io::Result<Option<Vec<u8>>> {
     Ok((bytes.len() as u64 <= max).then_some(bytes))
 }
 
-/// [`read_capped`] as text, failing as `read_to_string` does on bytes that are not UTF-8.
+/// `read_capped` as text, failing as `read_to_string` does on bytes that are not UTF-8.
 pub fn read_capped_text(reader: impl Read, max: u64) -> io::Result<Option<String>> {
     match read_capped(reader, max)? {
         Some(bytes) => String::from_utf8(bytes)

@@ -32,7 +32,7 @@ pub struct FieldChange {
 /// The changes between two definitions.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Diff {
-    /// The first [`MAX_CHANGES`] changes, in field order.
+    /// The first `MAX_CHANGES` changes, in field order.
     pub changes: Vec<FieldChange>,
     /// How many more changes there were.
     pub omitted: usize,
@@ -40,7 +40,7 @@ pub struct Diff {
 
 impl Diff {
     /// Compares the reviewed fields of `before` and `after` (both as returned by
-    /// [`crate::canonical::reviewed_fields`], or whole definitions).
+    /// `reviewed_fields`, or whole definitions).
     pub fn between(before: &Value, after: &Value) -> Diff {
         let mut diff = Diff::default();
         let mut work: Vec<(String, Option<&Value>, Option<&Value>, usize)> = Vec::new();

@@ -1,7 +1,7 @@
 //! Credentials in a call's arguments (a model asked to send a key somewhere) or in a
 //! result (a provider leaking one into the conversation).
 //!
-//! [`find`] looks at every string of a JSON value, keys included, for credentials of
+//! [`find_secrets`] looks at every string of a JSON value, keys included, for credentials of
 //! known formats (private keys, cloud, VCS, chat and payment tokens, JSON Web Tokens)
 //! and for long random-looking strings: at least 32 characters of letters, digits and
 //! `+/_-=`, with upper case, lower case and digits all present and more than 4.5 bits of
@@ -164,7 +164,7 @@ fn random_looking(token: &str) -> bool {
     entropy > 4.5
 }
 
-/// `value` with every credential [`find`] reports replaced by `[redacted: KIND]`, for
+/// `value` with every credential [`find_secrets`] reports replaced by `[redacted: KIND]`, for
 /// the audit log: a credential the model put in a call must not be written down in it.
 #[must_use]
 pub fn redact_secrets(value: &Value, found: &[Secret]) -> Value {

@@ -31,7 +31,7 @@ pub const REF_PROMPT: &str = "ref/prompt";
 pub const REF_RESOURCE: &str = "ref/resource";
 
 /// Checks that `request` can be sent: its `reference` is an object whose `type` is
-/// [`REF_PROMPT`] with a string `name` or [`REF_RESOURCE`] with a string `uri`, and every
+/// `REF_PROMPT` with a string `name` or `REF_RESOURCE` with a string `uri`, and every
 /// context argument is a string.
 ///
 /// # Errors

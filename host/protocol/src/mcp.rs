@@ -245,7 +245,7 @@ impl ClientContext {
     }
 
     /// `subscriptions/listen` (stateless versions only): opens a subscription stream for
-    /// the kinds in `filter` (see [`subscriptions`](crate::subscriptions)).
+    /// the kinds in `filter` (see `subscriptions`).
     ///
     /// # Errors
     ///

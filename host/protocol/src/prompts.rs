@@ -128,7 +128,7 @@ pub struct GetPromptResult {
 /// # Errors
 ///
 /// The [`parse_result_kind`] errors; for a complete result, a missing `messages`, more
-/// than [`MAX_PROMPT_MESSAGES`] of them ([`TooMany`](ProtocolError::TooMany)), a message
+/// than `MAX_PROMPT_MESSAGES` of them ([`TooMany`](ProtocolError::TooMany)), a message
 /// with a malformed `role` or `content` (`at` = `result.messages[i]...`), or a
 /// non-string `description`.
 pub fn parse_get_prompt_result(result: &Value) -> Result<GetPromptResult, ProtocolError> {

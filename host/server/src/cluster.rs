@@ -32,7 +32,7 @@ pub struct Cluster {
 /// The longest replica name.
 pub const MAX_REPLICA_CHARS: usize = 32;
 
-/// Whether `name` can name a replica: 1 to [`MAX_REPLICA_CHARS`] ASCII letters, digits,
+/// Whether `name` can name a replica: 1 to `MAX_REPLICA_CHARS` ASCII letters, digits,
 /// `-` and `_` (it goes into session ids and audit records as it is).
 #[must_use]
 pub fn valid_replica(name: &str) -> bool {

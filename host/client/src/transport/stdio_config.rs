@@ -30,7 +30,7 @@ pub struct StdioConfig {
     /// `None` starts it unconfined, with a warning.
     pub confinement: Option<Confinement>,
     /// The hosts it may reach through the gateway's egress proxy (`wasmgate-egress`).
-    /// With a grant, the confinement's network is [`Network::Proxied`](crate::Network)
+    /// With a grant, the confinement's network is `wasmgate_confine::Network::Proxied`
     /// whatever it says, and `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` (and their lowercase
     /// forms) point at the proxy. `None`: no proxy.
     pub egress: Option<wasmgate_egress::EgressGrant>,

@@ -13,7 +13,7 @@ pub struct HttpConfig {
     pub bearer_token: Option<String>,
     /// When set, the HTTP face is an OAuth 2.1 resource server: every request's bearer
     /// token is checked by it, and its protected resource metadata is served (see
-    /// [`auth`](super::auth)). Checked after `bearer_token`, if both are set.
+    /// `auth`). Checked after `bearer_token`, if both are set.
     pub authenticator: Option<std::sync::Arc<dyn super::auth::Authenticator>>,
     /// Origins allowed besides loopback ones (`http://localhost`, `http://127.0.0.1`,
     /// `http://[::1]`, any port, http or https), written as a browser sends them, e.g.
