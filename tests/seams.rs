@@ -185,3 +185,60 @@ fn the_check_finds_a_string_error_wherever_it_stands() {
     let what: Vec<String> = findings_in("x.rs", source).into_iter().map(|f| f.what).collect();
     assert_eq!(what, ["fn plain", "fn nested", "fn spend", "fn load", "type Err = String"]);
 }
+
+/// The workspace's members, in `Cargo.toml`'s order.
+fn members() -> Vec<String> {
+    let manifest = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml")).unwrap();
+    let list = manifest.split("members = [").nth(1).unwrap().split(']').next().unwrap();
+    list.split(',').map(|m| m.trim().trim_matches('"').to_owned()).filter(|m| !m.is_empty()).collect()
+}
+
+/// A member's package name, from its manifest.
+fn package_name(member: &str) -> String {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(member).join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let line = text.lines().find(|l| l.starts_with("name = ")).unwrap_or_else(|| panic!("{}", manifest.display()));
+    line.trim_start_matches("name = ").trim_matches('"').to_owned()
+}
+
+#[test]
+fn the_architecture_page_draws_every_crate_of_the_workspace_in_its_order() {
+    let page = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/ARCHITECTURE.md")).unwrap();
+    let table = page.split("## The crates, in call-chain order").nth(1).unwrap().split("\n## ").next().unwrap();
+    let drawn: Vec<(String, String)> = table
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(|c| c.trim().trim_matches('`')).collect();
+            (cells[1].to_owned(), cells[2].to_owned())
+        })
+        .collect();
+    let members: Vec<(String, String)> = members().into_iter().map(|m| (package_name(&m), m)).collect();
+    assert_eq!(drawn, members, "docs/ARCHITECTURE.md's table against Cargo.toml's members, name and folder");
+}
+
+#[test]
+fn every_library_names_each_of_its_modules_in_its_layout() {
+    for member in members() {
+        let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(&member).join("src/lib.rs");
+        let Ok(text) = std::fs::read_to_string(&lib) else { continue };
+        let parsed = syn::parse_file(&text).unwrap();
+        let modules: Vec<String> = parsed
+            .items
+            .iter()
+            .filter_map(|item| match item {
+                syn::Item::Mod(module) if module.content.is_none() => Some(module),
+                _ => None,
+            })
+            .filter(|module| !module.attrs.iter().any(|a| a.path().is_ident("cfg") && quote_of(a).contains("test")))
+            .map(|module| module.ident.to_string())
+            .collect();
+        if modules.is_empty() {
+            continue;
+        }
+        let layout = text.split("# Layout").nth(1).unwrap_or_else(|| panic!("{member}: lib.rs has no # Layout"));
+        for name in modules {
+            assert!(layout.contains(&format!("`{name}`")), "{member}: the Layout of lib.rs does not name `{name}`");
+        }
+    }
+}

@@ -2,6 +2,8 @@
 //! MCP server (`server.py`, spawned confined) and the WASM calendar component
 //! (`guest-tools/calendar`) behind one policy, driven by a scripted agent turn.
 //!
+//! # Layout
+//!
 //! * [`setup`]: a fresh state directory with the bundled configuration written into it
 //!   (the `@...@` values of the templates filled in for this machine) and the WASM
 //!   calendar's data seeded;

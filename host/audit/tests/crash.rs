@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use wasmgate_audit::{AuditLog, Durability, Entry, Event, Options, Tail, verify, verify_with};
+use wasmgate_testing::Killed;
 
 const CHILD_ENV: &str = "WASMGATE_AUDIT_CRASH_CHILD";
 const TEAR_ENV: &str = "WASMGATE_AUDIT_CRASH_TEAR";
@@ -63,7 +64,7 @@ fn sigkill_mid_write_leaves_a_log_that_verifies_up_to_its_last_complete_record()
         if tear {
             command.env(TEAR_ENV, "1");
         }
-        let mut child = KillOnDrop(command.stdout(std::process::Stdio::null()).spawn().unwrap());
+        let mut child = Killed(command.stdout(std::process::Stdio::null()).spawn().unwrap());
         let child = &mut child.0;
         let before = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
         let ready = || {
@@ -95,15 +96,5 @@ fn sigkill_mid_write_leaves_a_log_that_verifies_up_to_its_last_complete_record()
         assert_eq!(after.last_seq, next);
         let repair_warning = u64::from(summary.incomplete_last_line.is_some());
         assert_eq!(next, summary.last_seq + 1 + repair_warning, "the chain continues after the last complete record");
-    }
-}
-
-/// Kills the child if an assertion fails before the test does, so no writer outlives the test.
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }

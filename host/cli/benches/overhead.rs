@@ -37,7 +37,7 @@ mod common;
 use common::python;
 use serde_json::{Map, Value, json};
 use tokio::runtime::Runtime;
-use wasmgate_client::{ClientConfig, HttpConfig, HttpTransport, McpClient, StdioConfig, StdioTransport};
+use wasmgate_client::{ClientConfig, McpClient, StdioConfig, StdioTransport};
 use wasmgate_core::CancellationToken;
 
 /// Calls per interleaved batch, and batches per comparison.
@@ -103,9 +103,9 @@ async fn through_stdio(dir: &Path, spin_us: Option<u64>) -> McpClient {
 }
 
 /// `wasmgate serve --http` (killed on drop) and our client to it.
-async fn through_http(dir: &Path) -> (common::Killed, McpClient) {
+async fn through_http(dir: &Path) -> (wasmgate_testing::Killed, McpClient) {
     let (served, url) = common::serve_http(dir, &[]);
-    let client = common::http_client(&url).await;
+    let client = wasmgate_testing::http_client(&url, &[], None).await;
     (served, client)
 }
 
@@ -457,10 +457,7 @@ fn fsyncs(rt: &Runtime) {
                 let _ = stopped.await;
             },
         ));
-        let connect = || async {
-            let transport = HttpTransport::new(&HttpConfig::new("wasmgate", url.clone())).unwrap();
-            McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap()
-        };
+        let connect = || wasmgate_testing::http_client(&url, &[], None);
         let one = connect().await;
         call(&one, "echo__echo").await;
         let audit = gateway.guard.audit();

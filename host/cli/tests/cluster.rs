@@ -17,13 +17,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::cluster::{Nginx, Redis, Replica, approval_key, records};
-use common::issuer::Issuer;
+use common::cluster::{Nginx, Replica, approval_key, records};
 use common::{stderr, stdout, wasmgate};
 use serde_json::{Map, Value, json};
-use wasmgate_client::{Bearer, ClientConfig, ClientError, HttpConfig, HttpTransport, McpClient, TransportError};
+use wasmgate_client::{ClientError, McpClient, TransportError};
 use wasmgate_core::CancellationToken;
 use wasmgate_protocol::ProtocolVersion;
+use wasmgate_testing::{Issuer, Redis, http_client};
 
 /// Concurrent clients through nginx: half 2026-07-28, half handshake era.
 const CLIENTS: usize = 64;
@@ -101,12 +101,6 @@ async fn echo(client: &McpClient, text: &str) -> (Ended, usize) {
     (Ended::Retryable(last), RETRIES)
 }
 
-async fn client(url: &str, version: ProtocolVersion, token: String) -> McpClient {
-    let http = HttpConfig { bearer: Some(Bearer::Token(token)), ..HttpConfig::new("wasmgate", url) };
-    let config = ClientConfig { versions: vec![version], ..ClientConfig::default() };
-    McpClient::connect("wasmgate", HttpTransport::new(&http).unwrap(), config).await.unwrap()
-}
-
 /// What a load run saw.
 struct Load {
     /// Per call: its client's caller, its text, how it ended, its latency.
@@ -144,7 +138,7 @@ async fn load<T: Send + 'static>(
     let mut clients = Vec::new();
     for i in 0..CLIENTS {
         let version = if i % 2 == 0 { ProtocolVersion::V2026_07_28 } else { ProtocolVersion::V2025_11_25 };
-        clients.push(client(url, version, issuer.token(CALLERS[i % 4], &[])).await);
+        clients.push(http_client(url, &[version], Some(&issuer.token(CALLERS[i % 4], &[]))).await);
     }
     let done = Arc::new(AtomicUsize::new(0));
     let beside = {
@@ -373,7 +367,8 @@ async fn replicas_behind_nginx_share_approvals_and_budgets_and_lose_no_record_wh
     let victim_log = replicas[replica_count - 1].audit_log();
     let started_in = |log: &std::path::Path| records(log).iter().filter(|r| r["event"] == "started").count();
     let before = started_in(&victim_log);
-    let after_load = client(&Nginx::url(), ProtocolVersion::V2026_07_28, issuer.token("alice", &[])).await;
+    let after_load =
+        http_client(&Nginx::url(), &[ProtocolVersion::V2026_07_28], Some(&issuer.token("alice", &[]))).await;
     let began = Instant::now();
     let mut after = 0;
     while started_in(&victim_log) == before {
@@ -435,8 +430,8 @@ async fn a_replica_without_its_store_refuses_what_needs_it_and_is_not_ready() {
 
     redis.stop();
     let url = replica.url();
-    let dave_client = client(&url, ProtocolVersion::V2026_07_28, dave).await;
-    let alice_client = client(&url, ProtocolVersion::V2026_07_28, alice.clone()).await;
+    let dave_client = http_client(&url, &[ProtocolVersion::V2026_07_28], Some(&dave)).await;
+    let alice_client = http_client(&url, &[ProtocolVersion::V2026_07_28], Some(&alice.clone())).await;
     let arguments: Map<String, Value> = json!({"text": "hi"}).as_object().cloned().unwrap();
     match dave_client.call_tool("echo__echo", arguments.clone(), CancellationToken::new()).await {
         Err(ClientError::Rpc { code: -32011, message, .. }) => {
@@ -495,7 +490,7 @@ async fn a_replica_log_cut_short_is_found_and_its_replica_refuses_to_start() {
     let mut other = Replica::new(1, &redis.url(), &key, &issuer, false, "").anywhere();
     replica.start();
     other.start();
-    let alice = client(&replica.url(), ProtocolVersion::V2026_07_28, issuer.token("alice", &[])).await;
+    let alice = http_client(&replica.url(), &[ProtocolVersion::V2026_07_28], Some(&issuer.token("alice", &[]))).await;
     for n in 0..5 {
         let (ended, _) = echo(&alice, &format!("cut-{n}")).await;
         assert_eq!(ended, Ended::Ok);
@@ -580,7 +575,7 @@ async fn without_affinity_a_session_is_refused_and_a_strays_session_is_named() {
     assert!(message.contains("replica r2") && message.contains("this is replica r1"), "{message}");
 
     // A 2026-07-28 client needs no session and is served.
-    let client = client(&replica.url(), ProtocolVersion::V2026_07_28, issuer.token("bob", &[])).await;
+    let client = http_client(&replica.url(), &[ProtocolVersion::V2026_07_28], Some(&issuer.token("bob", &[]))).await;
     assert_eq!(echo(&client, "stateless").await.0, Ended::Ok);
     client.close().await;
     replica.stop();

@@ -14,32 +14,12 @@ use std::time::Duration;
 use common::{serve_http, setup, stderr, wasmgate};
 use serde_json::{Value, json};
 use wasmgate_core::CancellationToken;
+use wasmgate_testing::{children, is_running};
 
 /// Concurrent callers (below the per-client limit of 16 open requests).
 const CALLERS: usize = 8;
 /// Calls answered before the gateway is killed.
 const BEFORE_KILL: usize = 40;
-
-/// The fields of `/proc/<pid>/stat` after the parenthesised command (state, then ppid,
-/// ...), or `None` when the process is gone.
-fn stat_fields(pid: u32) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    Some(stat.rsplit_once(')')?.1.split_whitespace().map(str::to_owned).collect())
-}
-
-/// The pids whose parent is `parent`, from /proc.
-fn children(parent: u32) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| stat_fields(*pid).and_then(|f| f.get(1)?.parse::<u32>().ok()) == Some(parent))
-        .collect()
-}
-
-/// Whether `pid` still runs: a zombie has finished, whoever reaps it.
-fn running(pid: u32) -> bool {
-    stat_fields(pid).is_some_and(|f| f.first().is_some_and(|state| state != "Z"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_killed_under_load_restarts_and_its_audit_log_accounts_for_every_call() {
@@ -63,7 +43,7 @@ async fn a_gateway_killed_under_load_restarts_and_its_audit_log_accounts_for_eve
     assert!(review.status.success(), "{}", stderr(&review));
 
     let (mut child, url) = serve_http(dir.path(), &[]);
-    let client = common::http_client(&url).await;
+    let client = wasmgate_testing::http_client(&url, &[], None).await;
     let answered = Arc::new(AtomicUsize::new(0));
     let next = Arc::new(AtomicUsize::new(0));
     let mut callers = Vec::new();
@@ -98,7 +78,7 @@ async fn a_gateway_killed_under_load_restarts_and_its_audit_log_accounts_for_eve
     child.kill(); // SIGKILL, with calls in flight
     // Its servers die with it (parent-death signal): nothing is left running.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while servers.iter().any(|pid| running(*pid)) {
+    while servers.iter().any(|pid| is_running(*pid)) {
         assert!(std::time::Instant::now() < deadline, "a provider outlived the killed gateway: {servers:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -108,7 +88,7 @@ async fn a_gateway_killed_under_load_restarts_and_its_audit_log_accounts_for_eve
 
     // Nothing left behind blocks a restart, and the restarted gateway serves.
     let (mut again, url) = serve_http(dir.path(), &[]);
-    let client = common::http_client(&url).await;
+    let client = wasmgate_testing::http_client(&url, &[], None).await;
     let args = json!({"user": "alice", "title": "after", "start": "2026-12-03T14:00", "end": "2026-12-03T15:00"});
     let after =
         client.call_tool("calendar__calendar_create", args.as_object().cloned().unwrap(), CancellationToken::new());

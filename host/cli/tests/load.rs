@@ -12,12 +12,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::issuer::Issuer;
 use common::{serve_http, serve_stdio, setup, stderr, stdout, wasmgate};
 use serde_json::{Map, json};
-use wasmgate_client::{Bearer, ClientConfig, ClientError, HttpConfig, HttpTransport, McpClient, StdioTransport};
+use wasmgate_client::{ClientConfig, ClientError, McpClient, StdioTransport};
 use wasmgate_core::CancellationToken;
 use wasmgate_protocol::ProtocolVersion;
+use wasmgate_testing::{Issuer, http_client};
 
 /// Concurrent HTTP clients, each its own connection (and, handshake era, session).
 const CLIENTS: usize = 64;
@@ -98,13 +98,6 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-async fn http_client(url: &str, version: ProtocolVersion, token: String) -> McpClient {
-    let http = HttpConfig { bearer: Some(Bearer::Token(token)), ..HttpConfig::new("wasmgate", url) };
-    let transport = HttpTransport::new(&http).unwrap();
-    let config = ClientConfig { versions: vec![version], ..ClientConfig::default() };
-    McpClient::connect("wasmgate", transport, config).await.unwrap()
-}
-
 /// The test suite's gateway taking `issuer`'s tokens, with a budget for dave.
 async fn team(issuer: &Issuer) -> tempfile::TempDir {
     let dir = setup();
@@ -129,7 +122,7 @@ async fn http_64_clients_of_four_callers_with_a_budget_and_a_reload() {
 
     // Warm-up: the provider started, the first calls' allocations made.
     for version in [ProtocolVersion::V2026_07_28, ProtocolVersion::V2025_11_25] {
-        let client = http_client(&url, version, issuer.token("warm", &[])).await;
+        let client = http_client(&url, &[version], Some(&issuer.token("warm", &[]))).await;
         for n in 0..5 {
             echo(&client, &format!("warm-{n}")).await.unwrap();
         }
@@ -143,7 +136,7 @@ async fn http_64_clients_of_four_callers_with_a_budget_and_a_reload() {
     let mut clients = Vec::new();
     for i in 0..CLIENTS {
         let version = if i % 2 == 0 { ProtocolVersion::V2026_07_28 } else { ProtocolVersion::V2025_11_25 };
-        clients.push(http_client(&url, version, issuer.token(CALLERS[i % 4], &[])).await);
+        clients.push(http_client(&url, &[version], Some(&issuer.token(CALLERS[i % 4], &[]))).await);
     }
     let fds_connected = fds(pid);
 

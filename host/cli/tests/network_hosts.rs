@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::io::{Read as _, Write as _};
 use std::net::{Ipv4Addr, TcpListener};
 
 use common::{stderr, stdout, wasmgate};
@@ -16,16 +15,7 @@ fn a_component_reaches_the_host_its_policy_grants_and_no_other() {
     let other = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     other.set_nonblocking(true).unwrap();
     let other_port = other.local_addr().unwrap().port();
-    let server = std::thread::spawn(move || {
-        let (mut stream, _) = granted.accept().unwrap();
-        let mut head = Vec::new();
-        let mut byte = [0u8; 1];
-        while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
-            head.push(byte[0]);
-        }
-        stream.write_all(b"HTTP/1.0 200 OK\r\n\r\nLunch with Sam at noon.").unwrap();
-        String::from_utf8_lossy(&head).into_owned()
-    });
+    let server = wasmgate_testing::answer_once(granted, b"HTTP/1.0 200 OK\r\n\r\nLunch with Sam at noon.");
 
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();

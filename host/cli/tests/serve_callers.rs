@@ -12,13 +12,13 @@ use std::io::Write as _;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
-use common::issuer::Issuer;
 use common::{serve_http_with, setup, stderr, wasmgate};
 use serde_json::{Map, Value, json};
 use wasmgate_client::{
     Bearer, ClientConfig, ClientError, HttpConfig, HttpTransport, InputDeclined, InputHandler, InputRequest, McpClient,
 };
 use wasmgate_core::CancellationToken;
+use wasmgate_testing::Issuer;
 
 const METRICS_TOKEN: &str = "scraper-token-0123456789abcdef";
 

@@ -76,7 +76,7 @@ async fn a_stock_client_uses_the_gateway_over_stdio() {
 async fn a_stock_client_uses_the_gateway_over_http() {
     let dir = reviewed();
     let (_served, url) = serve_http(dir.path(), &[]);
-    let client = common::http_client(&url).await;
+    let client = wasmgate_testing::http_client(&url, &[], None).await;
     exercise(&client).await;
     client.close().await;
 }

@@ -7,7 +7,8 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{children, serve_http, setup, stderr, wasmgate};
+use common::{serve_http, setup, stderr, wasmgate};
+use wasmgate_testing::children;
 
 /// A wrapper of the echo fixture server that will not start while `down` exists beside it.
 const WRAPPER: &str = r#"

@@ -7,10 +7,11 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{children, serve_http, serve_stdio, setup, stderr, stdout, wasmgate};
+use common::{serve_http, serve_stdio, setup, stderr, stdout, wasmgate};
 use serde_json::{Value, json};
 use wasmgate_client::{ClientConfig, McpClient, StdioTransport, ToolsWatch};
 use wasmgate_core::CancellationToken;
+use wasmgate_testing::children;
 
 fn reviewed() -> tempfile::TempDir {
     let dir = setup();
@@ -77,7 +78,7 @@ fn wait_for_reloads(dir: &std::path::Path, count: usize) -> Vec<Value> {
 async fn wasmgate_reload_applies_a_new_policy_and_refuses_one_that_does_not_load() {
     let dir = reviewed();
     let (_served, url) = serve_http(dir.path(), &[]);
-    let client = common::http_client(&url).await;
+    let client = wasmgate_testing::http_client(&url, &[], None).await;
     assert!(names(&client).await.contains(&"echo__echo".to_owned()));
     let mut changes = following(&client).await;
 
@@ -168,7 +169,7 @@ async fn a_reload_starts_a_provider_added_and_stops_one_removed() {
     assert!(review.status.success(), "{}", stderr(&review));
     remove_twin(dir.path());
     let (served, url) = serve_http(dir.path(), &[]);
-    let client = common::http_client(&url).await;
+    let client = wasmgate_testing::http_client(&url, &[], None).await;
     let mut changes = following(&client).await;
     let before = children(served.0.id());
     assert!(!names(&client).await.contains(&"twin__echo".to_owned()));

@@ -10,45 +10,8 @@ use std::time::Duration;
 
 use common::{serve_http, setup, stderr, wasmgate};
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use wasmgate_core::CancellationToken;
-
-/// A collector on loopback: every body POSTed to it, parsed. Returns its traces URL.
-async fn collector(bodies: Arc<Mutex<Vec<Value>>>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/v1/traces", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let bodies = Arc::clone(&bodies);
-            tokio::spawn(async move {
-                loop {
-                    let mut head = Vec::new();
-                    let mut byte = [0u8; 1];
-                    while !head.ends_with(b"\r\n\r\n") {
-                        if stream.read(&mut byte).await.unwrap_or(0) != 1 {
-                            return;
-                        }
-                        head.push(byte[0]);
-                    }
-                    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
-                    let length: usize = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .and_then(|v| v.trim().parse().ok())
-                        .unwrap_or(0);
-                    let mut body = vec![0u8; length];
-                    stream.read_exact(&mut body).await.unwrap();
-                    bodies.lock().unwrap().push(serde_json::from_slice(&body).unwrap_or(Value::Null));
-                    let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
-                    if stream.write_all(answer.as_bytes()).await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    url
-}
+use wasmgate_testing::{Loopback, Response};
 
 /// Every span the collector got: name, ids, and attributes as a map of strings.
 fn spans(bodies: &[Value]) -> Vec<Value> {
@@ -83,7 +46,14 @@ fn spans(bodies: &[Value]) -> Vec<Value> {
 async fn each_call_is_a_span_with_a_child_per_stage_at_the_collector() {
     let dir = setup();
     let bodies = Arc::new(Mutex::new(Vec::new()));
-    let endpoint = collector(Arc::clone(&bodies)).await;
+    // A collector on loopback: every body POSTed to it, parsed.
+    let kept = Arc::clone(&bodies);
+    let collector = Loopback::start(move |request| {
+        kept.lock().unwrap().push(request.json());
+        Response::json(&json!({}))
+    })
+    .await;
+    let endpoint = collector.url("/v1/traces");
     let config = dir.path().join("wasmgate.toml");
     let mut text = std::fs::read_to_string(&config).unwrap();
     text.push_str(&format!("\n[serve.traces]\nendpoint = {endpoint:?}\nprotocol = \"http/json\"\n"));
@@ -92,7 +62,7 @@ async fn each_call_is_a_span_with_a_child_per_stage_at_the_collector() {
     assert!(review.status.success(), "{}", stderr(&review));
     let (mut served, url) = serve_http(dir.path(), &[]);
 
-    let client = common::http_client(&url).await;
+    let client = wasmgate_testing::http_client(&url, &[], None).await;
     let arguments = json!({"text": "secret-argument-text"}).as_object().cloned().unwrap();
     let result = client.call_tool("echo__echo", arguments, CancellationToken::new()).await.unwrap();
     assert!(!result.is_error);

@@ -397,17 +397,7 @@ async fn a_server_granted_one_host_reaches_it_through_the_proxy_and_nothing_else
     other.set_nonblocking(true).unwrap();
     let other_port = other.local_addr().unwrap().port();
     // The granted host answers one plain HTTP request.
-    let responder = std::thread::spawn(move || {
-        use std::io::{Read as _, Write as _};
-        let (mut stream, _) = granted.accept().unwrap();
-        let mut head = Vec::new();
-        let mut byte = [0u8; 1];
-        while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
-            head.push(byte[0]);
-        }
-        stream.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\nhello").unwrap();
-        String::from_utf8_lossy(&head).into_owned()
-    });
+    let responder = wasmgate_testing::answer_once(granted, b"HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\nhello");
     let (sender, records) = std::sync::mpsc::channel();
     let observer: EgressObserver = std::sync::Arc::new(move |record| {
         let _ = sender.send(record);

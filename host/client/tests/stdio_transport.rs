@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 use wasmgate_client::{ClientConfig, ClientError, CloseReason, McpClient, StdioConfig, StdioTransport, TransportError};
 use wasmgate_core::CancellationToken;
 use wasmgate_protocol::ContentBlock;
+use wasmgate_testing::is_running;
 
 /// The scripted server, confined, with its working directory (removed when dropped).
 fn server(extra: &[&str]) -> (StdioConfig, tempfile::TempDir) {
@@ -146,13 +147,13 @@ async fn shutdown_kills_a_server_that_ignores_stdin_close_and_sigterm_and_its_ch
     config.limits.shutdown_grace = Duration::from_millis(100);
     config.limits.term_grace = Duration::from_millis(100);
     let client = connect(&config).await;
-    let helper: i32 = call(&client, "spawn_child", json!({})).await.unwrap().parse().unwrap();
-    assert!(alive(helper), "the helper runs");
+    let helper: u32 = call(&client, "spawn_child", json!({})).await.unwrap().parse().unwrap();
+    assert!(is_running(helper), "the helper runs");
     let reason = client.close().await;
     assert_eq!(reason, CloseReason::Exited { code: None, signal: Some(9) }, "the server needed SIGKILL");
     // The helper got the group's SIGKILL too; wait (bounded) for the kernel to tear it down.
     for _ in 0..200 {
-        if !alive(helper) {
+        if !is_running(helper) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -164,10 +165,10 @@ async fn shutdown_kills_a_server_that_ignores_stdin_close_and_sigterm_and_its_ch
 async fn dropping_the_client_kills_the_server_and_its_helpers() {
     let (config, _workdir) = server(&["--stubborn"]);
     let client = connect(&config).await;
-    let helper: i32 = call(&client, "spawn_child", json!({})).await.unwrap().parse().unwrap();
+    let helper: u32 = call(&client, "spawn_child", json!({})).await.unwrap().parse().unwrap();
     drop(client);
     for _ in 0..200 {
-        if !alive(helper) {
+        if !is_running(helper) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -180,12 +181,4 @@ async fn a_command_that_does_not_exist_is_a_configuration_error() {
     let config = StdioConfig::new("missing", "wasmgate-no-such-command", fixtures());
     let error = StdioTransport::spawn(&config).unwrap_err();
     assert!(matches!(&error, TransportError::Config(m) if m.contains("wasmgate-no-such-command")), "{error}");
-}
-
-/// Running, not a zombie waiting for a parent that no longer cares.
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
 }

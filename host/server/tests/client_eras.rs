@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{Fixture, GUARD, Http, bounded, config, echo_tool, http_client, stdio_client};
+use common::{Fixture, GUARD, Http, bounded, config, echo_tool, stdio_client};
 use serde_json::{Map, Value, json};
 use wasmgate_client::{ClientError, McpClient, ToolsWatch};
 use wasmgate_core::CancellationToken;
@@ -87,7 +87,7 @@ async fn our_client_over_stdio_in_the_handshake_era() {
 async fn our_client_over_http_in_the_2026_era() {
     let mut fixture = Fixture::new();
     let server = Http::start(fixture.backend.clone(), config(), HttpConfig::default()).await;
-    let client = http_client(&server.url, MODERN).await;
+    let client = wasmgate_testing::http_client(&server.url, MODERN, None).await;
     assert_eq!(client.protocol_version(), Some(ProtocolVersion::V2026_07_28));
     check(&client, &mut fixture).await;
     check_change(&client, &fixture, ToolsWatch::Active).await;
@@ -98,7 +98,7 @@ async fn our_client_over_http_in_the_2026_era() {
 async fn our_client_over_http_in_the_handshake_era_with_a_session() {
     let mut fixture = Fixture::new();
     let server = Http::start(fixture.backend.clone(), config(), HttpConfig::default()).await;
-    let client = http_client(&server.url, HANDSHAKE).await;
+    let client = wasmgate_testing::http_client(&server.url, HANDSHAKE, None).await;
     assert_eq!(client.protocol_version(), Some(ProtocolVersion::V2025_11_25));
     check(&client, &mut fixture).await;
     check_change(&client, &fixture, ToolsWatch::Active).await;
@@ -109,7 +109,7 @@ async fn our_client_over_http_in_the_handshake_era_with_a_session() {
 async fn our_client_over_http_with_the_oldest_streamable_http_version() {
     let mut fixture = Fixture::new();
     let server = Http::start(fixture.backend.clone(), config(), HttpConfig::default()).await;
-    let client = http_client(&server.url, &[ProtocolVersion::V2025_03_26]).await;
+    let client = wasmgate_testing::http_client(&server.url, &[ProtocolVersion::V2025_03_26], None).await;
     assert_eq!(client.protocol_version(), Some(ProtocolVersion::V2025_03_26));
     check(&client, &mut fixture).await;
     client.close().await;

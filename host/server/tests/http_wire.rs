@@ -77,7 +77,8 @@ async fn annotated_parameters_must_be_mirrored_in_param_headers() {
         }
     }
     // A stock client mirrors the parameter itself.
-    let client = common::http_client(&server.url, &[wasmgate_protocol::ProtocolVersion::V2026_07_28]).await;
+    let client =
+        wasmgate_testing::http_client(&server.url, &[wasmgate_protocol::ProtocolVersion::V2026_07_28], None).await;
     let arguments = json!({"region": "ap-south"}).as_object().cloned().unwrap();
     let result = client.call_tool("region", arguments, wasmgate_core::CancellationToken::new()).await.unwrap();
     assert_eq!(result.content[0].text(), Some("ap-south"));

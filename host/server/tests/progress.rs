@@ -14,7 +14,7 @@ use wasmgate_core::{CallContext, Progress, Tool, ToolResult, ToolSpec};
 use wasmgate_protocol::ProtocolVersion;
 use wasmgate_server::{HttpConfig, ToolsBackend};
 
-use common::{Http, Stdio, bounded, config, http_client, stamped, stdio_client};
+use common::{Http, Stdio, bounded, config, stamped, stdio_client};
 
 /// `steps` reports progress 1..=3 of 3 when its caller wants it, then answers.
 fn backend() -> ToolsBackend {
@@ -67,7 +67,7 @@ async fn progress_reaches_a_stdio_client_before_the_answer_in_both_eras() {
 async fn progress_reaches_an_http_client_on_the_calls_stream_in_both_eras() {
     let http = Http::start(backend(), config(), HttpConfig::default()).await;
     for version in [ProtocolVersion::V2026_07_28, ProtocolVersion::V2025_11_25] {
-        let client = http_client(&http.url, &[version]).await;
+        let client = wasmgate_testing::http_client(&http.url, &[version], None).await;
         let (seen, text) = call_with_progress(&client).await;
         assert_eq!(seen, expected(), "{version}");
         assert_eq!(text, "done with progress");

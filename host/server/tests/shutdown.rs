@@ -82,7 +82,7 @@ async fn http_shutdown_ends_open_subscriptions_and_idle_connections() {
     let fixture = Fixture::new();
     let long = wasmgate_server::ServerConfig { shutdown_grace: std::time::Duration::from_secs(5), ..config() };
     let mut server = Http::start(fixture.backend.clone(), long.clone(), HttpConfig::default()).await;
-    let client = common::http_client(&server.url, &wasmgate_protocol::SUPPORTED).await;
+    let client = wasmgate_testing::http_client(&server.url, &wasmgate_protocol::SUPPORTED, None).await;
     let mut watch = client.tools_watch();
     bounded("the subscription", watch.wait_for(|s| *s == wasmgate_client::ToolsWatch::Active)).await.unwrap();
     server.shutdown();

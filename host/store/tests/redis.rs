@@ -2,75 +2,12 @@
 //! `scripts/install-peers.sh` installs), started on a Unix socket of its own.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use wasmgate_audit::Anchor;
 use wasmgate_core::BucketSpec;
 use wasmgate_store::{Anchored, Store, StoreError};
-
-/// A Redis server on a Unix socket in a directory of its own; killed when dropped.
-struct Redis {
-    child: Child,
-    socket: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Redis {
-    fn start() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let socket = dir.path().join("redis.sock");
-        let child = Self::spawn(dir.path(), &socket);
-        Self { child, socket, _dir: dir }
-    }
-
-    fn spawn(dir: &Path, socket: &Path) -> Child {
-        let mut child = Command::new("redis-server")
-            // Every write on disk before it is answered: a restart keeps what was written,
-            // so a test can tell what reached the store while it was down (nothing).
-            .args(["--port", "0", "--save", "", "--appendonly", "yes", "--appendfsync", "always"])
-            .args(["--unixsocketperm", "700"])
-            .arg("--unixsocket")
-            .arg(socket)
-            .arg("--dir")
-            .arg(dir)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server is not installed: run scripts/install-peers.sh");
-        for _ in 0..500 {
-            if socket.exists() {
-                return child;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("redis-server did not open {}", socket.display());
-    }
-
-    fn url(&self) -> String {
-        format!("redis+unix://{}", self.socket.display())
-    }
-
-    fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.socket);
-    }
-
-    fn restart(&mut self) {
-        self.stop();
-        let dir = self.socket.parent().unwrap().to_owned();
-        self.child = Self::spawn(&dir, &self.socket);
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
+use wasmgate_testing::Redis;
 
 fn in_a_minute() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 60

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::issuer::Issuer;
-use super::{Killed, serve_http_at, setup, stderr, wasmgate};
+use super::{serve_http_at, setup, stderr, wasmgate};
+use wasmgate_testing::{Issuer, Killed};
 
 /// Where nginx listens, as `deploy/nginx/wasmgate.conf` says.
 pub const FRONT: &str = "127.0.0.1:7310";
@@ -19,75 +19,6 @@ pub const FRONT: &str = "127.0.0.1:7310";
 /// Where replica `i` (0-based; named `r{i+1}`) listens, as the nginx file says.
 pub fn replica_addr(i: usize) -> String {
     format!("127.0.0.1:{}", 7311 + i)
-}
-
-/// A Redis server on a Unix socket in a directory of its own.
-pub struct Redis {
-    child: Option<Child>,
-    pub socket: PathBuf,
-    dir: tempfile::TempDir,
-}
-
-impl Redis {
-    pub fn start() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let socket = dir.path().join("redis.sock");
-        let mut redis = Self { child: None, socket, dir };
-        redis.restart();
-        redis
-    }
-
-    /// Starts it again without what it kept, as a store without persistence would come
-    /// back.
-    pub fn restart_empty(&mut self) {
-        self.stop();
-        let _ = std::fs::remove_dir_all(self.dir.path().join("appendonlydir"));
-        self.restart();
-    }
-
-    /// Starts it (again) with what it kept (every write is on disk before it is
-    /// answered), and waits for its socket.
-    pub fn restart(&mut self) {
-        self.stop();
-        let mut child = Command::new("redis-server")
-            .args(["--port", "0", "--save", "", "--appendonly", "yes", "--appendfsync", "always"])
-            .args(["--unixsocketperm", "700"])
-            .arg("--unixsocket")
-            .arg(&self.socket)
-            .arg("--dir")
-            .arg(self.dir.path())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server is not installed: run scripts/install-peers.sh");
-        let began = Instant::now();
-        while !self.socket.exists() {
-            if began.elapsed() > Duration::from_secs(10) {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("redis-server did not open {}", self.socket.display());
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        self.child = Some(child);
-    }
-
-    pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let _ = std::fs::remove_file(&self.socket);
-    }
-
-    pub fn url(&self) -> String {
-        format!("redis+unix://{}", self.socket.display())
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        self.stop();
-    }
 }
 
 /// The secret every replica signs request states with.

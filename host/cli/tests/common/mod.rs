@@ -4,29 +4,12 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod cluster;
-pub mod issuer;
 
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 
-/// A child killed (SIGKILL) and reaped when dropped, so a failed assertion leaves no
-/// gateway behind.
-pub struct Killed(pub Child);
-
-impl Killed {
-    /// Kills and reaps it now.
-    pub fn kill(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
+use wasmgate_testing::Killed;
 
 /// `wasmgate serve --http 127.0.0.1:0 EXTRA...` on the configuration in `dir`, and the
 /// URL it says it serves on. Its log is drained so it never blocks on a full pipe.
@@ -57,22 +40,6 @@ pub fn serve_http_at(dir: &Path, addr: &str, extra: &[&str], env: &[(&str, &str)
         .expect("the server says where it listens");
     std::thread::spawn(move || lines.for_each(drop));
     (Killed(child), url)
-}
-
-/// The process ids of `pid`'s children (the servers a gateway started, say).
-pub fn children(pid: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().filter_map(Result::ok) {
-        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-        found.extend(text.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
-    }
-    found
-}
-
-/// Our client to the gateway serving at `url` (`serve_http`'s), with the defaults.
-pub async fn http_client(url: &str) -> wasmgate_client::McpClient {
-    let transport = wasmgate_client::HttpTransport::new(&wasmgate_client::HttpConfig::new("wasmgate", url)).unwrap();
-    wasmgate_client::McpClient::connect("wasmgate", transport, wasmgate_client::ClientConfig::default()).await.unwrap()
 }
 
 /// `wasmgate ARGS` on the configuration in `dir`.

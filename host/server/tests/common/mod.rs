@@ -223,13 +223,6 @@ impl Http {
     }
 }
 
-/// Our own client over HTTP, limited to `versions`.
-pub async fn http_client(url: &str, versions: &[ProtocolVersion]) -> McpClient {
-    let transport = wasmgate_client::HttpTransport::new(&wasmgate_client::HttpConfig::new("wasmgate", url)).unwrap();
-    let config = ClientConfig { versions: versions.to_vec(), ..ClientConfig::default() };
-    bounded("the client to connect", McpClient::connect("wasmgate", transport, config)).await.unwrap()
-}
-
 /// Our own client over the in-memory stdio pipe: the client's fake transport, bridged
 /// to the server's lines (the fake hands over messages; the bridge frames them).
 pub async fn stdio_client(backend: ToolsBackend, versions: &[ProtocolVersion]) -> (McpClient, JoinHandle<()>) {
