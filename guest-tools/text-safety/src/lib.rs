@@ -16,7 +16,7 @@
 //! - [`escape_for_display`]: the text with what cleaning would remove shown as
 //!   `\u{…}` escapes, for a person who must see exactly what a provider sent;
 //! - [`escape_for_log`]: the same on one line (line breaks escaped too), the one form
-//!   in which untrusted text goes into a log line;
+//!   in which untrusted text goes into a log line; [`escape_for_log_cut`] cuts it;
 //! - [`truncate`] and [`truncated`]: text cut to a number of characters, the cut marked
 //!   with [`CUT_MARK`];
 //! - [`cases`]: the table every user runs in its own tests.
@@ -57,7 +57,7 @@ pub fn clean(text: &str) -> String {
 /// escapes, for showing a person exactly what a provider sent (review, error messages).
 #[must_use]
 pub fn escape_for_display(text: &str) -> String {
-    escape(text, true)
+    escape(text, true, usize::MAX)
 }
 
 /// `text` as it may go into a log line: every control character (line breaks
@@ -65,14 +65,31 @@ pub fn escape_for_display(text: &str) -> String {
 /// untrusted text can neither rewrite a terminal, nor disguise itself, nor forge a line.
 #[must_use]
 pub fn escape_for_log(text: &str) -> String {
-    escape(text, false)
+    escape(text, false, usize::MAX)
 }
 
-fn escape(text: &str, keep_newlines: bool) -> String {
-    let mut out = String::with_capacity(text.len());
+/// [`escape_for_log`]'s form of `text` cut to at most `max_chars` characters (an escape
+/// is kept whole or not at all), with [`CUT_MARK`] after them when anything was cut.
+/// Only what is kept is escaped, so a long text costs no more than its excerpt.
+#[must_use]
+pub fn escape_for_log_cut(text: &str, max_chars: usize) -> String {
+    escape(text, false, max_chars)
+}
+
+fn escape(text: &str, keep_newlines: bool, max_chars: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max_chars));
+    let mut kept = 0usize;
     for c in text.chars() {
         let kept_newline = keep_newlines && c == '\n';
-        if is_invisible(c) || (c.is_control() && !kept_newline) || matches!(c, '\u{2028}' | '\u{2029}') {
+        let escaped = is_invisible(c) || (c.is_control() && !kept_newline) || matches!(c, '\u{2028}' | '\u{2029}');
+        // An escape is `\u{` + up to six hex digits + `}`.
+        let width = if escaped { 4 + hex_digits(c as u32) } else { 1 };
+        if kept + width > max_chars {
+            out.push_str(CUT_MARK);
+            break;
+        }
+        kept += width;
+        if escaped {
             // Writing to a String cannot fail.
             let _ = write!(out, "\\u{{{:x}}}", c as u32);
         } else {
@@ -80,6 +97,10 @@ fn escape(text: &str, keep_newlines: bool) -> String {
         }
     }
     out
+}
+
+fn hex_digits(n: u32) -> usize {
+    (32 - (n | 1).leading_zeros()).div_ceil(4) as usize
 }
 
 /// What marks the place where [`truncate`] cut a text.
@@ -110,7 +131,7 @@ pub fn truncated(text: &str, max_chars: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{CUT_MARK, escape_for_display, escape_for_log, truncate, truncated};
+    use super::{CUT_MARK, escape_for_display, escape_for_log, escape_for_log_cut, truncate, truncated};
     use alloc::string::String;
 
     #[test]
@@ -124,6 +145,23 @@ mod tests {
         assert_eq!(escape_for_log("a\u{200b}b\u{1b}[1m\nc\r\td"), "a\\u{200b}b\\u{1b}[1m\\u{a}c\\u{d}\\u{9}d");
         assert_eq!(escape_for_log("\u{202e}gnp.exe\u{2029}"), "\\u{202e}gnp.exe\\u{2029}");
         assert_eq!(escape_for_log("plain text, é and 日本"), "plain text, é and 日本");
+    }
+
+    #[test]
+    fn a_cut_log_excerpt_keeps_whole_escapes_and_marks_the_cut() {
+        assert_eq!(escape_for_log_cut("a\u{200b}b", 100), escape_for_log("a\u{200b}b"));
+        assert_eq!(escape_for_log_cut("a\u{200b}b", 10), "a\\u{200b}b");
+        assert_eq!(escape_for_log_cut("a\u{200b}b", 9), alloc::format!("a\\u{{200b}}{CUT_MARK}"));
+        // The escape of U+200B is 8 characters: it does not fit after `a` in 8.
+        assert_eq!(escape_for_log_cut("a\u{200b}b", 8), alloc::format!("a{CUT_MARK}"));
+        assert_eq!(escape_for_log_cut("a\nb", 4), alloc::format!("a{CUT_MARK}"));
+        assert_eq!(escape_for_log_cut("a\nb", 7), "a\\u{a}b");
+        assert_eq!(escape_for_log_cut("\u{e0069}x", 10), "\\u{e0069}x");
+        assert_eq!(escape_for_log_cut("日本語", 2), alloc::format!("日本{CUT_MARK}"));
+        assert_eq!(escape_for_log_cut("", 0), "");
+        let long = "\u{1b}".repeat(100_000);
+        let cut = escape_for_log_cut(&long, 50);
+        assert!(cut.chars().count() <= 50 + CUT_MARK.chars().count() && cut.ends_with(CUT_MARK), "{cut}");
     }
 
     #[test]

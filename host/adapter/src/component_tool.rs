@@ -159,7 +159,7 @@ impl ComponentTool {
             Err(ToolCallError::Call(CallError::InvalidArguments(why))) => {
                 Ok(rejected(self.origin(), &self.formatter, &why).await)
             }
-            Err(error) => Err(self.failed(error.to_string()).with_source(error)),
+            Err(error) => Err(self.failed(wasmgate_core::report(&error)).with_source(error)),
         }
     }
 

@@ -4,10 +4,9 @@
 
 use serde_json::{Map, Value};
 use wasmgate_client::ClientError;
-use wasmgate_core::{BoxFuture, CancellationToken};
 use wasmgate_core::{
-    Completion, CompletionRequest, ContentSource, Contents, Naming, PromptInfo, PromptMessages, Resource,
-    ResourceTemplate, ResourceWatch, SourceError,
+    BoxFuture, CancellationToken, Completion, CompletionRequest, ContentSource, Contents, Naming, PromptInfo,
+    PromptMessages, Resource, ResourceTemplate, ResourceWatch, SourceError,
 };
 
 use crate::mcp_tool::{caller_options, put_off};

@@ -54,12 +54,11 @@ mod toolbox;
 
 pub use component::ComponentProvider;
 pub use component_tool::{ComponentRunner, component_tool};
-
 pub use error::AdapterError;
 pub use formatters::{FormatterRule, Formatters};
 pub use media::MediaPass;
 pub use offer::Withheld;
-pub use provider::McpProvider;
+pub use provider::{McpProvider, OFFER_WAIT};
 pub use render::{SCHEMA_MISMATCH, WITHHELD};
 pub use resources::read_resource_tool;
 pub use screens::ScreenComponent;

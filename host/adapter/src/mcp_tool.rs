@@ -174,7 +174,7 @@ const MAX_PROGRESS_MESSAGE: usize = 256;
 fn progress_relay() -> Option<ProgressFn> {
     let sink = CallContext::current().progress?;
     Some(Arc::new(move |update: wasmgate_client::Progress| {
-        let message = update.message.map(|m| sanitize(&m).text.chars().take(MAX_PROGRESS_MESSAGE).collect());
+        let message = update.message.map(|m| text_safety::truncated(&sanitize(&m).text, MAX_PROGRESS_MESSAGE));
         sink(wasmgate_core::Progress { progress: update.progress, total: update.total, message });
     }))
 }

@@ -55,6 +55,7 @@ impl MediaPass {
             match self.check.check(request).await {
                 Ok(verdicts) => verdicts,
                 Err(why) => {
+                    let why = wasmgate_core::report(&why);
                     tracing::warn!(provider = origin.provider, tool = origin.tool, %why, "media withheld: the media check failed");
                     notes.push(
                         "its images, audio and binary resources were not passed on: the media check failed".into(),

@@ -2,8 +2,7 @@
 //! is withheld.
 
 use serde_json::Value;
-use wasmgate_core::Naming;
-use wasmgate_core::{Offer, Tool};
+use wasmgate_core::{Naming, Offer, Tool};
 use wasmgate_policy::exposed_name;
 
 /// Why a tool was not offered to the agent: its name cannot be exposed, or its

@@ -80,8 +80,9 @@ pub async fn render(
 async fn format(formatter: &Arc<Formatter>, request: FormatRequest) -> Result<String, String> {
     let started = std::time::Instant::now();
     let span = tracing::info_span!(target: wasmgate_guard::TRACE_TARGET, "format");
-    let formatted =
-        tracing::Instrument::instrument(formatter.format_async(request), span).await.map_err(|e| e.to_string());
+    let formatted = tracing::Instrument::instrument(formatter.format_async(request), span)
+        .await
+        .map_err(|e| wasmgate_core::report(&e));
     // Beside the guard's stages (the facade's: kept only when the host records).
     metrics::histogram!("wasmgate_stage_duration_seconds", "stage" => "format").record(started.elapsed());
     formatted

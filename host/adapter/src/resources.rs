@@ -17,8 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use wasmgate_client::{ClientError, McpClient};
-use wasmgate_core::Resource;
-use wasmgate_core::{BoxFuture, CancellationToken, Tool, ToolError, ToolExecute, ToolResult, ToolSpec};
+use wasmgate_core::{BoxFuture, CancellationToken, Resource, Tool, ToolError, ToolExecute, ToolResult, ToolSpec};
 use wasmgate_policy::sanitize;
 use wasmgate_protocol::{CallToolResult, ContentBlock, ResultKind};
 use wasmgate_sandbox::Formatter;
@@ -61,7 +60,7 @@ const DESCRIBED_CHARS: usize = 200;
 /// model without review: sanitized (control, escape, invisible and bidi characters
 /// removed) and capped, as the gateway does for forwarded descriptions.
 fn describe(provider: &str, resources: &[Resource]) -> String {
-    let clean = |text: &str| -> String { sanitize(text).text.chars().take(DESCRIBED_CHARS).collect() };
+    let clean = |text: &str| text_safety::truncated(&sanitize(text).text, DESCRIBED_CHARS);
     let mut text = format!("Reads one resource of {provider} by its URI. Available resources:");
     for resource in resources.iter().take(LISTED_IN_DESCRIPTION) {
         let about = resource.description.as_deref().or(resource.title.as_deref()).unwrap_or(&resource.name);

@@ -75,6 +75,13 @@ pub enum NotRunning {
     },
 }
 
+impl From<NotRunning> for SourceError {
+    /// Content cannot be had from a provider that is not running: the call failed.
+    fn from(why: NotRunning) -> Self {
+        SourceError::Failed(why.to_string())
+    }
+}
+
 /// An MCP provider kept running; see the module docs.
 pub struct Supervised {
     name: String,
@@ -327,13 +334,11 @@ impl ContentSource for Supervised {
     }
 
     fn resources(&self) -> BoxFuture<'_, Result<Vec<Resource>, SourceError>> {
-        Box::pin(async move { self.running().map_err(|e| SourceError::Failed(e.to_string()))?.resources().await })
+        Box::pin(async move { self.running()?.resources().await })
     }
 
     fn resource_templates(&self) -> BoxFuture<'_, Result<Vec<ResourceTemplate>, SourceError>> {
-        Box::pin(
-            async move { self.running().map_err(|e| SourceError::Failed(e.to_string()))?.resource_templates().await },
-        )
+        Box::pin(async move { self.running()?.resource_templates().await })
     }
 
     fn read_resource<'a>(
@@ -341,17 +346,15 @@ impl ContentSource for Supervised {
         uri: &'a str,
         cancel: CancellationToken,
     ) -> BoxFuture<'a, Result<Vec<Contents>, SourceError>> {
-        Box::pin(async move {
-            self.running().map_err(|e| SourceError::Failed(e.to_string()))?.read_resource(uri, cancel).await
-        })
+        Box::pin(async move { self.running()?.read_resource(uri, cancel).await })
     }
 
     fn subscribe<'a>(&'a self, uri: &'a str) -> BoxFuture<'a, Result<ResourceWatch, SourceError>> {
-        Box::pin(async move { self.running().map_err(|e| SourceError::Failed(e.to_string()))?.subscribe(uri).await })
+        Box::pin(async move { self.running()?.subscribe(uri).await })
     }
 
     fn prompts(&self) -> BoxFuture<'_, Result<Vec<PromptInfo>, SourceError>> {
-        Box::pin(async move { self.running().map_err(|e| SourceError::Failed(e.to_string()))?.prompts().await })
+        Box::pin(async move { self.running()?.prompts().await })
     }
 
     fn get_prompt<'a>(
@@ -360,9 +363,7 @@ impl ContentSource for Supervised {
         arguments: Map<String, Value>,
         cancel: CancellationToken,
     ) -> BoxFuture<'a, Result<PromptMessages, SourceError>> {
-        Box::pin(async move {
-            self.running().map_err(|e| SourceError::Failed(e.to_string()))?.get_prompt(name, arguments, cancel).await
-        })
+        Box::pin(async move { self.running()?.get_prompt(name, arguments, cancel).await })
     }
 
     fn complete(
@@ -370,8 +371,6 @@ impl ContentSource for Supervised {
         request: CompletionRequest,
         cancel: CancellationToken,
     ) -> BoxFuture<'_, Result<Completion, SourceError>> {
-        Box::pin(async move {
-            self.running().map_err(|e| SourceError::Failed(e.to_string()))?.complete(request, cancel).await
-        })
+        Box::pin(async move { self.running()?.complete(request, cancel).await })
     }
 }

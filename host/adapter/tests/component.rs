@@ -12,8 +12,7 @@ use common::{Reply, Upstream, formatters, provider, text, tool};
 use serde_json::json;
 use wasmgate_adapter::{AdapterError, ComponentProvider, McpToolset, Toolbox};
 use wasmgate_agent::{AgentConfig, AllowAll, Message, ModelTurn, ScriptedModel, run_agent};
-use wasmgate_core::ToolSource;
-use wasmgate_core::{CancellationToken, Toolset};
+use wasmgate_core::{CancellationToken, ToolSource, Toolset};
 use wasmgate_sandbox::Grants;
 
 fn create(title: &str) -> serde_json::Value {

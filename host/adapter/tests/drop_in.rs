@@ -11,8 +11,7 @@ use std::sync::Arc;
 use common::{Reply, SANDBOX, Upstream, formatters, limits, provider, tool};
 use serde_json::{Value, json};
 use wasmgate_adapter::{Formatters, MediaPass};
-use wasmgate_core::Naming;
-use wasmgate_core::{Attachment, CancellationToken, MediaKind, ToolResult};
+use wasmgate_core::{Attachment, CancellationToken, MediaKind, Naming, ToolResult};
 use wasmgate_policy::DEFAULT_MEDIA_TYPES;
 
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";

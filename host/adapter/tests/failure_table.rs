@@ -1,4 +1,4 @@
-//! DESIGN.md's failure table, one agent turn per row: a scripted model drives
+//! The failure table of docs/ARCHITECTURE.md, one agent turn per row: a scripted model drives
 //! `run_agent` through real adapters, over the in-memory transport, with real
 //! formatter components in the sandbox.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -10,12 +10,9 @@ use std::time::Duration;
 
 use common::{Reply, Upstream, formatters, text, tool};
 use serde_json::json;
-use wasmgate_adapter::{AdapterError, Backoff, McpProvider, Supervised};
-use wasmgate_adapter::{Connect, Report};
+use wasmgate_adapter::{AdapterError, Backoff, Connect, McpProvider, Report, Supervised};
 use wasmgate_client::{ClientConfig, FakeTransport, TransportError};
-use wasmgate_core::CancellationToken;
-use wasmgate_core::Naming;
-use wasmgate_core::ToolSource;
+use wasmgate_core::{CancellationToken, Naming, ToolSource};
 
 const QUICK: Backoff =
     Backoff { first: Duration::from_millis(20), most: Duration::from_millis(80), settled: Duration::from_secs(60) };

@@ -8,6 +8,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use text_safety::CUT_MARK;
 
 /// Longest free-text field kept, in characters.
 pub const MAX_TEXT_CHARS: usize = 4096;
@@ -223,7 +224,6 @@ const MAX_SHRUNK_DEPTH: usize = 8;
 /// The least share of the bound an object's field or an array's item is shrunk into; with
 /// less, the whole object or array becomes a marker.
 const MIN_SHARE: usize = 48;
-use text_safety::CUT_MARK;
 
 fn json_len(value: &Value) -> usize {
     serde_json::to_vec(value).map_or(usize::MAX, |v| v.len())
@@ -378,16 +378,16 @@ mod tests {
         )
         .bounded();
         let Event::Requested { reason, arguments, .. } = e.event else { panic!() };
-        assert_eq!(reason.chars().count(), MAX_TEXT_CHARS + "…[cut]".chars().count());
+        assert_eq!(reason.chars().count(), MAX_TEXT_CHARS + CUT_MARK.chars().count());
         let x = arguments["x"].as_str().unwrap();
-        assert!(x.ends_with("…[cut]") && x.len() > MAX_ARGUMENTS_BYTES / 2 - 16, "{}", x.len());
+        assert!(x.ends_with(CUT_MARK) && x.len() > MAX_ARGUMENTS_BYTES / 2 - 16, "{}", x.len());
         assert!(json_len(&arguments) <= MAX_ARGUMENTS_BYTES);
         let list = json!(["y".repeat(100_000)]);
         let e =
             Entry::call("c", "p", "t", Event::Requested { verdict: "a".into(), reason: "r".into(), arguments: list });
         let Event::Requested { arguments, .. } = e.bounded().event else { panic!() };
         assert!(json_len(&arguments) <= MAX_ARGUMENTS_BYTES);
-        assert!(arguments[0].as_str().unwrap().ends_with("…[cut]"), "an array is shrunk like an object");
+        assert!(arguments[0].as_str().unwrap().ends_with(CUT_MARK), "an array is shrunk like an object");
     }
 
     #[test]
@@ -399,7 +399,7 @@ mod tests {
         assert!(serde_json::to_vec(&arguments).unwrap().len() <= MAX_ARGUMENTS_BYTES);
         assert_eq!(arguments["to"], "evil@example.com");
         assert_eq!(arguments["cc"], json!(["a@example.com"]));
-        assert!(arguments["subject"].as_str().unwrap().ends_with("…[cut]"));
+        assert!(arguments["subject"].as_str().unwrap().ends_with(CUT_MARK));
         let attachments = arguments["attachments"].as_array().unwrap();
         assert_eq!(attachments.len(), MAX_SHRUNK_FIELDS + 1);
         assert_eq!(attachments[MAX_SHRUNK_FIELDS], "[omitted: 872 more items]");
@@ -427,7 +427,7 @@ mod tests {
         assert!(json_len(&arguments) <= MAX_ARGUMENTS_BYTES);
         assert_eq!(arguments["message"]["to"], "evil@example.com");
         assert_eq!(arguments["list"][0], "evil@example.com");
-        assert!(arguments["list"][1].as_str().unwrap().ends_with("…[cut]"));
+        assert!(arguments["list"][1].as_str().unwrap().ends_with(CUT_MARK));
         // Past the depth limit a value is a marker, and the record still fits.
         let mut nested = json!(pad);
         for _ in 0..MAX_SHRUNK_DEPTH + 2 {
@@ -453,7 +453,7 @@ mod tests {
         let Event::Requested { arguments, .. } = e.bounded().event else { panic!() };
         assert!(json_len(&arguments) <= MAX_ARGUMENTS_BYTES, "{}", json_len(&arguments));
         assert_eq!(arguments["to"], "evil@example.com");
-        assert!(arguments["subject"].as_str().unwrap().ends_with("…[cut]"));
+        assert!(arguments["subject"].as_str().unwrap().ends_with(CUT_MARK));
         let values: Vec<_> = arguments.as_object().unwrap().values().collect();
         assert!(values.contains(&&json!("first")) && values.contains(&&json!("second")), "{arguments}");
     }
@@ -464,7 +464,7 @@ mod tests {
         let e = Entry::log(Event::Withheld { reason: "r".into(), flags }).bounded();
         let Event::Withheld { flags, .. } = e.event else { panic!() };
         assert_eq!(flags.len(), MAX_FLAGS);
-        assert!(flags[0].ends_with("…[cut]"));
+        assert!(flags[0].ends_with(CUT_MARK));
     }
 
     #[test]

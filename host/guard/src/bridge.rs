@@ -274,7 +274,7 @@ fn clean_log(provider: &str, message: LogMessage) -> LogMessage {
         Value::String(text) => text.clone(),
         other => other.to_string(),
     };
-    let data: String = sanitize(&data).text.chars().take(MAX_LOG_CHARS).collect();
+    let data = text_safety::truncated(&sanitize(&data).text, MAX_LOG_CHARS);
     let data = if detect(&data).is_empty() { data } else { LOG_WITHHELD.to_owned() };
     let logger: String = sanitize(&message.logger).text.chars().filter(|c| !c.is_whitespace()).take(64).collect();
     let logger = if logger.is_empty() { provider.to_owned() } else { format!("{provider}/{logger}") };
@@ -425,7 +425,7 @@ mod tests {
         assert_eq!(seen[0].data, json!("{\"rows\":3}"));
         assert_eq!(seen[0].logger, "cal/dbx");
         assert_eq!(seen[1].data, json!(LOG_WITHHELD));
-        assert_eq!(seen[2].data.as_str().unwrap().chars().count(), MAX_LOG_CHARS);
+        assert_eq!(seen[2].data.as_str().unwrap(), format!("{}{}", "x".repeat(MAX_LOG_CHARS), text_safety::CUT_MARK));
         assert_eq!(seen.len(), LOG_BURST as usize, "a burst, then the rate: {}", seen.len());
     }
 

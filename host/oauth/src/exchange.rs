@@ -439,7 +439,7 @@ fn resolve(provider: &str, what: &str, source: &SecretSource) -> Result<String, 
 
 /// A short, printable copy of server text.
 fn bounded(text: &str) -> String {
-    text_safety::truncated(&text_safety::escape_for_log(text), 200)
+    text_safety::escape_for_log_cut(text, 200)
 }
 
 fn describe(answer: &serde_json::Value) -> String {

@@ -85,7 +85,7 @@ impl fmt::Display for Diff {
         for c in &self.changes {
             // The path holds the provider's keys as written: shown escaped, so a key
             // cannot drive a terminal or start a line of its own.
-            let path = escape_for_display(&c.path).replace('\n', "\\u{a}");
+            let path = text_safety::escape_for_log(&c.path);
             writeln!(f, "{path}: {} -> {}", c.before, c.after)?;
         }
         if self.omitted > 0 {
@@ -186,7 +186,7 @@ mod tests {
             Diff::between(&json!({"inputSchema": {}}), &json!({"inputSchema": big, "description": "x".repeat(500)}));
         assert_eq!(d.changes.len(), MAX_CHANGES);
         assert_eq!(d.omitted, 101 - MAX_CHANGES);
-        assert!(d.changes[0].after.chars().count() <= MAX_VALUE_CHARS + 1);
+        assert!(d.changes[0].after.chars().count() <= MAX_VALUE_CHARS + text_safety::CUT_MARK.chars().count());
         assert!(d.to_string().ends_with("... and 69 more changes\n"));
     }
 

@@ -183,8 +183,8 @@ fn is_transfer_refusal(err: &wasmtime::Error) -> bool {
 #[non_exhaustive]
 pub enum ToolCallError {
     /// The component ran and declined: unknown tool, invalid arguments, or a
-    /// failure of its own. The text is the guest's, cut to 2 KiB and made
-    /// log-safe. Arguments that are not a JSON object are refused by the host
+    /// failure of its own. The text is the guest's, made log-safe and cut to 2,048
+    /// characters. Arguments that are not a JSON object are refused by the host
     /// as `InvalidArguments` before any guest code runs.
     #[error("tool declined: {}", describe_call_error(.0))]
     Call(CallError),
@@ -254,12 +254,4 @@ pub enum LoadError {
     /// The engine could not be configured (`what` says which part).
     #[error("cannot configure the sandbox engine: {what}")]
     Engine { what: &'static str, source: Cause },
-}
-
-/// A short form of a guest-supplied message for a log line or an error: on one line,
-/// with control, escape, bidi and other invisible characters escaped, then cut to `max`
-/// characters (the cut marked), so a hostile guest can neither flood the logs nor
-/// rewrite a screen nor disguise a line.
-pub(crate) fn bounded(text: &str, max: usize) -> String {
-    text_safety::truncated(&text_safety::escape_for_log(text), max)
 }

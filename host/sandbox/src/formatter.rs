@@ -4,16 +4,20 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use wasmtime::component::Component;
+
 use crate::bindings::{FormatError, FormatterAsync, FormatterPre, FormatterPreAsync, ToolResult};
 use crate::engine::Sandbox;
-use crate::error::{LoadError, SandboxError, bounded};
+use crate::error::{LoadError, SandboxError};
 use crate::limits::CallLimits;
 use crate::prepared::{Ready, Spare};
 use crate::runner::{LazyPre, Loaded, Runner, guest_stderr, read_component, run_blocking, wrong_world};
 use crate::state::{Mode, StoreState};
 
-/// Longest guest-supplied error text kept.
-pub(crate) const MAX_ERROR_TEXT: usize = 2048;
+/// Longest guest-supplied error text kept, in characters of its log-safe form
+/// (`text_safety::escape_for_log_cut`: one line, escapes shown, the cut marked), so a
+/// hostile guest can neither flood the logs nor rewrite a screen nor disguise a line.
+pub(crate) const MAX_ERROR_CHARS: usize = 2048;
 
 /// The world a formatter is for.
 const WORLD: &str = "formatter";
@@ -77,9 +81,11 @@ impl Sandbox {
     /// WASI, if it does not export the `format` interface, if `limits` do not
     /// fit this sandbox, or if it cannot be instantiated within them.
     pub fn load_formatter(&self, name: &str, bytes: &[u8], limits: CallLimits) -> Result<Formatter, LoadError> {
-        let Loaded { runner, component, pre } = self.load_component(name, WORLD, bytes, &limits)?;
-        let pre = FormatterPre::new(pre).map_err(|e| wrong_world(name, WORLD, e.into_boxed_dyn_error()))?;
-        let pre_async = LazyPre::new(component, Arc::clone(&self.linker_async));
+        let typed = |component: &Component, pre| {
+            let pre = FormatterPre::new(pre).map_err(|e| wrong_world(name, WORLD, e.into_boxed_dyn_error()))?;
+            Ok((pre, LazyPre::new(component.clone(), Arc::clone(&self.linker_async))))
+        };
+        let Loaded { runner, typed: (pre, pre_async) } = self.load_component(name, WORLD, bytes, &limits, typed)?;
         Ok(Formatter { name: name.to_owned(), runner, pre, pre_async, spare: Arc::default(), limits })
     }
 }
@@ -221,8 +227,12 @@ async fn instantiate_async(
 
 fn bounded_format_error(error: FormatError) -> FormatError {
     match error {
-        FormatError::InvalidInput(why) => FormatError::InvalidInput(bounded(&why, MAX_ERROR_TEXT)),
-        FormatError::Unsupported(why) => FormatError::Unsupported(bounded(&why, MAX_ERROR_TEXT)),
-        FormatError::Internal(why) => FormatError::Internal(bounded(&why, MAX_ERROR_TEXT)),
+        FormatError::InvalidInput(why) => {
+            FormatError::InvalidInput(text_safety::escape_for_log_cut(&why, MAX_ERROR_CHARS))
+        }
+        FormatError::Unsupported(why) => {
+            FormatError::Unsupported(text_safety::escape_for_log_cut(&why, MAX_ERROR_CHARS))
+        }
+        FormatError::Internal(why) => FormatError::Internal(text_safety::escape_for_log_cut(&why, MAX_ERROR_CHARS)),
     }
 }

@@ -10,12 +10,12 @@
 
 use std::sync::Arc;
 
-use wasmtime::component::InstancePre;
+use wasmtime::component::{Component, InstancePre};
 
 use crate::bindings::{MediaCheckPreAsync, MediaRequest as GuestRequest};
 use crate::engine::Sandbox;
-use crate::error::{LoadError, SandboxError, bounded};
-use crate::formatter::MAX_ERROR_TEXT;
+use crate::error::{LoadError, SandboxError};
+use crate::formatter::MAX_ERROR_CHARS;
 use crate::limits::CallLimits;
 use crate::runner::{LazyPre, Loaded, Runner, guest_stderr, wrong_world};
 use crate::state::{Mode, StoreState};
@@ -71,9 +71,12 @@ impl Sandbox {
     /// the `media` interface, `limits` do not fit this sandbox, or it cannot be
     /// instantiated within them (tried once, with nothing granted).
     pub fn load_media_check(&self, bytes: &[u8], limits: CallLimits) -> Result<MediaCheck, LoadError> {
-        let Loaded { runner, component, pre: trial } = self.load_component(WORLD, WORLD, bytes, &limits)?;
-        let pre = LazyPre::new(component, Arc::clone(&self.linker_async));
-        pre.get(MediaCheckPreAsync::new).map_err(|e| wrong_world(WORLD, WORLD, Box::new(e)))?;
+        let typed = |component: &Component, trial| {
+            let pre = LazyPre::new(component.clone(), Arc::clone(&self.linker_async));
+            pre.get(MediaCheckPreAsync::new).map_err(|e| wrong_world(WORLD, WORLD, Box::new(e)))?;
+            Ok((pre, trial))
+        };
+        let Loaded { runner, typed: (pre, trial) } = self.load_component(WORLD, WORLD, bytes, &limits, typed)?;
         Ok(MediaCheck { runner, pre, trial, limits })
     }
 }
@@ -122,13 +125,13 @@ impl MediaCheck {
                     if !kept.iter().any(|k| k.index == index) {
                         let refusal = verdict
                             .refusal
-                            .map(|why| text_safety::clean(&why).chars().take(MAX_REFUSAL_CHARS).collect::<String>());
+                            .map(|why| text_safety::truncated(&text_safety::clean(&why), MAX_REFUSAL_CHARS));
                         kept.push(MediaVerdict { index, refusal });
                     }
                 }
                 Ok(kept)
             }
-            Ok(Err(why)) => Err(SandboxError::Media(bounded(&why, MAX_ERROR_TEXT))),
+            Ok(Err(why)) => Err(SandboxError::Media(text_safety::escape_for_log_cut(&why, MAX_ERROR_CHARS))),
             Err(e) => Err(SandboxError::from_call(e, store.data().limiter.hits, limits, stderr)),
         };
         self.runner.retire(store);

@@ -40,12 +40,16 @@ impl BoundedPipe {
     }
 
     /// What the guest wrote, as lossy UTF-8 on one line made log-safe
-    /// (`text_safety::escape_for_log`), with a note of how much was dropped.
+    /// (`text_safety::escape_for_log_cut`, at most `capacity` characters), the cut
+    /// marked with how much was dropped.
     pub fn contents(&self) -> String {
         let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut text = text_safety::escape_for_log(&String::from_utf8_lossy(&inner.kept));
+        let mut text = text_safety::escape_for_log_cut(&String::from_utf8_lossy(&inner.kept), self.capacity);
         if inner.dropped > 0 {
-            text.push_str(&format!(" [... {} more bytes dropped]", inner.dropped));
+            if !text.ends_with(text_safety::CUT_MARK) {
+                text.push_str(text_safety::CUT_MARK);
+            }
+            text.push_str(&format!(" ({} more bytes dropped)", inner.dropped));
         }
         text
     }
@@ -112,7 +116,7 @@ mod tests {
         let pipe = BoundedPipe::new(5);
         pipe.append(b"hello world");
         pipe.append(b"!");
-        assert_eq!(pipe.contents(), "hello [... 7 more bytes dropped]");
+        assert_eq!(pipe.contents(), format!("hello{} (7 more bytes dropped)", text_safety::CUT_MARK));
     }
 
     #[test]
@@ -129,5 +133,13 @@ mod tests {
         let pipe = BoundedPipe::new(100);
         pipe.append("a\u{feff}b\u{3164}c\u{e0041}d".as_bytes());
         assert_eq!(pipe.contents(), "a\\u{feff}b\\u{3164}c\\u{e0041}d");
+    }
+
+    #[test]
+    fn escaping_cannot_grow_the_text_past_the_capacity() {
+        let pipe = BoundedPipe::new(12);
+        pipe.append(&[0x1b; 12]);
+        let text = pipe.contents();
+        assert_eq!(text, format!("\\u{{1b}}\\u{{1b}}{}", text_safety::CUT_MARK));
     }
 }

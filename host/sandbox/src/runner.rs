@@ -12,7 +12,7 @@ use wasmtime::{Engine, PoolConcurrencyLimitError, Store, UpdateDeadline};
 
 use crate::cache::Cache;
 use crate::engine::{Sandbox, deadline_ticks};
-use crate::error::{LimitsError, LoadError, SandboxError, bounded};
+use crate::error::{LimitsError, LoadError, SandboxError};
 use crate::limits::CallLimits;
 use crate::prepared::{self, Reserve};
 use crate::state::{Mode, StoreState};
@@ -78,7 +78,7 @@ impl Runner {
         if self.fuel_enabled {
             store
                 .set_fuel(limits.fuel.unwrap_or(u64::MAX))
-                .map_err(|e| SandboxError::Instantiate(e.into_boxed_dyn_error()))?;
+                .map_err(|_| SandboxError::InvalidLimits(LimitsError::FuelNotMetered))?;
         }
         Ok(store)
     }
@@ -214,7 +214,7 @@ pub(crate) fn off_async_thread<R: Send>(work: impl FnOnce() -> R + Send) -> std:
 pub(crate) fn guest_stderr(store: &Store<StoreState>, component: &str) -> String {
     let stderr = store.data().stderr.contents();
     if !stderr.is_empty() {
-        tracing::debug!(target: "wasmgate::guest", component, stderr = %bounded(&stderr, 4096), "guest stderr");
+        tracing::debug!(target: "wasmgate::guest", component, stderr = %text_safety::escape_for_log_cut(&stderr, 4096), "guest stderr");
     }
     stderr
 }
@@ -230,33 +230,36 @@ pub(crate) fn read_component(path: &Path) -> Result<Vec<u8>, LoadError> {
     std::fs::read(path).map_err(read_error)
 }
 
-/// A component ready to run: compiled (or taken from the cache), linked to WASI, and
-/// admitted under its limits ([`Runner::admit`]). Every kind of component is loaded
-/// through here, then links the world it is for.
-pub(crate) struct Loaded {
+/// A component ready to run: its limits checked, compiled (or taken from the cache),
+/// linked to WASI, checked for the exports of its world, and admitted under its limits
+/// (one trial instance). Every kind of component is loaded through here.
+pub(crate) struct Loaded<P> {
     pub runner: Runner,
-    pub component: Component,
-    /// Linked to blocking WASI: the trial's link, and the start of a kind's own.
-    pub pre: InstancePre<StoreState>,
+    /// What the kind made of the component and its link (its typed pre-instances).
+    pub typed: P,
 }
 
 impl Sandbox {
     /// Loads the `world` component `bytes` under `limits`; `name` names it in errors
-    /// and logs.
-    pub(crate) fn load_component(
+    /// and logs. `typed` makes the kind's own form of the component and its link to
+    /// blocking WASI, checking that it exports the world (the check comes before the
+    /// trial, so a component of another world is refused as such).
+    pub(crate) fn load_component<P>(
         &self,
         name: &str,
         world: &'static str,
         bytes: &[u8],
         limits: &CallLimits,
-    ) -> Result<Loaded, LoadError> {
+        typed: impl FnOnce(&Component, InstancePre<StoreState>) -> Result<P, LoadError>,
+    ) -> Result<Loaded<P>, LoadError> {
         let runner = Runner::new(self);
         runner.check(limits).map_err(|e| LoadError::Limits { name: name.to_owned(), source: e.into() })?;
         let component = self.compile(name, bytes)?;
         let pre =
             self.linker.instantiate_pre(&component).map_err(|e| wrong_world(name, world, e.into_boxed_dyn_error()))?;
-        runner.admit(name, limits, &pre)?;
-        Ok(Loaded { runner, component, pre })
+        let typed = typed(&component, pre.clone())?;
+        runner.trial(name, limits, |store| pre.instantiate(store))?;
+        Ok(Loaded { runner, typed })
     }
 
     /// Compiles `bytes`, or loads the compiled form from the cache.

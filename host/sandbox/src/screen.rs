@@ -10,10 +10,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use wasmtime::component::Component;
+
 use crate::bindings::{GuestFinding, ProviderText, ScreenError, ScreenPreAsync};
 use crate::engine::Sandbox;
-use crate::error::{LoadError, SandboxError, bounded};
-use crate::formatter::MAX_ERROR_TEXT;
+use crate::error::{LoadError, SandboxError};
+use crate::formatter::MAX_ERROR_CHARS;
 use crate::limits::CallLimits;
 use crate::runner::{LazyPre, Loaded, Runner, guest_stderr, read_component, wrong_world};
 use crate::state::{Mode, StoreState};
@@ -80,9 +82,12 @@ impl Sandbox {
     /// the `screening` interface, `limits` do not fit this sandbox, or it cannot be
     /// instantiated within them (tried once, with nothing granted).
     pub fn load_screen(&self, name: &str, bytes: &[u8], limits: CallLimits) -> Result<Screen, LoadError> {
-        let Loaded { runner, component, .. } = self.load_component(name, WORLD, bytes, &limits)?;
-        let pre = LazyPre::new(component, Arc::clone(&self.linker_async));
-        pre.get(ScreenPreAsync::new).map_err(|e| wrong_world(name, WORLD, Box::new(e)))?;
+        let typed = |component: &Component, _| {
+            let pre = LazyPre::new(component.clone(), Arc::clone(&self.linker_async));
+            pre.get(ScreenPreAsync::new).map_err(|e| wrong_world(name, WORLD, Box::new(e)))?;
+            Ok(pre)
+        };
+        let Loaded { runner, typed: pre } = self.load_component(name, WORLD, bytes, &limits, typed)?;
         Ok(Screen { name: name.to_owned(), runner, pre, limits })
     }
 }
@@ -118,7 +123,7 @@ impl Screen {
         let outcome = match outcome {
             Ok(Ok(findings)) => Ok(findings.into_iter().take(MAX_FINDINGS).map(finding).collect()),
             Ok(Err(ScreenError::Unsupported(why) | ScreenError::Internal(why))) => {
-                Err(SandboxError::Screen(bounded(&why, MAX_ERROR_TEXT)))
+                Err(SandboxError::Screen(text_safety::escape_for_log_cut(&why, MAX_ERROR_CHARS)))
             }
             Err(e) => Err(SandboxError::from_call(e, store.data().limiter.hits, limits, stderr)),
         };
@@ -135,7 +140,7 @@ fn finding(found: GuestFinding) -> Finding {
     } else {
         "screen-finding".to_owned()
     };
-    let description = text_safety::clean(&found.description).chars().take(MAX_DESCRIPTION_CHARS).collect();
+    let description = text_safety::truncated(&text_safety::clean(&found.description), MAX_DESCRIPTION_CHARS);
     Finding { rule, description }
 }
 
@@ -147,7 +152,7 @@ mod tests {
     fn a_guests_finding_is_made_safe() {
         let odd = finding(GuestFinding { rule: "Evil Rule\u{1b}[2J".into(), description: "x\u{202e}y".repeat(200) });
         assert_eq!(odd.rule, "screen-finding");
-        assert_eq!(odd.description.chars().count(), MAX_DESCRIPTION_CHARS);
+        assert_eq!(odd.description.chars().count(), MAX_DESCRIPTION_CHARS + text_safety::CUT_MARK.chars().count());
         assert!(!odd.description.contains('\u{202e}'));
         let fine = finding(GuestFinding { rule: "secret-path".into(), description: "names a key file".into() });
         assert_eq!((fine.rule.as_str(), fine.description.as_str()), ("secret-path", "names a key file"));

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use crate::bindings::{CallOutcome as GuestOutcome, ToolDefinition as GuestDefinition};
-use crate::error::{SandboxError, bounded};
+use crate::error::SandboxError;
 
 /// Most tools one component may list.
 pub const MAX_TOOLS: usize = 256;
@@ -64,7 +64,9 @@ pub(crate) fn check_definitions(
     let mut seen = HashSet::new();
     let mut checked = Vec::with_capacity(list.len());
     for (index, def) in list.into_iter().enumerate() {
-        let what = |why: &str| invalid(format!("tool {index} ({:?}): {why}", bounded(&def.name, MAX_NAME_BYTES)));
+        let what = |why: &str| {
+            invalid(format!("tool {index} ({:?}): {why}", text_safety::escape_for_log_cut(&def.name, MAX_NAME_BYTES)))
+        };
         if !valid_name(&def.name) {
             return Err(what(&format!("a name must be 1 to {MAX_NAME_BYTES} of [A-Za-z0-9_.-]")));
         }

@@ -5,11 +5,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use wasmtime::Store;
+use wasmtime::component::Component;
 
 use crate::bindings::{CallError, ToolProviderAsync, ToolProviderPre, ToolProviderPreAsync};
 use crate::engine::Sandbox;
-use crate::error::{LoadError, SandboxError, ToolCallError, bounded};
-use crate::formatter::MAX_ERROR_TEXT;
+use crate::error::{LoadError, SandboxError, ToolCallError};
+use crate::formatter::MAX_ERROR_CHARS;
 use crate::grants::Grants;
 use crate::limits::CallLimits;
 use crate::prepared::{Ready, Spare};
@@ -73,9 +74,11 @@ impl Sandbox {
         bytes: &[u8],
         limits: CallLimits,
     ) -> Result<ToolProvider, LoadError> {
-        let Loaded { runner, component, pre } = self.load_component(label, WORLD, bytes, &limits)?;
-        let pre = ToolProviderPre::new(pre).map_err(|e| wrong_world(label, WORLD, e.into_boxed_dyn_error()))?;
-        let pre_async = LazyPre::new(component, Arc::clone(&self.linker_async));
+        let typed = |component: &Component, pre| {
+            let pre = ToolProviderPre::new(pre).map_err(|e| wrong_world(label, WORLD, e.into_boxed_dyn_error()))?;
+            Ok((pre, LazyPre::new(component.clone(), Arc::clone(&self.linker_async))))
+        };
+        let Loaded { runner, typed: (pre, pre_async) } = self.load_component(label, WORLD, bytes, &limits, typed)?;
         Ok(ToolProvider { name: name.to_owned(), runner, pre, pre_async, spare: Arc::default(), limits })
     }
 }
@@ -254,8 +257,10 @@ fn check_arguments(arguments_json: &str) -> Result<(), String> {
 
 fn bounded_call_error(error: CallError) -> CallError {
     match error {
-        CallError::UnknownTool(name) => CallError::UnknownTool(bounded(&name, MAX_ERROR_TEXT)),
-        CallError::InvalidArguments(why) => CallError::InvalidArguments(bounded(&why, MAX_ERROR_TEXT)),
-        CallError::Internal(why) => CallError::Internal(bounded(&why, MAX_ERROR_TEXT)),
+        CallError::UnknownTool(name) => CallError::UnknownTool(text_safety::escape_for_log_cut(&name, MAX_ERROR_CHARS)),
+        CallError::InvalidArguments(why) => {
+            CallError::InvalidArguments(text_safety::escape_for_log_cut(&why, MAX_ERROR_CHARS))
+        }
+        CallError::Internal(why) => CallError::Internal(text_safety::escape_for_log_cut(&why, MAX_ERROR_CHARS)),
     }
 }

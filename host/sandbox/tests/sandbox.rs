@@ -215,6 +215,18 @@ fn bytes_that_are_not_a_component_fail_at_load_naming_it() {
 }
 
 #[test]
+fn the_world_is_checked_before_the_trial_instance() {
+    // No component instantiates in one byte of memory: the trial would fail, but a
+    // component of another world is refused as such first.
+    let sandbox = small_sandbox();
+    let starved = CallLimits { memory_bytes: 1, ..CallLimits::default() };
+    let err = sandbox.load_formatter_file(Path::new(wasmgate_guests::ECHO_TOOLS_PATH), starved.clone()).unwrap_err();
+    assert!(matches!(err, LoadError::WrongWorld { world: "formatter", .. }), "{err}");
+    let err = sandbox.load_formatter("json-text", wasmgate_guests::JSON_TEXT, starved).unwrap_err();
+    assert!(matches!(err, LoadError::Limits { .. }), "{err}");
+}
+
+#[test]
 fn a_component_of_another_world_is_not_a_formatter() {
     let sandbox = small_sandbox();
     let err =

@@ -6,8 +6,7 @@ use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use serde_json::Value;
-use wasmgate_adapter::ComponentProvider;
-use wasmgate_adapter::{ComponentRunner, component_tool};
+use wasmgate_adapter::{ComponentProvider, ComponentRunner, component_tool};
 use wasmgate_core::{CancellationToken, Tool, ToolError, ToolResult};
 use wasmgate_guests::{CALENDAR_PATH, ECHO_TOOLS_PATH, hostile};
 use wasmgate_sandbox::{CallLimits, DirGrant, Grants, ToolDefinition, ToolProvider};

@@ -48,11 +48,10 @@ impl Default for StderrTail {
 
 impl StderrTail {
     fn push(&self, line: &str) {
-        let mut line: String = line.chars().take(TAIL_LINE_CHARS).collect();
-        if line.len() < TAIL_LINE_CHARS && line.trim().is_empty() {
+        if line.trim().is_empty() {
             return;
         }
-        line.truncate(line.trim_end().len());
+        let line = text_safety::truncated(line.trim_end(), TAIL_LINE_CHARS);
         let mut lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
         if lines.len() == TAIL_LINES {
             lines.pop_front();
@@ -90,7 +89,10 @@ async fn drain_lines(server: &str, stderr: impl AsyncRead + Unpin, budget: Stder
             }
             Ok(Line::Eof { .. }) | Err(_) => break,
         };
-        let line = escape(&text);
+        let mut line = escape(&text);
+        if len.is_some() {
+            line.push_str(text_safety::CUT_MARK);
+        }
         tail.push(&line);
         let now = Instant::now();
         if now.duration_since(window.0) >= Duration::from_secs(1) {
@@ -108,7 +110,7 @@ async fn drain_lines(server: &str, stderr: impl AsyncRead + Unpin, budget: Stder
         match len {
             None => tracing::info!(target: "wasmgate::server_stderr", server = %server, "{line}"),
             Some(len) => {
-                tracing::info!(target: "wasmgate::server_stderr", server = %server, "{line} [line of {len} bytes truncated]");
+                tracing::info!(target: "wasmgate::server_stderr", server = %server, "{line} (a line of {len} bytes)");
             }
         }
     }
@@ -156,7 +158,7 @@ mod tests {
         assert_eq!(last.len(), 8);
         assert_eq!(last[0], "line 09993");
         assert_eq!(last[6], "line 09999");
-        assert_eq!(last[7], "y".repeat(32), "cut at the line limit");
+        assert_eq!(last[7], format!("{}{}", "y".repeat(32), text_safety::CUT_MARK), "cut at the line limit");
     }
 
     #[tokio::test]
@@ -173,7 +175,7 @@ mod tests {
         let last = tail.lines(std::time::Duration::from_secs(5)).await;
         assert_eq!(last.len(), 8, "{last:?}");
         assert_eq!(last[0], "b\\u{1b}[31m", "escaped");
-        assert_eq!(last[1].chars().count(), 300, "cut");
+        assert_eq!(last[1], format!("{}{}", "z".repeat(300), text_safety::CUT_MARK), "cut");
         assert_eq!(last[7], "h", "a, the oldest of nine, is gone");
     }
 
