@@ -28,6 +28,13 @@ if cargo tree -p wasmgate-store -e normal --locked --prefix none | grep -E '^(ax
     echo "wasmgate-store depends on axum or hyper: the traits it implements belong in wasmgate-core" >&2
     exit 1
 fi
+# The guard decides on facts alone: no MCP client, sandbox, HTTP stack or socket code
+# in what it builds on, so its tests run against fakes.
+if cargo tree -p wasmgate-guard -e normal,features --locked --prefix none |
+    grep -E '^(wasmgate-client|wasmgate-sandbox|wasmtime|reqwest|hyper|axum) |^tokio feature "net"'; then
+    echo "wasmgate-guard depends on a client, the sandbox or network code: move that behind a trait of wasmgate-core" >&2
+    exit 1
+fi
 
 echo "== cargo fmt --check" >&2
 cargo fmt --all -- --check

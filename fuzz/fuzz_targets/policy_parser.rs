@@ -20,8 +20,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value, json};
-use wasmgate_policy::{Policy, PolicyError, ProviderPolicy, Rule, Verdict};
-use wasmgate_policy::{is_valid_tool_name, validate_provider};
+use wasmgate_policy::{Policy, PolicyError, ProviderPolicy, Rule, Verdict, is_valid_tool_name, validate_provider};
 
 const ORIGIN: &str = "fuzz.toml";
 /// An argument value no policy reason may contain (unless the policy itself does).

@@ -6,8 +6,9 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant, UNIX_EPOCH};
-use wasmgate_audit::{AuditError, AuditLog, Durability, Entry, Event, FixedClock, Options, Redaction, verify};
-use wasmgate_audit::{genesis_hash, line_hash};
+use wasmgate_audit::{
+    AuditError, AuditLog, Durability, Entry, Event, FixedClock, Options, Redaction, genesis_hash, line_hash, verify,
+};
 
 fn clock() -> Arc<FixedClock> {
     Arc::new(FixedClock(UNIX_EPOCH + Duration::from_millis(1_777_627_800_125)))

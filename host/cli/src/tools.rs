@@ -4,8 +4,7 @@ use std::sync::Arc;
 
 use text_safety::escape_for_display;
 use url::Url;
-use wasmgate_gateway::authorizer;
-use wasmgate_gateway::{Config, ToolState};
+use wasmgate_gateway::{Config, ToolState, authorizer};
 use wasmgate_guard::Unattended;
 use wasmgate_oauth::LoginStatus;
 

@@ -15,9 +15,10 @@ use std::sync::{Arc, Mutex};
 use common::{serve_http_with, setup, stderr, wasmgate};
 use serde_json::{Map, Value, json};
 use wasmgate_client::{
-    Bearer, ClientConfig, ClientError, HttpConfig, HttpTransport, InputDeclined, InputHandler, InputRequest, McpClient,
+    ClientConfig, ClientError, HttpConfig, HttpTransport, InputDeclined, InputHandler, InputRequest, McpClient,
 };
 use wasmgate_core::CancellationToken;
+use wasmgate_oauth::SecretSource;
 use wasmgate_testing::Issuer;
 
 const METRICS_TOKEN: &str = "scraper-token-0123456789abcdef";
@@ -64,7 +65,7 @@ async fn client(url: &str, token: &str, person: Arc<Person>) -> McpClient {
     capabilities.insert("elicitation".into(), json!({}));
     let config =
         ClientConfig { capabilities, input_handler: Some(person as Arc<dyn InputHandler>), ..ClientConfig::default() };
-    let http = HttpConfig { bearer: Some(Bearer::Token(token.to_owned())), ..HttpConfig::new("wasmgate", url) };
+    let http = HttpConfig { bearer: Some(SecretSource::Value(token.to_owned())), ..HttpConfig::new("wasmgate", url) };
     McpClient::connect("wasmgate", HttpTransport::new(&http).unwrap(), config).await.unwrap()
 }
 

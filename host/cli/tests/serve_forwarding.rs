@@ -13,8 +13,7 @@ use serde_json::{Map, Value, json};
 use std::sync::{Arc, Mutex};
 
 use wasmgate_client::{CallOptions, ClientConfig, ClientError, McpClient, ProgressFn, StdioConfig, StdioTransport};
-use wasmgate_core::CancellationToken;
-use wasmgate_core::{CompletionRequest, Contents};
+use wasmgate_core::{CancellationToken, CompletionRequest, Contents};
 
 /// A gateway fronting the fixture with `policy_extra` added to its provider's policy.
 fn gateway(policy_extra: &str) -> tempfile::TempDir {

@@ -1,4 +1,5 @@
-//! The client's two error types, split the way DESIGN.md's failure contract needs them.
+//! The client's two error types, split the way the failure contract (docs/ARCHITECTURE.md)
+//! needs them.
 //!
 //! A tool that ran and failed (`isError: true`) is *not* an error here: it is an
 //! `Ok(CallToolResult)` the model gets to read. Everything in [`ClientError`] means the

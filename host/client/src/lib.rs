@@ -38,7 +38,7 @@ pub use client::{
 };
 pub use error::{ClientError, CloseReason, TransportError};
 pub use transport::{
-    Bearer, FakeServer, FakeTransport, HttpConfig, HttpTransport, Inbound, StderrTail, StdioConfig, StdioLimits,
+    FakeServer, FakeTransport, HttpConfig, HttpTransport, Inbound, StderrTail, StdioConfig, StdioLimits,
     StdioTransport, StreamEnd, Transport, resolve_program,
 };
 

@@ -9,8 +9,7 @@ mod logs;
 
 use confined::{fixtures, for_python, hostile, python};
 use wasmgate_client::{StdioConfig, StdioTransport, TransportError};
-use wasmgate_confine::{Confinement, Enforcement};
-use wasmgate_confine::{LandlockAbi, Mechanism};
+use wasmgate_confine::{Confinement, Enforcement, LandlockAbi, Mechanism};
 
 fn hostile_config(workdir: &std::path::Path, confinement: Option<Confinement>) -> StdioConfig {
     StdioConfig::new("hostile", python(), workdir).arg(fixtures().join("hostile_server.py")).confinement(confinement)

@@ -11,8 +11,7 @@ use std::net::{Ipv4Addr, TcpListener, UdpSocket};
 
 use confined::{Hostile, gone, hostile};
 use serde_json::json;
-use wasmgate_confine::Mechanism;
-use wasmgate_confine::{Network, ResourceLimits};
+use wasmgate_confine::{Mechanism, Network, ResourceLimits};
 
 #[tokio::test]
 async fn reading_shadow_a_home_key_or_another_providers_directory_is_denied() {

@@ -1,6 +1,6 @@
-//! `tools/call` outcomes against a scripted fake server: the DESIGN.md split between a
-//! tool error (`Ok`, `isError`) and a failed call (`Err`), timeouts, cancellation and
-//! progress.
+//! `tools/call` outcomes against a scripted fake server: the failure contract's split
+//! (docs/ARCHITECTURE.md) between a tool error (`Ok`, `isError`) and a failed call
+//! (`Err`), timeouts, cancellation and progress.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

@@ -12,8 +12,7 @@ use serde_json::{Map, Value, json};
 use wasmgate_client::{
     ClientConfig, ClientError, FakeServer, FakeTransport, InputDeclined, InputHandler, InputRequest, McpClient,
 };
-use wasmgate_core::{BoxFuture, CancellationToken};
-use wasmgate_core::{Completion, CompletionRequest, PromptInfo, ResourceTemplate, Role};
+use wasmgate_core::{BoxFuture, CancellationToken, Completion, CompletionRequest, PromptInfo, ResourceTemplate, Role};
 use wasmgate_protocol::GetPromptResult;
 use wasmgate_protocol::codes::INVALID_PARAMS;
 

@@ -9,8 +9,7 @@ use std::time::Duration;
 use common::{expect_notification, expect_request};
 use serde_json::{Value, json};
 use wasmgate_client::{ClientConfig, ClientError, FakeServer, FakeTransport, McpClient};
-use wasmgate_core::CancellationToken;
-use wasmgate_core::{Contents, Resource};
+use wasmgate_core::{CancellationToken, Contents, Resource};
 use wasmgate_protocol::ReadResourceResult;
 use wasmgate_protocol::codes::INVALID_PARAMS;
 

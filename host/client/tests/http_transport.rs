@@ -9,8 +9,9 @@ mod http_script;
 use http_script::{Endpoint, event};
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncReadExt;
-use wasmgate_client::{Bearer, ClientConfig, ClientError, HttpConfig, HttpTransport, McpClient};
+use wasmgate_client::{ClientConfig, ClientError, HttpConfig, HttpTransport, McpClient};
 use wasmgate_core::CancellationToken;
+use wasmgate_oauth::SecretSource;
 use wasmgate_protocol::{ContentBlock, ProtocolVersion};
 
 fn transport(endpoint: &Endpoint) -> HttpTransport {
@@ -128,7 +129,7 @@ async fn a_404_to_a_notification_keeps_the_session_so_the_next_request_can_renew
 async fn modern_requests_carry_version_method_name_and_bearer_and_sse_answers_are_read() {
     let endpoint = Endpoint::bind().await;
     let mut config = HttpConfig::new("scripted", &endpoint.url);
-    config.bearer = Some(Bearer::Token("t0ken".into()));
+    config.bearer = Some(SecretSource::Value("t0ken".into()));
     let client = modern(&endpoint, config).await;
     let answer = call(&client, "get weather");
     let exchange = endpoint.expect("tools/call").await;
@@ -226,7 +227,7 @@ async fn x_mcp_header_parameters_are_mirrored_and_invalid_annotations_drop_the_t
 #[tokio::test]
 async fn a_missing_bearer_variable_is_a_configuration_error_naming_it() {
     let mut config = HttpConfig::new("scripted", "http://127.0.0.1:9/mcp");
-    config.bearer = Some(Bearer::FromEnv("WASMGATE_TEST_TOKEN_THAT_IS_NOT_SET".into()));
+    config.bearer = Some(SecretSource::FromEnv("WASMGATE_TEST_TOKEN_THAT_IS_NOT_SET".into()));
     let error = HttpTransport::new(&config).unwrap_err();
     assert!(error.to_string().contains("WASMGATE_TEST_TOKEN_THAT_IS_NOT_SET"), "{error}");
 }
@@ -238,8 +239,8 @@ async fn extra_headers_go_with_every_request_from_their_values_or_variables() {
     let endpoint = Endpoint::bind().await;
     let mut config = HttpConfig::new("scripted", &endpoint.url);
     config.headers = vec![
-        ("X-Api-Key".into(), wasmgate_oauth::SecretSource::FromEnv("PATH".into())),
-        ("X-Team".into(), wasmgate_oauth::SecretSource::Value("blue".into())),
+        ("X-Api-Key".into(), SecretSource::FromEnv("PATH".into())),
+        ("X-Team".into(), SecretSource::Value("blue".into())),
     ];
     let client = modern(&endpoint, config).await;
     let answer = call(&client, "t");
@@ -249,17 +250,17 @@ async fn extra_headers_go_with_every_request_from_their_values_or_variables() {
     exchange.result(text("ok"), &[]).await;
     assert_eq!(answer.await.unwrap().unwrap(), "ok");
 
-    let refused = |headers: Vec<(&str, wasmgate_oauth::SecretSource)>, url: &str, bearer: bool| {
+    let refused = |headers: Vec<(&str, SecretSource)>, url: &str, bearer: bool| {
         let mut config = HttpConfig::new("scripted", url);
         config.headers = headers.into_iter().map(|(n, v)| (n.to_owned(), v)).collect();
         if bearer {
-            config.bearer = Some(Bearer::Token("t".into()));
+            config.bearer = Some(SecretSource::Value("t".into()));
         }
         HttpTransport::new(&config).err().map(|e| e.to_string()).unwrap_or_default()
     };
-    let value = || wasmgate_oauth::SecretSource::Value("v".into());
+    let value = || SecretSource::Value("v".into());
     let local = "http://127.0.0.1:9/mcp";
-    assert!(refused(vec![("X-Key", wasmgate_oauth::SecretSource::FromEnv(var.into()))], local, false).contains(var));
+    assert!(refused(vec![("X-Key", SecretSource::FromEnv(var.into()))], local, false).contains(var));
     for reserved in ["Mcp-Session-Id", "MCP-Protocol-Version", "Content-Type", "Host", "Accept"] {
         assert!(refused(vec![(reserved, value())], local, false).contains("cannot be set"), "{reserved}");
     }

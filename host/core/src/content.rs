@@ -5,7 +5,8 @@
 //! The protocol crate reads these from the wire (strictly, and keeping each result's
 //! whole JSON beside them); the adapter hands them up from an MCP server; the guard
 //! decides what of them is served, cleaned and framed; the server face sends what the
-//! guard serves ([`Offers`](crate::Offers), [`Prompt`](crate::Prompt)). Nothing maps one copy onto another on the way.
+//! guard serves ([`Offers`](crate::Offers), [`Prompt`](crate::Prompt)). Nothing maps one
+//! copy onto another on the way.
 
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;

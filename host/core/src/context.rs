@@ -3,8 +3,9 @@
 //!
 //! It travels with the call as a task-local ([`CallContext::scope`]), so a
 //! [`Tool`](crate::Tool) stays a spec and an `execute`: a tool that can report progress
-//! looks for a sink with [`CallContext::current`], and one that cannot never notices. Whoever serves the call (the MCP
-//! server face, for one) opens the scope; nothing is carried across a spawned task.
+//! looks for a sink with [`CallContext::current`], and one that cannot never notices.
+//! Whoever serves the call (the MCP server face, for one) opens the scope; nothing is
+//! carried across a spawned task.
 
 use std::fmt;
 use std::future::Future;

@@ -33,7 +33,8 @@ pub struct Prompt {
     pub messages: Vec<Value>,
 }
 
-/// Why a request other than a tool call got no answer.
+/// Why a request other than a tool call got no answer. Exhaustive on purpose: the
+/// server maps each kind to its wire error, and a new kind must be mapped there too.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     /// No resource is served at this URI: -32602 with `data.uri` since 2026-07-28,

@@ -76,6 +76,7 @@ impl HostGrant {
     /// Whether a connection asked for `host` (a name or an address) and `port` is this
     /// grant's: the same port, and the same address or the same name (without regard to
     /// case or a trailing dot).
+    #[cfg(feature = "net")]
     pub(crate) fn matches(&self, host: &str, port: u16) -> bool {
         if self.port != port {
             return false;
@@ -138,6 +139,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "net")]
     #[test]
     fn a_grant_matches_its_host_and_port_only() {
         let grant = HostGrant::parse("calendar.example.com:443").unwrap();

@@ -13,21 +13,31 @@
 //! # Layout
 //!
 //! * `grant`: [`HostGrant`] and [`HostGrantError`];
-//! * `address`: [`is_public`], [`permits`], [`is_loopback`], [`is_secure`], and the
-//!   resolution of a granted name;
-//! * `proxy`: the egress proxy ([`serve`], [`EgressGrant`], [`EgressRecord`],
-//!   [`PROXY_PORT`]);
+//! * `address`: the decisions that need no lookup, [`is_public`], [`is_loopback`],
+//!   [`is_secure`];
+//! * `connect` (feature `net`): [`permits`] and the resolution of a granted name;
+//! * `proxy` (feature `net`): the egress proxy ([`serve`], [`EgressGrant`],
+//!   [`EgressRecord`], [`PROXY_PORT`]);
 //! * `http` (feature `http`): what the gateway's own HTTP requests share,
 //!   `read_bounded`.
+//!
+//! Without features the crate is parsing and pure decisions only (what the policy
+//! needs), so a crate that reads grants gains no network code and no runtime.
 
 mod address;
+#[cfg(feature = "net")]
+mod connect;
 mod grant;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "net")]
 mod proxy;
 
-pub use address::{is_loopback, is_public, is_secure, permits};
+pub use address::{is_loopback, is_public, is_secure};
+#[cfg(feature = "net")]
+pub use connect::permits;
 pub use grant::{HostGrant, HostGrantError};
 #[cfg(feature = "http")]
 pub use http::{BodyError, read_bounded};
+#[cfg(feature = "net")]
 pub use proxy::{EgressGrant, EgressObserver, EgressRecord, PROXY_PORT, serve};

@@ -30,7 +30,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
-use crate::address::resolve;
+use crate::connect::resolve;
 use crate::grant::{HostGrant, split_authority};
 
 /// The port of the proxy inside a server's network namespace (the namespace is the

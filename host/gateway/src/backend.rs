@@ -15,8 +15,10 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 use tokio::sync::watch;
-use wasmgate_core::{BoxFuture, CallContext, CancellationToken, Tool, ToolResult, ToolSpec};
-use wasmgate_core::{CompleteParams, Completion, ContentSource, Offers, Prompt, Refusal, ResourceWatch};
+use wasmgate_core::{
+    BoxFuture, CallContext, CancellationToken, CompleteParams, Completion, ContentSource, Offers, Prompt, Refusal,
+    ResourceWatch, Tool, ToolResult, ToolSpec,
+};
 use wasmgate_guard::{Guard, GuardedContent, GuardedToolset};
 use wasmgate_policy::split_prefixed;
 use wasmgate_protocol::server::GetPromptParams;

@@ -49,7 +49,8 @@ impl Member {
         let timeout = Duration::from_millis(config.store_timeout_ms);
         let store = Store::new(&url, timeout).map_err(|e| StartError::cluster("[cluster] store", Some(e.into())))?;
         store.ping().await.map_err(|e| {
-            let what = "a replica does not start without its shared store (start it, or fix the URL)";
+            let what = "the shared store does not answer, and a replica does not start without it (start it, or fix \
+                        the URL)";
             StartError::cluster(what, Some(e.into()))
         })?;
         let secret = ChainKey::load(&config.approval_key_file)

@@ -20,8 +20,7 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
-use wasmgate_policy::CodePin;
-use wasmgate_policy::{CodeState, Lock, LockError, Policy, ProviderPolicy};
+use wasmgate_policy::{CodePin, CodeState, Lock, LockError, Policy, ProviderPolicy};
 
 use crate::config::{Config, ProviderConfig, ProviderKind};
 use crate::error::StartError;
@@ -45,9 +44,9 @@ pub struct Code {
 /// Why a provider's code cannot be pinned.
 #[derive(Debug, thiserror::Error)]
 pub enum CodeError {
-    /// Its program cannot be found.
-    #[error("its program cannot be found")]
-    Program(#[source] wasmgate_client::TransportError),
+    /// Its program cannot be resolved (the error names the program and why).
+    #[error(transparent)]
+    Program(wasmgate_client::TransportError),
     /// A file of it cannot be read.
     #[error("cannot read {} to pin it", path.display())]
     Read {

@@ -16,9 +16,9 @@ use wasmgate_policy::{Lock, Policy};
 use wasmgate_sandbox::{Sandbox, SandboxConfig};
 
 use crate::cluster::{Anchoring, Member};
-use crate::config::{Config, ProviderConfig, ProviderKind};
+use crate::config::{Config, ProviderConfig};
 use crate::error::StartError;
-use crate::providers::{Starter, cache_dir, limits, refuse_collisions};
+use crate::providers::{ProviderInfo, Starter, cache_dir, limits, refuse_collisions};
 
 /// A started gateway: the guard, every provider, and their guarded tools.
 #[derive(Debug)]
@@ -52,25 +52,6 @@ pub(crate) struct Running {
     pub(crate) mcp: Vec<Arc<Supervised>>,
     /// Each provider's configuration, as it was started.
     pub(crate) configs: BTreeMap<String, ProviderConfig>,
-}
-
-/// One started provider.
-#[derive(Debug, Clone)]
-pub struct ProviderInfo {
-    /// Its name.
-    pub name: String,
-    /// How it is reached.
-    pub kind: ProviderKind,
-    /// For a stdio server: what the kernel confines (the report's one-line summary of
-    /// its last start).
-    pub confinement: Option<String>,
-    /// Why it is not served, when it could not be set up at all (a formatter or a
-    /// component that would not load, a working directory that cannot be made): it is
-    /// not tried again. An MCP server that cannot be reached is tried again instead; see
-    /// [`Gateway::provider_trouble`].
-    pub withheld: Option<String>,
-    /// Whether the gateway is not ready without it (`required = true`).
-    pub required: bool,
 }
 
 /// Whether the gateway should take calls now.

@@ -56,10 +56,11 @@ pub use config::{
     ProviderConfig, ProviderKind, ResourceServerConfig, SandboxSettings, ServeConfig, TracesConfig, TracesProtocol,
 };
 pub use error::StartError;
-pub use gateway::{Gateway, ProviderInfo, Readiness};
+pub use gateway::{Gateway, Readiness};
 pub use mcp_servers::read_mcp_servers;
 pub use oauth::{authorizer, token_store};
 pub use oauth_settings::{OAuthSettings, SecretConfig, SecretForm};
+pub use providers::ProviderInfo;
 pub use reload::Reloaded;
 pub use resource_server::{JwtAuthenticator, ResourceServerError};
 pub use status::{ToolState, ToolStatus};

@@ -15,9 +15,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use wasmgate_policy::PolicyError;
-use wasmgate_policy::Source;
-use wasmgate_policy::validate_provider;
+use wasmgate_policy::{PolicyError, Source, validate_provider};
 
 use crate::config::{ProviderConfig, file_relative_command};
 

@@ -13,7 +13,7 @@ use wasmgate_adapter::{
     ScreenComponent, Supervised,
 };
 use wasmgate_audit::{AuditLog, Entry, Event};
-use wasmgate_client::{Bearer, ClientConfig, HttpConfig, HttpTransport, StdioConfig, StdioTransport};
+use wasmgate_client::{ClientConfig, HttpConfig, HttpTransport, StdioConfig, StdioTransport};
 use wasmgate_confine::{Confinement, Enforcement, Network, provider_workdir};
 use wasmgate_core::{ContentSource, ToolSource, report};
 use wasmgate_egress::{EgressGrant, EgressObserver, EgressRecord, HostGrant};
@@ -26,7 +26,25 @@ use crate::code;
 use crate::config::{Config, HeaderConfig, LimitsConfig, ProviderConfig, ProviderKind};
 use crate::diagnose::{Setup, likely_cause};
 use crate::error::StartError;
-use crate::gateway::ProviderInfo;
+
+/// One started provider.
+#[derive(Debug, Clone)]
+pub struct ProviderInfo {
+    /// Its name.
+    pub name: String,
+    /// How it is reached.
+    pub kind: ProviderKind,
+    /// For a stdio server: what the kernel confines (the report's one-line summary of
+    /// its last start).
+    pub confinement: Option<String>,
+    /// Why it is not served, when it could not be set up at all (a formatter or a
+    /// component that would not load, a working directory that cannot be made): it is
+    /// not tried again. An MCP server that cannot be reached is tried again instead; see
+    /// [`Gateway::provider_trouble`](crate::Gateway::provider_trouble).
+    pub withheld: Option<String>,
+    /// Whether the gateway is not ready without it (`required = true`).
+    pub required: bool,
+}
 
 /// What starts providers: the sandbox and what every provider shares.
 pub(crate) struct Starter {
@@ -435,7 +453,7 @@ fn component(
 
 fn http(config: &Config, name: &str, provider: &ProviderConfig) -> Result<HttpConfig, StartError> {
     let mut http = HttpConfig::new(name, provider.url.clone().unwrap_or_default());
-    http.bearer = provider.token_env.clone().map(Bearer::FromEnv);
+    http.bearer = provider.token_env.clone().map(SecretSource::FromEnv);
     http.oauth = crate::oauth::authorizer(config, name, None).map_err(|e| StartError::provider(name, e))?;
     http.headers = provider
         .headers

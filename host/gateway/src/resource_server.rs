@@ -25,8 +25,7 @@ use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value, json};
 use tokio::sync::Mutex;
-use wasmgate_core::BoxFuture;
-use wasmgate_core::Caller;
+use wasmgate_core::{BoxFuture, Caller};
 use wasmgate_server::{AuthFailure, Authenticator};
 
 use crate::config::ResourceServerConfig;

@@ -8,8 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use text_safety::escape_for_display;
-use wasmgate_core::BoxFuture;
-use wasmgate_core::{Answer, CallContext};
+use wasmgate_core::{Answer, BoxFuture, CallContext};
 
 /// What needs approving.
 #[derive(Debug, Clone, PartialEq)]

@@ -15,8 +15,7 @@ use wasmgate_core::{
     Contents, Naming, PromptArgument, PromptInfo, PromptMessage, PromptMessages, Refusal, Resource, ResourceTemplate,
     Role, SourceError,
 };
-use wasmgate_guard::{GuardedContent, UNKNOWN_CONTENT};
-use wasmgate_guard::{INJECTION_WITHHELD, Unattended};
+use wasmgate_guard::{GuardedContent, INJECTION_WITHHELD, UNKNOWN_CONTENT, Unattended};
 
 const POLICY: &str = r#"
 [providers.docs]

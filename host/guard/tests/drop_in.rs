@@ -9,8 +9,7 @@ use std::sync::Arc;
 
 use common::{Setup, Source, definition};
 use serde_json::json;
-use wasmgate_core::Naming;
-use wasmgate_core::{Attachment, CancellationToken, Toolset};
+use wasmgate_core::{Attachment, CancellationToken, Naming, Toolset};
 use wasmgate_guard::{INJECTION_WITHHELD, Unattended};
 
 #[tokio::test]

@@ -12,9 +12,9 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use url::Url;
+use wasmgate_core::BoxFuture;
 
 use crate::error::AuthError;
-use wasmgate_core::BoxFuture;
 
 /// Takes a person to an authorization URL and returns the redirect it ended in.
 pub trait UserAgent: Send + Sync + std::fmt::Debug {

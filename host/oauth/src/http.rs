@@ -7,9 +7,9 @@ use std::time::Duration;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde::de::DeserializeOwned;
 use url::Url;
+use wasmgate_core::report;
 
 use crate::error::AuthError;
-use wasmgate_core::report;
 
 /// The largest metadata document or registration answer read.
 pub(crate) const MAX_DOCUMENT: usize = 256 * 1024;

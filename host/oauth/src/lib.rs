@@ -24,7 +24,6 @@
 //! usable token fails with [`AuthError::LoginRequired`], which names the command to run.
 //! Tokens never appear in `Debug`, logs or errors, and never go to a non-loopback host
 //! over plain `http`.
-
 //!
 //! # Layout
 //!

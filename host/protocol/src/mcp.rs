@@ -222,8 +222,9 @@ impl ClientContext {
     ///
     /// # Errors
     ///
-    /// The [`check_completion_request`](crate::check_completion_request) errors: a reference that is not a prompt or resource
-    /// template reference, or a context argument that is not a string.
+    /// The [`check_completion_request`](crate::check_completion_request) errors: a
+    /// reference that is not a prompt or resource template reference, or a context
+    /// argument that is not a string.
     pub fn completion_complete(&self, id: &Id, complete: &CompletionRequest) -> Result<Value, ProtocolError> {
         Ok(self.build(id, "completion/complete", completion_params(complete)?, None))
     }

@@ -3,9 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::{Map, Value, json};
-use wasmgate_protocol::InputRequired;
 use wasmgate_protocol::{
-    ClientContext, ClientInfo, Id, Message, MessageLimits, ProtocolError, ProtocolVersion, decode,
+    ClientContext, ClientInfo, Id, InputRequired, Message, MessageLimits, ProtocolError, ProtocolVersion, decode,
     parse_call_tool_result, parse_discover_result, parse_initialize_result, parse_message, parse_tools_list,
 };
 

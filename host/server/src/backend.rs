@@ -4,12 +4,12 @@
 //! server stays a protocol face: it lists what the backend lists, calls what the
 //! backend calls, and announces what the backend says changed.
 //!
-//! Tools are required; resources, resource templates, prompts and completion are
-//! optional ([`Offers`], `wasmgate-core`'s, like the answers' types). A backend that does not offer them keeps the default methods,
-//! and the server neither announces the capability nor answers the methods (-32601).
-//! What a backend returns for them (resource entries, contents, prompt messages) is
-//! sent as is: cleaning and framing untrusted text is the backend's job, as it is for
-//! tool results.
+//! Tools are required; resources, resource templates, prompts and completion are optional
+//! ([`Offers`], `wasmgate-core`'s, like the answers' types). A backend that does not
+//! offer them keeps the default methods, and the server neither announces the capability
+//! nor answers the methods (-32601). What a backend returns for them (resource entries,
+//! contents, prompt messages) is sent as is: cleaning and framing untrusted text is the
+//! backend's job, as it is for tool results.
 
 use serde_json::{Map, Value};
 use tokio::sync::watch;

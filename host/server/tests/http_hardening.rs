@@ -9,7 +9,8 @@ mod common;
 use common::{Fixture, Http, bounded, config, stamped};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use wasmgate_client::{Bearer, ClientConfig, HttpTransport, McpClient};
+use wasmgate_client::{ClientConfig, HttpTransport, McpClient};
+use wasmgate_oauth::SecretSource;
 use wasmgate_server::HttpConfig;
 
 /// POSTs a stamped 2026-07-28 request with its mirrored headers (and `extra`).
@@ -49,7 +50,7 @@ async fn a_bearer_token_when_set_is_required_and_compared_exactly() {
     assert_eq!(post(&server.url, &discover(), &[("authorization", "Bearer s3cret")]).await.0, StatusCode::OK);
 
     let mut target = wasmgate_client::HttpConfig::new("wasmgate", &server.url);
-    target.bearer = Some(Bearer::Token("s3cret".into()));
+    target.bearer = Some(SecretSource::Value("s3cret".into()));
     let client = McpClient::connect("wasmgate", HttpTransport::new(&target).unwrap(), ClientConfig::default());
     let client = bounded("the client to connect", client).await.unwrap();
     assert_eq!(bounded("tools/list", client.list_tools()).await.unwrap().len(), 4);

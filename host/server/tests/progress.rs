@@ -9,8 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 use wasmgate_client::{CallOptions, McpClient, ProgressFn};
-use wasmgate_core::CancellationToken;
-use wasmgate_core::{CallContext, Progress, Tool, ToolResult, ToolSpec};
+use wasmgate_core::{CallContext, CancellationToken, Progress, Tool, ToolResult, ToolSpec};
 use wasmgate_protocol::ProtocolVersion;
 use wasmgate_server::{HttpConfig, ToolsBackend};
 

@@ -1,6 +1,7 @@
 //! Our MCP client of a gateway over HTTP.
 
-use wasmgate_client::{Bearer, ClientConfig, HttpConfig, HttpTransport, McpClient};
+use wasmgate_client::{ClientConfig, HttpConfig, HttpTransport, McpClient};
+use wasmgate_oauth::SecretSource;
 use wasmgate_protocol::ProtocolVersion;
 
 /// A client of the gateway serving at `url`, speaking one of `versions` (all the client
@@ -8,7 +9,7 @@ use wasmgate_protocol::ProtocolVersion;
 /// 30 s, or the test fails.
 pub async fn http_client(url: &str, versions: &[ProtocolVersion], token: Option<&str>) -> McpClient {
     let mut http = HttpConfig::new("wasmgate", url);
-    http.bearer = token.map(|token| Bearer::Token(token.to_owned()));
+    http.bearer = token.map(|token| SecretSource::Value(token.to_owned()));
     let mut config = ClientConfig::default();
     if !versions.is_empty() {
         config.versions = versions.to_vec();

@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{serve_http_at, setup, stderr, wasmgate};
 use wasmgate_testing::{Issuer, Killed};
+
+use super::{serve_http_at, setup, stderr, wasmgate};
 
 /// Where nginx listens, as `deploy/nginx/wasmgate.conf` says.
 pub const FRONT: &str = "127.0.0.1:7310";

@@ -1,4 +1,5 @@
-//! `tools/call`: one call, its outcome split per DESIGN.md, and `input_required` rounds.
+//! `tools/call`: one call, its outcome split per the failure contract
+//! (docs/ARCHITECTURE.md), and `input_required` rounds.
 //!
 //! * A complete result is `Ok`, whatever its `isError`: a tool that ran and failed is a
 //!   result the model reads.
@@ -30,8 +31,9 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use wasmgate_protocol::codes::{HEADER_MISMATCH, INVALID_PARAMS};
-use wasmgate_protocol::{CallToolResult, Id, InputRequired, ResultKind, parse_call_tool_result};
-use wasmgate_protocol::{META_CLIENT_CAPABILITIES, META_LOG_LEVEL};
+use wasmgate_protocol::{
+    CallToolResult, Id, InputRequired, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, ResultKind, parse_call_tool_result,
+};
 
 use super::config::CallOptions;
 use super::connect::request;

@@ -33,10 +33,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use wasmgate_protocol::codes::{UNSUPPORTED_PROTOCOL_VERSION, is_modern_error};
 use wasmgate_protocol::{
-    ClientContext, DiscoverResult, ErrorObject, Id, ProtocolVersion, negotiate, parse_discover_result,
-    parse_initialize_result,
+    ClientContext, DiscoverResult, ErrorObject, Id, ProtocolVersion, check_initialize_version, negotiate,
+    parse_discover_result, parse_initialize_result, parse_unsupported_version,
 };
-use wasmgate_protocol::{check_initialize_version, parse_unsupported_version};
 
 use super::router::Reply;
 use super::{Session, Shared};

@@ -29,9 +29,10 @@ use bytes::Bytes;
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use wasmgate_protocol::INPUT_REQUEST_METHODS;
 use wasmgate_protocol::codes::{INTERNAL_ERROR, METHOD_NOT_FOUND};
-use wasmgate_protocol::{Id, Message, Request, classify, error_response, parse_message, result_response};
+use wasmgate_protocol::{
+    INPUT_REQUEST_METHODS, Id, Message, Request, classify, error_response, parse_message, result_response,
+};
 
 use super::Shared;
 use super::config::ProgressFn;

@@ -22,8 +22,7 @@ use std::sync::{Arc, PoisonError, Weak};
 
 use serde_json::{Map, Value};
 use tokio::sync::{oneshot, watch as signal};
-use wasmgate_protocol::LISTEN;
-use wasmgate_protocol::{Id, SubscriptionFilter};
+use wasmgate_protocol::{Id, LISTEN, SubscriptionFilter};
 
 use super::connect::request;
 use super::{Session, Shared};

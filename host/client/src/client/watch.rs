@@ -36,9 +36,8 @@ use std::sync::{Arc, PoisonError, Weak};
 use std::time::Instant;
 
 use tokio::sync::oneshot;
-use wasmgate_protocol::LISTEN;
 use wasmgate_protocol::codes::METHOD_NOT_FOUND;
-use wasmgate_protocol::{Id, SubscriptionFilter, declares_list_changed};
+use wasmgate_protocol::{Id, LISTEN, SubscriptionFilter, declares_list_changed};
 
 use super::Shared;
 use super::router::{CANCEL_SEND_LIMIT, Reply};

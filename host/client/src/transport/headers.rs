@@ -18,8 +18,7 @@
 
 use base64::Engine;
 use serde_json::Value;
-use wasmgate_protocol::META_PROTOCOL_VERSION;
-use wasmgate_protocol::ProtocolVersion;
+use wasmgate_protocol::{META_PROTOCOL_VERSION, ProtocolVersion};
 
 /// `MCP-Protocol-Version`.
 pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";

@@ -32,17 +32,17 @@ use reqwest::{RequestBuilder, Response, StatusCode};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
+// With its sources: reqwest's own message is only the outermost layer.
+use wasmgate_core::report;
+use wasmgate_egress::BodyError;
+use wasmgate_oauth::{Authorizer, Challenge, Retry, SecretSource};
 use wasmgate_protocol::{Id, Message, MessageLimits, ProtocolVersion, decode};
 
 use super::headers::{SESSION_ID, mcp_headers};
 use super::stderr::escape;
 use super::{BoxFuture, INBOUND_CAPACITY, Inbound, StreamEnd, Transport};
-// With its sources: reqwest's own message is only the outermost layer.
-use wasmgate_core::report;
-use wasmgate_egress::BodyError;
 
 use crate::error::{CloseReason, TransportError};
-use wasmgate_oauth::{Authorizer, Challenge, Retry, SecretSource};
 
 mod stream;
 
@@ -53,16 +53,7 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// How many times one request is sent again after a `401`/`403` got a new token: a
 /// server that keeps refusing (asking for more scope each time, say) is reported.
-pub const MAX_AUTH_ATTEMPTS: u32 = 3;
-
-/// Where the bearer token comes from. `Debug` never shows the token.
-#[derive(Clone)]
-pub enum Bearer {
-    /// The token itself.
-    Token(String),
-    /// The name of an environment variable of the gateway holding the token.
-    FromEnv(String),
-}
+pub(crate) const MAX_AUTH_ATTEMPTS: u32 = 3;
 
 /// Headers the transport writes itself, which an extra header may not set.
 const RESERVED_HEADERS: &[&str] = &[
@@ -77,15 +68,6 @@ const RESERVED_HEADERS: &[&str] = &[
     "te",
 ];
 
-impl std::fmt::Debug for Bearer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Token(_) => f.write_str("Token(<redacted>)"),
-            Self::FromEnv(var) => f.debug_tuple("FromEnv").field(var).finish(),
-        }
-    }
-}
-
 /// Where the server is and how to bound the exchange.
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
@@ -94,7 +76,7 @@ pub struct HttpConfig {
     /// The MCP endpoint, e.g. `https://example.com/mcp`.
     pub url: String,
     /// Sent as `Authorization: Bearer ...` when set.
-    pub bearer: Option<Bearer>,
+    pub bearer: Option<SecretSource>,
     /// OAuth 2.1: tokens obtained, refreshed and stepped up by this authorizer. Not
     /// together with `bearer`.
     pub oauth: Option<Authorizer>,
@@ -178,9 +160,8 @@ impl HttpTransport {
         }
         let token = match &config.bearer {
             None => None,
-            Some(Bearer::Token(token)) => Some(token.clone()),
-            Some(Bearer::FromEnv(var)) => Some(std::env::var(var).map_err(|_| {
-                TransportError::Config(format!("{}: bearer token variable {var} is not set", config.name))
+            Some(source) => Some(source.read().map_err(|unset| {
+                TransportError::Config(format!("{}: bearer token variable {} is not set", config.name, unset.0))
             })?),
         };
         if config.bearer.is_some() && config.oauth.is_some() {
@@ -190,9 +171,8 @@ impl HttpTransport {
             )));
         }
         let headers = extra_headers(config)?;
-        let loopback = wasmgate_egress::is_loopback(&url);
         let credentials = token.is_some() || config.oauth.is_some() || !headers.is_empty();
-        if url.scheme() == "http" && !loopback && credentials {
+        if credentials && !wasmgate_egress::is_secure(&url) {
             return Err(TransportError::Config(format!(
                 "{}: credentials would cross the network in clear text to {}: use an https URL",
                 config.name,

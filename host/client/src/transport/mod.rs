@@ -39,7 +39,7 @@ mod stdio_config;
 
 pub use fake::{FakeServer, FakeTransport};
 pub(crate) use headers::encode_value as encode_header_value;
-pub use http::{Bearer, HttpConfig, HttpTransport};
+pub use http::{HttpConfig, HttpTransport};
 pub use lines::{Line, LineReader};
 pub use process::resolve_program;
 pub use stderr::StderrTail;

@@ -7,9 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use wasmgate_audit::{AuditLog, Entry, Event, Options};
-use wasmgate_core::Naming;
-use wasmgate_core::{Attachment, BoxFuture, Tool, ToolResult, ToolSpec};
-use wasmgate_core::{Offer, ToolSource};
+use wasmgate_core::{Attachment, BoxFuture, Naming, Offer, Tool, ToolResult, ToolSource, ToolSpec};
 use wasmgate_guard::{Approver, Guard, GuardedToolset};
 use wasmgate_policy::{Lock, Policy, exposed_name};
 

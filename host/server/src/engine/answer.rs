@@ -7,7 +7,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use wasmgate_core::{
     Ask, Attachment, CallContext, Caller, CancellationToken, Input, LogLevel, LogMessage, LogSink, Progress,
-    ProgressSink, Resume, ToolErrorKind,
+    ProgressSink, Refusal, Resume, ToolErrorKind,
 };
 use wasmgate_protocol::codes::{
     INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RATE_LIMITED, UNAVAILABLE,
@@ -22,7 +22,6 @@ use wasmgate_protocol::{CacheHints, Id, ProtocolVersion, error_response, result_
 use super::ask::{self, Carried, Deferred, Live, Round, Subject, Unredeemed};
 use super::follow::Followed;
 use super::{Caps, Engine, Job};
-use wasmgate_core::Refusal;
 
 use crate::backend::CallFailure;
 

@@ -24,10 +24,10 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 use wasmgate_core::{Answer, Ask, BoxFuture, CancellationToken, Input, InputRefusal, SharedStore, report};
-
-use super::Caps;
 use wasmgate_protocol::server::{confirm_elicitation_params, confirmed};
 use wasmgate_protocol::{Id, request};
+
+use super::Caps;
 
 /// The key of the one input request a deferred question sends.
 pub(crate) const APPROVAL_KEY: &str = "approval";

@@ -14,10 +14,8 @@ use std::sync::{Mutex, PoisonError};
 use serde_json::{Map, Value};
 use tokio::sync::{broadcast, mpsc};
 use tokio::task::AbortHandle;
-use wasmgate_core::CancellationToken;
+use wasmgate_core::{CancellationToken, Refusal, ResourceWatch};
 use wasmgate_protocol::notification;
-
-use wasmgate_core::{Refusal, ResourceWatch};
 
 use crate::backend::Backend;
 

@@ -30,7 +30,6 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use wasmgate_core::{CompleteParams, LogLevel};
-use wasmgate_protocol::LISTEN;
 use wasmgate_protocol::codes::{INVALID_PARAMS, METHOD_NOT_FOUND};
 use wasmgate_protocol::server::{
     CallToolParams, GetPromptParams, ReadResourceParams, answer_initialize_version, discover_result,
@@ -39,9 +38,9 @@ use wasmgate_protocol::server::{
     parse_stateless_meta, unsupported_version_error,
 };
 use wasmgate_protocol::{
-    CacheHints, Id, ProtocolVersion, Request, SubscriptionFilter, error_response, result_response,
+    CacheHints, Id, LISTEN, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, ProtocolVersion, Request,
+    SubscriptionFilter, error_response, result_response,
 };
-use wasmgate_protocol::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
 
 use crate::backend::Backend;
 use crate::config::ServerConfig;

@@ -20,10 +20,10 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use subtle::ConstantTimeEq;
+use wasmgate_core::Caller;
 use wasmgate_protocol::codes::INVALID_REQUEST;
 
 use super::Shared;
-use wasmgate_core::Caller;
 
 use super::auth;
 use super::config::HttpConfig;

@@ -17,9 +17,7 @@
 use axum::http::{HeaderMap, HeaderValue};
 use base64::Engine as _;
 use serde_json::{Map, Value};
-use wasmgate_protocol::META_PROTOCOL_VERSION;
-use wasmgate_protocol::Request;
-use wasmgate_protocol::{header_params, header_values};
+use wasmgate_protocol::{META_PROTOCOL_VERSION, Request, header_params, header_values};
 
 /// Checks the headers of a stamped request; the error says what disagreed.
 pub(crate) fn check_stateless(headers: &HeaderMap, request: &Request) -> Result<(), String> {

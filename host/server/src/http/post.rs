@@ -27,7 +27,7 @@ use axum::response::Response;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::Value;
 use tokio::sync::mpsc;
-use wasmgate_core::CancellationToken;
+use wasmgate_core::{Caller, CancellationToken};
 use wasmgate_protocol::codes::{
     HEADER_MISMATCH, INTERNAL_ERROR, INVALID_REQUEST, MISSING_REQUIRED_CLIENT_CAPABILITY, PARSE_ERROR, RATE_LIMITED,
     UNAVAILABLE,
@@ -44,7 +44,6 @@ use crate::engine::Around;
 use crate::engine::ask::Live;
 use crate::engine::watch::{Listen, listen};
 use crate::engine::{Era, Routed};
-use wasmgate_core::Caller;
 
 /// The POST handler; see the module docs.
 pub(crate) async fn post(

@@ -20,11 +20,10 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
-use wasmgate_core::{CancellationToken, LogLevel};
-use wasmgate_protocol::LineBatch;
+use wasmgate_core::{Caller, CancellationToken, LogLevel};
 use wasmgate_protocol::codes::{INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR};
 use wasmgate_protocol::server::parse_cancelled;
-use wasmgate_protocol::{Id, Message, ProtocolVersion, Request, classify, error_response, parse_message};
+use wasmgate_protocol::{Id, LineBatch, Message, ProtocolVersion, Request, classify, error_response, parse_message};
 
 use crate::backend::Backend;
 use crate::config::ServerConfig;
@@ -37,7 +36,6 @@ use crate::engine::{Caps, Engine, Routed};
 use crate::error::ServeError;
 use crate::shutdown::Lifecycle;
 pub use lines::{Line, next_line};
-use wasmgate_core::Caller;
 
 /// Messages waiting for the writer; beyond this, tasks wait (backpressure on a slow client).
 const OUTBOX: usize = 64;

@@ -19,10 +19,10 @@ use std::time::Duration;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use reqwest::{RequestBuilder, Response};
 use tokio::task::AbortHandle;
+use wasmgate_core::report;
 use wasmgate_protocol::{Id, ProtocolVersion};
 
 use super::Shared;
-use wasmgate_core::report;
 
 use crate::error::{CloseReason, TransportError};
 use crate::transport::headers::{LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
