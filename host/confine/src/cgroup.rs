@@ -45,7 +45,10 @@ impl PidsCgroup {
     fn create_in(parent: &Path, max: u64) -> Option<(Self, OwnedFd)> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         sweep(parent);
-        let name = format!("wasmgate-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        // The maker's pid and start time: what `sweep` needs to prove the maker gone.
+        let pid = std::process::id();
+        let started = start_time(pid)?;
+        let name = format!("wasmgate-{pid}-{started}-{}", NEXT.fetch_add(1, Ordering::Relaxed));
         let dir = parent.join(name);
         fs::create_dir(&dir).ok()?;
         let group = Self { dir };
@@ -81,8 +84,12 @@ fn members(dir: &Path) -> Vec<Pid> {
 }
 
 /// Removes empty groups that earlier servers left behind: this process's own that could
-/// not be removed when dropped, and those of gateways that have exited. An empty group
-/// of a live gateway may be one it has just made, its server not yet in it, so it stays.
+/// not be removed when dropped, and those of gateways that have exited. A group is
+/// another's to remove only when its name proves its maker gone: `wasmgate-PID-START-N`,
+/// where no process `PID` runs now, or the one that does started at another time (the
+/// pid was reused). A name in any other form (a test's, an older gateway's) is never
+/// touched, nor is a group with a process in it: an empty group of a live gateway may be
+/// one it has just made, its server not yet in it.
 fn sweep(parent: &Path) {
     LEFT_BEHIND
         .lock()
@@ -91,12 +98,37 @@ fn sweep(parent: &Path) {
     let Ok(entries) = fs::read_dir(parent) else { return };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(maker) = name.to_str().and_then(|n| n.strip_prefix("wasmgate-")?.split('-').next()) else { continue };
+        let Some((pid, started)) = name.to_str().and_then(maker) else { continue };
         let path = entry.path();
-        if !Path::new("/proc").join(maker).exists() && members(&path).is_empty() {
+        if start_time(pid) != Some(started) && members(&path).is_empty() {
             let _ = fs::remove_dir(&path);
         }
     }
+}
+
+/// The maker's pid and start time in a group name `wasmgate-PID-START-N`.
+fn maker(name: &str) -> Option<(u32, u64)> {
+    let mut parts = name.strip_prefix("wasmgate-")?.split('-');
+    let (pid, started, sequence) = (parts.next()?, parts.next()?, parts.next()?);
+    let digits = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+    if parts.next().is_some() || !digits(pid) || !digits(started) || !digits(sequence) {
+        return None;
+    }
+    Some((pid.parse().ok()?, started.parse().ok()?))
+}
+
+/// When process `pid` started (field 22 of `/proc/PID/stat`, in clock ticks since boot),
+/// or `None` when no such process runs.
+fn start_time(pid: u32) -> Option<u64> {
+    start_time_in(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Field 22 of a `/proc/PID/stat` text. The command name (field 2) is in parentheses
+/// and may hold anything, spaces and `)` included: the fields are counted after its
+/// last `)`, the first of them being field 3.
+fn start_time_in(stat: &str) -> Option<u64> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// The gateway's own groups: in the v1 `pids` hierarchy and in the v2 hierarchy, where
@@ -181,10 +213,10 @@ fn prepare_v2(dir: &Path, pid: u32) -> io::Result<()> {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use super::{own_group, prepare_v2, sweep};
+    use super::{maker, own_group, prepare_v2, start_time, start_time_in, sweep};
 
     #[test]
-    fn a_sweep_removes_only_the_empty_groups_of_gateways_that_have_exited() {
+    fn a_sweep_removes_only_the_empty_groups_whose_maker_is_proved_gone() {
         // A plain directory stands in for the `pids` hierarchy: a group is a directory,
         // and one without a `cgroup.procs` listing has no members.
         let parent = tempfile::tempdir().unwrap();
@@ -192,21 +224,50 @@ mod tests {
         let dead = exited.id();
         exited.wait().unwrap();
         let live = std::process::id();
+        let started = start_time(live).unwrap();
         let group = |name: String| {
             let dir = parent.path().join(name);
             std::fs::create_dir(&dir).unwrap();
             dir
         };
-        let just_made = group(format!("wasmgate-{live}-7"));
-        let left_behind = group(format!("wasmgate-{dead}-0"));
-        let still_running = group(format!("wasmgate-{dead}-1"));
+        let just_made = group(format!("wasmgate-{live}-{started}-7"));
+        let left_behind = group(format!("wasmgate-{dead}-{started}-0"));
+        let pid_reused = group(format!("wasmgate-{live}-{}-0", started + 1));
+        let still_running = group(format!("wasmgate-{dead}-{started}-1"));
         std::fs::write(still_running.join("cgroup.procs"), format!("{live}\n")).unwrap();
+        // Names that prove nothing: a test's own group, and an older gateway's form.
+        let a_test_group = group("wasmgate-test-4242".into());
+        let older_form = group(format!("wasmgate-{dead}-0"));
         let not_ours = group("system.slice".into());
         sweep(parent.path());
         assert!(just_made.is_dir(), "a live gateway's empty group may be about to be joined");
         assert!(!left_behind.exists(), "an exited gateway's empty group is removed");
+        assert!(!pid_reused.exists(), "a pid now held by a process started at another time is gone too");
         assert!(still_running.is_dir(), "a group with a process in it stays");
+        assert!(a_test_group.is_dir() && older_form.is_dir(), "a name that proves no maker gone stays");
         assert!(not_ours.is_dir());
+    }
+
+    #[test]
+    fn a_group_name_yields_its_maker_only_in_the_one_form() {
+        assert_eq!(maker("wasmgate-123-456-0"), Some((123, 456)));
+        for name in ["wasmgate-test-1", "wasmgate-123-0", "wasmgate-123-456-0-1", "wasmgate--456-0", "wasmgate-1-2-x"] {
+            assert_eq!(maker(name), None, "{name}");
+        }
+        assert_eq!(maker("wasmgate-99999999999-1-0"), None, "a pid out of range");
+    }
+
+    #[test]
+    fn a_start_time_is_read_past_any_command_name() {
+        let mine = start_time(std::process::id()).unwrap();
+        assert!(mine > 0);
+        assert_eq!(start_time(std::process::id()), Some(mine), "stable for one process");
+        assert_eq!(start_time(u32::MAX), None);
+        let fields = (3..=21).map(|n| n.to_string()).collect::<Vec<_>>().join(" ");
+        let stat = format!("77 (a) b (c)) {fields} 9876 23 24\n");
+        assert_eq!(start_time_in(&stat), Some(9876), "a name with spaces and parentheses");
+        assert_eq!(start_time_in("77 (x) S 1 2"), None, "too few fields");
+        assert_eq!(start_time_in("no name at all"), None);
     }
 
     #[test]
