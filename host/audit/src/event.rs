@@ -1,6 +1,7 @@
 //! What one record says: an [`Entry`] names the call and carries one [`Event`].
 //!
-//! Free text (reasons, error messages) is cut to [`MAX_TEXT_CHARS`] and arguments whose JSON is
+//! Free text (reasons, error messages, a provider's egress host) has its control, invisible and
+//! bidi characters shown as escapes and is cut to [`MAX_TEXT_CHARS`]; arguments whose JSON is
 //! longer than [`MAX_ARGUMENTS_BYTES`] are shrunk field by field (or, failing that, replaced by a
 //! marker), so one record stays small and a model cannot make the log grow without bound with one
 //! call, nor hide one field behind another that it pads. Text is escaped by JSON, so a record
@@ -338,8 +339,15 @@ fn cut_to_json_bytes(s: &mut String, max: usize) {
     s.push_str(CUT_MARK);
 }
 
+/// A free-text field as it may stand in the log: much of it is a provider's text (an
+/// egress host, an error, a reason naming what it sent), so control, invisible and bidi
+/// characters are shown as `\u{…}` escapes (`text_safety::escape_for_log_cut`), and the
+/// text is cut to [`MAX_TEXT_CHARS`]. Printable ASCII within the bound is kept as it is.
 fn cut(s: &mut String) {
-    text_safety::truncate(s, MAX_TEXT_CHARS);
+    if s.len() <= MAX_TEXT_CHARS && text_safety::is_plain(s.as_bytes()) {
+        return;
+    }
+    *s = text_safety::escape_for_log_cut(s, MAX_TEXT_CHARS);
 }
 
 fn cut_flags(flags: &mut Vec<String>) {
@@ -442,6 +450,26 @@ mod tests {
             inner = &inner["a"];
         }
         assert!(inner.as_str().unwrap().starts_with("[omitted: "), "{inner}");
+    }
+
+    #[test]
+    fn a_providers_text_is_kept_with_its_hidden_characters_shown() {
+        let egress = Event::Egress {
+            host: "evil\u{202e}moc.example".into(),
+            port: 443,
+            address: None,
+            refused: Some("evil\u{202e}moc.example:443 is not a granted host".into()),
+            bytes_up: 0,
+            bytes_down: 0,
+            duration_ms: 0,
+        };
+        let Event::Egress { host, refused, .. } = Entry::log(egress).bounded().event else { unreachable!() };
+        assert_eq!(host, "evil\\u{202e}moc.example");
+        assert_eq!(refused.as_deref(), Some("evil\\u{202e}moc.example:443 is not a granted host"));
+        let failed = Entry::call("c", "p", "t", Event::Failed { error: "bad\u{1b}[2J\u{200b}\nline".into() }).bounded();
+        assert_eq!(failed.event, Event::Failed { error: "bad\\u{1b}[2J\\u{200b}\\u{a}line".into() });
+        let plain = Entry::call("c", "p", "t", Event::Cancelled { reason: "caller cancelled".into() }).bounded();
+        assert_eq!(plain.event, Event::Cancelled { reason: "caller cancelled".into() }, "plain text is kept as is");
     }
 
     #[test]
