@@ -97,6 +97,37 @@ async fn headers_over_the_limit_are_refused() {
 }
 
 #[tokio::test]
+async fn a_header_far_over_the_limit_is_answered_431_not_cut_off() {
+    // A megabyte of token: past what hyper buffers, so the answer must survive the
+    // rest of the request arriving after it.
+    let server = Http::start(Fixture::new().backend, config(), HttpConfig::default()).await;
+    let token = format!("Bearer {}", "t".repeat(1 << 20));
+    for _ in 0..3 {
+        assert_eq!(
+            post(&server.url, &discover(), &[("authorization", &token)]).await.0,
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE
+        );
+    }
+    // A client that writes its whole request before it reads.
+    let address = server.url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+    let body = discover().to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nAuthorization: {token}\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    for _ in 0..3 {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+        let _ = stream.write_all(request.as_bytes()).await;
+        let mut answer = Vec::new();
+        let read = bounded("the answer", stream.read_to_end(&mut answer)).await;
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 431"), "{read:?}: {answer:?}");
+    }
+}
+
+#[tokio::test]
 async fn requests_beyond_the_per_client_limit_are_too_many_until_one_finishes() {
     let mut fixture = Fixture::new();
     let http = HttpConfig { per_client_concurrency: 2, ..HttpConfig::default() };

@@ -259,6 +259,7 @@ impl wasmgate_server::Authenticator for Tokens {
         let outcome = match token {
             None => Err(AuthFailure::Missing),
             Some("good") => Ok(wasmgate_core::Caller { subject: "alice".into(), claims: serde_json::Map::new() }),
+            Some("bobs") => Ok(wasmgate_core::Caller { subject: "bob".into(), claims: serde_json::Map::new() }),
             Some("narrow") => Err(AuthFailure::InsufficientScope { scope: "mcp:tools".into() }),
             Some(_) => Err(AuthFailure::Invalid("unknown token".into())),
         };
@@ -332,6 +333,61 @@ async fn the_caller_a_token_names_rides_in_the_call_context() {
     let (status, body) = answer(post(&server.url, &call, &headers).await).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["result"]["content"][0]["text"], "alice", "{body}");
+}
+
+#[tokio::test]
+async fn a_request_state_is_redeemed_by_the_caller_it_was_issued_to_and_by_nobody_else() {
+    // `guarded` asks first, and says what it heard.
+    let spec = wasmgate_core::ToolSpec {
+        name: "guarded".into(),
+        description: "Asks first".into(),
+        input_schema: json!({"type": "object"}),
+    };
+    let tool = wasmgate_core::Tool::from_fn(spec, |_, _| async {
+        let Some(ask) = wasmgate_core::CallContext::current().ask else {
+            return Ok(wasmgate_core::ToolResult::text("nobody to ask"));
+        };
+        Ok(wasmgate_core::ToolResult::text(format!("{:?}", ask.confirm("Allow this call?".into(), true).await)))
+    });
+    let http = HttpConfig { authenticator: Some(std::sync::Arc::new(Tokens)), ..HttpConfig::default() };
+    let server = Http::start(wasmgate_server::ToolsBackend::new(vec![tool]), config(), http).await;
+    let call = |id: i64, extra: Value| {
+        let mut call = stamped(id, "tools/call", json!({"name": "guarded", "arguments": {"n": 1}}));
+        call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+        for (key, value) in extra.as_object().unwrap() {
+            call["params"][key] = value.clone();
+        }
+        call.to_string()
+    };
+    let as_caller = |token: &'static str| [MODERN[0], MODERN[1], ("mcp-name", "guarded"), ("authorization", token)];
+
+    let (status, asked) = answer(post(&server.url, &call(1, json!({})), &as_caller("Bearer bobs")).await).await;
+    assert_eq!((status, &asked["result"]["resultType"]), (StatusCode::OK, &json!("input_required")), "{asked}");
+    let state = asked["result"]["requestState"].as_str().unwrap().to_owned();
+    let yes = json!({"approval": {"action": "accept", "content": {"approve": true}}});
+    let retry = json!({"inputResponses": yes, "requestState": state});
+
+    // Alice answers bob's question with her own yes: refused, and bob's state unspent.
+    let (_, refused) = answer(post(&server.url, &call(2, retry.clone()), &as_caller("Bearer good")).await).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("not issued for this call"), "{refused}");
+    let (_, done) = answer(post(&server.url, &call(3, retry.clone()), &as_caller("Bearer bobs")).await).await;
+    assert_eq!(done["result"]["content"][0]["text"], "Yes", "bob's retry still works: {done}");
+    let (_, again) = answer(post(&server.url, &call(4, retry), &as_caller("Bearer bobs")).await).await;
+    assert!(again["error"]["message"].as_str().unwrap().contains("used already"), "{again}");
+}
+
+#[tokio::test]
+async fn two_authorization_headers_are_refused_whichever_comes_first() {
+    let http = HttpConfig { authenticator: Some(std::sync::Arc::new(Tokens)), ..HttpConfig::default() };
+    let server = Http::start(Fixture::new().backend, config(), http).await;
+    let list = stamped(1, "tools/list", json!({})).to_string();
+    for pair in [["Bearer good", "Bearer forged"], ["Bearer forged", "Bearer good"], ["Bearer good", "Bearer good"]] {
+        let headers = [MODERN[0], ("mcp-method", "tools/list"), ("authorization", pair[0]), ("authorization", pair[1])];
+        let (status, body) = answer(post(&server.url, &list, &headers).await).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{pair:?}: {body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains("more than once"), "{body}");
+    }
 }
 
 /// A backend with no tools that is never ready.

@@ -19,7 +19,7 @@ use wasmgate_protocol::server::{
 };
 use wasmgate_protocol::{CacheHints, Id, ProtocolVersion, error_response, result_response};
 
-use super::ask::{self, Carried, Deferred, Live, Round, Subject, Unredeemed};
+use super::ask::{self, Carried, Deferred, Live, Requester, Round, Subject, Unredeemed};
 use super::follow::Followed;
 use super::{Caps, Engine, Job};
 
@@ -99,7 +99,8 @@ impl Engine {
         context: CallContext,
     ) -> Value {
         let CallToolParams { name, arguments, input_responses, request_state, .. } = params;
-        let subject = Subject { method: "tools/call", name: &name, arguments: &arguments };
+        let requester = Requester::of(&context);
+        let subject = Subject { requester: &requester, method: "tools/call", name: &name, arguments: &arguments };
         let asked = Asked { subject, input_responses, request_state, caps };
         let work = self.backend.call(name.clone(), arguments.clone(), cancel);
         let outcome = match self.asking(id, asked, version, context, work).await {
@@ -166,7 +167,8 @@ impl Engine {
     ) -> Value {
         let ReadResourceParams { uri, input_responses, request_state } = params;
         let none = serde_json::Map::new();
-        let subject = Subject { method: "resources/read", name: &uri, arguments: &none };
+        let requester = Requester::of(&context);
+        let subject = Subject { requester: &requester, method: "resources/read", name: &uri, arguments: &none };
         let asked = Asked { subject, input_responses, request_state, caps };
         let work = self.backend.read_resource(uri.clone(), cancel);
         match self.asking(id, asked, version, context, work).await {
@@ -189,7 +191,8 @@ impl Engine {
         context: CallContext,
     ) -> Value {
         let GetPromptParams { name, arguments, input_responses, request_state } = params;
-        let subject = Subject { method: "prompts/get", name: &name, arguments: &arguments };
+        let requester = Requester::of(&context);
+        let subject = Subject { requester: &requester, method: "prompts/get", name: &name, arguments: &arguments };
         let asked = Asked { subject, input_responses, request_state, caps };
         let plain = GetPromptParams { name: name.clone(), arguments: arguments.clone(), ..GetPromptParams::default() };
         let work = self.backend.get_prompt(plain, cancel);

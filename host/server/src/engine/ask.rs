@@ -23,7 +23,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
-use wasmgate_core::{Answer, Ask, BoxFuture, CancellationToken, Input, InputRefusal, SharedStore, report};
+use wasmgate_core::{Answer, Ask, BoxFuture, CallContext, CancellationToken, Input, InputRefusal, SharedStore, report};
 use wasmgate_protocol::server::{confirm_elicitation_params, confirmed};
 use wasmgate_protocol::{Id, request};
 
@@ -225,9 +225,13 @@ impl Carried {
 /// The longest request state redeemed (a provider's own state and answers ride in it).
 const MAX_STATE_BYTES: usize = 256 << 10;
 
-/// What a request state is bound to: one request's method, name and arguments.
+/// What a request state is bound to: one caller's request, its method, name and
+/// arguments.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Subject<'a> {
+    /// Who asked ([`Requester::of`]): a state is redeemed by the caller it was issued
+    /// to, and by nobody else.
+    pub(crate) requester: &'a Requester,
     /// `tools/call` or `prompts/get`.
     pub(crate) method: &'a str,
     /// The tool's or the prompt's name.
@@ -236,10 +240,29 @@ pub(crate) struct Subject<'a> {
     pub(crate) arguments: &'a Map<String, Value>,
 }
 
+/// Who a request state is for: the issuer and subject of the caller's token, the local
+/// user's name (no issuer), or nobody (both empty) where callers are not told apart.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Requester {
+    issuer: String,
+    subject: String,
+}
+
+impl Requester {
+    /// The caller of the request `context` belongs to.
+    pub(crate) fn of(context: &CallContext) -> Self {
+        context.caller.as_ref().map_or_else(Self::default, |caller| Self {
+            issuer: caller.claims.get("iss").and_then(Value::as_str).unwrap_or_default().to_owned(),
+            subject: caller.subject.clone(),
+        })
+    }
+}
+
 /// Signs and redeems request states: `hex(expiry ‖ nonce) [. base64url(carried)] .
-/// hex(MAC)`, the MAC a keyed BLAKE3 over the method, the tool's or prompt's name, the
-/// arguments, the expiry, the nonce and what it carries, under a key drawn at start-up.
-/// A state is bound to one request and redeemable once: once by this process, or, with
+/// hex(MAC)`, the MAC a keyed BLAKE3 over the caller (its token's issuer and subject),
+/// the method, the tool's or prompt's name, the arguments, the expiry, the nonce and
+/// what it carries, under a key drawn at start-up. A state is bound to one caller's
+/// request, refused unspent to anyone else, and redeemable once: once by this process, or, with
 /// a [`SharedStore`], once by every replica that shares it and the key.
 #[derive(Debug)]
 pub(crate) struct Approvals {
@@ -274,7 +297,8 @@ impl Approvals {
 
     fn mac(&self, subject: Subject<'_>, expiry: u64, nonce: &[u8; 16], carried: &str) -> blake3::Hash {
         let mut hasher = blake3::Hasher::new_keyed(&self.key);
-        for part in [subject.method, subject.name] {
+        let who = subject.requester;
+        for part in [who.issuer.as_str(), who.subject.as_str(), subject.method, subject.name] {
             hasher.update(&(part.len() as u64).to_le_bytes());
             hasher.update(part.as_bytes());
         }
@@ -484,8 +508,15 @@ mod tests {
         value.as_object().cloned().unwrap()
     }
 
+    /// Nobody in particular: where callers are not told apart.
+    static NOBODY: Requester = Requester { issuer: String::new(), subject: String::new() };
+
     fn call<'a>(name: &'a str, arguments: &'a Map<String, Value>) -> Subject<'a> {
-        Subject { method: "tools/call", name, arguments }
+        Subject { requester: &NOBODY, method: "tools/call", name, arguments }
+    }
+
+    fn caller(issuer: &str, subject: &str) -> Requester {
+        Requester { issuer: issuer.into(), subject: subject.into() }
     }
 
     /// A redemption without a shared store, which never waits.
@@ -556,10 +587,45 @@ mod tests {
         let approvals = Approvals::new().unwrap();
         let arguments = args(json!({"a": "1"}));
         let state = approvals.issue(call("x", &arguments), &Carried::default()).unwrap();
-        let prompt = Subject { method: "prompts/get", name: "x", arguments: &arguments };
+        let prompt = Subject { requester: &NOBODY, method: "prompts/get", name: "x", arguments: &arguments };
         assert_eq!(redeemed(&approvals, &state, prompt), Err("it was not issued for this call"));
         let state = approvals.issue(prompt, &Carried::default()).unwrap();
         assert_eq!(redeemed(&approvals, &state, prompt), Ok(Carried::default()));
+    }
+
+    #[test]
+    fn a_state_is_redeemed_by_its_caller_only_and_another_callers_try_spends_nothing() {
+        let approvals = Approvals::new().unwrap();
+        let arguments = args(json!({"to": "x@example.com"}));
+        let (bob, alice) = (caller("https://as.example", "bob"), caller("https://as.example", "alice"));
+        let as_bob = Subject { requester: &bob, ..call("mail__send", &arguments) };
+        let as_alice = Subject { requester: &alice, ..call("mail__send", &arguments) };
+        let state = approvals.issue(as_bob, &Carried::default()).unwrap();
+        assert_eq!(redeemed(&approvals, &state, as_alice), Err("it was not issued for this call"));
+        let elsewhere = caller("https://other.example", "bob");
+        let bob_elsewhere = Subject { requester: &elsewhere, ..as_bob };
+        assert_eq!(
+            redeemed(&approvals, &state, bob_elsewhere),
+            Err("it was not issued for this call"),
+            "same sub, other issuer"
+        );
+        assert_eq!(
+            redeemed(&approvals, &state, call("mail__send", &arguments)),
+            Err("it was not issued for this call")
+        );
+        assert_eq!(redeemed(&approvals, &state, as_bob), Ok(Carried::default()), "the refusals spent nothing");
+        assert_eq!(redeemed(&approvals, &state, as_bob), Err("it has been used already"));
+    }
+
+    #[test]
+    fn the_requester_is_the_tokens_issuer_and_subject_or_nobody() {
+        let mut context = CallContext::default();
+        assert_eq!(Requester::of(&context), NOBODY);
+        let claims = args(json!({"iss": "https://as.example", "sub": "bob"}));
+        context.caller = Some(Arc::new(wasmgate_core::Caller { subject: "bob".into(), claims }));
+        assert_eq!(Requester::of(&context), caller("https://as.example", "bob"));
+        context.caller = Some(Arc::new(wasmgate_core::Caller { subject: "local".into(), claims: Map::new() }));
+        assert_eq!(Requester::of(&context), caller("", "local"));
     }
 
     #[test]

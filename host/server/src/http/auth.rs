@@ -54,9 +54,11 @@ pub trait Authenticator: Send + Sync + 'static {
     fn metadata_url(&self) -> String;
 }
 
-/// The bearer token of `headers`, if it carries one (`Bearer` in any case).
+/// The bearer token of `headers`, if it carries one (`Bearer` in any case) in its one
+/// `Authorization` header: a request with two carries none (the guard refuses it first;
+/// no path may take the first and let a forged second pass, or the reverse).
 pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let value = super::headers::single(headers, header::AUTHORIZATION.as_str()).ok()??.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
@@ -112,6 +114,9 @@ mod tests {
         }
         headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic abc"));
         assert_eq!(bearer(&headers), None);
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer good"));
+        headers.append(header::AUTHORIZATION, HeaderValue::from_static("Bearer forged"));
+        assert_eq!(bearer(&headers), None, "two Authorization headers carry no token");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The checks every HTTP request passes before it is read, cheapest first:
 //!
 //! 1. header size (431): hyper bounds its read buffer; this makes the limit exact;
+//!    and `Authorization` at most once (400);
 //! 2. `Origin` (403): absent, loopback, or listed; anything else is a page in a browser
 //!    reaching a local server through DNS rebinding;
 //! 3. bearer token (401, with `WWW-Authenticate: Bearer`), compared in constant time,
@@ -29,6 +30,7 @@ use super::auth;
 use super::config::HttpConfig;
 use super::limit::{Client, PermitBody, client_ip, peer_ip};
 use super::reply::refuse;
+use super::sessions::repeated;
 
 /// The middleware; see the module docs.
 pub(crate) async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
@@ -37,6 +39,11 @@ pub(crate) async fn guard(State(shared): State<Arc<Shared>>, request: Request, n
     if header_bytes(headers) > config.max_header_bytes {
         let message = format!("Request headers are over the limit of {} bytes", config.max_header_bytes);
         return refuse(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, INVALID_REQUEST, &message);
+    }
+    // Read twice, a credential is whatever the reader takes: the first here, the last in
+    // an intermediary. A request carries one or none.
+    if let Err(error) = super::headers::single(headers, header::AUTHORIZATION.as_str()) {
+        return repeated(&error);
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let allowed = origin.to_str().is_ok_and(|origin| origin_allowed(origin, &config.allowed_origins));
