@@ -64,6 +64,7 @@ impl Authorizer {
         if config.grant == Grant::AuthorizationCode && offers_offline {
             scope = union(scope.as_deref(), Some("offline_access"));
         }
+        let scope = checked_scope(self.provider(), scope)?;
         state.requested.clone_from(&scope);
 
         // What was kept is for this authorization server only: a server that moved
@@ -87,7 +88,7 @@ impl Authorizer {
                 for (name, value) in self.extra_params(&auth, &server, &indicator)? {
                     request = request.add_extra_param(name, value);
                 }
-                request.request_async(&http.client).await.map_err(|e| self.token_error("client credentials", &e))?
+                request.request_async(http).await.map_err(|e| self.token_error("client credentials", &e))?
             }
             Grant::AuthorizationCode => {
                 let agent = self
@@ -140,7 +141,7 @@ impl Authorizer {
         for (name, value) in self.extra_params(&auth, server, indicator)? {
             request = request.add_extra_param(name, value);
         }
-        request.request_async(&self.inner.http.client).await.map_err(|e| self.token_error("authorization code", &e))
+        request.request_async(&self.inner.http).await.map_err(|e| self.token_error("authorization code", &e))
     }
 
     /// A new access token from the refresh token; a refused refresh token is forgotten.
@@ -159,7 +160,7 @@ impl Authorizer {
         for (name, value) in self.extra_params(&auth, &server, &indicator)? {
             request = request.add_extra_param(name, value);
         }
-        match request.request_async(&self.inner.http.client).await {
+        match request.request_async(&self.inner.http).await {
             Ok(answer) => {
                 let granted = stored.scope.clone();
                 apply(&mut stored, &answer, granted.as_deref())?;
@@ -424,6 +425,39 @@ fn apply(
     Ok(())
 }
 
+/// The most scopes asked for at once, and the longest one: a server names the scope it
+/// wants (its challenge, its metadata), and a hostile one could otherwise make every
+/// authorization URL and token request as large as it likes.
+const MAX_SCOPES: usize = 32;
+const MAX_SCOPE_CHARS: usize = 128;
+
+/// `scope` if it is within [`MAX_SCOPES`] scopes of at most [`MAX_SCOPE_CHARS`]
+/// characters each, every one a scope token of RFC 6749 §3.3 (printable ASCII but `"`
+/// and `\`); refused otherwise, naming the fix.
+fn checked_scope(provider: &str, scope: Option<String>) -> Result<Option<String>, AuthError> {
+    let Some(scope) = scope else { return Ok(None) };
+    let tokens: Vec<&str> = scope.split_whitespace().collect();
+    let token_ok = |t: &str| {
+        t.len() <= MAX_SCOPE_CHARS
+            && t.bytes().all(|b| b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b))
+    };
+    if tokens.len() > MAX_SCOPES {
+        return Err(AuthError::Discovery(format!(
+            "{provider}: the server asks for {} scopes, more than the {MAX_SCOPES} the gateway asks for at once: \
+             list the ones needed in the provider's oauth `scopes`",
+            tokens.len()
+        )));
+    }
+    if let Some(bad) = tokens.iter().find(|t| !token_ok(t)) {
+        return Err(AuthError::Discovery(format!(
+            "{provider}: the scope {} is not a scope token of at most {MAX_SCOPE_CHARS} printable characters: \
+             list the ones needed in the provider's oauth `scopes`",
+            bounded(bad)
+        )));
+    }
+    Ok(Some(tokens.join(" ")))
+}
+
 /// The union of two space-separated scopes, in first-seen order.
 fn union(a: Option<&str>, b: Option<&str>) -> Option<String> {
     let mut seen = BTreeSet::new();
@@ -482,6 +516,21 @@ mod tests {
                 .unwrap_err()
                 .to_string();
         assert!(e.contains("access_denied") && !e.contains('\u{1b}'), "{e}");
+    }
+
+    #[test]
+    fn a_scope_is_asked_for_only_within_its_bounds() {
+        assert_eq!(checked_scope("p", None).unwrap(), None);
+        assert_eq!(checked_scope("p", Some(" read  write ".into())).unwrap().as_deref(), Some("read write"));
+        let many = (0..10_000).map(|n| format!("s{n}")).collect::<Vec<_>>().join(" ");
+        let refused = checked_scope("p", Some(many)).unwrap_err().to_string();
+        assert!(refused.contains("10000 scopes") && refused.contains("`scopes`"), "{refused}");
+        let most = (0..MAX_SCOPES).map(|n| format!("s{n}")).collect::<Vec<_>>().join(" ");
+        assert!(checked_scope("p", Some(most)).is_ok());
+        for bad in ["x".repeat(MAX_SCOPE_CHARS + 1), "a\"b".into(), "a\\b".into(), "caf\u{e9}".into(), "a\u{7f}".into()]
+        {
+            assert!(checked_scope("p", Some(bad.clone())).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

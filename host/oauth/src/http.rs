@@ -14,6 +14,10 @@ use crate::error::AuthError;
 /// The largest metadata document or registration answer read.
 pub(crate) const MAX_DOCUMENT: usize = 256 * 1024;
 
+/// The largest answer of a token endpoint read (a token, a refresh token, their
+/// lifetimes and scopes; or an error).
+pub(crate) const MAX_TOKEN_ANSWER: usize = 64 * 1024;
+
 /// What a metadata URL gave.
 #[derive(Debug)]
 pub(crate) enum Fetched<T> {
@@ -117,6 +121,33 @@ async fn read_capped(mut response: reqwest::Response, limit: usize) -> Result<by
     wasmgate_egress::read_bounded(&mut response, limit).await.map_err(|e| report(&e))
 }
 
+/// The token endpoint's exchanges (`oauth2`'s requests) go through this client, which
+/// reads at most [`MAX_TOKEN_ANSWER`] bytes of an answer: a server that names its own
+/// authorization server cannot make the gateway buffer a token of any size.
+impl<'c> oauth2::AsyncHttpClient<'c> for AuthHttp {
+    type Error = oauth2::HttpClientError<reqwest::Error>;
+    type Future =
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<oauth2::HttpResponse, Self::Error>> + Send + 'c>>;
+
+    fn call(&'c self, request: oauth2::HttpRequest) -> Self::Future {
+        Box::pin(async move {
+            let request = reqwest::Request::try_from(request).map_err(Box::new)?;
+            let mut response = self.client.execute(request).await.map_err(Box::new)?;
+            let mut answer = oauth2::http::Response::builder().status(response.status()).version(response.version());
+            for (name, value) in response.headers() {
+                answer = answer.header(name, value);
+            }
+            let body = wasmgate_egress::read_bounded(&mut response, MAX_TOKEN_ANSWER).await.map_err(|e| match e {
+                wasmgate_egress::BodyError::TooLarge { limit } => {
+                    oauth2::HttpClientError::Other(format!("the answer is larger than {limit} bytes"))
+                }
+                wasmgate_egress::BodyError::Read(e) => oauth2::HttpClientError::Reqwest(Box::new(e)),
+            })?;
+            answer.body(body.to_vec()).map_err(oauth2::HttpClientError::Http)
+        })
+    }
+}
+
 /// The HTTP client of OAuth's exchanges and of [`FollowRedirect`](super::FollowRedirect):
 /// no redirect followed, no proxy from the environment, bounded in time.
 pub(crate) fn client(name: &str) -> Result<reqwest::Client, AuthError> {
@@ -139,5 +170,50 @@ pub(crate) fn check_secure(name: &str, url: &Url) -> Result<(), AuthError> {
         Err(AuthError::Discovery(format!(
             "{name}: {url} is not https: OAuth endpoints must use TLS (plain http only to a loopback host)"
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    use super::*;
+
+    /// A token endpoint on loopback whose answer never ends (no length, a mebibyte at a
+    /// time), announcing `length` when given; it stops when the reader goes.
+    async fn endless(length: Option<u64>) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/token", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request).await;
+            let length = length.map_or_else(String::new, |n| format!("Content-Length: {n}\r\n"));
+            let head =
+                format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{length}Connection: close\r\n\r\n");
+            let _ = stream.write_all(head.as_bytes()).await;
+            let chunk = vec![b'a'; 1 << 20];
+            // At most 256 MiB, as the hostile server sent.
+            for _ in 0..256 {
+                if stream.write_all(&chunk).await.is_err() {
+                    break;
+                }
+            }
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn a_token_answer_is_read_within_its_bound_whatever_its_size() {
+        let http = AuthHttp::new("p").unwrap();
+        for length in [None, Some(256 << 20)] {
+            let url = endless(length).await;
+            let request = oauth2::http::Request::post(url).body(b"grant_type=refresh_token".to_vec()).unwrap();
+            let refused = oauth2::AsyncHttpClient::call(&http, request).await.unwrap_err();
+            let said = refused.to_string() + &format!("{refused:?}");
+            assert!(said.contains("larger than 65536 bytes"), "{length:?}: {said}");
+        }
     }
 }

@@ -69,6 +69,17 @@ pub async fn resource_metadata(
         let url = Url::parse(hint).map_err(|e| {
             AuthError::Discovery(format!("{}: resource_metadata {hint:?} is not a URL: {e}", http.name))
         })?;
+        // The server names where its metadata is, and the gateway fetches it: on the
+        // server's own origin only, or any server could aim the gateway's requests at
+        // hosts it reaches and the server does not (its loopback, an internal network).
+        if url.origin() != endpoint.origin() {
+            return Err(AuthError::Discovery(format!(
+                "{}: the server names its metadata at {}, another origin than its own ({}): refused unfetched",
+                http.name,
+                url.origin().ascii_serialization(),
+                endpoint.origin().ascii_serialization()
+            )));
+        }
         candidates.push(url);
     }
     candidates.extend(well_known(endpoint, "oauth-protected-resource"));
@@ -85,8 +96,9 @@ pub async fn resource_metadata(
     Err(AuthError::Discovery(format!("{}: no protected resource metadata (tried {})", http.name, tried.join("; "))))
 }
 
-/// The resource named by the metadata must be the endpoint's: the same origin, and a
-/// path that is the endpoint's or one of its parents (RFC 9728 §3.3, §7.3).
+/// The metadata must name its resource, and that resource must be the endpoint's: the
+/// same origin, and a path that is the endpoint's or one of its parents (RFC 9728 §2,
+/// §3.3, §7.3).
 fn check_resource(http: &AuthHttp, endpoint: &Url, metadata: &ResourceMetadata) -> Result<(), AuthError> {
     if metadata.authorization_servers.is_empty() {
         return Err(AuthError::Discovery(format!(
@@ -94,7 +106,12 @@ fn check_resource(http: &AuthHttp, endpoint: &Url, metadata: &ResourceMetadata) 
             http.name
         )));
     }
-    let Some(resource) = &metadata.resource else { return Ok(()) };
+    let Some(resource) = &metadata.resource else {
+        return Err(AuthError::Discovery(format!(
+            "{}: the protected resource metadata names no resource, so it cannot be told to be {endpoint}'s",
+            http.name
+        )));
+    };
     let named = Url::parse(resource).ok();
     let covers = named.as_ref().is_some_and(|named| {
         named.origin() == endpoint.origin() && {
@@ -224,6 +241,26 @@ mod tests {
         assert!(check_resource(&http, &endpoint, &meta("not a url")).is_err());
         let none = ResourceMetadata { authorization_servers: vec![], ..meta("https://r.example/mcp") };
         assert!(check_resource(&http, &endpoint, &none).is_err());
+        let unnamed = ResourceMetadata { resource: None, ..meta("https://r.example/mcp") };
+        let refused = check_resource(&http, &endpoint, &unnamed).unwrap_err().to_string();
+        assert!(refused.contains("names no resource"), "{refused}");
+    }
+
+    #[tokio::test]
+    async fn metadata_named_on_another_origin_is_refused_unfetched() {
+        let http = AuthHttp::new("p").unwrap();
+        let endpoint = Url::parse("http://127.0.0.1:4000/mcp").unwrap();
+        // An internal listener the server names: it must receive nothing.
+        let internal = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        internal.set_nonblocking(true).unwrap();
+        let admin =
+            format!("http://127.0.0.1:{}/internal/admin?action=delete-all", internal.local_addr().unwrap().port());
+        for hint in [admin.as_str(), "https://127.0.0.1:4000/x", "http://localhost:4000/x"] {
+            let refused = resource_metadata(&http, &endpoint, Some(hint)).await.unwrap_err().to_string();
+            assert!(refused.contains("another origin") && refused.contains("refused unfetched"), "{hint}: {refused}");
+        }
+        let asked = internal.accept();
+        assert!(matches!(&asked, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock), "{asked:?}");
     }
 
     #[test]
