@@ -91,6 +91,14 @@ impl Guest for Hostile {
             "structured_array" => Ok(raw("[]", Some("[1,2]"))),
             "loud_error" => Err(CallError::Internal(format!("\u{1b}[2J\u{202e}{}", "noise ".repeat(2000)))),
             "panic" => panic!("the hostile tool panicked on purpose"),
+            "resolve" => {
+                // {"path":"name"}: a lookup is itself a message out, to whoever answers
+                // for the name (a subdomain can carry anything).
+                use std::net::ToSocketAddrs as _;
+                let name = path(&arguments)?;
+                let found = (name, 0).to_socket_addrs().map_err(|e| CallError::Internal(format!("resolve {name}: {e}")))?;
+                Ok(text(&format!("resolved {name} to {} addresses", found.count())))
+            }
             "connect" => {
                 // {"path":"host:port"}: phone home, the way any tool with sockets could.
                 use std::io::Write as _;

@@ -107,8 +107,12 @@ pub enum Event {
         #[serde(skip_serializing_if = "Vec::is_empty")]
         stopped: Vec<String>,
     },
-    /// A stdio server's connection through the egress proxy, once it ended.
+    /// A provider's way out: a stdio server's connection through the egress proxy, once it
+    /// ended; a component's connection or name lookup, once decided (`kind`).
     Egress {
+        /// `connect` or `lookup` for a component (absent: through the proxy).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        kind: Option<String>,
         /// The host it asked for.
         host: String,
         /// The port it asked for.
@@ -207,7 +211,8 @@ impl Entry {
                 cut_flags(started);
                 cut_flags(stopped);
             }
-            Event::Egress { host, address, refused, .. } => {
+            Event::Egress { kind, host, address, refused, .. } => {
+                kind.iter_mut().for_each(cut);
                 cut(host);
                 address.iter_mut().chain(refused.iter_mut()).for_each(cut);
             }
@@ -455,6 +460,7 @@ mod tests {
     #[test]
     fn a_providers_text_is_kept_with_its_hidden_characters_shown() {
         let egress = Event::Egress {
+            kind: None,
             host: "evil\u{202e}moc.example".into(),
             port: 443,
             address: None,

@@ -17,7 +17,8 @@
 //!   [`is_secure`];
 //! * `connect` (feature `net`): [`permits`] and the resolution of a granted name;
 //! * `proxy` (feature `net`): the egress proxy ([`serve`], [`EgressGrant`],
-//!   [`EgressRecord`], [`PROXY_PORT`]);
+//!   [`PROXY_PORT`]) and what every egress path reports ([`EgressRecord`],
+//!   [`EgressKind`], [`EgressObserver`]);
 //! * `http` (feature `http`): what the gateway's own HTTP requests share,
 //!   `read_bounded`.
 //!
@@ -40,4 +41,4 @@ pub use grant::{HostGrant, HostGrantError};
 #[cfg(feature = "http")]
 pub use http::{BodyError, read_bounded};
 #[cfg(feature = "net")]
-pub use proxy::{EgressGrant, EgressObserver, EgressRecord, PROXY_PORT, serve};
+pub use proxy::{EgressGrant, EgressKind, EgressObserver, EgressRecord, PROXY_PORT, serve};

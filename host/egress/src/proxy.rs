@@ -42,9 +42,36 @@ const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_CONNECTIONS: usize = 32;
 
-/// One connection a server asked the proxy for, as it ended.
+/// How a provider reached out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum EgressKind {
+    /// A stdio server's connection through the egress proxy, reported when it ends.
+    #[default]
+    Proxied,
+    /// A component's TCP connect, reported when it is decided.
+    Connect,
+    /// A component's name lookup (`host` the name, no port), reported when it is decided.
+    Lookup,
+}
+
+impl EgressKind {
+    /// `proxied`, `connect` or `lookup`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Proxied => "proxied",
+            Self::Connect => "connect",
+            Self::Lookup => "lookup",
+        }
+    }
+}
+
+/// One connection (or lookup) a provider asked for: of a stdio server through the proxy,
+/// as it ended; of a component, as it was decided.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EgressRecord {
+    /// Which way it went out.
+    pub kind: EgressKind,
     /// The host asked for (empty when the request could not be read).
     pub host: String,
     /// The port asked for.

@@ -16,7 +16,7 @@ use wasmgate_audit::{AuditLog, Entry, Event};
 use wasmgate_client::{ClientConfig, HttpConfig, HttpTransport, StdioConfig, StdioTransport};
 use wasmgate_confine::{Confinement, Enforcement, Network, provider_workdir};
 use wasmgate_core::{ContentSource, ToolSource, report};
-use wasmgate_egress::{EgressGrant, EgressObserver, EgressRecord, HostGrant};
+use wasmgate_egress::{EgressGrant, EgressKind, EgressObserver, EgressRecord, HostGrant};
 use wasmgate_guard::Screener;
 use wasmgate_oauth::SecretSource;
 use wasmgate_policy::{CodeState, ConfinementLevel, Lock, MediaMode, Policy, ProviderPolicy, Verdict, exposed_name};
@@ -135,7 +135,9 @@ impl Starter {
                 })
                 .and_then(|formatters| match kind {
                     ProviderKind::Component => {
-                        Ok(Planned::Component(Box::new(component(sandbox, name, provider, rules, limits, formatters)?)))
+                        let observer = egress_observer(audit, name);
+                        let component = component(sandbox, name, provider, rules, limits, formatters, observer)?;
+                        Ok(Planned::Component(Box::new(component)))
                     }
                     ProviderKind::Stdio | ProviderKind::Http => {
                         let confined = Arc::new(Mutex::new(None));
@@ -433,6 +435,7 @@ fn component(
     rules: Option<&ProviderPolicy>,
     limits: CallLimits,
     formatters: Arc<Formatters>,
+    observer: EgressObserver,
 ) -> Result<ComponentProvider, StartError> {
     let path = provider.component.clone().unwrap_or_default();
     let loaded =
@@ -446,7 +449,7 @@ fn component(
     });
     let hosts = granted_hosts(rules);
     if !hosts.is_empty() {
-        grants.network = Some(NetworkGrant { hosts: hosts.into() });
+        grants.network = Some(NetworkGrant { hosts: hosts.into(), observer: Some(observer) });
     }
     Ok(ComponentProvider::new(name, loaded, grants, limits, formatters)?)
 }
@@ -505,11 +508,13 @@ fn granted_hosts(rules: Option<&ProviderPolicy>) -> Vec<HostGrant> {
     rules.map(|r| r.network_hosts.clone()).unwrap_or_default()
 }
 
-/// Writes each connection of provider `name` through the egress proxy to the audit log.
+/// Writes each connection (and a component's each lookup) of provider `name` to the
+/// audit log.
 fn egress_observer(audit: &Arc<AuditLog>, name: &str) -> EgressObserver {
     let (audit, name) = (Arc::clone(audit), name.to_owned());
     Arc::new(move |record: EgressRecord| {
         let event = Event::Egress {
+            kind: (record.kind != EgressKind::Proxied).then(|| record.kind.as_str().to_owned()),
             host: record.host,
             port: record.port,
             address: record.address.map(|a| a.to_string()),
@@ -580,6 +585,7 @@ mod tests {
         let audit = Arc::new(AuditLog::open(&path, Options::default()).unwrap());
         let observer = egress_observer(&audit, "calendar");
         observer(EgressRecord {
+            kind: EgressKind::Proxied,
             host: "calendar.example.com".into(),
             port: 443,
             address: Some("93.184.216.34:443".parse().unwrap()),
@@ -589,6 +595,7 @@ mod tests {
             duration: Duration::from_millis(1500),
         });
         observer(EgressRecord {
+            kind: EgressKind::Proxied,
             host: "evil.example".into(),
             port: 443,
             address: None,

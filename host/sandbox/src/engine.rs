@@ -150,7 +150,53 @@ fn wasi_linker(engine: &Engine, async_bindings: bool) -> wasmtime::Result<Linker
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
     }
     timers_due_at_once(&mut linker)?;
+    lookups_only_as_granted(&mut linker)?;
     Ok(linker)
+}
+
+/// The WASI interface whose `resolve-addresses` [`lookups_only_as_granted`] replaces, at
+/// the version wasmtime-wasi registers (as [`MONOTONIC_CLOCK`]).
+const IP_NAME_LOOKUP: &str = "wasi:sockets/ip-name-lookup@0.2.12";
+
+/// Replaces WASI's `resolve-addresses` with one that looks up only what the call's
+/// network grant names ([`NetworkGrant::may_look_up`](crate::NetworkGrant::may_look_up)):
+/// a lookup is a message out, to whoever answers for the name, so a tool granted one
+/// host by name must not use the resolver to say anything about any other. Each lookup,
+/// allowed or refused, is reported to the grant's observer. A refused one is
+/// `access-denied`, and no query leaves the host.
+fn lookups_only_as_granted(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::p2::bindings::sockets::ip_name_lookup::{Host as _, ResolveAddressStream};
+    use wasmtime_wasi::p2::bindings::sockets::network::{ErrorCode, Network};
+    use wasmtime_wasi::sockets::WasiSocketsView as _;
+    type Resolved = (Result<Resource<ResolveAddressStream>, ErrorCode>,);
+    linker.allow_shadowing(true);
+    let mut lookup = linker.instance(IP_NAME_LOOKUP)?;
+    lookup.func_wrap(
+        "resolve-addresses",
+        |mut store: wasmtime::StoreContextMut<'_, StoreState>,
+         (network, name): (Resource<Network>, String)|
+         -> wasmtime::Result<Resolved> {
+            let state = store.data_mut();
+            let allowed = state.network.as_ref().is_some_and(|grant| grant.may_look_up(&name));
+            if let Some(grant) = &state.network {
+                grant.report(wasmgate_egress::EgressRecord {
+                    kind: wasmgate_egress::EgressKind::Lookup,
+                    host: name.clone(),
+                    refused: (!allowed).then(|| format!("{name} is not a granted host's name")),
+                    ..wasmgate_egress::EgressRecord::default()
+                });
+            }
+            if !allowed {
+                return Ok((Err(ErrorCode::AccessDenied),));
+            }
+            match state.sockets().resolve_addresses(network, name) {
+                Ok(stream) => Ok((Ok(stream),)),
+                Err(error) => Ok((Err(error.downcast()?),)),
+            }
+        },
+    )?;
+    linker.allow_shadowing(false);
+    Ok(())
 }
 
 /// The WASI interface whose timers [`timers_due_at_once`] replaces: the version

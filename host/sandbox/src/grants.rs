@@ -12,7 +12,7 @@ use std::net::IpAddr;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use wasmgate_egress::HostGrant;
+use wasmgate_egress::{EgressObserver, EgressRecord, HostGrant};
 
 use crate::error::GrantError;
 
@@ -33,20 +33,61 @@ pub struct Grants {
 }
 
 /// Outgoing TCP for a tool call: `wasi:sockets`, with every connection's address judged
-/// by `wasmgate_egress::permits` against the hosts granted. UDP, binding an address of
-/// its own, listening and accepting stay refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// by `wasmgate_egress::permits` against the hosts granted, and a name looked up only
+/// when it is one of theirs (a lookup is itself a message out, to whoever answers for
+/// the name). UDP, binding an address of its own, listening and accepting stay refused.
+#[derive(Clone)]
 pub struct NetworkGrant {
     /// The hosts it may connect to (a name's public addresses, or a literal address).
     pub hosts: Arc<[HostGrant]>,
+    /// Told of every connection and every lookup, allowed or refused, as it is decided
+    /// (the gateway's audit log).
+    pub observer: Option<EgressObserver>,
 }
 
 impl NetworkGrant {
-    /// Whether the guest may resolve names (`wasi:sockets/ip-name-lookup`, through the
-    /// host's resolver): only when a host is granted by name.
+    /// `hosts`, reported to nobody.
+    #[must_use]
+    pub fn new(hosts: impl Into<Arc<[HostGrant]>>) -> Self {
+        Self { hosts: hosts.into(), observer: None }
+    }
+
+    /// Whether the guest may resolve names at all (`wasi:sockets/ip-name-lookup`):
+    /// only when a host is granted by name, and then only those names
+    /// ([`may_look_up`](Self::may_look_up)).
     #[must_use]
     pub fn name_lookup(&self) -> bool {
         self.hosts.iter().any(|h| h.host.parse::<IpAddr>().is_err())
+    }
+
+    /// Whether `name` may be looked up: an address literal (no lookup is made), or the
+    /// name of a granted host, in any case and with or without a trailing dot.
+    #[must_use]
+    pub fn may_look_up(&self, name: &str) -> bool {
+        name.parse::<IpAddr>().is_ok()
+            || self.hosts.iter().any(|h| h.host.eq_ignore_ascii_case(name.strip_suffix('.').unwrap_or(name)))
+    }
+
+    /// Tells the observer, if any.
+    pub(crate) fn report(&self, record: EgressRecord) {
+        if let Some(observer) = &self.observer {
+            observer(record);
+        }
+    }
+}
+
+impl PartialEq for NetworkGrant {
+    /// The same hosts: who hears of the connections is not part of what is granted.
+    fn eq(&self, other: &Self) -> bool {
+        self.hosts == other.hosts
+    }
+}
+
+impl Eq for NetworkGrant {}
+
+impl std::fmt::Debug for NetworkGrant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NetworkGrant").field("hosts", &self.hosts).finish_non_exhaustive()
     }
 }
 

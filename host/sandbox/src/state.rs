@@ -16,20 +16,22 @@
 //! and, only if granted, the real clocks, opened before the call so that a
 //! grant that cannot be given fails it up front.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::error::SandboxError;
-use crate::grants::Grants;
+use crate::grants::{Grants, NetworkGrant};
 use crate::limits::{CallLimits, MAX_HOST_RESOURCES, StoreLimiter};
 use crate::pipe::BoundedPipe;
+use wasmgate_egress::{EgressKind, EgressRecord};
 
 pub(crate) struct StoreState {
     /// `None` until first used, for a formatter; then the base context.
     wasi: Option<WasiCtx>,
+    /// A tool call's network grant: which names it may look up, and who hears of it.
+    pub network: Option<NetworkGrant>,
     mode: Mode,
     table: ResourceTable,
     pub limiter: StoreLimiter,
@@ -46,6 +48,7 @@ impl StoreState {
     /// says whether the call runs on a thread of its own or on an async task.
     pub fn new(limits: &CallLimits, mode: Mode) -> Self {
         StoreState {
+            network: None,
             wasi: None,
             mode,
             table: host_table(),
@@ -66,14 +69,25 @@ impl StoreState {
             builder.wall_clock(FrozenClock).monotonic_clock(FrozenClock);
         }
         if let Some(network) = &grants.network {
-            let hosts = Arc::clone(&network.hosts);
+            let grant = network.clone();
             builder.allow_tcp(true).allow_ip_name_lookup(network.name_lookup()).socket_addr_check(
                 move |addr, usage| {
                     use wasmtime_wasi::sockets::SocketAddrUse;
                     match usage {
                         SocketAddrUse::TcpConnect => {
-                            let hosts = Arc::clone(&hosts);
-                            Box::pin(async move { wasmgate_egress::permits(&hosts, addr).await })
+                            let grant = grant.clone();
+                            Box::pin(async move {
+                                let allowed = wasmgate_egress::permits(&grant.hosts, addr).await;
+                                grant.report(EgressRecord {
+                                    kind: EgressKind::Connect,
+                                    host: addr.ip().to_string(),
+                                    port: addr.port(),
+                                    address: Some(addr),
+                                    refused: (!allowed).then(|| format!("{addr} is not a granted host's address")),
+                                    ..EgressRecord::default()
+                                });
+                                allowed
+                            })
                         }
                         // The implicit bind of a connect asks with the wildcard address.
                         SocketAddrUse::TcpBind => {
@@ -93,6 +107,7 @@ impl StoreState {
             })?;
         }
         Ok(StoreState {
+            network: grants.network.clone(),
             wasi: Some(builder.build()),
             mode,
             table: host_table(),

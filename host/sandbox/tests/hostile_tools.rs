@@ -245,7 +245,7 @@ fn a_tool_connects_only_where_its_network_grant_lets_it() {
     denial(&tools, "connect", &target, &Grants::none());
 
     let hosts = [HostGrant::parse(&target).unwrap()];
-    let grants = Grants { network: Some(NetworkGrant { hosts: hosts.into() }), ..Grants::none() };
+    let grants = Grants { network: Some(NetworkGrant::new(hosts)), ..Grants::none() };
     assert!(!grants.network.as_ref().unwrap().name_lookup(), "an address needs no lookups");
     let outcome = call_both(&tools, "connect", &format!(r#"{{"path":"{target}"}}"#), &grants).unwrap();
     assert_eq!(text(&outcome), format!("connected to {target}"));
@@ -260,5 +260,39 @@ fn a_tool_connects_only_where_its_network_grant_lets_it() {
     // A name needs lookups, which this grant does not allow.
     denial(&tools, "connect", &format!("localhost:{port}"), &grants);
     assert_eq!(other.accept().map(|_| ()).unwrap_err().kind(), std::io::ErrorKind::WouldBlock, "nothing else");
+    assert_still_answers(&tools);
+}
+
+#[test]
+fn a_tool_looks_up_only_the_names_granted_to_it_and_each_lookup_and_connect_is_reported() {
+    use std::sync::{Arc, Mutex};
+    use wasmgate_egress::{EgressKind, EgressObserver, EgressRecord, HostGrant};
+    use wasmgate_sandbox::NetworkGrant;
+    let sandbox = sandbox();
+    let tools = hostile(&sandbox);
+    let seen: Arc<Mutex<Vec<EgressRecord>>> = Arc::default();
+    let log = Arc::clone(&seen);
+    let observer: EgressObserver = Arc::new(move |record| log.lock().unwrap().push(record));
+    let hosts = [HostGrant::parse("localhost:5232").unwrap(), HostGrant::parse("127.0.0.1:9").unwrap()];
+    let grant = NetworkGrant { observer: Some(observer), ..NetworkGrant::new(hosts) };
+    assert!(grant.name_lookup() && grant.may_look_up("LOCALHOST.") && !grant.may_look_up("evil.example"));
+    let grants = Grants { network: Some(grant), ..Grants::none() };
+
+    let outcome = call_both(&tools, "resolve", r#"{"path":"localhost"}"#, &grants).unwrap();
+    assert!(text(&outcome).starts_with("resolved localhost to "), "{}", text(&outcome));
+    // Any other name: refused here, so no query leaves the host for it.
+    denial(&tools, "resolve", "secret-data.exfil.example", &grants);
+    // A connection is reported too, refused or not (nothing listens on port 9).
+    let _ = call_both(&tools, "connect", r#"{"path":"127.0.0.1:9"}"#, &grants);
+    denial(&tools, "connect", "10.0.0.1:5232", &grants);
+
+    let seen = seen.lock().unwrap();
+    let lookups: Vec<_> = seen.iter().filter(|r| r.kind == EgressKind::Lookup).collect();
+    assert!(lookups.iter().any(|r| r.host == "localhost" && r.refused.is_none()), "{seen:?}");
+    let refused = lookups.iter().find(|r| r.host == "secret-data.exfil.example").expect("the refused lookup");
+    assert!(refused.refused.as_deref().is_some_and(|why| why.contains("not a granted host's name")), "{refused:?}");
+    let connects: Vec<_> = seen.iter().filter(|r| r.kind == EgressKind::Connect).collect();
+    assert!(connects.iter().any(|r| r.port == 9 && r.refused.is_none()), "{seen:?}");
+    assert!(connects.iter().any(|r| r.host == "10.0.0.1" && r.refused.is_some()), "{seen:?}");
     assert_still_answers(&tools);
 }
