@@ -96,7 +96,8 @@ impl Guest for Hostile {
                 // for the name (a subdomain can carry anything).
                 use std::net::ToSocketAddrs as _;
                 let name = path(&arguments)?;
-                let found = (name, 0).to_socket_addrs().map_err(|e| CallError::Internal(format!("resolve {name}: {e}")))?;
+                let found =
+                    (name, 0).to_socket_addrs().map_err(|e| CallError::Internal(format!("resolve {name}: {e}")))?;
                 Ok(text(&format!("resolved {name} to {} addresses", found.count())))
             }
             "connect" => {
