@@ -50,7 +50,9 @@ pub async fn login(args: LoginArgs) -> anyhow::Result<()> {
     let port = settings.redirect_port.unwrap_or(0);
     let browser = LoopbackBrowser::bind(port, Duration::from_secs(args.timeout)).await?;
     let agent: Arc<dyn UserAgent> = Arc::new(browser);
-    let Some(auth) = authorizer(&config, &args.provider, Some(agent))? else {
+    let policy = wasmgate_policy::Policy::load(&config.policy)
+        .with_context(|| format!("the policy {}, whose network_hosts the login may reach", config.policy.display()))?;
+    let Some(auth) = authorizer(&config, &args.provider, policy.provider(&args.provider), Some(agent))? else {
         bail!("provider {:?} does not use OAuth", args.provider);
     };
     auth.login(&endpoint).await?;

@@ -48,7 +48,9 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<()> {
 /// How an OAuth provider's login stands, and what to run when it needs one.
 async fn auth_state(config: &Config, name: &str) -> Option<String> {
     let url = config.providers.get(name)?.url.as_deref()?;
-    let authorizer = match authorizer(config, name, None) {
+    // A policy that cannot be read grants nothing: the strictest reach.
+    let policy = wasmgate_policy::Policy::load(&config.policy).ok();
+    let authorizer = match authorizer(config, name, policy.as_ref().and_then(|p| p.provider(name)), None) {
         Ok(authorizer) => authorizer?,
         Err(e) => return Some(format!("OAuth 2.1, unusable: {e}")),
     };

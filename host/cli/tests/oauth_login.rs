@@ -41,6 +41,13 @@ fn login_runs_the_authorization_code_flow_and_tools_shows_the_state() {
     let suite = String::from_utf8_lossy(&out.stdout);
     let seen: Value = serde_json::from_slice(&std::fs::read(&report).unwrap_or_default()).unwrap_or(Value::Null);
     let text = |key: &str| seen[key].as_str().unwrap_or_default().to_owned();
+    // Its authorization server is on a loopback port the server names: not reached
+    // until the policy grants it.
+    assert!(
+        text("ungranted")
+            .contains("was named by the server and is not https: grant its host in the provider's network_hosts"),
+        "{seen:#}\n{suite}"
+    );
     assert!(
         text("before").contains("auth: OAuth 2.1, not logged in: run `wasmgate login remote`"),
         "{seen:#}\n{suite}"

@@ -19,8 +19,10 @@ use serde_json::{Map, Value, json};
 use url::Url;
 use wasmgate_client::{ClientConfig, HttpConfig, HttpTransport, InputDeclined, InputHandler, InputRequest, McpClient};
 use wasmgate_core::{BoxFuture, CancellationToken};
+use wasmgate_egress::HostGrant;
 use wasmgate_oauth::{
-    Authorizer, ClientIdentity, FollowRedirect, Grant, OAuthConfig, PrivateKey, SecretSource, TokenAuth, UserAgent,
+    Authorizer, Challenge, ClientIdentity, FollowRedirect, Grant, OAuthConfig, PrivateKey, SecretSource, TokenAuth,
+    UserAgent,
 };
 use wasmgate_protocol::ProtocolVersion;
 
@@ -54,7 +56,8 @@ async fn main() -> ExitCode {
 async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
     let mut http = HttpConfig::new("conformance", url);
     if scenario.starts_with("auth/") {
-        http.oauth = Some(authorizer(scenario, context)?);
+        let granted = named_authorization_servers(url).await;
+        http.oauth = Some(authorizer(scenario, context, granted)?);
     }
     let transport = HttpTransport::new(&http).map_err(|e| e.to_string())?;
     let mut config = ClientConfig::default();
@@ -156,9 +159,52 @@ impl InputHandler for Answers {
     }
 }
 
-fn authorizer(scenario: &str, context: &Value) -> Result<Authorizer, String> {
+/// The authorization servers the scenario's server names, as an operator grants theirs
+/// in `network_hosts`: the suite runs them on loopback ports of its choosing, which the
+/// egress rules reach only when granted (a server may name only public https hosts by
+/// itself). Found as the client finds them: the challenge's `resource_metadata`, else the
+/// well-known URLs; none when there are none (the scenario then tests that).
+async fn named_authorization_servers(url: &str) -> Vec<HostGrant> {
+    let Ok(endpoint) = Url::parse(url) else { return Vec::new() };
+    let http = reqwest::Client::new();
+    let ping = http
+        .post(endpoint.clone())
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#)
+        .send()
+        .await;
+    let mut candidates: Vec<String> = ping
+        .ok()
+        .and_then(|answer| Challenge::from_headers(answer.headers()))
+        .and_then(|challenge| challenge.resource_metadata)
+        .into_iter()
+        .collect();
+    let origin = endpoint.origin().ascii_serialization();
+    candidates.push(format!("{origin}/.well-known/oauth-protected-resource{}", endpoint.path().trim_end_matches('/')));
+    candidates.push(format!("{origin}/.well-known/oauth-protected-resource"));
+    for candidate in candidates {
+        let Ok(answer) = http.get(&candidate).send().await else { continue };
+        let Ok(body) = answer.bytes().await else { continue };
+        let Ok(metadata) = serde_json::from_slice::<Value>(&body) else { continue };
+        let Some(servers) = metadata.get("authorization_servers").and_then(Value::as_array) else { continue };
+        return servers
+            .iter()
+            .filter_map(Value::as_str)
+            .filter_map(|server| Url::parse(server).ok())
+            .filter_map(|server| {
+                let port = server.port_or_known_default()?;
+                HostGrant::parse(&format!("{}:{port}", server.host_str()?)).ok()
+            })
+            .collect();
+    }
+    Vec::new()
+}
+
+fn authorizer(scenario: &str, context: &Value, granted: Vec<HostGrant>) -> Result<Authorizer, String> {
     let text = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_owned);
     let mut config = OAuthConfig::new("conformance");
+    config.granted_hosts = granted;
     config.client_name = "wasmgate conformance client".into();
     config.client_metadata_url = Some("https://conformance-test.local/client-metadata.json".into());
     if let Some(id) = text("client_id") {

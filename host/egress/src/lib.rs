@@ -19,6 +19,9 @@
 //! * `proxy` (feature `net`): the egress proxy ([`serve`], [`EgressGrant`],
 //!   [`PROXY_PORT`]) and what every egress path reports ([`EgressRecord`],
 //!   [`EgressKind`], [`EgressObserver`]);
+//! * `reach` (feature `net`): where the gateway's own requests may go ([`Reach`]): what
+//!   the configuration names, and what a server names at run time only over `https` to
+//!   a public address or a granted host, checked by the resolver it connects with;
 //! * `http` (feature `http`): what the gateway's own HTTP requests share,
 //!   `read_bounded`.
 //!
@@ -33,6 +36,8 @@ mod grant;
 mod http;
 #[cfg(feature = "net")]
 mod proxy;
+#[cfg(feature = "net")]
+mod reach;
 
 pub use address::{is_loopback, is_public, is_secure};
 #[cfg(feature = "net")]
@@ -42,3 +47,5 @@ pub use grant::{HostGrant, HostGrantError};
 pub use http::{BodyError, read_bounded};
 #[cfg(feature = "net")]
 pub use proxy::{EgressGrant, EgressKind, EgressObserver, EgressRecord, PROXY_PORT, serve};
+#[cfg(feature = "net")]
+pub use reach::{Reach, ReachError};

@@ -9,6 +9,8 @@ use wasmgate_oauth::{
     UserAgent, read_private,
 };
 
+use wasmgate_policy::ProviderPolicy;
+
 use crate::config::Config;
 use crate::oauth_settings::SecretConfig;
 
@@ -21,8 +23,10 @@ pub fn token_store(config: &Config) -> TokenStore {
     TokenStore::new(config.state_dir.join("oauth"))
 }
 
-/// The authorizer of provider `name`, if it uses OAuth; `agent` runs logins (`None` when
-/// serving: a provider without a usable token is then withheld until `wasmgate login`).
+/// The authorizer of provider `name`, if it uses OAuth; `rules`, its policy, grant the
+/// hosts its servers may name at run time beyond public `https` ones (`network_hosts`);
+/// `agent` runs logins (`None` when serving: a provider without a usable token is then
+/// withheld until `wasmgate login`).
 ///
 /// # Errors
 ///
@@ -30,10 +34,13 @@ pub fn token_store(config: &Config) -> TokenStore {
 pub fn authorizer(
     config: &Config,
     name: &str,
+    rules: Option<&ProviderPolicy>,
     agent: Option<Arc<dyn UserAgent>>,
 ) -> Result<Option<Authorizer>, AuthError> {
     let Some(settings) = config.providers.get(name).and_then(|p| p.oauth.as_ref()) else { return Ok(None) };
     let mut oauth = OAuthConfig::new(name);
+    // What its servers may name at run time besides public https hosts.
+    oauth.granted_hosts = rules.map(|r| r.network_hosts.clone()).unwrap_or_default();
     oauth.grant = match settings.grant.as_deref() {
         Some("client_credentials") => Grant::ClientCredentials,
         _ => Grant::AuthorizationCode,

@@ -313,7 +313,7 @@ fn connector(
         client.call_timeout = Duration::from_millis(ms);
     }
     let transport = match provider.kind() {
-        ProviderKind::Http => Transport::Http(Box::new(http(config, name, provider)?)),
+        ProviderKind::Http => Transport::Http(Box::new(http(config, name, provider, rules)?)),
         _ => Transport::Stdio(Box::new(stdio(config, name, provider, rules, audit)?)),
     };
     let network = rules.is_some_and(|r| !r.network_hosts.is_empty() || !r.network_ports.is_empty());
@@ -454,10 +454,15 @@ fn component(
     Ok(ComponentProvider::new(name, loaded, grants, limits, formatters)?)
 }
 
-fn http(config: &Config, name: &str, provider: &ProviderConfig) -> Result<HttpConfig, StartError> {
+fn http(
+    config: &Config,
+    name: &str,
+    provider: &ProviderConfig,
+    rules: Option<&ProviderPolicy>,
+) -> Result<HttpConfig, StartError> {
     let mut http = HttpConfig::new(name, provider.url.clone().unwrap_or_default());
     http.bearer = provider.token_env.clone().map(SecretSource::FromEnv);
-    http.oauth = crate::oauth::authorizer(config, name, None).map_err(|e| StartError::provider(name, e))?;
+    http.oauth = crate::oauth::authorizer(config, name, rules, None).map_err(|e| StartError::provider(name, e))?;
     http.headers = provider
         .headers
         .iter()

@@ -14,6 +14,7 @@ use crate::error::AuthError;
 use crate::http::AuthHttp;
 use crate::secret::SecretSource;
 use crate::store::{Stored, TokenStore};
+use wasmgate_egress::{HostGrant, Reach};
 
 /// How a token is obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -114,6 +115,9 @@ pub struct OAuthConfig {
     pub store: Option<TokenStore>,
     /// The client name given at registration.
     pub client_name: String,
+    /// Hosts a server may name at run time (its authorization server, their endpoints)
+    /// besides `https` ones at public addresses: the provider's `network_hosts`.
+    pub granted_hosts: Vec<HostGrant>,
 }
 
 impl OAuthConfig {
@@ -128,6 +132,7 @@ impl OAuthConfig {
             scopes: None,
             store: None,
             client_name: "wasmgate".into(),
+            granted_hosts: Vec::new(),
         }
     }
 }
@@ -174,7 +179,7 @@ impl Authorizer {
     ///
     /// [`AuthError::Config`] when the HTTP client cannot be built.
     pub fn new(config: OAuthConfig, agent: Option<Arc<dyn UserAgent>>) -> Result<Self, AuthError> {
-        let http = AuthHttp::new(&config.provider)?;
+        let http = AuthHttp::new(&config.provider, Reach::new(config.granted_hosts.clone()))?;
         Ok(Self { inner: Arc::new(Inner { config, http, agent, state: Mutex::new(State::default()) }) })
     }
 

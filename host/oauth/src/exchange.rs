@@ -310,6 +310,9 @@ fn oauth_client(
         .map(Url::parse)
         .transpose()
         .map_err(|e| bad("authorization endpoint", &e))?;
+    // The token endpoint's reach is checked as each request is sent (`AuthHttp`); the
+    // authorization endpoint is the user's browser's to open, and carries no secret of
+    // ours, but not in clear text all the same.
     for url in std::iter::once(&token).chain(authorize.as_ref()) {
         super::http::check_secure(name, url)?;
     }

@@ -8,6 +8,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde::de::DeserializeOwned;
 use url::Url;
 use wasmgate_core::report;
+use wasmgate_egress::Reach;
 
 use crate::error::AuthError;
 
@@ -27,34 +28,39 @@ pub(crate) enum Fetched<T> {
     Missing(String),
 }
 
-/// The OAuth HTTP client of one provider.
+/// The OAuth HTTP client of one provider: every request it sends passes the provider's
+/// [`Reach`] first, and its names resolve through it.
 #[derive(Debug, Clone)]
 pub struct AuthHttp {
     /// The provider's name, for messages.
     pub(crate) name: String,
     pub(crate) client: reqwest::Client,
+    /// Where its requests may go: the provider's URL, and what a server names at run time
+    /// only as the egress rules allow.
+    pub(crate) reach: Reach,
 }
 
 impl AuthHttp {
-    /// A client for the provider `name`.
+    /// A client for the provider `name`, its run-time URLs reaching `reach`.
     ///
     /// # Errors
     ///
     /// [`AuthError::Config`] when TLS cannot be set up.
-    pub fn new(name: &str) -> Result<Self, AuthError> {
-        Ok(Self { name: name.to_owned(), client: client(name)? })
+    pub fn new(name: &str, reach: Reach) -> Result<Self, AuthError> {
+        let client = builder().dns_resolver(std::sync::Arc::new(reach.clone())).build();
+        let client = client.map_err(|e| AuthError::Config(format!("{name}: HTTP client: {}", report(&e))))?;
+        Ok(Self { name: name.to_owned(), client, reach })
     }
 
-    /// Refuses a URL that would carry credentials in clear text.
-    pub(crate) fn check_secure(&self, url: &Url) -> Result<(), AuthError> {
-        check_secure(&self.name, url)
+    /// Refuses a request the egress rules do not let the gateway send (naming the grant
+    /// that would), or one that would carry credentials in clear text.
+    pub(crate) fn check(&self, url: &Url) -> Result<(), AuthError> {
+        self.reach.check(url).map_err(|e| AuthError::Discovery(format!("{}: {e}", self.name)))
     }
 
     /// GETs `url` as JSON. A non-2xx status or a body that is not `T` is `Missing`.
     pub(crate) async fn get_json<T: DeserializeOwned>(&self, url: &Url) -> Result<Fetched<T>, AuthError> {
-        if self.check_secure(url).is_err() {
-            return Ok(Fetched::Missing("not https".into()));
-        }
+        self.check(url)?;
         let response = match self.client.get(url.clone()).header(ACCEPT, "application/json").send().await {
             Ok(response) => response,
             Err(e) => return Ok(Fetched::Missing(report(&e))),
@@ -76,6 +82,8 @@ impl AuthHttp {
     /// The challenge of `endpoint` to a request without a token: a `ping` POSTed as MCP
     /// would be, whose `401` names the resource metadata. `None` when it answers otherwise.
     pub(crate) async fn challenge(&self, endpoint: &Url) -> Option<super::Challenge> {
+        self.reach.configure(endpoint);
+        self.check(endpoint).ok()?;
         let response = self
             .client
             .post(endpoint.clone())
@@ -97,7 +105,7 @@ impl AuthHttp {
         url: &Url,
         body: &serde_json::Value,
     ) -> Result<(u16, serde_json::Value), AuthError> {
-        self.check_secure(url)?;
+        self.check(url)?;
         let response = self
             .client
             .post(url.clone())
@@ -132,6 +140,7 @@ impl<'c> oauth2::AsyncHttpClient<'c> for AuthHttp {
     fn call(&'c self, request: oauth2::HttpRequest) -> Self::Future {
         Box::pin(async move {
             let request = reqwest::Request::try_from(request).map_err(Box::new)?;
+            self.reach.check(request.url()).map_err(|e| oauth2::HttpClientError::Other(e.to_string()))?;
             let mut response = self.client.execute(request).await.map_err(Box::new)?;
             let mut answer = oauth2::http::Response::builder().status(response.status()).version(response.version());
             for (name, value) in response.headers() {
@@ -151,14 +160,16 @@ impl<'c> oauth2::AsyncHttpClient<'c> for AuthHttp {
 /// The HTTP client of OAuth's exchanges and of [`FollowRedirect`](super::FollowRedirect):
 /// no redirect followed, no proxy from the environment, bounded in time.
 pub(crate) fn client(name: &str) -> Result<reqwest::Client, AuthError> {
+    builder().build().map_err(|e| AuthError::Config(format!("{name}: HTTP client: {}", report(&e))))
+}
+
+fn builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .connect_timeout(Duration::from_secs(10))
         .timeout(Duration::from_secs(30))
         .user_agent(concat!("wasmgate/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| AuthError::Config(format!("{name}: HTTP client: {}", report(&e))))
 }
 
 /// Refuses a URL that would carry credentials in clear text: `https`, or `http` to a
@@ -207,13 +218,29 @@ mod tests {
 
     #[tokio::test]
     async fn a_token_answer_is_read_within_its_bound_whatever_its_size() {
-        let http = AuthHttp::new("p").unwrap();
         for length in [None, Some(256 << 20)] {
             let url = endless(length).await;
+            // A token endpoint on loopback is reached only when granted.
+            let authority = url.trim_start_matches("http://").split('/').next().unwrap();
+            let http =
+                AuthHttp::new("p", Reach::new(vec![wasmgate_egress::HostGrant::parse(authority).unwrap()])).unwrap();
             let request = oauth2::http::Request::post(url).body(b"grant_type=refresh_token".to_vec()).unwrap();
             let refused = oauth2::AsyncHttpClient::call(&http, request).await.unwrap_err();
             let said = refused.to_string() + &format!("{refused:?}");
             assert!(said.contains("larger than 65536 bytes"), "{length:?}: {said}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_token_endpoint_the_server_names_on_loopback_is_not_asked_unless_granted() {
+        let internal = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        internal.set_nonblocking(true).unwrap();
+        let url = format!("http://{}/token", internal.local_addr().unwrap());
+        let http = AuthHttp::new("p", Reach::default()).unwrap();
+        let request = oauth2::http::Request::post(url).body(b"grant_type=refresh_token".to_vec()).unwrap();
+        let refused = oauth2::AsyncHttpClient::call(&http, request).await.unwrap_err();
+        assert!(format!("{refused:?}").contains("network_hosts"), "{refused:?}");
+        let asked = internal.accept();
+        assert!(matches!(&asked, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock), "{asked:?}");
     }
 }

@@ -64,6 +64,7 @@ pub async fn resource_metadata(
     endpoint: &Url,
     hint: Option<&str>,
 ) -> Result<(ResourceMetadata, Url), AuthError> {
+    http.reach.configure(endpoint);
     let mut candidates = Vec::new();
     if let Some(hint) = hint {
         let url = Url::parse(hint).map_err(|e| {
@@ -142,7 +143,7 @@ pub async fn server_metadata(http: &AuthHttp, issuer: &str) -> Result<ServerMeta
     let url = Url::parse(issuer).map_err(|e| {
         AuthError::Discovery(format!("{}: authorization server {issuer:?} is not a URL: {e}", http.name))
     })?;
-    http.check_secure(&url)?;
+    http.check(&url)?;
     let mut candidates = Vec::new();
     let path = url.path().trim_end_matches('/');
     let root = |suffix: &str| {
@@ -226,7 +227,7 @@ mod tests {
 
     #[test]
     fn a_resource_elsewhere_is_refused() {
-        let http = AuthHttp::new("p").unwrap();
+        let http = AuthHttp::new("p", wasmgate_egress::Reach::default()).unwrap();
         let endpoint = Url::parse("https://r.example/mcp").unwrap();
         let meta = |resource: &str| ResourceMetadata {
             resource: Some(resource.into()),
@@ -248,7 +249,7 @@ mod tests {
 
     #[tokio::test]
     async fn metadata_named_on_another_origin_is_refused_unfetched() {
-        let http = AuthHttp::new("p").unwrap();
+        let http = AuthHttp::new("p", wasmgate_egress::Reach::default()).unwrap();
         let endpoint = Url::parse("http://127.0.0.1:4000/mcp").unwrap();
         // An internal listener the server names: it must receive nothing.
         let internal = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
