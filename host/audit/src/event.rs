@@ -130,6 +130,31 @@ pub enum Event {
         /// Milliseconds from the request to the end of the connection.
         duration_ms: u64,
     },
+    /// A provider's connections or lookups beyond the rate at which each has a record of
+    /// its own, coalesced: one record per kind, host, port and outcome, written at most
+    /// every few seconds and when the provider stops, so a flood is counted, not dropped.
+    EgressSummary {
+        /// `connect` or `lookup` for a component (absent: through the proxy).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        kind: Option<String>,
+        /// The host asked for.
+        host: String,
+        /// The port asked for.
+        port: u16,
+        /// Why the first of them was refused (absent: they were allowed).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        refused: Option<String>,
+        /// How many.
+        count: u64,
+        /// Bytes up, all of them together.
+        bytes_up: u64,
+        /// Bytes down, all of them together.
+        bytes_down: u64,
+        /// When the first and the last of them were reported (Unix milliseconds).
+        first_ms: u64,
+        /// See `first_ms`.
+        last_ms: u64,
+    },
 }
 
 /// One record's content, before the log adds `seq`, `time` and `prev`.
@@ -215,6 +240,10 @@ impl Entry {
                 kind.iter_mut().for_each(cut);
                 cut(host);
                 address.iter_mut().chain(refused.iter_mut()).for_each(cut);
+            }
+            Event::EgressSummary { kind, host, refused, .. } => {
+                kind.iter_mut().chain(refused.iter_mut()).for_each(cut);
+                cut(host);
             }
             Event::Started => {}
         }

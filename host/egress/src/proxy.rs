@@ -43,7 +43,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_CONNECTIONS: usize = 32;
 
 /// How a provider reached out.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum EgressKind {
     /// A stdio server's connection through the egress proxy, reported when it ends.
     #[default]

@@ -20,6 +20,8 @@
 //!   screens, formatters and media check loaded, its client (a confined stdio child, or
 //!   HTTP) or its component;
 //! * `diagnose`: the likely cause of a stdio server that did not answer;
+//! * `egress_log`: a provider's connections and lookups in the audit log, coalesced
+//!   beyond a rate so that a flood is counted without filling it;
 //! * `oauth`: the [`authorizer`] of an HTTP provider and where its tokens are kept
 //!   ([`token_store`]);
 //! * `backend`: [`GatewayBackend`], the guard's tools and content for the MCP server
@@ -37,6 +39,7 @@ mod cluster;
 mod code;
 mod config;
 mod diagnose;
+mod egress_log;
 mod error;
 mod gateway;
 mod load;

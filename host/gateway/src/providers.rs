@@ -16,7 +16,7 @@ use wasmgate_audit::{AuditLog, Entry, Event};
 use wasmgate_client::{ClientConfig, HttpConfig, HttpTransport, StdioConfig, StdioTransport};
 use wasmgate_confine::{Confinement, Enforcement, Network, provider_workdir};
 use wasmgate_core::{ContentSource, ToolSource, report};
-use wasmgate_egress::{EgressGrant, EgressKind, EgressObserver, EgressRecord, HostGrant};
+use wasmgate_egress::{EgressGrant, EgressObserver, HostGrant};
 use wasmgate_guard::Screener;
 use wasmgate_oauth::SecretSource;
 use wasmgate_policy::{CodeState, ConfinementLevel, Lock, MediaMode, Policy, ProviderPolicy, Verdict, exposed_name};
@@ -135,7 +135,7 @@ impl Starter {
                 })
                 .and_then(|formatters| match kind {
                     ProviderKind::Component => {
-                        let observer = egress_observer(audit, name);
+                        let observer = crate::egress_log::observer(audit, name);
                         let component = component(sandbox, name, provider, rules, limits, formatters, observer)?;
                         Ok(Planned::Component(Box::new(component)))
                     }
@@ -502,7 +502,7 @@ fn stdio(
     let mut server = StdioConfig::new(name, command, workdir).confinement(Some(confinement));
     let hosts = granted_hosts(rules);
     if !hosts.is_empty() {
-        server = server.egress(EgressGrant { hosts, observer: Some(egress_observer(audit, name)) });
+        server = server.egress(EgressGrant { hosts, observer: Some(crate::egress_log::observer(audit, name)) });
     }
     let server = provider.args.iter().fold(server, |s, a| s.arg(a));
     Ok(provider.env.iter().fold(server, |s, (k, v)| s.env(k, v)))
@@ -511,29 +511,6 @@ fn stdio(
 /// The hosts provider `name`'s policy grants (none without a policy).
 fn granted_hosts(rules: Option<&ProviderPolicy>) -> Vec<HostGrant> {
     rules.map(|r| r.network_hosts.clone()).unwrap_or_default()
-}
-
-/// Writes each connection (and a component's each lookup) of provider `name` to the
-/// audit log.
-fn egress_observer(audit: &Arc<AuditLog>, name: &str) -> EgressObserver {
-    let (audit, name) = (Arc::clone(audit), name.to_owned());
-    Arc::new(move |record: EgressRecord| {
-        let event = Event::Egress {
-            kind: (record.kind != EgressKind::Proxied).then(|| record.kind.as_str().to_owned()),
-            host: record.host,
-            port: record.port,
-            address: record.address.map(|a| a.to_string()),
-            refused: record.refused,
-            bytes_up: record.bytes_up,
-            bytes_down: record.bytes_down,
-            duration_ms: u64::try_from(record.duration.as_millis()).unwrap_or(u64::MAX),
-        };
-        let mut entry = Entry::log(event);
-        entry.provider = Some(name.clone());
-        if let Err(e) = audit.record_later([entry]) {
-            tracing::error!(error = %e, "audit log cannot be written");
-        }
-    })
 }
 
 pub(crate) fn cache_dir() -> Option<std::path::PathBuf> {
@@ -549,6 +526,7 @@ mod tests {
 
     use super::*;
     use wasmgate_audit::Options;
+    use wasmgate_egress::{EgressKind, EgressRecord};
 
     #[test]
     fn best_effort_confinement_is_recorded_in_the_audit_log() {
@@ -588,7 +566,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         let audit = Arc::new(AuditLog::open(&path, Options::default()).unwrap());
-        let observer = egress_observer(&audit, "calendar");
+        let observer = crate::egress_log::observer(&audit, "calendar");
         observer(EgressRecord {
             kind: EgressKind::Proxied,
             host: "calendar.example.com".into(),
