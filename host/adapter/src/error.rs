@@ -60,6 +60,14 @@ pub enum AdapterError {
     /// A provider name that would make ambiguous or invalid tool names.
     #[error(transparent)]
     ProviderName(#[from] NameError),
+    /// The host refused to start the provider (its code is not the code it checked).
+    #[error("provider {provider:?} is not started: {reason}")]
+    Refused {
+        /// The provider's configured name.
+        provider: String,
+        /// Why, and what to do.
+        reason: String,
+    },
 }
 
 /// The end of a [`AdapterError::Silent`] message: the server's last words and the cause.

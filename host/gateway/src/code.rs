@@ -199,6 +199,27 @@ pub(crate) fn of(name: &str, provider: &ProviderConfig, policy: &Policy) -> Resu
     Ok(code)
 }
 
+/// Whether every file `pins` names is still the file pinned (the same SHA-256 and size):
+/// what a supervised restart checks before it runs the code again. `Err` names the first
+/// that is not, and what to do.
+pub(crate) fn unchanged(pins: &BTreeMap<String, CodePin>) -> Result<(), String> {
+    for (role, pinned) in pins {
+        let path = Path::new(&pinned.path);
+        match pin(path) {
+            Ok(now) if now.sha256 == pinned.sha256 && now.size == pinned.size => {}
+            Ok(_) => {
+                return Err(format!(
+                    "its {role} ({}) changed since the gateway checked it; it does not run until `wasmgate review` \
+                     approves it and the gateway reloads",
+                    path.display()
+                ));
+            }
+            Err(e) => return Err(format!("its {role} cannot be checked again: {}", wasmgate_core::report(&e))),
+        }
+    }
+    Ok(())
+}
+
 /// The SHA-256 and size of the file at `path`.
 fn pin(path: &Path) -> Result<CodePin, CodeError> {
     let failed = |source| CodeError::Read { path: path.to_owned(), source };
@@ -249,6 +270,19 @@ mod tests {
     fn stdio(command: &str, args: &[&str]) -> ProviderConfig {
         let text = format!("command = {command:?}\nargs = {args:?}\n");
         toml::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn pinned_code_is_unchanged_until_a_byte_of_it_changes_or_it_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("server.js");
+        std::fs::write(&file, "reviewed").unwrap();
+        let pins = BTreeMap::from([("arg:0".to_owned(), pin(&file).unwrap())]);
+        assert_eq!(unchanged(&pins), Ok(()));
+        std::fs::write(&file, "reviewEd").unwrap();
+        assert!(unchanged(&pins).unwrap_err().contains("changed since the gateway checked it"));
+        std::fs::remove_file(&file).unwrap();
+        assert!(unchanged(&pins).unwrap_err().contains("cannot be checked again"));
     }
 
     #[test]

@@ -19,7 +19,9 @@ use wasmgate_core::{ContentSource, ToolSource, report};
 use wasmgate_egress::{EgressGrant, EgressObserver, HostGrant};
 use wasmgate_guard::Screener;
 use wasmgate_oauth::SecretSource;
-use wasmgate_policy::{CodeState, ConfinementLevel, Lock, MediaMode, Policy, ProviderPolicy, Verdict, exposed_name};
+use wasmgate_policy::{
+    CodePin, CodeState, ConfinementLevel, Lock, MediaMode, Policy, ProviderPolicy, Verdict, exposed_name,
+};
 use wasmgate_sandbox::{CallLimits, DirGrant, Formatter, Grants, MediaCheck, NetworkGrant, Sandbox};
 
 use crate::code;
@@ -116,24 +118,25 @@ impl Starter {
             };
             let limits = limits(&config.limits, rules);
             let planned = reviewed_code(lock, name, provider, policy)
-                .and_then(|()| {
+                .and_then(|pins| {
                     let screens = load_screens(sandbox, name, rules, &limits)?;
                     let screens = screens.into_iter().map(|(_, screen)| Arc::new(screen) as Arc<dyn Screener>);
                     started.screens.insert(name.clone(), screens.collect());
-                    Ok(())
+                    Ok(pins)
                 })
-                .and_then(|()| formatters(sandbox, json_text, name, rules, &limits))
-                .and_then(|formatters| {
+                .and_then(|pins| Ok((pins, formatters(sandbox, json_text, name, rules, &limits)?)))
+                .and_then(|(pins, formatters)| {
                     let formatters = Arc::unwrap_or_clone(formatters).with_naming(provider.naming());
-                    Ok(Arc::new(match rules.filter(|r| r.media == MediaMode::Pass) {
+                    let formatters = match rules.filter(|r| r.media == MediaMode::Pass) {
                         Some(rules) => {
                             let mut loaded = self.media_check.lock().unwrap_or_else(PoisonError::into_inner);
                             formatters.with_media(media_pass(sandbox, &mut loaded, rules, &limits)?)
                         }
                         None => formatters,
-                    }))
+                    };
+                    Ok((pins, Arc::new(formatters)))
                 })
-                .and_then(|formatters| match kind {
+                .and_then(|(pins, formatters)| match kind {
                     ProviderKind::Component => {
                         let observer = crate::egress_log::observer(audit, name);
                         let component = component(sandbox, name, provider, rules, limits, formatters, observer)?;
@@ -141,7 +144,8 @@ impl Starter {
                     }
                     ProviderKind::Stdio | ProviderKind::Http => {
                         let confined = Arc::new(Mutex::new(None));
-                        let connect = connector(config, name, provider, rules, formatters, audit, &confined)?;
+                        let starts = Starts { audit, confined: &confined, pins };
+                        let connect = connector(config, name, provider, rules, formatters, starts)?;
                         Ok(Planned::Server(connect, confined))
                     }
                 });
@@ -227,8 +231,14 @@ pub(crate) async fn refuse_collisions(
 }
 
 /// Whether `provider`'s code may run: it is the reviewed code (or none was reviewed yet,
-/// and review will pin it), and it does not fetch code the policy refuses.
-fn reviewed_code(lock: &Lock, name: &str, provider: &ProviderConfig, policy: &Policy) -> Result<(), StartError> {
+/// and review will pin it), and it does not fetch code the policy refuses. What was
+/// checked, so that every restart checks it again.
+fn reviewed_code(
+    lock: &Lock,
+    name: &str,
+    provider: &ProviderConfig,
+    policy: &Policy,
+) -> Result<BTreeMap<String, CodePin>, StartError> {
     let found = code::of(name, provider, policy).map_err(|why| StartError::provider(name, why))?;
     if let Some(fetches) = &found.fetches
         && code::refuses_fetching(policy.provider(name))
@@ -236,7 +246,7 @@ fn reviewed_code(lock: &Lock, name: &str, provider: &ProviderConfig, policy: &Po
         return Err(StartError::provider(name, format!("the policy refuses code fetched at start: {fetches}")));
     }
     match lock.code_status(name, &found.pins) {
-        CodeState::Reviewed | CodeState::New => Ok(()),
+        CodeState::Reviewed | CodeState::New => Ok(found.pins),
         CodeState::Changed(changes) => {
             let changes: Vec<String> = changes.iter().map(ToString::to_string).collect();
             Err(StartError::provider(
@@ -290,15 +300,25 @@ fn withhold(audit: &AuditLog, provider: &str, message: &str) {
 /// How to start an MCP server provider, each time: its transport (a confined child
 /// process, or HTTP), then the connection and its first listing. `confined` holds the
 /// summary of the last start's confinement.
+/// What each start of a server reports to, and checks first.
+struct Starts<'a> {
+    /// The audit log, for an incomplete confinement.
+    audit: &'a Arc<AuditLog>,
+    /// Where the confinement of its last start is reported.
+    confined: &'a Arc<Mutex<Option<String>>>,
+    /// The code checked at start ([`reviewed_code`]), checked again before every start.
+    pins: BTreeMap<String, CodePin>,
+}
+
 fn connector(
     config: &Config,
     name: &str,
     provider: &ProviderConfig,
     rules: Option<&ProviderPolicy>,
     formatters: Arc<Formatters>,
-    audit: &Arc<AuditLog>,
-    confined: &Arc<Mutex<Option<String>>>,
+    starts: Starts<'_>,
 ) -> Result<Connect, StartError> {
+    let Starts { audit, confined, pins } = starts;
     let mut client = ClientConfig::default();
     // What a handshake-era server is told at `initialize` that it may ask during a call
     // (each call's own requests declare what its caller's side can answer).
@@ -320,11 +340,19 @@ fn connector(
     let command = provider.command.clone().unwrap_or_default();
     let setup = Setup::new(name, &command, &provider.args, network);
     let (name, audit, confined) = (name.to_owned(), Arc::clone(audit), Arc::clone(confined));
+    let pins = Arc::new(pins);
     Ok(Arc::new(move || {
         let (name, transport, client, formatters) =
             (name.clone(), transport.clone(), client.clone(), Arc::clone(&formatters));
-        let (audit, confined, setup) = (Arc::clone(&audit), Arc::clone(&confined), setup.clone());
+        let (audit, confined, setup, pins) =
+            (Arc::clone(&audit), Arc::clone(&confined), setup.clone(), Arc::clone(&pins));
         Box::pin(async move {
+            // Every start, the first and each restart after a crash, runs the code the
+            // gateway checked, or nothing: whoever can write the files meanwhile does
+            // not get a restart of theirs.
+            if let Err(reason) = code::unchanged(&pins) {
+                return Err(AdapterError::Refused { provider: name.clone(), reason });
+            }
             let failed = |source| AdapterError::Transport { provider: name.clone(), source };
             match transport {
                 Transport::Http(http) => {
@@ -527,6 +555,32 @@ mod tests {
     use super::*;
     use wasmgate_audit::Options;
     use wasmgate_egress::{EgressKind, EgressRecord};
+
+    #[tokio::test]
+    async fn a_start_after_the_checked_code_changed_runs_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("server.py");
+        std::fs::write(&script, "print('reviewed')\n").unwrap();
+        let path = dir.path().join("wasmgate.toml");
+        let toml = format!("state_dir = \"state\"\n[providers.s]\ncommand = \"/bin/true\"\nargs = [{:?}]\n", script);
+        std::fs::write(&path, toml).unwrap();
+        let config = Config::load(&path).unwrap();
+        let policy = Policy::from_toml("[providers.s]\n", "p").unwrap();
+        let pins = code::of("s", &config.providers["s"], &policy).unwrap().pins;
+        assert!(pins.contains_key("arg:0"), "{pins:?}");
+        let audit = Arc::new(AuditLog::open(&dir.path().join("audit.jsonl"), Options::default()).unwrap());
+        let sandbox = Sandbox::new(wasmgate_sandbox::SandboxConfig::default()).unwrap();
+        let json_text = sandbox.load_formatter("json-text", wasmgate_guests::JSON_TEXT, CallLimits::default()).unwrap();
+        let formatters = Arc::new(Formatters::new(json_text));
+        let confined = Arc::new(Mutex::new(None));
+        let starts = Starts { audit: &audit, confined: &confined, pins };
+        let connect = connector(&config, "s", &config.providers["s"], None, formatters, starts).unwrap();
+        // Swapped after the check, before a restart.
+        std::fs::write(&script, "print('swapped')\n").unwrap();
+        let refused = connect().await.err().unwrap().to_string();
+        assert!(refused.contains("arg:0") && refused.contains("changed since the gateway checked it"), "{refused}");
+        assert!(confined.lock().unwrap().is_none(), "nothing was spawned");
+    }
 
     #[test]
     fn best_effort_confinement_is_recorded_in_the_audit_log() {
