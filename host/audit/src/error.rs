@@ -47,12 +47,27 @@ pub enum AuditError {
         /// What does not match, and what to do.
         reason: String,
     },
-    /// Writing or syncing failed. The log is closed for the rest of this run.
+    /// Syncing failed, or a failed write could not be cut back. The log is closed for the
+    /// rest of this run.
     #[error(
         "cannot write audit log {path}: {message}; calls are refused: free disk space or fix the file system, \
-         then restart (after a failed write or fsync the log accepts no more records)"
+         then restart (after a failed fsync, or a write that could not be cut back, the log accepts no more \
+         records)"
     )]
     Write {
+        /// The log file.
+        path: PathBuf,
+        /// What the OS said.
+        message: String,
+    },
+    /// Writing failed (a full disk, say) and nothing of the write stayed: the record was
+    /// not written and its call is refused. The log goes on by itself once a write
+    /// succeeds again.
+    #[error(
+        "cannot write audit log {path}: {message}; calls are refused until it can be written again: free disk \
+         space (the log goes on by itself, and records nothing it has not acknowledged)"
+    )]
+    Stalled {
         /// The log file.
         path: PathBuf,
         /// What the OS said.

@@ -16,7 +16,10 @@
 //! * `chain`: the genesis hash, how a record line is laid out and hashed
 //!   ([`genesis_hash`], [`line_hash`]), the chain's key ([`ChainKey`]) and anchors
 //!   ([`Anchor`]).
-//! * `writer`: the single writer thread: group commit, fsync, poisoning.
+//! * `writer`: the single writer thread: group commit, fsync, stalls on a full disk,
+//!   poisoning.
+//! * `segment`: the file records are appended to, cut back after a failed write, and
+//!   rotated by size (`PATH.N`, one chain across the set).
 //! * `durability`: [`Durability`], what a returned append promises.
 //! * `pending`: [`Pending`], waiting for durability (blocking, or as a `Future`).
 //! * `tail`: continuing an existing log and cutting off a torn last record (no record
@@ -34,6 +37,7 @@ mod event;
 mod log;
 mod pending;
 mod redact;
+mod segment;
 mod tail;
 mod verify;
 mod writer;

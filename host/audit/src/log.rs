@@ -7,12 +7,12 @@ use crate::error::AuditError;
 use crate::event::{Entry, Event};
 use crate::pending::{Completion, Pending};
 use crate::redact::Redaction;
-use crate::tail::{check_genesis, recover};
-use crate::writer::{Job, Shared, State, joined, run};
+use crate::segment::{AppendFailure, Segment, rotated, sync_parent};
+use crate::tail::{check_start, recover};
+use crate::writer::{Job, Shared, Stall, State, joined, run};
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -29,6 +29,9 @@ pub struct Options {
     /// The replica that writes the log, named in every record (`"replica"`), when
     /// several gateways share the work.
     pub replica: Option<String>,
+    /// Rotate the file once it holds this many bytes (see the `segment` module); `None`
+    /// never rotates.
+    pub rotate_bytes: Option<u64>,
 }
 
 /// An open audit log. Share it between threads (`Arc<AuditLog>`); appends from all of them are
@@ -36,12 +39,7 @@ pub struct Options {
 #[derive(Debug)]
 pub struct AuditLog {
     shared: Arc<Shared>,
-    clock: Arc<dyn Clock>,
     redaction: Redaction,
-    chain: Chain,
-    /// The log's own fields of every record, after `prev`: `,"replica":"NAME"` when a
-    /// replica is named, else nothing.
-    fields: String,
     writer: Option<JoinHandle<()>>,
 }
 
@@ -81,35 +79,64 @@ impl AuditLog {
         let chain = Chain::new(options.key.clone());
         let mut tail =
             recover(&mut file, &chain).map_err(|reason| AuditError::Corrupt { path: path.to_owned(), reason })?;
-        if tail.next_seq > 1 {
-            check_genesis(&mut file, &chain).map_err(|reason| AuditError::Chain { path: path.to_owned(), reason })?;
-        }
+        let empty = tail.next_seq == 1;
+        // A log rotated before goes on from the last record of its newest rotated file.
+        let aside = rotated(path).map_err(|e| open_err(&e))?;
+        let before = match aside.last() {
+            Some((_, last)) => {
+                let mut last_file = File::open(last).map_err(|e| open_err(&e))?;
+                let before = recover(&mut last_file, &chain)
+                    .map_err(|reason| AuditError::Corrupt { path: last.clone(), reason })?;
+                if empty {
+                    tail = crate::tail::Tail { truncated: tail.truncated, ..before.clone() };
+                }
+                Some((last, before))
+            }
+            None => None,
+        };
+        let first_seq = if empty {
+            tail.next_seq
+        } else {
+            let (expected, after) = match &before {
+                Some((last, before)) => (before.prev.clone(), Some(last.as_path())),
+                None => (chain.genesis(), None),
+            };
+            check_start(&mut file, &chain, &expected, after)
+                .map_err(|reason| AuditError::Chain { path: path.to_owned(), reason })?
+        };
+        let len = file.metadata().map_err(|e| open_err(&e))?.len();
+        let segment = Segment::new(path, file, len, first_seq, options.rotate_bytes.filter(|_| meta.is_file()));
+        let (direct, segment) = match options.durability {
+            Durability::Off => (Some(segment), None),
+            _ => (None, Some(segment)),
+        };
         let shared = Arc::new(Shared {
             path: path.to_owned(),
             durability: options.durability,
+            chain,
+            clock,
+            fields,
             state: Mutex::new(State {
                 next_seq: tail.next_seq,
                 prev: tail.prev,
                 queue: Vec::new(),
                 failed: None,
                 closing: false,
+                direct,
+                stall: None,
                 held: false,
             }),
             changed: Condvar::new(),
             fsyncs: Default::default(),
             batches: Default::default(),
-            direct: match options.durability {
-                Durability::Off => Some(file.try_clone().map_err(|e| open_err(&e))?),
-                _ => None,
-            },
             durable: Mutex::new(std::mem::take(&mut tail.head)),
         });
         let thread_shared = Arc::clone(&shared);
         let writer = std::thread::Builder::new()
             .name("wasmgate-audit".into())
-            .spawn(move || run(thread_shared, file))
+            .spawn(move || run(thread_shared, segment))
             .map_err(|e| open_err(&e))?;
-        let log = AuditLog { shared, clock, redaction: options.redaction, chain, fields, writer: Some(writer) };
+        let log = AuditLog { shared, redaction: options.redaction, writer: Some(writer) };
         if tail.truncated > 0 {
             let message = format!(
                 "cut off an incomplete last record ({} bytes) left by a process stopped mid-write",
@@ -172,31 +199,55 @@ impl AuditLog {
             if st.closing {
                 return Err(AuditError::Closed { path: self.shared.path.clone() });
             }
-            let time = rfc3339(self.clock.now());
+            let time = rfc3339(self.shared.clock.now());
             let count = bodies.len();
-            let mut lines = Vec::with_capacity(count);
-            for (i, body) in bodies.into_iter().enumerate() {
-                let seq = st.next_seq;
-                let line = record_line(seq, &time, &st.prev, &self.fields, &body);
-                st.prev = self.chain.link(&line[..line.len() - 1]);
-                st.next_seq += 1;
-                let done = (i + 1 == count).then(|| Arc::clone(&completion));
-                lines.push(Job { line, seq, done, lazy });
+            let mut lines = Vec::with_capacity(count + 1);
+            if st.direct.is_some()
+                && let Some(stall) = &st.stall
+            {
+                // `off`: the appender writes, so it writes the stall's warning first.
+                let note = stall.body();
+                lines.push(self.chain_line(&mut st, &time, &note, None, false));
             }
-            if let Some(file) = &self.shared.direct {
+            for (i, body) in bodies.into_iter().enumerate() {
+                let done = (i + 1 == count).then(|| Arc::clone(&completion));
+                lines.push(self.chain_line(&mut st, &time, &body, done, lazy));
+            }
+            if let Some(segment) = st.direct.as_mut() {
                 // `off`: nothing waits for a disk, so the appender writes the records
                 // itself, under the lock that orders them, rather than wake the writer
                 // thread and wait to be woken back (two thread switches per record).
                 self.shared.batches.fetch_add(1, Ordering::Relaxed);
-                if let Err(e) = (&*file).write_all(&joined(&lines)) {
-                    let message = e.to_string();
-                    st.failed.get_or_insert_with(|| message.clone());
-                    return Err(AuditError::Write { path: self.shared.path.clone(), message });
-                }
-                if let Some(last) = lines.last_mut() {
-                    self.shared.set_durable(last.take_head());
-                }
-                return Ok(Pending::ready(Ok(st.next_seq - 1)));
+                let written = segment.append(&joined(&lines));
+                let full = written.is_ok() && segment.full();
+                let next_seq = st.next_seq;
+                let rotated = match full {
+                    true => st.direct.as_mut().map(|segment| segment.rotate(next_seq)),
+                    false => None,
+                };
+                return match (written, rotated) {
+                    (Ok(()), None | Some(Ok(()))) => {
+                        st.stall = None;
+                        if let Some(last) = lines.last_mut() {
+                            self.shared.set_durable(last.take_head());
+                        }
+                        Ok(Pending::ready(Ok(st.next_seq - 1)))
+                    }
+                    (Ok(()), Some(Err(e))) => Err(self.poison(&mut st, format!("cannot rotate the log: {e}"))),
+                    (Err(AppendFailure::Cut(e)), _) => {
+                        // Nothing of it stayed: the chain goes on from the last record written.
+                        let head = self.shared.durable_head();
+                        st.next_seq = head.seq + 1;
+                        st.prev = match head.seq {
+                            0 => self.shared.chain.genesis(),
+                            _ => self.shared.chain.link(head.line.strip_suffix(b"\n").unwrap_or(&head.line)),
+                        };
+                        let stall = st.stall.get_or_insert_with(|| Stall::new(time.clone(), e.to_string()));
+                        stall.refused += count as u64;
+                        Err(AuditError::Stalled { path: self.shared.path.clone(), message: e.to_string() })
+                    }
+                    (Err(AppendFailure::Torn(message)), _) => Err(self.poison(&mut st, message)),
+                };
             }
             st.queue.extend(lines);
             st.next_seq - 1
@@ -256,6 +307,21 @@ impl AuditLog {
         }
     }
 
+    /// Chains `body` as the next record: takes its `seq` and moves `prev` on.
+    fn chain_line(&self, st: &mut State, time: &str, body: &str, done: Option<Arc<Completion>>, lazy: bool) -> Job {
+        let seq = st.next_seq;
+        let line = record_line(seq, time, &st.prev, &self.shared.fields, body);
+        st.prev = self.shared.chain.link(&line[..line.len() - 1]);
+        st.next_seq += 1;
+        Job { line, seq, done, lazy, note: false }
+    }
+
+    /// Stops the log after `message`, a failure it cannot go on from.
+    fn poison(&self, st: &mut State, message: String) -> AuditError {
+        st.failed.get_or_insert_with(|| message.clone());
+        AuditError::Write { path: self.shared.path.clone(), message }
+    }
+
     fn write_err(&self, e: &dyn std::fmt::Display) -> AuditError {
         AuditError::Write { path: self.shared.path.clone(), message: e.to_string() }
     }
@@ -281,13 +347,4 @@ impl Drop for AuditLog {
     fn drop(&mut self) {
         self.shutdown();
     }
-}
-
-/// Makes a new file's directory entry durable.
-fn sync_parent(path: &Path) -> std::io::Result<()> {
-    let parent: PathBuf = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
-        _ => PathBuf::from("."),
-    };
-    File::open(parent)?.sync_all()
 }

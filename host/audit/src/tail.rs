@@ -57,25 +57,38 @@ pub(crate) fn recover(file: &mut File, chain: &Chain) -> Result<Tail, String> {
     Ok(Tail { next_seq, prev: chain.link(&line), truncated, head: Head { seq, line } })
 }
 
-/// Whether the first record of a non-empty log chains to `chain`'s genesis. A log written with
-/// another key, or none, is refused: continuing it would break its chain.
-pub(crate) fn check_genesis(file: &mut File, chain: &Chain) -> Result<(), String> {
+/// Checks that the first record of a non-empty log chains to `expected` (the genesis of
+/// `chain`, or the link of the last record of the rotated file `after`) and returns its
+/// `seq`. A log written with another key, or none, is refused: continuing it would break
+/// its chain.
+pub(crate) fn check_start(
+    file: &mut File,
+    chain: &Chain,
+    expected: &str,
+    after: Option<&std::path::Path>,
+) -> Result<u64, String> {
     file.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
     let mut first = Vec::new();
     BufReader::new(&mut *file).take(MAX_LINE_BYTES + 1).read_until(b'\n', &mut first).map_err(|e| e.to_string())?;
     let record: serde_json::Value =
         serde_json::from_slice(first.strip_suffix(b"\n").unwrap_or(&first)).map_err(|e| format!("not JSON: {e}"))?;
-    if record.get("prev").and_then(serde_json::Value::as_str) == Some(chain.genesis().as_str()) {
-        return Ok(());
+    let seq = record.get("seq").and_then(serde_json::Value::as_u64).ok_or("its first record has no `seq` number")?;
+    if record.get("prev").and_then(serde_json::Value::as_str) == Some(expected) {
+        return Ok(seq);
     }
-    Err(if chain.is_keyed() {
-        "its chain is not keyed with the configured key (it was written without a key, or with another one): \
-         start a new log file, or configure the key it was written with"
-            .to_owned()
-    } else {
-        "its chain is keyed, or its first record was altered: configure the key it was written with \
-         (`[audit] key_file`), or start a new log file"
-            .to_owned()
+    Err(match after {
+        Some(last) => format!(
+            "its first record does not chain to the last record of {}, the file rotated before it (or the two \
+             were written under different keys): run `wasmgate audit verify` on the log, and move the files that \
+             do not belong to it aside",
+            last.display()
+        ),
+        None if chain.is_keyed() => "its chain is not keyed with the configured key (it was written without a key, \
+             or with another one): start a new log file, or configure the key it was written with"
+            .to_owned(),
+        None => "its chain is keyed, or its first record was altered: configure the key it was written with \
+             (`[audit] key_file`), or start a new log file"
+            .to_owned(),
     })
 }
 
@@ -184,12 +197,13 @@ mod tests {
     fn a_log_is_continued_only_under_the_chain_it_was_written_with() {
         let keyed = Chain::new(Some(crate::chain::ChainKey::new(vec![9; 32]).unwrap()));
         let (_d, mut f) = file_with(first("").as_bytes());
-        assert!(check_genesis(&mut f, &keyed).unwrap_err().contains("not keyed with the configured key"));
-        check_genesis(&mut f, &Chain::default()).unwrap();
+        let check = |f: &mut File, chain: &Chain| check_start(f, chain, &chain.genesis(), None);
+        assert!(check(&mut f, &keyed).unwrap_err().contains("not keyed with the configured key"));
+        assert_eq!(check(&mut f, &Chain::default()).unwrap(), 1);
         let keyed_log = format!("{{\"seq\":1,\"prev\":\"{}\"}}\n", keyed.genesis());
         let (_d, mut f) = file_with(keyed_log.as_bytes());
-        assert!(check_genesis(&mut f, &Chain::default()).unwrap_err().contains("its chain is keyed"));
-        check_genesis(&mut f, &keyed).unwrap();
+        assert!(check(&mut f, &Chain::default()).unwrap_err().contains("its chain is keyed"));
+        check(&mut f, &keyed).unwrap();
         let tail = recover(&mut f, &keyed).unwrap();
         assert_eq!(tail.prev, keyed.link(keyed_log.trim_end().as_bytes()));
     }

@@ -1,6 +1,8 @@
 //! Checking a log: every line is a JSON object, `seq` runs 1, 2, 3, ... without gaps, and every
 //! `prev` is the hash of the line before (the first record's, of the genesis string). The first
-//! record that fails is named by its line number.
+//! record that fails is named by its line number. A log that was rotated is checked as the
+//! one chain its files make, oldest first (`PATH.N`, then `PATH`); an error in a rotated
+//! file names that file.
 //!
 //! A last line without its newline is a record torn by a process stopped mid-write. [`verify`]
 //! reports it as [`Problem::IncompleteLastRecord`]; [`verify_with`] and [`Tail::AllowIncomplete`]
@@ -13,11 +15,12 @@
 //! keyed log ([`Options::key`]) also cannot be rebuilt by a writer without the key.
 
 use crate::chain::{Anchor, Chain, ChainKey, GENESIS, line_hash};
+use crate::segment::rotated;
 use crate::tail::MAX_LINE_BYTES;
 use serde_json::Value;
 use std::fmt;
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 /// What [`verify`] found in a good log.
@@ -57,10 +60,17 @@ pub enum Tail {
     AllowIncomplete,
 }
 
-/// The first bad record: its line (1-based), its `seq` if it could be read, and what is wrong.
+/// The first bad record: its file when it is a rotated one, its line (1-based), its `seq`
+/// if it could be read, and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("line {line}{}: {problem}", seq.map(|s| format!(" (seq {s})")).unwrap_or_default())]
+#[error(
+    "{}line {line}{}: {problem}",
+    file.as_ref().map(|f| format!("{}, ", f.display())).unwrap_or_default(),
+    seq.map(|s| format!(" (seq {s})")).unwrap_or_default()
+)]
 pub struct VerifyError {
+    /// The rotated file the record is in (`None`: the log's own file).
+    pub file: Option<PathBuf>,
     /// 1-based line number.
     pub line: u64,
     /// The record's `seq`, when it has one.
@@ -88,6 +98,9 @@ pub enum Problem {
     },
     /// The first record does not chain to the genesis hash (the front of the log was cut or altered).
     NotGenesis,
+    /// The first record of a file does not chain to the last record of the file rotated
+    /// before it (a file of the set is missing, or the one before was cut or altered).
+    Unlinked,
     /// The next record's `prev` does not match this record: this record was altered (or the
     /// `prev` field of the next record was).
     Altered {
@@ -121,6 +134,11 @@ impl fmt::Display for Problem {
                 f,
                 "the first record does not start the chain: the log's start was cut or altered, or the log is keyed \
                  and was verified without its key (or with another one)"
+            ),
+            Problem::Unlinked => write!(
+                f,
+                "the first record of this file does not chain to the last record of the file rotated before it: \
+                 a file of the set is missing, or the one before it was cut short or altered"
             ),
             Problem::AnchorMismatch => {
                 write!(f, "this is not the anchored record: the log was rewritten up to the anchor")
@@ -161,10 +179,18 @@ pub fn holds(path: &Path, anchor: &Anchor) -> std::io::Result<bool> {
     if anchor.seq == 0 {
         return Ok(anchor.hash == line_hash(GENESIS));
     }
-    let file = std::fs::File::open(path)?;
+    // The file the anchored record is in: the newest whose first record is not after it.
+    let mut files = rotated(path)?;
+    if let Some(first) = first_seq(path)? {
+        files.push((first, path.to_owned()));
+    }
+    let Some((first, file)) = files.into_iter().rev().find(|(first, _)| *first <= anchor.seq) else {
+        return Ok(false);
+    };
+    let file = std::fs::File::open(file)?;
     let mut reader = BufReader::new(file);
     let mut line = Vec::new();
-    for number in 1..=anchor.seq {
+    for number in first..=anchor.seq {
         line.clear();
         let read = (&mut reader).take(MAX_LINE_BYTES + 2).read_until(b'\n', &mut line)?;
         if read == 0 || line.last() != Some(&b'\n') {
@@ -180,28 +206,31 @@ pub fn holds(path: &Path, anchor: &Anchor) -> std::io::Result<bool> {
     Ok(seq == Some(anchor.seq) && line_hash(line) == anchor.hash)
 }
 
-/// Verifies the log at `path` as `options` say.
-pub fn verify_options(path: &Path, options: &Options) -> Result<Summary, VerifyError> {
-    let summary = chain(path, options)?;
-    if let Some(anchor) = &options.anchor
-        && summary.last_seq < anchor.seq
-    {
-        let line = summary.records + 1;
-        return Err(VerifyError {
-            line,
-            seq: None,
-            problem: Problem::CutShort { anchored: anchor.seq, last: summary.last_seq },
-        });
-    }
-    Ok(summary)
+/// The `seq` of the first record of the file at `path`; `None` when it is missing or empty.
+fn first_seq(path: &Path) -> std::io::Result<Option<u64>> {
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut line = Vec::new();
+    BufReader::new(file).take(MAX_LINE_BYTES + 2).read_until(b'\n', &mut line)?;
+    Ok(serde_json::from_slice::<Value>(line.strip_suffix(b"\n").unwrap_or(&line))
+        .ok()
+        .and_then(|record| record.get("seq")?.as_u64()))
 }
 
-fn chain(path: &Path, options: &Options) -> Result<Summary, VerifyError> {
-    let tail = options.tail;
+/// Verifies the log at `path` as `options` say: with the files rotated aside from it,
+/// oldest first, as one chain.
+pub fn verify_options(path: &Path, options: &Options) -> Result<Summary, VerifyError> {
+    let io = |file: Option<PathBuf>, e: std::io::Error| VerifyError {
+        file,
+        line: 0,
+        seq: None,
+        problem: Problem::Io(e.to_string()),
+    };
+    let aside = rotated(path).map_err(|e| io(None, e))?;
     let chain = Chain::new(options.key.clone());
-    let err = |line, seq, problem| VerifyError { line, seq, problem };
-    let file = std::fs::File::open(path).map_err(|e| err(0, None, Problem::Io(e.to_string())))?;
-    let mut reader = BufReader::new(file);
     let mut summary = Summary {
         records: 0,
         last_seq: 0,
@@ -210,8 +239,45 @@ fn chain(path: &Path, options: &Options) -> Result<Summary, VerifyError> {
         incomplete_last_line: None,
     };
     if let Some(anchor) = options.anchor.as_ref().filter(|a| a.seq == 0 && a.hash != summary.anchor.hash) {
-        return Err(err(0, Some(anchor.seq), Problem::AnchorMismatch));
+        return Err(VerifyError { file: None, line: 0, seq: Some(anchor.seq), problem: Problem::AnchorMismatch });
     }
+    let current = !aside.is_empty() && !path.exists();
+    let mut lines_in_last = 0;
+    for (i, (_, file)) in aside.iter().enumerate() {
+        let last = current && i + 1 == aside.len();
+        let tail = if last { options.tail } else { Tail::Strict };
+        (summary, lines_in_last) = chain_file(file, Some(file), tail, options, &chain, summary)?;
+    }
+    if !current {
+        (summary, lines_in_last) = chain_file(path, None, options.tail, options, &chain, summary)?;
+    }
+    if let Some(anchor) = &options.anchor
+        && summary.last_seq < anchor.seq
+    {
+        return Err(VerifyError {
+            file: None,
+            line: lines_in_last + 1,
+            seq: None,
+            problem: Problem::CutShort { anchored: anchor.seq, last: summary.last_seq },
+        });
+    }
+    Ok(summary)
+}
+
+/// Checks the records of one file of the log (named in errors as `named`), going on from
+/// `summary`; returns the summary after it and how many complete records it holds.
+fn chain_file(
+    path: &Path,
+    named: Option<&Path>,
+    tail: Tail,
+    options: &Options,
+    chain: &Chain,
+    mut summary: Summary,
+) -> Result<(Summary, u64), VerifyError> {
+    let first_file = summary.last_seq == 0;
+    let err = |line, seq, problem| VerifyError { file: named.map(Path::to_owned), line, seq, problem };
+    let file = std::fs::File::open(path).map_err(|e| err(0, None, Problem::Io(e.to_string())))?;
+    let mut reader = BufReader::new(file);
     let mut buf = Vec::new();
     let mut line_no = 0u64;
     loop {
@@ -222,7 +288,7 @@ fn chain(path: &Path, options: &Options) -> Result<Summary, VerifyError> {
             .read_until(b'\n', &mut buf)
             .map_err(|e| err(line_no, None, Problem::Io(e.to_string())))?;
         if n == 0 {
-            return Ok(summary);
+            return Ok((summary, line_no - 1));
         }
         if buf.last() != Some(&b'\n') {
             if buf.len() as u64 > MAX_LINE_BYTES {
@@ -230,7 +296,7 @@ fn chain(path: &Path, options: &Options) -> Result<Summary, VerifyError> {
             }
             return match tail {
                 Tail::Strict => Err(err(line_no, None, Problem::IncompleteLastRecord)),
-                Tail::AllowIncomplete => Ok(Summary { incomplete_last_line: Some(line_no), ..summary }),
+                Tail::AllowIncomplete => Ok((Summary { incomplete_last_line: Some(line_no), ..summary }, line_no - 1)),
             };
         }
         let line = &buf[..buf.len() - 1];
@@ -247,10 +313,10 @@ fn chain(path: &Path, options: &Options) -> Result<Summary, VerifyError> {
         let prev =
             record.get("prev").and_then(Value::as_str).ok_or(err(line_no, Some(seq), Problem::MissingField("prev")))?;
         if prev != summary.last_hash {
-            return Err(if line_no == 1 {
-                err(1, Some(seq), Problem::NotGenesis)
-            } else {
-                err(line_no - 1, Some(summary.last_seq), Problem::Altered { next_line: line_no })
+            return Err(match line_no {
+                1 if first_file => err(1, Some(seq), Problem::NotGenesis),
+                1 => err(1, Some(seq), Problem::Unlinked),
+                _ => err(line_no - 1, Some(summary.last_seq), Problem::Altered { next_line: line_no }),
             });
         }
         for field in ["time", "event"] {

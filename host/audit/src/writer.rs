@@ -7,16 +7,23 @@
 //! it fsyncs, new records queue up and go out together in the next round; that is group commit,
 //! and it is why the fsyncs per record fall as concurrency rises.
 //!
-//! Any write or fsync failure poisons the log: the failing batch's waiters get the error, and every
-//! later append is refused. (After a failed fsync Linux may have dropped the dirty pages, so
-//! retrying could report success for records that are gone.)
+//! A write that fails (a full disk) stalls the log: the file is cut back to its last whole
+//! record, the waiters of the failed records get the error (their calls are refused), and
+//! the records nobody waited for (outcomes, egress) are kept and chained again after the
+//! last record written, behind a `warning` record that says when and why the log stopped
+//! and how many records of refused calls it does not hold. The writer tries again every
+//! [`RETRY`], and at once for each new record someone waits for; the first write that
+//! succeeds ends the stall. An fsync failure, or a write that cannot be cut back, poisons
+//! the log: every later append is refused until restart. (After a failed fsync Linux may
+//! have dropped the dirty pages, so retrying could report success for records that are gone.)
 
-use crate::chain::{Anchor, GENESIS, line_hash};
+use crate::chain::{Anchor, Chain, GENESIS, line_hash, record_line};
+use crate::clock::{Clock, rfc3339};
 use crate::durability::Durability;
 use crate::error::AuditError;
+use crate::event::{Entry, Event};
 use crate::pending::Completion;
-use std::fs::File;
-use std::io::Write;
+use crate::segment::{AppendFailure, Segment};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -33,10 +40,20 @@ pub(crate) struct Job {
     /// next record someone waits for, or [`LAZY_SYNC`] after it was written, whichever
     /// comes first, so it costs no fsync of its own.
     pub lazy: bool,
+    /// The `warning` record of a stall, written first when the log goes on.
+    pub note: bool,
 }
 
 /// The longest a lazy record stays written but unsynced under `every-call` durability.
 pub(crate) const LAZY_SYNC: Duration = Duration::from_millis(200);
+
+/// While the log is stalled and nobody waits, how long the writer waits before it tries
+/// to write the records it kept again.
+pub(crate) const RETRY: Duration = Duration::from_secs(1);
+
+/// The most records nobody waits for that a stall keeps; beyond them, records are
+/// counted in the stall's `warning` record as lost.
+pub(crate) const MAX_KEPT: usize = 10_000;
 
 /// Under `every-call` durability, when the last batch carried submissions of several
 /// appenders (calls are arriving concurrently), the writer gathers before its next
@@ -133,6 +150,20 @@ pub(crate) fn joined(jobs: &[Job]) -> Vec<u8> {
     bytes
 }
 
+/// `line` (a record as [`record_line`] writes it) with another `seq` and `prev`, its time
+/// and body kept; `None` if it is not laid out so.
+pub(crate) fn rechain(line: &[u8], seq: u64, prev: &str) -> Option<Vec<u8>> {
+    let time_at = line.windows(8).position(|w| w == b",\"time\":")?;
+    let prev_at = line.windows(10).position(|w| w == b"\",\"prev\":\"")?;
+    let hash_end = prev_at + 10 + line.get(prev_at + 10..)?.iter().position(|&b| b == b'"')?;
+    let mut out = Vec::with_capacity(line.len() + 20);
+    out.extend_from_slice(format!("{{\"seq\":{seq}").as_bytes());
+    out.extend_from_slice(line.get(time_at..prev_at + 10)?);
+    out.extend_from_slice(prev.as_bytes());
+    out.extend_from_slice(line.get(hash_end..)?);
+    Some(out)
+}
+
 /// Submissions in `queue` someone waits for (not lazy).
 fn waiters(queue: &[Job]) -> usize {
     queue.iter().filter(|j| j.done.is_some() && !j.lazy).count()
@@ -146,9 +177,49 @@ pub(crate) struct State {
     /// The first failure, once the log is poisoned.
     pub failed: Option<String>,
     pub closing: bool,
+    /// Under `off` durability, the file appenders write their own records to (see
+    /// `AuditLog::submit`); the writer thread then only waits for close.
+    pub direct: Option<Segment>,
+    /// Since when, and why, writes fail, while they do.
+    pub stall: Option<Stall>,
     /// Test seam: while set, the writer leaves the queue alone (so a test can queue many records
     /// and see them drained in one batch, without depending on timing).
     pub held: bool,
+}
+
+/// A stretch of failed writes: when it began, the first error, and the records not
+/// written (of refused calls; kept ones beyond [`MAX_KEPT`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Stall {
+    pub since: String,
+    pub error: String,
+    pub refused: u64,
+    pub lost: u64,
+}
+
+impl Stall {
+    pub fn new(since: String, error: String) -> Self {
+        Stall { since, error, refused: 0, lost: 0 }
+    }
+
+    /// The `warning` record's text.
+    fn message(&self) -> String {
+        let lost = match self.lost {
+            0 => String::new(),
+            n => format!(", and {n} records nobody waited for (call outcomes, egress) were lost"),
+        };
+        format!(
+            "the audit log could not be written from {} ({}): {} records of calls refused meanwhile are not in it{lost}; \
+             it goes on with this record",
+            self.since, self.error, self.refused
+        )
+    }
+
+    /// The body of the stall's `warning` record.
+    pub fn body(&self) -> String {
+        let entry = Entry::log(Event::Warning { message: self.message() }).bounded();
+        serde_json::to_string(&entry).unwrap_or_else(|_| r#"{"event":"warning"}"#.to_owned())
+    }
 }
 
 /// What the appenders and the writer share.
@@ -156,14 +227,16 @@ pub(crate) struct State {
 pub(crate) struct Shared {
     pub path: PathBuf,
     pub durability: Durability,
+    pub chain: Chain,
+    pub clock: Arc<dyn Clock>,
+    /// The log's own fields of every record, after `prev`: `,"replica":"NAME"` when a
+    /// replica is named, else nothing.
+    pub fields: String,
     pub state: Mutex<State>,
     /// Wakes the writer (work queued, hold released, closing) and test waiters (queue grew).
     pub changed: Condvar,
     pub fsyncs: AtomicU64,
     pub batches: AtomicU64,
-    /// Under `off` durability, a handle to the log on which appenders write their own
-    /// records (see `AuditLog::submit`); the writer thread then only waits for close.
-    pub direct: Option<File>,
     /// The last record known to be on disk (synced; under `off`, written).
     pub durable: Mutex<Head>,
 }
@@ -201,10 +274,73 @@ impl Shared {
         *self.durable.lock().unwrap_or_else(|e| e.into_inner()) = head;
     }
 
+    /// The last record on disk.
+    pub fn durable_head(&self) -> Head {
+        self.durable.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     pub fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock cannot leave State half-updated in a way that matters
         // more than refusing to go on, and the writer must still be able to poison the log.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A write of `batch` failed with `error` and was cut back; `tail` is the last record
+    /// in the file. Refuses every waiter of `batch` and of the queue, keeps the records
+    /// nobody waits for, and chains them again after `tail`, behind the stall's `warning`.
+    fn stall(&self, error: &std::io::Error, batch: Vec<Job>, tail: &Head) {
+        let refusal = AuditError::Stalled { path: self.path.clone(), message: error.to_string() };
+        let mut st = self.lock();
+        let now = rfc3339(self.clock.now());
+        let closing = st.closing;
+        let jobs: Vec<Job> = batch.into_iter().chain(std::mem::take(&mut st.queue)).collect();
+        let stall = st.stall.get_or_insert_with(|| Stall::new(now.clone(), error.to_string()));
+        let mut kept = Vec::new();
+        for job in jobs {
+            if job.note {
+                continue;
+            }
+            if job.lazy && !closing && kept.len() < MAX_KEPT {
+                kept.push(job);
+                continue;
+            }
+            match job.lazy {
+                true => stall.lost += 1,
+                false => stall.refused += 1,
+            }
+            if let Some(done) = job.done {
+                done.complete(Err(refusal.clone()));
+            }
+        }
+        if closing {
+            return;
+        }
+        let mut seq = tail.seq + 1;
+        let prev = match tail.seq {
+            0 => self.chain.genesis(),
+            _ => self.chain.link(tail.line.strip_suffix(b"\n").unwrap_or(&tail.line)),
+        };
+        let note = record_line(seq, &now, &prev, &self.fields, &stall.body());
+        let mut queue = Vec::with_capacity(kept.len() + 1);
+        queue.push(Job { line: note, seq, done: None, lazy: true, note: true });
+        for mut job in kept {
+            let Some(previous) = queue.last() else { break };
+            let prev = self.chain.link(previous.line.strip_suffix(b"\n").unwrap_or(&previous.line));
+            match rechain(&job.line, seq + 1, &prev) {
+                Some(line) => {
+                    seq += 1;
+                    job.line = line;
+                    job.seq = seq;
+                    queue.push(job);
+                }
+                None => stall.lost += 1,
+            }
+        }
+        if let Some(last) = queue.last() {
+            st.prev = self.chain.link(&last.line[..last.line.len() - 1]);
+        }
+        st.next_seq = seq + 1;
+        st.queue = queue;
     }
 
     fn poison(&self, message: &str, batch: Vec<Job>) {
@@ -222,9 +358,17 @@ impl Shared {
     }
 }
 
-/// The writer thread's body. Returns when the log closes (after flushing and syncing) or after a
-/// failure once the log is closed.
-pub(crate) fn run(shared: Arc<Shared>, mut file: File) {
+/// The writer thread's body: `segment` is the log's file, `None` under `off` durability
+/// (appenders write their own records). Returns when the log closes (after flushing and
+/// syncing) or after a failure once the log is closed.
+pub(crate) fn run(shared: Arc<Shared>, segment: Option<Segment>) {
+    let Some(mut segment) = segment else {
+        let mut st = shared.lock();
+        while !st.closing {
+            st = shared.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        return;
+    };
     let max_delay = match shared.durability {
         Durability::Batched { max_delay_ms } => Duration::from_millis(max_delay_ms),
         Durability::EveryCall => LAZY_SYNC,
@@ -238,20 +382,30 @@ pub(crate) fn run(shared: Arc<Shared>, mut file: File) {
     let mut pace = None;
     // The last record written, which the next fsync makes durable.
     let mut written: Option<Head> = None;
+    // When the last write failed, while the log is stalled.
+    let mut failed_at: Option<Instant> = None;
     loop {
         let mut batch = {
             let mut st = shared.lock();
             loop {
                 let due = unsynced_since.is_some_and(|t| t.elapsed() >= max_delay);
-                if (!st.held && !st.queue.is_empty()) || due || (st.closing && unsynced_since.is_some()) {
+                // Stalled, with nobody waiting: the kept records are tried again in a while.
+                let retry_in = failed_at
+                    .filter(|_| st.stall.is_some() && !st.closing && waiters(&st.queue) == 0)
+                    .and_then(|t| RETRY.checked_sub(t.elapsed()))
+                    .filter(|left| !left.is_zero());
+                if (!st.held && !st.queue.is_empty() && retry_in.is_none())
+                    || due
+                    || (st.closing && unsynced_since.is_some())
+                {
                     break;
                 }
                 if st.closing && st.queue.is_empty() {
                     return;
                 }
-                st = match unsynced_since {
-                    Some(t) => {
-                        let left = max_delay.saturating_sub(t.elapsed());
+                let sync_in = unsynced_since.map(|t| max_delay.saturating_sub(t.elapsed()));
+                st = match [sync_in, retry_in].into_iter().flatten().min() {
+                    Some(left) => {
                         shared.changed.wait_timeout(st, left).map(|r| r.0).unwrap_or_else(|e| e.into_inner().0)
                     }
                     None => shared.changed.wait(st).unwrap_or_else(|e| e.into_inner()),
@@ -278,9 +432,21 @@ pub(crate) fn run(shared: Arc<Shared>, mut file: File) {
         if !batch.is_empty() {
             let bytes = joined(&batch);
             shared.batches.fetch_add(1, Ordering::Relaxed);
-            if let Err(e) = file.write_all(&bytes) {
-                shared.poison(&e.to_string(), batch);
-                continue;
+            match segment.append(&bytes) {
+                Ok(()) => {}
+                Err(AppendFailure::Cut(error)) => {
+                    failed_at = Some(Instant::now());
+                    let tail = written.clone().unwrap_or_else(|| shared.durable_head());
+                    shared.stall(&error, batch, &tail);
+                    continue;
+                }
+                Err(AppendFailure::Torn(message)) => {
+                    shared.poison(&message, batch);
+                    continue;
+                }
+            }
+            if failed_at.take().is_some() {
+                shared.lock().stall = None;
             }
             written = batch.last_mut().map(Job::take_head);
         }
@@ -299,7 +465,7 @@ pub(crate) fn run(shared: Arc<Shared>, mut file: File) {
             unsynced_since = None;
             shared.fsyncs.fetch_add(1, Ordering::Relaxed);
             let syncing = Instant::now();
-            let synced = file.sync_data();
+            let synced = segment.sync();
             // The facade's: nothing is kept unless the host installs a recorder.
             metrics::histogram!("wasmgate_audit_fsync_duration_seconds").record(syncing.elapsed());
             if let Err(e) = synced {
@@ -310,10 +476,61 @@ pub(crate) fn run(shared: Arc<Shared>, mut file: File) {
                 shared.set_durable(head);
             }
         }
+        let next_seq = batch.last().map(|j| j.seq + 1);
         for job in batch {
             if let Some(done) = job.done {
                 done.complete(Ok(job.seq));
             }
         }
+        if let Some(next_seq) = next_seq.filter(|_| segment.full()) {
+            // Rotation syncs what is written first.
+            unsynced_since = None;
+            if let Err(e) = segment.rotate(next_seq) {
+                shared.poison(&format!("cannot rotate the log: {e}"), Vec::new());
+                continue;
+            }
+            if let Some(head) = written.take() {
+                shared.set_durable(head);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_record_chained_again_keeps_its_time_fields_and_body() {
+        let line = record_line(
+            7,
+            "2026-01-01T00:00:00.000Z",
+            &"a".repeat(64),
+            ",\"replica\":\"r1\"",
+            r#"{"event":"x","n":"\"prev\":\""}"#,
+        );
+        let again = rechain(&line, 12, &"b".repeat(64)).unwrap();
+        let expected = record_line(
+            12,
+            "2026-01-01T00:00:00.000Z",
+            &"b".repeat(64),
+            ",\"replica\":\"r1\"",
+            r#"{"event":"x","n":"\"prev\":\""}"#,
+        );
+        assert_eq!(String::from_utf8(again).unwrap(), String::from_utf8(expected).unwrap());
+        assert_eq!(rechain(b"{\"seq\":1}\n", 2, "p"), None, "not a record line");
+    }
+
+    #[test]
+    fn a_stalls_warning_counts_what_the_log_does_not_hold() {
+        let mut stall = Stall::new("T".into(), "No space left on device (os error 28)".into());
+        stall.refused = 3;
+        assert!(stall.message().contains("from T (No space left on device (os error 28)): 3 records of calls refused"));
+        assert!(!stall.message().contains("lost"));
+        stall.lost = 2;
+        assert!(stall.message().contains("and 2 records nobody waited for"));
+        let body: serde_json::Value = serde_json::from_str(&stall.body()).unwrap();
+        assert_eq!(body["event"], "warning");
     }
 }

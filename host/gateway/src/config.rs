@@ -12,6 +12,7 @@
 //! path = "audit.jsonl"            # default: <state_dir>/audit.jsonl
 //! durability = "every-call"       # or "batched" (with batch_ms) or "off"
 //! key_file = "audit.key"          # optional: a keyed chain (HMAC-SHA256), 0600, 32+ bytes
+//! rotate_mb = 64                  # the file is renamed audit.jsonl.N at this size; 0: never
 //!
 //! [limits]                        # formatter limits, unless the policy overrides them
 //! deadline_ms = 1000
@@ -347,6 +348,8 @@ pub struct AuditConfig {
     pub redact: Vec<String>,
     /// The key of a keyed chain, if any.
     pub key_file: Option<PathBuf>,
+    /// The size the log file is rotated at (`rotate_mb`, default 64 MiB); `None` never.
+    pub rotate_bytes: Option<u64>,
 }
 
 /// A loaded, checked `wasmgate.toml`, with every path made absolute.

@@ -102,7 +102,8 @@ impl Gateway {
             None => None,
         };
         let replica = member.as_ref().map(|m| m.replica().to_owned());
-        let options = Options { durability: config.audit.durability, redaction, key, replica };
+        let rotate_bytes = config.audit.rotate_bytes;
+        let options = Options { durability: config.audit.durability, redaction, key, replica, rotate_bytes };
         if let Some(parent) = config.audit.path.parent() {
             // Directories it creates are its owner's only: the audit log and the
             // state beside it hold call arguments.

@@ -44,7 +44,11 @@ struct RawAudit {
     #[serde(default)]
     redact: Vec<String>,
     key_file: Option<PathBuf>,
+    rotate_mb: Option<Spanned<u64>>,
 }
+
+/// The size an audit log file is rotated at unless `[audit] rotate_mb` says otherwise.
+const DEFAULT_ROTATE_MB: u64 = 64;
 
 impl Config {
     /// Reads and checks `path`.
@@ -84,6 +88,18 @@ impl Config {
                     ));
                 }
             },
+        };
+        let rotate_bytes = match raw.audit.rotate_mb {
+            None => Some(DEFAULT_ROTATE_MB << 20),
+            Some(mb) if *mb.get_ref() == 0 => None,
+            Some(mb) => Some(mb.get_ref().checked_mul(1 << 20).filter(|b| *b <= i64::MAX as u64).ok_or_else(|| {
+                src.error(
+                    mb.span(),
+                    "audit.rotate_mb",
+                    "the size is too large",
+                    "give the size in MiB a file is rotated at (default 64), or 0 to never rotate",
+                )
+            })?),
         };
         let mut providers = BTreeMap::new();
         for (name, spanned) in raw.providers {
@@ -171,6 +187,7 @@ impl Config {
                 durability,
                 redact: raw.audit.redact,
                 key_file: raw.audit.key_file.map(at),
+                rotate_bytes,
             },
             state_dir,
             limits: raw.limits,

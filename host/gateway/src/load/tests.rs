@@ -74,6 +74,15 @@ fn an_audit_key_file_is_read_relative_to_the_config() {
 }
 
 #[test]
+fn the_audit_log_rotates_at_64_mib_unless_told_another_size_or_never() {
+    assert_eq!(parse("").unwrap().audit.rotate_bytes, Some(64 << 20));
+    assert_eq!(parse("[audit]\nrotate_mb = 8\n").unwrap().audit.rotate_bytes, Some(8 << 20));
+    assert_eq!(parse("[audit]\nrotate_mb = 0\n").unwrap().audit.rotate_bytes, None);
+    let e = error(&format!("[audit]\nrotate_mb = {}\n", i64::MAX));
+    assert!(e.contains("audit.rotate_mb") && e.contains("too large"), "{e}");
+}
+
+#[test]
 fn mcp_servers_json_is_imported_and_checked() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("claude.json");

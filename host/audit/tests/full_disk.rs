@@ -1,0 +1,94 @@
+//! A disk that fills: calls are refused with an error that says so, the log holds whole
+//! records only, and it goes on by itself once a write succeeds again, with every record it
+//! acknowledged and a `warning` saying what it does not hold.
+//!
+//! The disk is "filled" by this process's file size limit (`RLIMIT_FSIZE`): a write past it
+//! fails as a write to a full disk does, part-way included, and the limit can be raised
+//! again without root or a file system of the test's own. It is process-wide, so this
+//! binary holds one test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(unsafe_code)] // setrlimit and ignoring SIGXFSZ, in this test's own process
+
+use serde_json::Value;
+use std::path::Path;
+use wasmgate_audit::{AuditError, AuditLog, Durability, Entry, Event, Options, verify};
+
+/// Sets this process's file size limit (its soft limit; the hard one is kept).
+fn limit_file_size(bytes: Option<u64>) {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit write and read the struct passed, nothing else.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit), 0);
+        limit.rlim_cur = bytes.map_or(limit.rlim_max, |b| b.min(limit.rlim_max));
+        assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
+    }
+}
+
+fn records(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn call(id: &str, event: Event) -> Entry {
+    Entry::call(id, "calendar", "list", event)
+}
+
+#[test]
+fn a_full_disk_refuses_calls_and_the_log_goes_on_when_space_returns_with_nothing_acknowledged_lost() {
+    // A write past the limit raises SIGXFSZ, which would end the process.
+    // SAFETY: setting a signal's disposition to "ignore" installs no handler.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+    for durability in [Durability::EveryCall, Durability::Off] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(&path, Options { durability, ..Options::default() }).unwrap();
+        let mut acknowledged = vec![log.append(call("c1", Event::Started)).unwrap()];
+        let size = std::fs::metadata(&path).unwrap().len();
+
+        // Room for part of a record only.
+        limit_file_size(Some(size + 40));
+        if durability == Durability::EveryCall {
+            // Nobody waits for an outcome: it is kept, and written once the log goes on.
+            log.record_later([call("c1", Event::Finished { is_error: false, flags: vec![] })]).unwrap();
+        }
+        for attempt in ["c2", "c3"] {
+            let error = log.append(call(attempt, Event::Started)).unwrap_err();
+            assert!(matches!(error, AuditError::Stalled { .. }), "{durability:?}: {error}");
+            let text = error.to_string();
+            assert!(text.contains("File too large") && text.contains("free disk space"), "{text}");
+        }
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), size, "{durability:?}: cut back to whole records");
+        assert!(!log.is_poisoned(), "{durability:?}");
+
+        limit_file_size(None);
+        if durability == Durability::EveryCall {
+            // With nobody waiting, the writer tries again by itself.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while std::fs::metadata(&path).unwrap().len() == size {
+                assert!(std::time::Instant::now() < deadline, "the kept records were never written");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+        acknowledged.push(log.append(call("c4", Event::Started)).unwrap());
+        acknowledged.push(log.append(call("c5", Event::Started)).unwrap());
+        log.close().unwrap();
+
+        let summary = verify(&path).unwrap();
+        let records = records(&path);
+        assert_eq!(summary.records as usize, records.len());
+        let calls: Vec<(&str, &str)> =
+            records.iter().map(|r| (r["event"].as_str().unwrap(), r["call"].as_str().unwrap_or("-"))).collect();
+        let expected: Vec<(&str, &str)> = match durability {
+            Durability::EveryCall => {
+                vec![("started", "c1"), ("warning", "-"), ("finished", "c1"), ("started", "c4"), ("started", "c5")]
+            }
+            _ => vec![("started", "c1"), ("warning", "-"), ("started", "c4"), ("started", "c5")],
+        };
+        assert_eq!(calls, expected, "{durability:?}");
+        let warning = records[1]["message"].as_str().unwrap();
+        assert!(warning.contains("File too large") && warning.contains("2 records of calls refused"), "{warning}");
+        for seq in acknowledged {
+            let record = records.iter().find(|r| r["seq"] == seq).unwrap();
+            assert!(record["call"] == "c1" || record["call"] == "c4" || record["call"] == "c5", "{record}");
+        }
+    }
+}
