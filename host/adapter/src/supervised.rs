@@ -6,6 +6,10 @@
 //!   backoff; calls in flight when it went down end as the failure contract says (the
 //!   transport closed), and the next look offers the new process's tools.
 //!
+//! A provider the gateway withholds while it runs ([`Supervised::withhold`]: one that
+//! floods the egress proxy with refused connections, say) is stopped and not started
+//! again until the gateway is restarted or reloaded.
+//!
 //! The backoff starts at [`Backoff::first`] and doubles up to [`Backoff::most`]; a
 //! provider that stayed up for [`Backoff::settled`] starts again from the first delay.
 //! Every move (withheld, up, down) is reported to `report`, which the gateway writes to
@@ -53,6 +57,8 @@ impl Default for Backoff {
 enum State {
     Up(McpProvider),
     Down(String),
+    /// Stopped by [`Supervised::withhold`], for good.
+    Withheld(String),
     Closed,
 }
 
@@ -65,6 +71,14 @@ pub enum NotRunning {
         /// The provider.
         provider: String,
         /// Why, as the last attempt reported it.
+        why: String,
+    },
+    /// The gateway withheld it while it ran, and does not start it again.
+    #[error("provider {provider} is withheld: {why}")]
+    Withheld {
+        /// The provider.
+        provider: String,
+        /// Why.
         why: String,
     },
     /// It was closed.
@@ -160,6 +174,7 @@ impl Supervised {
         match &*self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner) {
             State::Up(running) => Ok(running.clone()),
             State::Down(why) => Err(NotRunning::Down { provider, why: why.clone() }),
+            State::Withheld(why) => Err(NotRunning::Withheld { provider, why: why.clone() }),
             State::Closed => Err(NotRunning::Closed { provider }),
         }
     }
@@ -188,14 +203,38 @@ impl Supervised {
         self.changes.send_modify(|n| *n += 1);
     }
 
+    /// Withholds the provider for good: it is stopped (a stdio server's whole process
+    /// group ends, in a task of the current runtime), not started again, and offers no
+    /// tools; calls fail with `why`. Nothing happens to a provider closed already.
+    pub fn withhold(&self, why: &str) {
+        let previous = {
+            let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if matches!(*state, State::Closed | State::Withheld(_)) {
+                return;
+            }
+            std::mem::replace(&mut *state, State::Withheld(why.to_owned()))
+        };
+        self.stop.cancel();
+        self.changes.send_modify(|n| *n += 1);
+        if let State::Up(provider) = previous
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move { provider.close().await });
+        }
+    }
+
     /// Stops supervising and closes the provider (a stdio server's whole process group
     /// ends). Returns once the supervising task has ended, and with it everything it held
     /// (the report's audit log, say).
     pub async fn close(&self) {
-        let previous = std::mem::replace(
-            &mut *self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
-            State::Closed,
-        );
+        let previous = {
+            let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match &*state {
+                // Why it was withheld stays what calls are told.
+                State::Withheld(_) => state.clone(),
+                _ => std::mem::replace(&mut *state, State::Closed),
+            }
+        };
         self.stop.cancel();
         let task = self.task.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         if let Some(task) = task {
@@ -222,7 +261,7 @@ async fn supervise(
         let name = supervised.name.clone();
         drop(supervised);
         match state {
-            State::Closed => return,
+            State::Closed | State::Withheld(_) => return,
             State::Up(provider) => {
                 let started = tokio::time::Instant::now();
                 let mut list_changes = provider.client().tool_list_changes();
@@ -254,8 +293,10 @@ async fn supervise(
                     }
                 };
                 let Some(supervised) = weak.upgrade() else { return };
-                if matches!(*supervised.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner), State::Closed)
-                {
+                if matches!(
+                    *supervised.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
+                    State::Closed | State::Withheld(_)
+                ) {
                     return;
                 }
                 let why = closed.unwrap_or_else(|| "its connection ended".to_owned());
@@ -289,7 +330,7 @@ async fn supervise(
                     Ok(provider) => {
                         if matches!(
                             *supervised.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
-                            State::Closed
+                            State::Closed | State::Withheld(_)
                         ) {
                             provider.close().await;
                             return;

@@ -126,3 +126,31 @@ async fn a_closed_provider_is_not_started_again() {
     let (_, trouble) = offered(&supervised).await;
     assert_eq!(trouble.as_deref(), Some("provider p is closed"));
 }
+
+#[tokio::test]
+async fn a_withheld_provider_is_stopped_offers_nothing_and_is_not_started_again() {
+    let upstream = Upstream::new(vec![tool("echo", json!({}))], |_, _| Reply::Result(text("hi", false)));
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let connect = connector(upstream, 0, Arc::clone(&attempts));
+    let first = connect().await.unwrap();
+    let client = first.client().clone();
+    let (report, _) = recorder();
+    let supervised = Supervised::start("p", Ok(first), connect, QUICK, report, Naming::Prefixed);
+    let (offers, _) = supervised.offers().await;
+    let tool = offers[0].tool.clone();
+    let mut changes = supervised.changes();
+    changes.mark_unchanged();
+
+    supervised.withhold("it opened 600 refused connections in 2 s");
+    assert!(changes.has_changed().unwrap(), "a server face announces the changed list");
+    let (names, trouble) = offered(&supervised).await;
+    assert!(names.is_empty());
+    assert_eq!(trouble.as_deref(), Some("provider p is withheld: it opened 600 refused connections in 2 s"));
+    eventually("the running server stopped", async || client.closed().is_some()).await;
+    assert!(tool.execute(json!({}), CancellationToken::new()).await.is_err(), "a tool listed before fails");
+    tokio::time::sleep(QUICK.most * 4).await;
+    assert_eq!(attempts.load(Ordering::SeqCst), 1, "never started again");
+    supervised.close().await;
+    let (_, trouble) = offered(&supervised).await;
+    assert!(trouble.unwrap().contains("withheld"), "closing keeps why it was withheld");
+}

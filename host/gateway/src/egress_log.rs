@@ -6,9 +6,14 @@
 //! outcome (count, bytes, first and last time), written every [`FLUSH`] and when the
 //! provider stops. So a server that opens and closes connections in a loop costs the
 //! log a bounded number of records per interval, and nothing is dropped silently.
+//!
+//! A provider whose refused connections and lookups go over [`REFUSED_RATE`] a second
+//! (after [`REFUSED_BURST`]) is probing for a way out, or broken: it is withheld
+//! ([`OnFlood`]), with one `warning` record saying why, and its egress is still
+//! accounted for until it has stopped.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use wasmgate_audit::{AuditLog, Entry, Event};
@@ -20,6 +25,71 @@ pub(crate) const BURST: f64 = 100.0;
 pub(crate) const RATE: f64 = 20.0;
 /// How often coalesced records are written.
 pub(crate) const FLUSH: Duration = Duration::from_secs(5);
+/// Refused connections and lookups a provider may have at once, before the rate applies.
+pub(crate) const REFUSED_BURST: f64 = 500.0;
+/// Refused connections and lookups a provider may have each second, after its burst.
+pub(crate) const REFUSED_RATE: f64 = 10.0;
+
+/// What withholds a provider that goes over the rate of refusals: set once the provider
+/// runs, called at most once, with why.
+#[derive(Clone, Default)]
+pub(crate) struct OnFlood(Arc<OnceLock<Box<dyn Fn(&str) + Send + Sync>>>);
+
+impl OnFlood {
+    /// Sets what withholds the provider (the first setting stays).
+    pub(crate) fn set(&self, withhold: impl Fn(&str) + Send + Sync + 'static) {
+        let _ = self.0.set(Box::new(withhold));
+    }
+
+    fn call(&self, why: &str) {
+        if let Some(withhold) = self.0.get() {
+            withhold(why);
+        }
+    }
+}
+
+impl std::fmt::Debug for OnFlood {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OnFlood").field("set", &self.0.get().is_some()).finish()
+    }
+}
+
+/// A provider's refusals against [`REFUSED_RATE`].
+#[derive(Debug)]
+struct Refusals {
+    tokens: f64,
+    at: Instant,
+    count: u64,
+    since: Instant,
+    /// Whether the provider went over the rate (it is withheld once).
+    over: bool,
+    on_flood: OnFlood,
+}
+
+impl Refusals {
+    /// Counts one refusal; the reason to withhold the provider, the first time it goes
+    /// over the rate.
+    fn count(&mut self, provider: &str) -> Option<String> {
+        let now = Instant::now();
+        self.count += 1;
+        self.tokens = (self.tokens + now.duration_since(self.at).as_secs_f64() * REFUSED_RATE).min(REFUSED_BURST);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            return None;
+        }
+        if std::mem::replace(&mut self.over, true) {
+            return None;
+        }
+        Some(format!(
+            "provider {provider} is withheld: {} refused connections or lookups in {:.1} s, over the rate of \
+             {REFUSED_RATE} a second after {REFUSED_BURST}: it is probing for a way out or broken; it starts again \
+             when the gateway is reloaded or restarted (grant what it needs in the policy, or fix it, first)",
+            self.count,
+            now.duration_since(self.since).as_secs_f64()
+        ))
+    }
+}
 
 /// What is coalesced together.
 type Key = (EgressKind, String, u16, bool);
@@ -44,11 +114,18 @@ struct Account {
     at: Instant,
     held: BTreeMap<Key, Coalesced>,
     flushed: Instant,
+    refusals: Refusals,
 }
 
 impl Account {
     /// Takes `record`: its own record while under the rate, else coalesced.
     fn take(&mut self, record: EgressRecord) {
+        if record.refused.is_some()
+            && let Some(why) = self.refusals.count(&self.provider)
+        {
+            self.write(Event::Warning { message: why.clone() });
+            self.refusals.on_flood.call(&why);
+        }
         let now = Instant::now();
         self.tokens = (self.tokens + now.duration_since(self.at).as_secs_f64() * RATE).min(BURST);
         self.at = now;
@@ -118,10 +195,13 @@ impl Drop for Account {
     }
 }
 
-/// The observer that writes provider `name`'s egress to `audit` (see the module docs).
-/// Inside a tokio runtime, a task writes what is held every [`FLUSH`] while the provider
-/// lives; the last of it is written when the observer is dropped.
-pub(crate) fn observer(audit: &Arc<AuditLog>, name: &str) -> EgressObserver {
+/// The observer that writes provider `name`'s egress to `audit` and withholds it through
+/// `on_flood` (see the module docs). Inside a tokio runtime, a task writes what is held
+/// every [`FLUSH`] while the provider lives; the last of it is written when the observer
+/// is dropped.
+pub(crate) fn observer(audit: &Arc<AuditLog>, name: &str, on_flood: OnFlood) -> EgressObserver {
+    let now = Instant::now();
+    let refusals = Refusals { tokens: REFUSED_BURST, at: now, count: 0, since: now, over: false, on_flood };
     let account = Arc::new(Mutex::new(Account {
         audit: Arc::clone(audit),
         provider: name.to_owned(),
@@ -129,6 +209,7 @@ pub(crate) fn observer(audit: &Arc<AuditLog>, name: &str) -> EgressObserver {
         at: Instant::now(),
         held: BTreeMap::new(),
         flushed: Instant::now(),
+        refusals,
     }));
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         runtime.spawn(flusher(Arc::downgrade(&account)));
@@ -194,7 +275,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         let audit = Arc::new(AuditLog::open(&path, Options::default()).unwrap());
-        let observer = observer(&audit, "churn");
+        let flood = OnFlood::default();
+        let withheld = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&withheld);
+        flood.set(move |why| seen.lock().unwrap().push(why.to_owned()));
+        let observer = observer(&audit, "churn", flood);
         for n in 0..10_000 {
             observer(refused(n));
         }
@@ -211,5 +296,36 @@ mod tests {
         let counted: u64 = summaries.iter().map(|s| s["count"].as_u64().unwrap()).sum();
         assert_eq!(own as u64 + counted, 10_000, "every connection accounted for");
         assert!(summaries.iter().all(|s| s["provider"] == "churn" && s["refused"].is_string()), "{summaries:?}");
+
+        // Over the rate of refusals: withheld once, and one record says so.
+        let withheld = withheld.lock().unwrap().clone();
+        assert_eq!(withheld.len(), 1, "{withheld:?}");
+        assert!(withheld[0].starts_with("provider churn is withheld: 5"), "{withheld:?}");
+        assert!(withheld[0].contains("refused connections or lookups in"), "{withheld:?}");
+        let warnings: Vec<_> = records.iter().filter(|r| r["event"] == "warning").collect();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(warnings[0]["message"], withheld[0].as_str());
+        assert_eq!(warnings[0]["provider"], "churn");
+    }
+
+    #[test]
+    fn refusals_under_the_rate_withhold_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let audit = Arc::new(AuditLog::open(&dir.path().join("audit.jsonl"), Options::default()).unwrap());
+        let flood = OnFlood::default();
+        let withheld = Arc::new(Mutex::new(0));
+        let seen = Arc::clone(&withheld);
+        flood.set(move |_| *seen.lock().unwrap() += 1);
+        let observer = observer(&audit, "retrying", flood);
+        for n in 0..REFUSED_BURST as u16 {
+            observer(refused(n));
+        }
+        assert_eq!(*withheld.lock().unwrap(), 0, "the burst is allowed");
+        // Past it at once, the provider is over the rate within a few (the rate refills
+        // one for each 100 ms the loop takes).
+        for n in 0..100 {
+            observer(refused(n));
+        }
+        assert_eq!(*withheld.lock().unwrap(), 1, "over the rate, withheld once");
     }
 }

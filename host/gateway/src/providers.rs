@@ -13,6 +13,8 @@ use wasmgate_adapter::{
     ScreenComponent, Supervised,
 };
 use wasmgate_audit::{AuditLog, Entry, Event};
+
+use crate::egress_log::OnFlood;
 use wasmgate_client::{ClientConfig, HttpConfig, HttpTransport, StdioConfig, StdioTransport};
 use wasmgate_confine::{Confinement, Enforcement, Network, provider_workdir};
 use wasmgate_core::{ContentSource, ToolSource, report};
@@ -138,20 +140,25 @@ impl Starter {
                 })
                 .and_then(|(pins, formatters)| match kind {
                     ProviderKind::Component => {
-                        let observer = crate::egress_log::observer(audit, name);
+                        // A component's calls are instances of their own, each with a
+                        // deadline: its refusals are counted, and it is not withheld.
+                        let observer = crate::egress_log::observer(audit, name, OnFlood::default());
                         let component = component(sandbox, name, provider, rules, limits, formatters, observer)?;
                         Ok(Planned::Component(Box::new(component)))
                     }
                     ProviderKind::Stdio | ProviderKind::Http => {
                         let confined = Arc::new(Mutex::new(None));
-                        let starts = Starts { audit, confined: &confined, pins };
+                        let on_flood = OnFlood::default();
+                        let starts = Starts { audit, confined: &confined, pins, on_flood: on_flood.clone() };
                         let connect = connector(config, name, provider, rules, formatters, starts)?;
-                        Ok(Planned::Server(connect, confined))
+                        Ok(Planned::Server(connect, confined, on_flood))
                     }
                 });
             match planned {
                 Ok(Planned::Component(component)) => started.sources.push(Arc::new(*component)),
-                Ok(Planned::Server(connect, confined)) => servers.push((started.providers.len(), connect, confined)),
+                Ok(Planned::Server(connect, confined, on_flood)) => {
+                    servers.push((started.providers.len(), connect, confined, on_flood));
+                }
                 Err(error) if provider.required => {
                     started.close().await;
                     return Err(error);
@@ -166,9 +173,9 @@ impl Starter {
             started.providers.push(info);
         }
         // Every server's first start at once: a slow one delays start-up by its own wait only.
-        let firsts = futures_util::future::join_all(servers.iter().map(|(_, connect, _)| connect())).await;
+        let firsts = futures_util::future::join_all(servers.iter().map(|(_, connect, _, _)| connect())).await;
         let mut failed = None;
-        for ((index, connect, confined), first) in servers.into_iter().zip(firsts) {
+        for ((index, connect, confined, on_flood), first) in servers.into_iter().zip(firsts) {
             let name = started.providers[index].name.clone();
             let first = match first {
                 Err(error) if config.providers.get(&name).is_some_and(|p| p.required) => {
@@ -181,6 +188,12 @@ impl Starter {
             let report: Report = Arc::new(move |provider: &str, message: &str| withhold(&audit, provider, message));
             let naming = config.providers.get(&name).map(ProviderConfig::naming).unwrap_or_default();
             let supervised = Supervised::start(&name, first, connect, Backoff::default(), report, naming);
+            let withheld = Arc::downgrade(&supervised);
+            on_flood.set(move |why| {
+                if let Some(supervised) = withheld.upgrade() {
+                    supervised.withhold(why);
+                }
+            });
             started.providers[index].confinement = confined.lock().ok().and_then(|c| c.clone());
             started.sources.push(Arc::clone(&supervised) as Arc<dyn ToolSource>);
             started.mcp.push(supervised);
@@ -284,7 +297,7 @@ fn load_screens(
 /// What to do with one configured provider.
 enum Planned {
     Component(Box<ComponentProvider>),
-    Server(Connect, Arc<Mutex<Option<String>>>),
+    Server(Connect, Arc<Mutex<Option<String>>>, OnFlood),
 }
 
 /// Records that a provider is withheld, down or up again: in the log and the audit log.
@@ -308,6 +321,8 @@ struct Starts<'a> {
     confined: &'a Arc<Mutex<Option<String>>>,
     /// The code checked at start ([`reviewed_code`]), checked again before every start.
     pins: BTreeMap<String, CodePin>,
+    /// What withholds the provider when its egress goes over the rate of refusals.
+    on_flood: OnFlood,
 }
 
 fn connector(
@@ -318,7 +333,7 @@ fn connector(
     formatters: Arc<Formatters>,
     starts: Starts<'_>,
 ) -> Result<Connect, StartError> {
-    let Starts { audit, confined, pins } = starts;
+    let Starts { audit, confined, pins, on_flood } = starts;
     let mut client = ClientConfig::default();
     // What a handshake-era server is told at `initialize` that it may ask during a call
     // (each call's own requests declare what its caller's side can answer).
@@ -334,7 +349,7 @@ fn connector(
     }
     let transport = match provider.kind() {
         ProviderKind::Http => Transport::Http(Box::new(http(config, name, provider, rules)?)),
-        _ => Transport::Stdio(Box::new(stdio(config, name, provider, rules, audit)?)),
+        _ => Transport::Stdio(Box::new(stdio(config, name, provider, rules, audit, on_flood)?)),
     };
     let network = rules.is_some_and(|r| !r.network_hosts.is_empty() || !r.network_ports.is_empty());
     let command = provider.command.clone().unwrap_or_default();
@@ -511,6 +526,7 @@ fn stdio(
     provider: &ProviderConfig,
     rules: Option<&ProviderPolicy>,
     audit: &Arc<AuditLog>,
+    on_flood: OnFlood,
 ) -> Result<StdioConfig, StartError> {
     let workdir = provider_workdir(&config.state_dir, name).map_err(|e| StartError::provider(name, e))?;
     let mut confinement = provider.read_exec.iter().fold(Confinement::default(), |c, p| c.read_exec(p));
@@ -530,7 +546,8 @@ fn stdio(
     let mut server = StdioConfig::new(name, command, workdir).confinement(Some(confinement));
     let hosts = granted_hosts(rules);
     if !hosts.is_empty() {
-        server = server.egress(EgressGrant { hosts, observer: Some(crate::egress_log::observer(audit, name)) });
+        let observer = crate::egress_log::observer(audit, name, on_flood);
+        server = server.egress(EgressGrant { hosts, observer: Some(observer) });
     }
     let server = provider.args.iter().fold(server, |s, a| s.arg(a));
     Ok(provider.env.iter().fold(server, |s, (k, v)| s.env(k, v)))
@@ -573,7 +590,7 @@ mod tests {
         let json_text = sandbox.load_formatter("json-text", wasmgate_guests::JSON_TEXT, CallLimits::default()).unwrap();
         let formatters = Arc::new(Formatters::new(json_text));
         let confined = Arc::new(Mutex::new(None));
-        let starts = Starts { audit: &audit, confined: &confined, pins };
+        let starts = Starts { audit: &audit, confined: &confined, pins, on_flood: OnFlood::default() };
         let connect = connector(&config, "s", &config.providers["s"], None, formatters, starts).unwrap();
         // Swapped after the check, before a restart.
         std::fs::write(&script, "print('swapped')\n").unwrap();
@@ -606,13 +623,15 @@ mod tests {
         let provider = &config.providers["cal"];
         let hosts = "[providers.cal]\nnetwork_hosts = [\"Calendar.example.com:443\", \"127.0.0.1:5232\"]\n";
         let policy = Policy::from_toml(hosts, "p").unwrap();
-        let server = stdio(&config, "cal", provider, policy.provider("cal"), &audit).unwrap();
+        let server = stdio(&config, "cal", provider, policy.provider("cal"), &audit, OnFlood::default()).unwrap();
         let grant = server.egress.unwrap();
         let granted: Vec<(String, u16)> = grant.hosts.iter().map(|h| (h.host.clone(), h.port)).collect();
         assert_eq!(granted, [("calendar.example.com".to_owned(), 443), ("127.0.0.1".to_owned(), 5232)]);
         assert!(grant.observer.is_some(), "its connections are audited");
         let none = Policy::from_toml("[providers.cal]\n", "p").unwrap();
-        assert!(stdio(&config, "cal", provider, none.provider("cal"), &audit).unwrap().egress.is_none());
+        assert!(
+            stdio(&config, "cal", provider, none.provider("cal"), &audit, OnFlood::default()).unwrap().egress.is_none()
+        );
     }
 
     #[test]
@@ -620,7 +639,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         let audit = Arc::new(AuditLog::open(&path, Options::default()).unwrap());
-        let observer = crate::egress_log::observer(&audit, "calendar");
+        let observer = crate::egress_log::observer(&audit, "calendar", OnFlood::default());
         observer(EgressRecord {
             kind: EgressKind::Proxied,
             host: "calendar.example.com".into(),
