@@ -33,7 +33,10 @@ pub(crate) const REFUSED_RATE: f64 = 10.0;
 /// What withholds a provider that goes over the rate of refusals: set once the provider
 /// runs, called at most once, with why.
 #[derive(Clone, Default)]
-pub(crate) struct OnFlood(Arc<OnceLock<Box<dyn Fn(&str) + Send + Sync>>>);
+pub(crate) struct OnFlood(Arc<OnceLock<Withhold>>);
+
+/// Withholds a provider, saying why.
+type Withhold = Box<dyn Fn(&str) + Send + Sync>;
 
 impl OnFlood {
     /// Sets what withholds the provider (the first setting stays).
