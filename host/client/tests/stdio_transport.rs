@@ -182,3 +182,48 @@ async fn a_command_that_does_not_exist_is_a_configuration_error() {
     let error = StdioTransport::spawn(&config).unwrap_err();
     assert!(matches!(&error, TransportError::Config(m) if m.contains("wasmgate-no-such-command")), "{error}");
 }
+
+/// Waits up to 30 s for `path` to exist.
+async fn appears(path: &Path) -> bool {
+    for _ in 0..3000 {
+        if path.exists() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn the_program_that_runs_is_the_open_file_handed_over_not_what_is_at_its_path_by_then() {
+    use std::os::unix::fs::PermissionsExt as _;
+    // A native program, opened (as the gateway opens what it hashes), then swapped at its
+    // path for a script by whoever can write there.
+    let code = tempfile::tempdir().unwrap();
+    let program = code.path().join("server");
+    std::fs::copy("/usr/bin/touch", &program).unwrap();
+    let checked = std::sync::Arc::new(std::fs::File::open(&program).unwrap());
+    std::fs::remove_file(&program).unwrap();
+    std::fs::write(&program, "#!/bin/sh\ntouch swapped\n").unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let confinements = [None, Some(wasmgate_confine::Confinement::default().read_exec(code.path()))];
+    for confinement in confinements {
+        let confined = confinement.is_some();
+        let workdir = tempfile::tempdir().unwrap();
+        let config = StdioConfig::new("native", &program, workdir.path())
+            .arg("checked-ran")
+            .program_file(std::sync::Arc::clone(&checked))
+            .confinement(confinement);
+        let transport = StdioTransport::spawn(&config).expect("spawn");
+        assert!(appears(&workdir.path().join("checked-ran")).await, "confined {confined}: the checked program ran");
+        drop(transport);
+        assert!(!workdir.path().join("swapped").exists(), "confined {confined}: the swapped-in script did not");
+    }
+    // By its path alone, whatever is there now runs.
+    let workdir = tempfile::tempdir().unwrap();
+    let transport =
+        StdioTransport::spawn(&StdioConfig::new("native", &program, workdir.path()).confinement(None)).expect("spawn");
+    assert!(appears(&workdir.path().join("swapped")).await, "the path runs the script");
+    drop(transport);
+}

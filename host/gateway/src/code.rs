@@ -200,13 +200,20 @@ pub(crate) fn of(name: &str, provider: &ProviderConfig, policy: &Policy) -> Resu
 }
 
 /// Whether every file `pins` names is still the file pinned (the same SHA-256 and size):
-/// what a supervised restart checks before it runs the code again. `Err` names the first
-/// that is not, and what to do.
-pub(crate) fn unchanged(pins: &BTreeMap<String, CodePin>) -> Result<(), String> {
+/// what every start, and every supervised restart, checks before it runs the code. `Ok`
+/// holds the native program (the `command` pin) as the open file that was hashed, for
+/// the start to run that file and not whatever is at its path by then; `Err` names the
+/// first file that is not the one pinned, and what to do.
+pub(crate) fn unchanged(pins: &BTreeMap<String, CodePin>) -> Result<Option<std::fs::File>, String> {
+    let mut program = None;
     for (role, pinned) in pins {
         let path = Path::new(&pinned.path);
-        match pin(path) {
-            Ok(now) if now.sha256 == pinned.sha256 && now.size == pinned.size => {}
+        match open_pinned(path) {
+            Ok((now, file)) if now.sha256 == pinned.sha256 && now.size == pinned.size => {
+                if role == "command" && !is_script(&file) {
+                    program = Some(file);
+                }
+            }
             Ok(_) => {
                 return Err(format!(
                     "its {role} ({}) changed since the gateway checked it; it does not run until `wasmgate review` \
@@ -217,11 +224,22 @@ pub(crate) fn unchanged(pins: &BTreeMap<String, CodePin>) -> Result<(), String> 
             Err(e) => return Err(format!("its {role} cannot be checked again: {}", wasmgate_core::report(&e))),
         }
     }
-    Ok(())
+    Ok(program)
+}
+
+/// Whether `file` starts with `#!`: its interpreter opens it again by path.
+fn is_script(file: &std::fs::File) -> bool {
+    let mut start = [0u8; 2];
+    std::os::unix::fs::FileExt::read_exact_at(file, &mut start, 0).is_ok_and(|()| &start == b"#!")
 }
 
 /// The SHA-256 and size of the file at `path`.
 fn pin(path: &Path) -> Result<CodePin, CodeError> {
+    open_pinned(path).map(|(pin, _)| pin)
+}
+
+/// The SHA-256 and size of the file at `path`, and the file, open.
+fn open_pinned(path: &Path) -> Result<(CodePin, std::fs::File), CodeError> {
     let failed = |source| CodeError::Read { path: path.to_owned(), source };
     let file = std::fs::File::open(path).map_err(failed)?;
     let meta = file.metadata().map_err(failed)?;
@@ -229,11 +247,11 @@ fn pin(path: &Path) -> Result<CodePin, CodeError> {
         return Err(CodeError::NotAFile { path: path.to_owned() });
     }
     let mut hasher = Sha256::new();
-    let read = std::io::copy(&mut file.take(MAX_CODE_BYTES + 1), &mut hasher).map_err(failed)?;
+    let read = std::io::copy(&mut (&file).take(MAX_CODE_BYTES + 1), &mut hasher).map_err(failed)?;
     if read > MAX_CODE_BYTES {
         return Err(CodeError::TooLarge { path: path.to_owned() });
     }
-    Ok(CodePin { path: path.display().to_string(), sha256: hex::encode(hasher.finalize()), size: read })
+    Ok((CodePin { path: path.display().to_string(), sha256: hex::encode(hasher.finalize()), size: read }, file))
 }
 
 /// What a command that fetches its code at start runs, or `None`.
@@ -278,11 +296,32 @@ mod tests {
         let file = dir.path().join("server.js");
         std::fs::write(&file, "reviewed").unwrap();
         let pins = BTreeMap::from([("arg:0".to_owned(), pin(&file).unwrap())]);
-        assert_eq!(unchanged(&pins), Ok(()));
+        assert!(unchanged(&pins).unwrap().is_none(), "a script is run by its interpreter, by path");
         std::fs::write(&file, "reviewEd").unwrap();
         assert!(unchanged(&pins).unwrap_err().contains("changed since the gateway checked it"));
         std::fs::remove_file(&file).unwrap();
         assert!(unchanged(&pins).unwrap_err().contains("cannot be checked again"));
+    }
+
+    #[test]
+    fn a_native_program_is_handed_on_as_the_open_file_that_was_hashed_and_a_script_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let program = dir.path().join("server");
+        std::fs::copy("/bin/true", &program).unwrap();
+        let pins = BTreeMap::from([("command".to_owned(), pin(&program).unwrap())]);
+        let file = unchanged(&pins).unwrap().expect("the checked file");
+        // Whatever is at the path afterwards, the open file is the one hashed.
+        std::fs::remove_file(&program).unwrap();
+        std::fs::write(&program, "#!/bin/sh\necho swapped\n").unwrap();
+        let mut again = Sha256::new();
+        std::io::Seek::rewind(&mut &file).unwrap();
+        std::io::copy(&mut std::io::Read::take(&file, MAX_CODE_BYTES), &mut again).unwrap();
+        assert_eq!(hex::encode(again.finalize()), pins["command"].sha256);
+
+        let script = dir.path().join("script");
+        std::fs::write(&script, "#!/bin/sh\nexec true\n").unwrap();
+        let pins = BTreeMap::from([("command".to_owned(), pin(&script).unwrap())]);
+        assert!(unchanged(&pins).unwrap().is_none(), "a script's interpreter opens it by path");
     }
 
     #[test]

@@ -365,9 +365,10 @@ fn connector(
             // Every start, the first and each restart after a crash, runs the code the
             // gateway checked, or nothing: whoever can write the files meanwhile does
             // not get a restart of theirs.
-            if let Err(reason) = code::unchanged(&pins) {
-                return Err(AdapterError::Refused { provider: name.clone(), reason });
-            }
+            let program = match code::unchanged(&pins) {
+                Ok(program) => program,
+                Err(reason) => return Err(AdapterError::Refused { provider: name.clone(), reason }),
+            };
             let failed = |source| AdapterError::Transport { provider: name.clone(), source };
             match transport {
                 Transport::Http(http) => {
@@ -375,6 +376,11 @@ fn connector(
                     McpProvider::connect(&name, transport, client, formatters).await
                 }
                 Transport::Stdio(stdio) => {
+                    // A native program runs as the file just checked, not by its path.
+                    let stdio = match program {
+                        Some(file) => Box::new(stdio.program_file(Arc::new(file))),
+                        None => stdio,
+                    };
                     let transport = StdioTransport::spawn(&stdio).map_err(failed)?;
                     if let Some(report) = transport.confinement() {
                         if let Ok(mut slot) = confined.lock() {

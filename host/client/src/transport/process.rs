@@ -20,6 +20,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
+use std::os::fd::AsRawFd as _;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -63,7 +64,16 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, TransportError> {
         Some(confinement) => Some(wasmgate_confine::prepare(confinement, &program, &config.cwd).map_err(refused)?),
         None => None,
     };
-    let mut command = Command::new(&program);
+    // The checked open file, when the caller opened one: the kernel opens it through
+    // the descriptor before exec closes it, so what runs is what was checked.
+    let mut command = match &config.program_file {
+        Some(file) => {
+            let mut command = Command::new(format!("/proc/self/fd/{}", file.as_raw_fd()));
+            command.arg0(&program);
+            command
+        }
+        None => Command::new(&program),
+    };
     command
         .args(&config.args)
         .env_clear()

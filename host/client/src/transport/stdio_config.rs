@@ -34,6 +34,11 @@ pub struct StdioConfig {
     /// whatever it says, and `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` (and their lowercase
     /// forms) point at the proxy. `None`: no proxy.
     pub egress: Option<wasmgate_egress::EgressGrant>,
+    /// The program, opened and checked by the caller: the file that runs is this open
+    /// file, whatever is at the path by then (`execve` of `/proc/self/fd/N`, the
+    /// descriptor closed on exec; `argv[0]` stays the path). A native program only: the
+    /// interpreter of a script (`#!`) would open the script again by its path.
+    pub program_file: Option<std::sync::Arc<std::fs::File>>,
 }
 
 impl StdioConfig {
@@ -49,6 +54,7 @@ impl StdioConfig {
             limits: StdioLimits::default(),
             confinement: Some(Confinement::default()),
             egress: None,
+            program_file: None,
         }
     }
 
@@ -56,6 +62,14 @@ impl StdioConfig {
     #[must_use]
     pub fn egress(mut self, grant: wasmgate_egress::EgressGrant) -> Self {
         self.egress = Some(grant);
+        self
+    }
+
+    /// Runs `file`, the program opened and checked by the caller (see
+    /// [`StdioConfig::program_file`](Self#structfield.program_file)).
+    #[must_use]
+    pub fn program_file(mut self, file: std::sync::Arc<std::fs::File>) -> Self {
+        self.program_file = Some(file);
         self
     }
 
