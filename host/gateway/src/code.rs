@@ -281,7 +281,7 @@ pub(crate) fn refuses_fetching(rules: Option<&ProviderPolicy>) -> bool {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
 
