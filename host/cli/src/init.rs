@@ -14,7 +14,12 @@
 //!   cannot be pinned: with the user's consent (asked on a terminal, or `--install`) it
 //!   is installed once into `state/packages/<name>/` (npm or a Python virtual
 //!   environment, the exact versions recorded there: `package-lock.json`,
-//!   `requirements.lock`) and the command rewritten to run from there.
+//!   `requirements.lock`) and the command rewritten to run from there. The install runs
+//!   no code of the package's: npm with `--ignore-scripts`, pip with `--only-binary :all:`
+//!   (wheels only, no `setup.py`), unless `--allow-install-scripts` says otherwise.
+//! * Paths a stdio server's arguments name (the directory a filesystem server serves,
+//!   say) are granted to it in the policy, read-only (`read_paths`), or read and write
+//!   (`write_paths`) when `--writable` names them: confined, it could reach nothing else.
 //! * `--client-config` prints the JSON that points the client at `wasmgate serve`.
 
 use std::collections::BTreeMap;
@@ -45,9 +50,19 @@ pub struct InitArgs {
     /// Leave such servers as they are (confined, they cannot start).
     #[arg(long)]
     no_install: bool,
+    /// Let the install run the packages' own code: npm's install scripts (`preinstall`,
+    /// `postinstall`, ...) and pip's builds from source (`setup.py`). That code runs with
+    /// your rights, before any review; without this flag a package that needs it fails
+    /// to install, saying so.
+    #[arg(long)]
+    allow_install_scripts: bool,
+    /// A path a server's arguments name that it may write too (repeatable); the others
+    /// are granted read-only.
+    #[arg(long, value_name = "PATH")]
+    writable: Vec<PathBuf>,
     /// Print only the JSON that points a client at `wasmgate serve` with the
     /// configuration in DIR.
-    #[arg(long, conflicts_with_all = ["from", "force", "install", "no_install"])]
+    #[arg(long, conflicts_with_all = ["from", "force", "install", "no_install", "allow_install_scripts", "writable"])]
     client_config: bool,
 }
 
@@ -84,7 +99,9 @@ pub fn run(args: &InitArgs) -> anyhow::Result<()> {
             continue;
         }
         let folder = dir.join("state/packages").join(name);
-        let installed = fetch.install(&folder).with_context(|| format!("installing {name}'s server ({what})"))?;
+        let installed = fetch
+            .install(&folder, args.allow_install_scripts)
+            .with_context(|| format!("installing {name}'s server ({what})"))?;
         notes.push(format!(
             "{name}: installed {} into {} (versions in {})",
             installed.what,
@@ -95,10 +112,19 @@ pub fn run(args: &InitArgs) -> anyhow::Result<()> {
         server.args = installed.args;
         server.read_exec = installed.read_exec;
     }
+    let writable: Vec<PathBuf> =
+        args.writable.iter().map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())).collect();
+    let grants: BTreeMap<String, Grants> =
+        servers.iter().map(|(name, server)| (name.clone(), Grants::of(server, &dir, &writable))).collect();
+    for (name, grants) in &grants {
+        if let Some(shown) = grants.describe() {
+            notes.push(format!("{name}: {shown}"));
+        }
+    }
     // Private to the user: the servers' `env` and headers may hold credentials, copied as
     // the client's file had them.
     write_private(&config, &wasmgate_toml(from, &servers))?;
-    write_private(&policy, &policy_toml(from, &servers))?;
+    write_private(&policy, &policy_toml(from, &servers, &grants))?;
     println!(
         "wrote {} ({} servers) and {}: every tool asks, every stdio server is confined with no network",
         config.display(),
@@ -151,6 +177,56 @@ fn consent(args: &InitArgs, name: &str, what: &str) -> anyhow::Result<bool> {
     Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
+/// The paths a stdio server's arguments name, granted to it: read-only, or read and
+/// write when `--writable` names them (or a directory above them).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct Grants {
+    read: Vec<PathBuf>,
+    write: Vec<PathBuf>,
+}
+
+impl Grants {
+    /// The grants of `server`, configured in `dir`: every existing absolute path among its
+    /// arguments, but for what it runs from (its installed package, its program).
+    fn of(server: &ProviderConfig, dir: &Path, writable: &[PathBuf]) -> Self {
+        let mut grants = Grants::default();
+        if server.command.is_none() {
+            return grants;
+        }
+        let packages = dir.join("state/packages");
+        for arg in &server.args {
+            let path = Path::new(arg);
+            if !path.is_absolute() || !path.exists() || path.starts_with(&packages) {
+                continue;
+            }
+            let path = path.to_path_buf();
+            let list = if writable.iter().any(|w| path.starts_with(w)) { &mut grants.write } else { &mut grants.read };
+            if !list.contains(&path) {
+                list.push(path);
+            }
+        }
+        grants
+    }
+
+    /// What a person is told, if anything is granted.
+    fn describe(&self) -> Option<String> {
+        let list = |paths: &[PathBuf]| paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+        match (self.read.is_empty(), self.write.is_empty()) {
+            (true, true) => None,
+            (false, true) => Some(format!(
+                "may read {} (named in its arguments; `--writable PATH` lets it write there)",
+                list(&self.read)
+            )),
+            (true, false) => Some(format!("may read and write {} (named in its arguments)", list(&self.write))),
+            (false, false) => Some(format!(
+                "may read {} and read and write {} (named in its arguments)",
+                list(&self.read),
+                list(&self.write)
+            )),
+        }
+    }
+}
+
 /// A server command that downloads its code at each start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Fetch {
@@ -187,15 +263,28 @@ impl Fetch {
         }
     }
 
-    fn install(&self, folder: &Path) -> anyhow::Result<Installed> {
+    /// Installs the package into `folder`; its own install code runs only if `scripts`.
+    fn install(&self, folder: &Path, scripts: bool) -> anyhow::Result<Installed> {
         std::fs::create_dir_all(folder)?;
         let folder = folder.canonicalize()?;
+        let refused = "(an install runs none of a package's own code unless --allow-install-scripts says so)";
         match self {
             Fetch::Npm { package, bin, args } => {
                 let mut npm = Command::new("npm");
-                npm.args(["install", "--no-audit", "--no-fund", "--save-exact", "--prefix"]).arg(&folder).arg(package);
-                succeed(npm.stdout(std::process::Stdio::null()), "npm install")?;
-                let name = npm_name(package);
+                npm.args(["install", "--no-audit", "--no-fund", "--save-exact"]);
+                if !scripts {
+                    npm.arg("--ignore-scripts");
+                }
+                npm.arg("--prefix").arg(&folder).arg(package);
+                succeed(npm.stdout(std::process::Stdio::null()), "npm install").context(refused)?;
+                // The name npm recorded (a tarball or folder spec does not say it).
+                let recorded: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(folder.join("package.json")).unwrap_or_default())
+                        .unwrap_or_default();
+                let name = match recorded["dependencies"].as_object() {
+                    Some(deps) if deps.len() == 1 => deps.keys().next().map_or(npm_name(package), String::as_str),
+                    _ => npm_name(package),
+                };
                 let root = folder.join("node_modules").join(name);
                 let manifest: serde_json::Value = serde_json::from_str(
                     &std::fs::read_to_string(root.join("package.json")).context("the installed package.json")?,
@@ -220,8 +309,11 @@ impl Fetch {
                 succeed(Command::new(&python).args(["-m", "venv"]).arg(&venv), "python3 -m venv")?;
                 let pip = venv.join("bin/python");
                 let mut install = Command::new(&pip);
-                install.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", package]);
-                succeed(&mut install, "pip install")?;
+                install.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"]);
+                if !scripts {
+                    install.args(["--only-binary", ":all:"]);
+                }
+                succeed(install.arg(package), "pip install").context(refused)?;
                 let frozen = Command::new(&pip).args(["-m", "pip", "freeze"]).output()?;
                 std::fs::write(folder.join("requirements.lock"), &frozen.stdout)?;
                 let base = Command::new(&python).args(["-c", "import sys; print(sys.base_prefix)"]).output()?;
@@ -395,7 +487,7 @@ fn wasmgate_toml(from: &Path, servers: &BTreeMap<String, ProviderConfig>) -> Str
 
 /// The `policy.toml` of `servers`: every tool asks, every stdio server confined with no
 /// network.
-fn policy_toml(from: &Path, servers: &BTreeMap<String, ProviderConfig>) -> String {
+fn policy_toml(from: &Path, servers: &BTreeMap<String, ProviderConfig>, grants: &BTreeMap<String, Grants>) -> String {
     let mut providers = toml::Table::new();
     for (name, server) in servers {
         let mut table = toml::Table::new();
@@ -404,6 +496,17 @@ fn policy_toml(from: &Path, servers: &BTreeMap<String, ProviderConfig>) -> Strin
         table.insert("unlisted".into(), "ask".into());
         if server.command.is_some() {
             table.insert("confinement".into(), "required".into());
+        }
+        if let Some(grants) = grants.get(name) {
+            let paths = |paths: &[PathBuf]| -> toml::Value {
+                paths.iter().map(|p| toml::Value::from(p.display().to_string())).collect::<Vec<_>>().into()
+            };
+            if !grants.read.is_empty() {
+                table.insert("read_paths".into(), paths(&grants.read));
+            }
+            if !grants.write.is_empty() {
+                table.insert("write_paths".into(), paths(&grants.write));
+            }
         }
         providers.insert(name.clone(), table.into());
     }

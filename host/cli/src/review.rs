@@ -133,6 +133,9 @@ fn review_code(args: &ReviewArgs) -> anyhow::Result<()> {
                 code
             }
         };
+        for grant in &review.grants {
+            println!("  its policy grants: it {}", escape_for_display(grant));
+        }
         if let Some(fetches) = &code.fetches {
             println!("WARNING: unpinnable: {}", escape_for_display(fetches));
         }

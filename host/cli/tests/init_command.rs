@@ -95,3 +95,93 @@ fn a_file_in_no_layout_or_two_is_refused_with_the_layouts_named() {
         assert!(!out.status.success() && said(&out).contains(expected), "{body}: {}", said(&out));
     }
 }
+
+/// An npm package, packed into `dir`, whose install script writes `marker`; its tarball.
+fn package_with_install_script(dir: &Path, marker: &Path) -> std::path::PathBuf {
+    let source = dir.join("source");
+    std::fs::create_dir_all(&source).unwrap();
+    let manifest = serde_json::json!({
+        "name": "marker-server",
+        "version": "1.0.0",
+        "bin": {"marker-server": "index.js"},
+        "scripts": {"postinstall": format!("node -e \"require('fs').writeFileSync('{}', 'ran')\"", marker.display())}
+    });
+    std::fs::write(source.join("package.json"), manifest.to_string()).unwrap();
+    std::fs::write(source.join("index.js"), "#!/usr/bin/env node\n").unwrap();
+    let packed = Command::new("npm")
+        .args(["pack", "--silent", "--pack-destination"])
+        .arg(dir)
+        .current_dir(&source)
+        .output()
+        .unwrap();
+    assert!(packed.status.success(), "{}", said(&packed));
+    dir.join("marker-server-1.0.0.tgz")
+}
+
+#[test]
+fn an_install_runs_none_of_the_packages_own_code_unless_allowed() {
+    let home = tempfile::tempdir().unwrap();
+    let marker = home.path().join("outside-its-folder");
+    let tarball = package_with_install_script(home.path(), &marker);
+    let file = home.path().join("claude.json");
+    let servers =
+        serde_json::json!({"mcpServers": {"m": {"command": "npx", "args": ["-y", tarball.display().to_string()]}}});
+    std::fs::write(&file, servers.to_string()).unwrap();
+
+    let dir = home.path().join("gw");
+    let out = init(&dir, &["--from", &file.display().to_string(), "--install"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("m: installed marker-server 1.0.0 (npm)"), "{}", said(&out));
+    assert!(!marker.exists(), "the install script ran");
+    let config = std::fs::read_to_string(dir.join("wasmgate.toml")).unwrap();
+    assert!(config.contains("state/packages/m/node_modules/marker-server/index.js"), "{config}");
+
+    let again = home.path().join("gw-scripts");
+    let out = init(&again, &["--from", &file.display().to_string(), "--install", "--allow-install-scripts"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(marker.exists(), "asked for, the install script runs");
+}
+
+#[test]
+fn paths_a_servers_arguments_name_are_granted_read_only_unless_named_writable() {
+    let home = tempfile::tempdir().unwrap();
+    let (notes, docs) = (home.path().join("notes"), home.path().join("docs"));
+    std::fs::create_dir_all(&notes).unwrap();
+    std::fs::create_dir_all(&docs).unwrap();
+    let file = home.path().join("claude.json");
+    let args = [
+        "/usr/bin/server.js".to_owned(),
+        notes.display().to_string(),
+        docs.display().to_string(),
+        "--flag".to_owned(),
+        "/no/such/dir".to_owned(),
+    ];
+    let servers = serde_json::json!({"mcpServers": {"fs": {"command": "/usr/bin/node", "args": args}}});
+    std::fs::write(&file, servers.to_string()).unwrap();
+    let dir = home.path().join("gw");
+    let out = init(&dir, &["--from", &file.display().to_string(), "--writable", &notes.display().to_string()]);
+    assert!(out.status.success(), "{}", said(&out));
+    let shown = said(&out);
+    assert!(
+        shown.contains(&format!("fs: may read {} and read and write {}", docs.display(), notes.display())),
+        "{shown}"
+    );
+    let policy: toml::Table = std::fs::read_to_string(dir.join("policy.toml")).unwrap().parse().unwrap();
+    let fs = &policy["providers"]["fs"];
+    assert_eq!(fs["read_paths"].as_array().unwrap(), &[toml::Value::from(docs.display().to_string())]);
+    assert_eq!(fs["write_paths"].as_array().unwrap(), &[toml::Value::from(notes.display().to_string())]);
+    // The policy loads, with its grants.
+    let loaded = wasmgate_policy::Policy::load(&dir.join("policy.toml")).unwrap();
+    assert_eq!(loaded.provider("fs").unwrap().write_paths, std::slice::from_ref(&notes));
+    // Review shows them with the code.
+    let review = Command::new(env!("CARGO_BIN_EXE_wasmgate"))
+        .args(["review", "--yes", "--config"])
+        .arg(dir.join("wasmgate.toml"))
+        .env("XDG_CACHE_HOME", home.path().join("cache"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let shown = said(&review);
+    assert!(shown.contains(&format!("its policy grants: it may read {}", docs.display())), "{shown}");
+    assert!(shown.contains(&format!("its policy grants: it may read and write {}", notes.display())), "{shown}");
+}

@@ -78,6 +78,9 @@ pub struct Review {
     pub code: Result<Code, CodeError>,
     /// Against the lock file (`New` when the code cannot be read).
     pub state: CodeState,
+    /// What its policy grants the code beyond its own directory, one line each (`may
+    /// read /srv/notes`, `may reach api.example.com:443`).
+    pub grants: Vec<String>,
 }
 
 /// Every provider's code against the lock file, for `wasmgate review`.
@@ -95,9 +98,23 @@ pub fn review_code(config: &Config) -> Result<Vec<Review>, StartError> {
         .map(|(name, provider)| {
             let code = of(name, provider, &policy).map(|code| relative_to(code, &base));
             let state = code.as_ref().map_or(CodeState::New, |code| lock.code_status(name, &code.pins));
-            Review { provider: name.clone(), code, state }
+            Review { provider: name.clone(), code, state, grants: grants(policy.provider(name)) }
         })
         .collect())
+}
+
+/// What `rules` grant a provider's code, for review.
+fn grants(rules: Option<&ProviderPolicy>) -> Vec<String> {
+    let Some(rules) = rules else { return Vec::new() };
+    let paths = |what: &'static str, paths: &[std::path::PathBuf]| -> Vec<String> {
+        paths.iter().map(|p| format!("may {what} {}", p.display())).collect()
+    };
+    paths("read", &rules.read_paths)
+        .into_iter()
+        .chain(paths("read and write", &rules.write_paths))
+        .chain(rules.network_hosts.iter().map(|h| format!("may reach {}:{}", h.host, h.port)))
+        .chain(rules.network_ports.iter().map(|p| format!("may connect to port {p} of any address")))
+        .collect()
 }
 
 /// Pins `code` as `provider`'s reviewed code in the lock file.

@@ -538,6 +538,7 @@ fn stdio(
     let mut confinement = provider.read_exec.iter().fold(Confinement::default(), |c, p| c.read_exec(p));
     if let Some(rules) = rules {
         confinement = rules.read_paths.iter().fold(confinement, |c, p| c.read_only(p));
+        confinement = rules.write_paths.iter().fold(confinement, |c, p| c.read_write(p));
         if !rules.network_ports.is_empty() {
             confinement = confinement.network(Network::Tcp { connect: rules.network_ports.clone(), bind: Vec::new() });
         }

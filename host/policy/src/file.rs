@@ -62,6 +62,8 @@ pub(crate) struct RawProvider {
     #[serde(default)]
     pub read_paths: Vec<Spanned<String>>,
     #[serde(default)]
+    pub write_paths: Vec<Spanned<String>>,
+    #[serde(default)]
     pub network_ports: Vec<Spanned<u16>>,
     #[serde(default)]
     pub network_hosts: Vec<Spanned<String>>,

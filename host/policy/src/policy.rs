@@ -15,7 +15,7 @@ use crate::provider::{
 use crate::verdict::{Decision, Verdict};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use toml::Spanned;
 use wasmgate_egress::HostGrant;
 
@@ -241,18 +241,24 @@ impl Policy {
 
 /// The policy of provider `provider_name`, whose table is `key` (`providers.<name>`).
 fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) -> Result<ProviderPolicy, PolicyError> {
-    let mut read_paths = Vec::new();
-    for p in raw.read_paths {
-        if !Path::new(p.get_ref()).is_absolute() {
-            return Err(src.error(
-                p.span(),
-                &format!("{key}.read_paths"),
-                format!("{:?} is not an absolute path", p.get_ref()),
-                "give absolute paths; confinement rules cannot depend on the working directory",
-            ));
-        }
-        read_paths.push(p.into_inner().into());
-    }
+    let absolute = |paths: Vec<Spanned<String>>, field: &str| -> Result<Vec<PathBuf>, PolicyError> {
+        paths
+            .into_iter()
+            .map(|p| {
+                if Path::new(p.get_ref()).is_absolute() {
+                    return Ok(p.into_inner().into());
+                }
+                Err(src.error(
+                    p.span(),
+                    &format!("{key}.{field}"),
+                    format!("{:?} is not an absolute path", p.get_ref()),
+                    "give absolute paths; confinement rules cannot depend on the working directory",
+                ))
+            })
+            .collect()
+    };
+    let read_paths = absolute(raw.read_paths, "read_paths")?;
+    let write_paths = absolute(raw.write_paths, "write_paths")?;
     let mut network_ports = Vec::new();
     for port in raw.network_ports {
         if *port.get_ref() == 0 {
@@ -400,6 +406,7 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
         screens,
         confinement: raw.confinement.unwrap_or_default(),
         read_paths,
+        write_paths,
         network_ports,
         network_hosts,
         unix_sockets: raw.unix_sockets,

@@ -131,6 +131,8 @@ pub struct ProviderPolicy {
     pub fetched_code: FetchedCode,
     /// Extra absolute paths a stdio server may read.
     pub read_paths: Vec<PathBuf>,
+    /// Extra absolute paths a stdio server may read and write.
+    pub write_paths: Vec<PathBuf>,
     /// TCP ports a stdio server may connect to (none: no network).
     pub network_ports: Vec<u16>,
     /// Hosts (`host:port`) a stdio server may reach through the gateway's egress proxy,
@@ -183,6 +185,7 @@ impl ProviderPolicy {
         check("confinement", self.confinement != other.confinement);
         check("fetched_code", self.fetched_code != other.fetched_code);
         check("read_paths", self.read_paths != other.read_paths);
+        check("write_paths", self.write_paths != other.write_paths);
         check("network_ports", self.network_ports != other.network_ports);
         check("network_hosts", self.network_hosts != other.network_hosts);
         check("unix_sockets", self.unix_sockets != other.unix_sockets);
