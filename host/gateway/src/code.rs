@@ -28,6 +28,9 @@ use crate::error::StartError;
 /// The largest file hashed.
 pub const MAX_CODE_BYTES: u64 = 1 << 30;
 
+/// The most entries (files, directories, links) an installed tree may hold to be pinned.
+pub const MAX_TREE_ENTRIES: usize = 200_000;
+
 /// Directories whose programs belong to the system, not to a provider.
 const SYSTEM_DIRS: [&str; 6] = ["/usr/", "/bin/", "/sbin/", "/lib/", "/lib32/", "/lib64/"];
 
@@ -65,6 +68,12 @@ pub enum CodeError {
     #[error("{} is larger than {MAX_CODE_BYTES} bytes", path.display())]
     TooLarge {
         /// The file.
+        path: PathBuf,
+    },
+    /// An installed tree holds more entries than any pinned.
+    #[error("{} holds more than {MAX_TREE_ENTRIES} files and folders", path.display())]
+    TooManyEntries {
+        /// The tree.
         path: PathBuf,
     },
 }
@@ -199,6 +208,11 @@ pub(crate) fn of(name: &str, provider: &ProviderConfig, policy: &Policy) -> Resu
             if !system && !names_a_file {
                 code.pins.insert("command".into(), pin(&program)?);
             }
+            // What the interpreter loads besides: the installed tree the code is in.
+            let pinned = code.pins.values().map(|pin| PathBuf::from(&pin.path)).collect::<Vec<_>>();
+            if let Some(tree) = pinned.iter().find_map(|path| installed_tree(path)) {
+                code.pins.insert("tree".into(), tree_pin(&tree)?);
+            }
             code.fetches = fetcher(&program, &provider.args);
         }
         ProviderKind::Component => {
@@ -225,6 +239,19 @@ pub(crate) fn unchanged(pins: &BTreeMap<String, CodePin>) -> Result<Option<std::
     let mut program = None;
     for (role, pinned) in pins {
         let path = Path::new(&pinned.path);
+        if role == "tree" {
+            match tree_pin(path) {
+                Ok(now) if now.sha256 == pinned.sha256 && now.size == pinned.size => continue,
+                Ok(_) => {
+                    return Err(format!(
+                        "its installed tree ({}) changed since the gateway checked it (a file added, removed or \
+                         changed); it does not run until `wasmgate review` approves it and the gateway reloads",
+                        path.display()
+                    ));
+                }
+                Err(e) => return Err(format!("its tree cannot be checked again: {}", wasmgate_core::report(&e))),
+            }
+        }
         match open_pinned(path) {
             Ok((now, file)) if now.sha256 == pinned.sha256 && now.size == pinned.size => {
                 if role == "command" && !is_script(&file) {
@@ -248,6 +275,79 @@ pub(crate) fn unchanged(pins: &BTreeMap<String, CodePin>) -> Result<Option<std::
 fn is_script(file: &std::fs::File) -> bool {
     let mut start = [0u8; 2];
     std::os::unix::fs::FileExt::read_exact_at(file, &mut start, 0).is_ok_and(|()| &start == b"#!")
+}
+
+/// The installed tree `code` is part of: the folder holding the outermost `node_modules`
+/// above it (npm), or the virtual environment (`pyvenv.cfg`) it is in (pip).
+fn installed_tree(code: &Path) -> Option<PathBuf> {
+    let mut found = None;
+    for dir in code.ancestors().skip(1) {
+        if dir.join("pyvenv.cfg").is_file() {
+            return Some(dir.to_owned());
+        }
+        if dir.file_name().is_some_and(|n| n == "node_modules") {
+            found = dir.parent().map(Path::to_owned);
+        }
+    }
+    found
+}
+
+/// One digest of every file, folder and link under `root`: their paths (sorted), kinds,
+/// whether executable, link targets and contents; `size` is the bytes of the files.
+/// Links are not followed.
+fn tree_pin(root: &Path) -> Result<CodePin, CodeError> {
+    use std::os::unix::ffi::OsStrExt as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    let failed = |path: &Path| {
+        let path = path.to_owned();
+        move |source| CodeError::Read { path, source }
+    };
+    let mut hasher = Sha256::new();
+    let (mut size, mut entries) = (0u64, 0usize);
+    let mut pending = vec![PathBuf::new()];
+    while let Some(relative) = pending.pop() {
+        let dir = root.join(&relative);
+        let mut names: Vec<_> = std::fs::read_dir(&dir)
+            .map_err(failed(&dir))?
+            .map(|entry| entry.map(|e| e.file_name()))
+            .collect::<Result<_, _>>()
+            .map_err(failed(&dir))?;
+        names.sort();
+        // Folders are walked after the files beside them, in order: pushed in reverse.
+        let mut folders = Vec::new();
+        for name in names {
+            entries += 1;
+            if entries > MAX_TREE_ENTRIES {
+                return Err(CodeError::TooManyEntries { path: root.to_owned() });
+            }
+            let path = relative.join(&name);
+            let full = root.join(&path);
+            let meta = std::fs::symlink_metadata(&full).map_err(failed(&full))?;
+            hasher.update(path.as_os_str().as_bytes());
+            if meta.file_type().is_symlink() {
+                hasher.update(b"\0link\0");
+                hasher.update(std::fs::read_link(&full).map_err(failed(&full))?.as_os_str().as_bytes());
+            } else if meta.is_dir() {
+                hasher.update(b"\0dir\0");
+                folders.push(path);
+            } else if meta.is_file() {
+                hasher.update(if meta.permissions().mode() & 0o111 != 0 { b"\0exec\0" } else { b"\0file\0" });
+                let file = std::fs::File::open(&full).map_err(failed(&full))?;
+                let left = (MAX_CODE_BYTES + 1).saturating_sub(size);
+                let read = std::io::copy(&mut file.take(left), &mut hasher).map_err(failed(&full))?;
+                size += read;
+                if size > MAX_CODE_BYTES {
+                    return Err(CodeError::TooLarge { path: root.to_owned() });
+                }
+                hasher.update(size.to_le_bytes());
+            } else {
+                hasher.update(b"\0other\0");
+            }
+            hasher.update(b"\n");
+        }
+        pending.extend(folders.into_iter().rev());
+    }
+    Ok(CodePin { path: root.display().to_string(), sha256: hex::encode(hasher.finalize()), size })
 }
 
 /// The SHA-256 and size of the file at `path`.
@@ -357,6 +457,65 @@ mod tests {
         let code = of("p", &stdio(program.to_str().unwrap(), &["--port", "1"]), &policy).unwrap();
         assert_eq!(code.pins.keys().collect::<Vec<_>>(), ["command"]);
         assert!(of("p", &stdio("/usr/bin/env", &[]), &policy).unwrap().pins.is_empty(), "a system program");
+    }
+
+    #[test]
+    fn an_installed_tree_is_pinned_whole_and_any_change_in_it_is_a_change() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("packages/fs");
+        let package = folder.join("node_modules/server");
+        std::fs::create_dir_all(package.join("dist")).unwrap();
+        std::fs::create_dir_all(folder.join("node_modules/dep")).unwrap();
+        std::fs::write(package.join("dist/index.js"), "require('dep')\n").unwrap();
+        std::fs::write(folder.join("node_modules/dep/index.js"), "module.exports = 1\n").unwrap();
+        std::fs::write(folder.join("package-lock.json"), "{}").unwrap();
+        let script = package.join("dist/index.js");
+        let policy = Policy::from_toml("", "p").unwrap();
+        let code = of("p", &stdio("/usr/bin/node", &[script.to_str().unwrap()]), &policy).unwrap();
+        assert_eq!(code.pins.keys().collect::<Vec<_>>(), ["arg:0", "tree"]);
+        assert_eq!(Path::new(&code.pins["tree"].path), folder, "the folder above the outermost node_modules");
+        assert!(unchanged(&code.pins).is_ok());
+
+        let dep = folder.join("node_modules/dep/index.js");
+        type Step<'a> = Box<dyn Fn() + 'a>;
+        let changes: [(&str, Step, Step); 4] = [
+            (
+                "a module changed",
+                Box::new(|| std::fs::write(&dep, "module.exports = 2\n").unwrap()),
+                Box::new(|| std::fs::write(&dep, "module.exports = 1\n").unwrap()),
+            ),
+            (
+                "a module added",
+                Box::new(|| std::fs::write(folder.join("node_modules/dep/evil.js"), "").unwrap()),
+                Box::new(|| std::fs::remove_file(folder.join("node_modules/dep/evil.js")).unwrap()),
+            ),
+            (
+                "made executable",
+                Box::new(|| std::fs::set_permissions(&dep, std::fs::Permissions::from_mode(0o755)).unwrap()),
+                Box::new(|| std::fs::set_permissions(&dep, std::fs::Permissions::from_mode(0o644)).unwrap()),
+            ),
+            (
+                "a link added",
+                Box::new(|| std::os::unix::fs::symlink("/etc", folder.join("node_modules/etc")).unwrap()),
+                Box::new(|| std::fs::remove_file(folder.join("node_modules/etc")).unwrap()),
+            ),
+        ];
+        for (what, change, undo) in changes {
+            change();
+            let refused = unchanged(&code.pins).unwrap_err();
+            assert!(refused.contains("its installed tree") && refused.contains("changed"), "{what}: {refused}");
+            undo();
+            assert!(unchanged(&code.pins).is_ok(), "{what}, undone");
+        }
+
+        // A virtual environment: the folder with pyvenv.cfg.
+        let venv = dir.path().join("packages/py/venv");
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        std::fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        std::fs::write(venv.join("bin/server"), "#!/usr/bin/env python3\n").unwrap();
+        let code = of("p", &stdio(venv.join("bin/server").to_str().unwrap(), &[]), &policy).unwrap();
+        assert_eq!(Path::new(&code.pins["tree"].path), venv);
     }
 
     #[test]
