@@ -15,14 +15,17 @@
 //!   is installed once into `state/packages/<name>/` (npm or a Python virtual
 //!   environment, the exact versions recorded there: `package-lock.json`,
 //!   `requirements.lock`) and the command rewritten to run from there. The install runs
-//!   no code of the package's: npm with `--ignore-scripts`, pip with `--only-binary :all:`
-//!   (wheels only, no `setup.py`), unless `--allow-install-scripts` says otherwise.
+//!   confined (the `install` module) and no code of the package's: npm with
+//!   `--ignore-scripts`, pip with `--only-binary :all:` (wheels only, no `setup.py`),
+//!   unless `--allow-install-scripts` says otherwise. The lock pins the whole installed
+//!   folder (`tree`), checked at every start.
 //! * Paths a stdio server's arguments name (the directory a filesystem server serves,
 //!   say) are granted to it in the policy, read-only (`read_paths`), or read and write
 //!   (`write_paths`) when `--writable` names them: confined, it could reach nothing else.
 //! * `--client-config` prints the JSON that points the client at `wasmgate serve`.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,6 +33,8 @@ use std::process::Command;
 use anyhow::{Context as _, bail};
 use clap::Args;
 use wasmgate_gateway::{HeaderConfig, ProviderConfig, read_mcp_servers};
+
+use crate::install;
 
 #[derive(Debug, Args)]
 pub struct InitArgs {
@@ -99,9 +104,12 @@ pub fn run(args: &InitArgs) -> anyhow::Result<()> {
             continue;
         }
         let folder = dir.join("state/packages").join(name);
-        let installed = fetch
-            .install(&folder, args.allow_install_scripts)
-            .with_context(|| format!("installing {name}'s server ({what})"))?;
+        let installed = fetch.install(&folder, args.allow_install_scripts);
+        // The install's own home and cache are not part of what runs (nor of its pin).
+        for scratch in [".home", ".npm-cache", ".pip-cache"] {
+            let _ = std::fs::remove_dir_all(folder.join(scratch));
+        }
+        let installed = installed.with_context(|| format!("installing {name}'s server ({what})"))?;
         notes.push(format!(
             "{name}: installed {} into {} (versions in {})",
             installed.what,
@@ -263,20 +271,89 @@ impl Fetch {
         }
     }
 
-    /// Installs the package into `folder`; its own install code runs only if `scripts`.
+    /// Installs the package into `folder`, confined (see the `install` module); its own
+    /// install code runs only if `scripts`, and confined too.
     fn install(&self, folder: &Path, scripts: bool) -> anyhow::Result<Installed> {
         std::fs::create_dir_all(folder)?;
         let folder = folder.canonicalize()?;
-        let refused = "(an install runs none of a package's own code unless --allow-install-scripts says so)";
+        let home = folder.join(".home");
+        std::fs::create_dir_all(&home)?;
+        let refused = match scripts {
+            true => "(the package's own install code ran confined: it may write the package folder only)",
+            false => {
+                "(the install ran none of the package's own code: if it needs its install scripts, \
+                      --allow-install-scripts lets them run, confined)"
+            }
+        };
+        let mut env = passed_on(&["npm_config_", "NPM_CONFIG_", "PIP_", "NODE_EXTRA_CA_CERTS", "SSL_CERT_", "LANG"]);
+        env.push(("HOME".into(), home.clone().into()));
         match self {
             Fetch::Npm { package, bin, args } => {
-                let mut npm = Command::new("npm");
-                npm.args(["install", "--no-audit", "--no-fund", "--save-exact"]);
-                if !scripts {
-                    npm.arg("--ignore-scripts");
+                let node = which("node")?;
+                let npm = which("npm")?;
+                let node_home = node.parent().and_then(Path::parent).unwrap_or(Path::new("/")).to_owned();
+                let npm_home = npm.canonicalize()?.ancestors().nth(2).unwrap_or(Path::new("/")).to_owned();
+                let mut read_only = Vec::new();
+                // A package given as a local tarball or folder is read from there.
+                let local = Path::new(package.strip_prefix("file:").unwrap_or(package));
+                if local.is_absolute() && local.exists() {
+                    read_only.push(local.to_owned());
                 }
-                npm.arg("--prefix").arg(&folder).arg(package);
-                succeed(npm.stdout(std::process::Stdio::null()), "npm install").context(refused)?;
+                let mut registries = Vec::new();
+                let registry = install::ask(&npm, &["config", "get", "registry"])
+                    .unwrap_or_else(|| "https://registry.npmjs.org/".to_owned());
+                registries.extend(install::registry(&registry));
+                for key in ["userconfig", "globalconfig", "cafile"] {
+                    if let Some(path) = install::ask(&npm, &["config", "get", key]).map(PathBuf::from)
+                        && path.is_file()
+                    {
+                        if key == "userconfig" {
+                            env.push(("npm_config_userconfig".into(), path.clone().into()));
+                        }
+                        read_only.push(path);
+                    }
+                }
+                // npm needs its cache writable, even offline: the install gets one of its own,
+                // which starts as a copy of the user's when npm is to work offline from it.
+                let cache = folder.join(".npm-cache");
+                let offline = std::env::var("npm_config_offline").is_ok_and(|v| v == "true");
+                if let Some(user) =
+                    install::ask(&npm, &["config", "get", "cache"]).map(PathBuf::from).filter(|_| offline)
+                {
+                    install::copy_tree(&user.join("_cacache"), &cache.join("_cacache"))
+                        .with_context(|| format!("copying npm's cache {} for an offline install", user.display()))?;
+                }
+                env.push(("npm_config_cache".into(), cache.into()));
+                env.push(("npm_config_update_notifier".into(), "false".into()));
+                let path = std::env::join_paths([
+                    node.parent().unwrap_or(Path::new("/usr/bin")),
+                    Path::new("/usr/bin"),
+                    Path::new("/bin"),
+                ])?;
+                env.push(("PATH".into(), path));
+                let mut npm_args: Vec<OsString> =
+                    ["install", "--no-audit", "--no-fund", "--save-exact"].iter().map(OsString::from).collect();
+                if !scripts {
+                    npm_args.push("--ignore-scripts".into());
+                }
+                npm_args.extend(["--prefix".into(), folder.clone().into_os_string(), package.into()]);
+                let shown: Vec<String> = registries.iter().map(ToString::to_string).collect();
+                eprintln!(
+                    "installing {package} with npm, confined: it may write {} only and reach {} only (the registry npm is configured with, at whatever address it has)",
+                    folder.display(),
+                    shown.join(", ")
+                );
+                install::Install {
+                    program: npm,
+                    args: npm_args,
+                    folder: folder.clone(),
+                    read_exec: vec![node_home.clone(), npm_home],
+                    read_only,
+                    env,
+                    registries,
+                }
+                .run("npm install")
+                .context(refused)?;
                 // The name npm recorded (a tarball or folder spec does not say it).
                 let recorded: serde_json::Value =
                     serde_json::from_str(&std::fs::read_to_string(folder.join("package.json")).unwrap_or_default())
@@ -291,8 +368,6 @@ impl Fetch {
                 )?;
                 let version = manifest["version"].as_str().unwrap_or("?").to_owned();
                 let script = root.join(npm_bin(&manifest, name, bin.as_deref())?).canonicalize()?;
-                let node = which("node")?;
-                let node_home = node.parent().and_then(Path::parent).unwrap_or(Path::new("/")).to_owned();
                 let mut run = vec![script.display().to_string()];
                 run.extend(args.iter().cloned());
                 Ok(Installed {
@@ -306,18 +381,87 @@ impl Fetch {
             Fetch::Python { package, command, args } => {
                 let venv = folder.join("venv");
                 let python = which("python3")?;
+                // The environment itself comes from the interpreter alone (its bundled pip).
                 succeed(Command::new(&python).args(["-m", "venv"]).arg(&venv), "python3 -m venv")?;
                 let pip = venv.join("bin/python");
-                let mut install = Command::new(&pip);
-                install.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"]);
-                if !scripts {
-                    install.args(["--only-binary", ":all:"]);
-                }
-                succeed(install.arg(package), "pip install").context(refused)?;
-                let frozen = Command::new(&pip).args(["-m", "pip", "freeze"]).output()?;
-                std::fs::write(folder.join("requirements.lock"), &frozen.stdout)?;
                 let base = Command::new(&python).args(["-c", "import sys; print(sys.base_prefix)"]).output()?;
                 let base = PathBuf::from(String::from_utf8_lossy(&base.stdout).trim());
+                let base = base.canonicalize().unwrap_or(base);
+                let config = |key: &str| install::ask(&pip, &["-m", "pip", "config", "get", key]);
+                let mut registries = Vec::new();
+                let mut read_only = Vec::new();
+                match config("global.index-url").or_else(|| std::env::var("PIP_INDEX_URL").ok()) {
+                    Some(index) => registries.extend(install::registry(&index)),
+                    None => registries.extend(
+                        ["https://pypi.org/simple", "https://files.pythonhosted.org"]
+                            .iter()
+                            .filter_map(|u| install::registry(u)),
+                    ),
+                }
+                let extra = config("global.extra-index-url").or_else(|| std::env::var("PIP_EXTRA_INDEX_URL").ok());
+                let links = config("global.find-links").or_else(|| std::env::var("PIP_FIND_LINKS").ok());
+                for found in extra
+                    .iter()
+                    .chain(links.iter())
+                    .flat_map(|v| v.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+                {
+                    match install::registry(&found) {
+                        Some(grant) => registries.push(grant),
+                        None if Path::new(&found).exists() => read_only.push(PathBuf::from(found)),
+                        None => {}
+                    }
+                }
+                if let Some(cert) = config("global.cert").map(PathBuf::from).filter(|p| p.is_file()) {
+                    read_only.push(cert);
+                }
+                // Its configuration, and what it names the system by in its user agent.
+                for file in [
+                    "/etc/pip.conf",
+                    "/etc/xdg/pip/pip.conf",
+                    "/etc/os-release",
+                    "/etc/debian_version",
+                    "/etc/lsb-release",
+                ] {
+                    if Path::new(file).is_file() {
+                        read_only.push(file.into());
+                    }
+                }
+                if let Some(user) = std::env::var_os("HOME")
+                    .map(|h| PathBuf::from(h).join(".config/pip/pip.conf"))
+                    .filter(|p| p.is_file())
+                {
+                    env.push(("PIP_CONFIG_FILE".into(), user.clone().into()));
+                    read_only.push(user);
+                }
+                env.push(("PIP_CACHE_DIR".into(), folder.join(".pip-cache").into()));
+                env.push(("PATH".into(), "/usr/bin:/bin".into()));
+                let mut pip_args: Vec<OsString> = ["-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+                    .iter()
+                    .map(OsString::from)
+                    .collect();
+                if !scripts {
+                    pip_args.extend(["--only-binary".into(), ":all:".into()]);
+                }
+                pip_args.push(package.into());
+                let shown: Vec<String> = registries.iter().map(ToString::to_string).collect();
+                eprintln!(
+                    "installing {package} with pip, confined: it may write {} only and reach {} only (the index pip is configured with, at whatever address it has)",
+                    folder.display(),
+                    shown.join(", ")
+                );
+                install::Install {
+                    program: pip.clone(),
+                    args: pip_args,
+                    folder: folder.clone(),
+                    read_exec: vec![base.clone(), venv.clone()],
+                    read_only,
+                    env,
+                    registries,
+                }
+                .run("pip install")
+                .context(refused)?;
+                let frozen = Command::new(&pip).args(["-m", "pip", "freeze"]).output()?;
+                std::fs::write(folder.join("requirements.lock"), &frozen.stdout)?;
                 let version = String::from_utf8_lossy(&frozen.stdout)
                     .lines()
                     .find(|l| l.to_lowercase().starts_with(&format!("{}==", pip_name(package).to_lowercase())))
@@ -327,11 +471,18 @@ impl Fetch {
                     lock: "requirements.lock",
                     command: venv.join("bin").join(command),
                     args: args.clone(),
-                    read_exec: vec![folder, base.canonicalize().unwrap_or(base)],
+                    read_exec: vec![folder, base],
                 })
             }
         }
     }
+}
+
+/// The variables of this process whose names start with one of `prefixes`, to pass on.
+fn passed_on(prefixes: &[&str]) -> Vec<(OsString, OsString)> {
+    std::env::vars_os()
+        .filter(|(name, _)| name.to_str().is_some_and(|n| prefixes.iter().any(|p| n.starts_with(p))))
+        .collect()
 }
 
 /// `npx` arguments as a fetch: `-y`/`--yes` and `-q` skipped, `-p`/`--package` naming

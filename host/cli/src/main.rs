@@ -26,6 +26,7 @@ mod call;
 mod doctor;
 mod format;
 mod init;
+mod install;
 mod login;
 mod logs;
 mod metrics;

@@ -119,7 +119,7 @@ fn package_with_install_script(dir: &Path, marker: &Path) -> std::path::PathBuf 
 }
 
 #[test]
-fn an_install_runs_none_of_the_packages_own_code_unless_allowed() {
+fn an_install_runs_none_of_the_packages_own_code_unless_allowed_and_then_confined() {
     let home = tempfile::tempdir().unwrap();
     let marker = home.path().join("outside-its-folder");
     let tarball = package_with_install_script(home.path(), &marker);
@@ -136,10 +136,13 @@ fn an_install_runs_none_of_the_packages_own_code_unless_allowed() {
     let config = std::fs::read_to_string(dir.join("wasmgate.toml")).unwrap();
     assert!(config.contains("state/packages/m/node_modules/marker-server/index.js"), "{config}");
 
+    // Allowed, the script runs, confined as a server is: it may write the package folder
+    // only, so its write outside fails, and the install with it.
     let again = home.path().join("gw-scripts");
     let out = init(&again, &["--from", &file.display().to_string(), "--install", "--allow-install-scripts"]);
-    assert!(out.status.success(), "{}", said(&out));
-    assert!(marker.exists(), "asked for, the install script runs");
+    assert!(!out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("EACCES") && said(&out).contains("ran confined"), "{}", said(&out));
+    assert!(!marker.exists(), "the confined install script wrote outside its folder");
 }
 
 #[test]

@@ -12,7 +12,7 @@ pub(crate) const RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The address to connect to for a granted `host:port`: a literal as listed, a name
 /// resolved here to its first public address.
-pub(crate) async fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
+pub(crate) async fn resolve(host: &str, port: u16, any_address: bool) -> Result<SocketAddr, String> {
     if let Ok(ip) = host.parse::<IpAddr>() {
         return Ok(SocketAddr::new(ip, port));
     }
@@ -21,7 +21,7 @@ pub(crate) async fn resolve(host: &str, port: u16) -> Result<SocketAddr, String>
         .map_err(|_| format!("resolving {host} timed out"))?
         .map_err(|e| format!("cannot resolve {host}: {e}"))?;
     let all: Vec<SocketAddr> = addresses.collect();
-    all.iter().copied().find(|a| is_public(a.ip())).ok_or_else(|| {
+    all.iter().copied().find(|a| any_address || is_public(a.ip())).ok_or_else(|| {
         format!("{host} resolves only to addresses that are not public ({all:?}); list the address itself to grant it")
     })
 }
@@ -69,7 +69,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_name_that_resolves_to_loopback_is_refused_and_a_literal_is_not() {
-        assert!(resolve("localhost", 80).await.unwrap_err().contains("not public"));
-        assert_eq!(resolve("127.0.0.1", 80).await.unwrap(), "127.0.0.1:80".parse().unwrap());
+        assert!(resolve("localhost", 80, false).await.unwrap_err().contains("not public"));
+        assert_eq!(resolve("127.0.0.1", 80, false).await.unwrap(), "127.0.0.1:80".parse().unwrap());
+        // A grant at any address (an install's registry): the name's own address.
+        assert!(resolve("localhost", 80, true).await.unwrap().ip().is_loopback());
     }
 }

@@ -11,6 +11,10 @@ pub struct HostGrant {
     pub host: String,
     /// The port.
     pub port: u16,
+    /// Whether a name is reached at whatever address it resolves to, private and reserved
+    /// ones included ([`HostGrant::at_any_address`]). `false` for every grant a policy
+    /// makes: a name must resolve to a public address.
+    pub any_address: bool,
 }
 
 /// Why a text is not a grant. Each says what is wrong with the text it quotes.
@@ -70,7 +74,15 @@ impl HostGrant {
         if host.parse::<IpAddr>().is_err() && !valid_name(host) {
             return Err(HostGrantError::BadHost { text: text.into(), host: host.into() });
         }
-        Ok(Self { host: host.to_ascii_lowercase(), port })
+        Ok(Self { host: host.to_ascii_lowercase(), port, any_address: false })
+    }
+
+    /// This grant, with its name reached at whatever address it resolves to: for what the
+    /// user's own tools are configured with (the registry of an install, often a mirror at
+    /// a private address), never for what a policy names.
+    #[must_use]
+    pub fn at_any_address(self) -> Self {
+        Self { any_address: true, ..self }
     }
 
     /// Whether a connection asked for `host` (a name or an address) and `port` is this
@@ -119,7 +131,10 @@ mod tests {
     #[test]
     fn grants_parse_strictly() {
         assert_eq!(HostGrant::parse("Calendar.Example.com:443").unwrap().host, "calendar.example.com");
-        assert_eq!(HostGrant::parse("[::1]:8080").unwrap(), HostGrant { host: "::1".into(), port: 8080 });
+        assert_eq!(
+            HostGrant::parse("[::1]:8080").unwrap(),
+            HostGrant { host: "::1".into(), port: 8080, any_address: false }
+        );
         assert_eq!(HostGrant::parse("127.0.0.1:5232").unwrap().port, 5232);
         for bad in
             ["example.com", "example.com:0", "example.com:70000", ":443", "a b:1", "-x.com:1", "::1:80", "a..b:1"]

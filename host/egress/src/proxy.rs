@@ -217,10 +217,10 @@ async fn connection(mut stream: TcpStream, grant: &EgressGrant) -> EgressRecord 
         let target = target(&head).map_err(|reason| (400, reason))?;
         record.host.clone_from(&target.host);
         record.port = target.port;
-        if !grant.hosts.iter().any(|g| g.matches(&target.host, target.port)) {
+        let Some(granted) = grant.hosts.iter().find(|g| g.matches(&target.host, target.port)) else {
             return Err((403, format!("{}:{} is not a granted host", target.host, target.port)));
-        }
-        let address = resolve(&target.host, target.port).await.map_err(|reason| (403, reason))?;
+        };
+        let address = resolve(&target.host, target.port, granted.any_address).await.map_err(|reason| (403, reason))?;
         record.address = Some(address);
         let mut upstream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await {
             Ok(Ok(upstream)) => upstream,

@@ -105,7 +105,7 @@ pub fn review_code(config: &Config) -> Result<Vec<Review>, StartError> {
         .providers
         .iter()
         .map(|(name, provider)| {
-            let code = of(name, provider, &policy).map(|code| relative_to(code, &base));
+            let code = of(name, provider, &policy, &installs(config)).map(|code| relative_to(code, &base));
             let state = code.as_ref().map_or(CodeState::New, |code| lock.code_status(name, &code.pins));
             Review { provider: name.clone(), code, state, grants: grants(policy.provider(name)) }
         })
@@ -183,12 +183,18 @@ fn lexical(path: &Path) -> Vec<std::path::Component<'_>> {
     parts
 }
 
-/// The code of provider `name`, configured as `provider`, under `policy`.
+/// Where `init --install` puts each provider's installed package: `<state_dir>/packages`.
+pub(crate) fn installs(config: &Config) -> PathBuf {
+    config.state_dir.join("packages")
+}
+
+/// The code of provider `name`, configured as `provider`, under `policy`; `installs` is
+/// where its installed package would be ([`installs`]).
 ///
 /// # Errors
 ///
 /// A [`CodeError`]: a file that cannot be found or read, naming it.
-pub(crate) fn of(name: &str, provider: &ProviderConfig, policy: &Policy) -> Result<Code, CodeError> {
+pub(crate) fn of(name: &str, provider: &ProviderConfig, policy: &Policy, installs: &Path) -> Result<Code, CodeError> {
     let mut code = Code::default();
     match provider.kind() {
         ProviderKind::Stdio => {
@@ -208,10 +214,11 @@ pub(crate) fn of(name: &str, provider: &ProviderConfig, policy: &Policy) -> Resu
             if !system && !names_a_file {
                 code.pins.insert("command".into(), pin(&program)?);
             }
-            // What the interpreter loads besides: the installed tree the code is in.
-            let pinned = code.pins.values().map(|pin| PathBuf::from(&pin.path)).collect::<Vec<_>>();
-            if let Some(tree) = pinned.iter().find_map(|path| installed_tree(path)) {
-                code.pins.insert("tree".into(), tree_pin(&tree)?);
+            // What the interpreter loads besides: the package `init --install` installed,
+            // when the code is in it.
+            let folder = installs.join(name);
+            if code.pins.values().any(|pin| Path::new(&pin.path).starts_with(&folder)) {
+                code.pins.insert("tree".into(), tree_pin(&folder)?);
             }
             code.fetches = fetcher(&program, &provider.args);
         }
@@ -275,21 +282,6 @@ pub(crate) fn unchanged(pins: &BTreeMap<String, CodePin>) -> Result<Option<std::
 fn is_script(file: &std::fs::File) -> bool {
     let mut start = [0u8; 2];
     std::os::unix::fs::FileExt::read_exact_at(file, &mut start, 0).is_ok_and(|()| &start == b"#!")
-}
-
-/// The installed tree `code` is part of: the folder holding the outermost `node_modules`
-/// above it (npm), or the virtual environment (`pyvenv.cfg`) it is in (pip).
-fn installed_tree(code: &Path) -> Option<PathBuf> {
-    let mut found = None;
-    for dir in code.ancestors().skip(1) {
-        if dir.join("pyvenv.cfg").is_file() {
-            return Some(dir.to_owned());
-        }
-        if dir.file_name().is_some_and(|n| n == "node_modules") {
-            found = dir.parent().map(Path::to_owned);
-        }
-    }
-    found
 }
 
 /// One digest of every file, folder and link under `root`: their paths (sorted), kinds,
@@ -447,23 +439,25 @@ mod tests {
         let script = dir.path().join("server.py");
         std::fs::write(&script, "print('hi')\n").unwrap();
         let policy = Policy::from_toml("", "p").unwrap();
-        let code = of("p", &stdio("/usr/bin/env", &["python3", script.to_str().unwrap()]), &policy).unwrap();
+        let code =
+            of("p", &stdio("/usr/bin/env", &["python3", script.to_str().unwrap()]), &policy, dir.path()).unwrap();
         assert_eq!(code.pins.keys().collect::<Vec<_>>(), ["arg:1"]);
         assert_eq!(code.pins["arg:1"].size, 12);
         assert_eq!(code.pins["arg:1"].sha256, hex::encode(Sha256::digest(b"print('hi')\n")));
 
         let program = dir.path().join("server");
         std::fs::write(&program, "#!/bin/sh\n").unwrap();
-        let code = of("p", &stdio(program.to_str().unwrap(), &["--port", "1"]), &policy).unwrap();
+        let code = of("p", &stdio(program.to_str().unwrap(), &["--port", "1"]), &policy, dir.path()).unwrap();
         assert_eq!(code.pins.keys().collect::<Vec<_>>(), ["command"]);
-        assert!(of("p", &stdio("/usr/bin/env", &[]), &policy).unwrap().pins.is_empty(), "a system program");
+        assert!(of("p", &stdio("/usr/bin/env", &[]), &policy, dir.path()).unwrap().pins.is_empty(), "a system program");
     }
 
     #[test]
     fn an_installed_tree_is_pinned_whole_and_any_change_in_it_is_a_change() {
         use std::os::unix::fs::PermissionsExt as _;
         let dir = tempfile::tempdir().unwrap();
-        let folder = dir.path().join("packages/fs");
+        let installs = dir.path().join("packages");
+        let folder = installs.join("fs");
         let package = folder.join("node_modules/server");
         std::fs::create_dir_all(package.join("dist")).unwrap();
         std::fs::create_dir_all(folder.join("node_modules/dep")).unwrap();
@@ -472,10 +466,13 @@ mod tests {
         std::fs::write(folder.join("package-lock.json"), "{}").unwrap();
         let script = package.join("dist/index.js");
         let policy = Policy::from_toml("", "p").unwrap();
-        let code = of("p", &stdio("/usr/bin/node", &[script.to_str().unwrap()]), &policy).unwrap();
+        let node = stdio("/usr/bin/node", &[script.to_str().unwrap()]);
+        let code = of("fs", &node, &policy, &installs).unwrap();
         assert_eq!(code.pins.keys().collect::<Vec<_>>(), ["arg:0", "tree"]);
-        assert_eq!(Path::new(&code.pins["tree"].path), folder, "the folder above the outermost node_modules");
+        assert_eq!(Path::new(&code.pins["tree"].path), folder, "the provider's installed package");
         assert!(unchanged(&code.pins).is_ok());
+        let elsewhere = of("fs", &node, &policy, &dir.path().join("other")).unwrap();
+        assert_eq!(elsewhere.pins.keys().collect::<Vec<_>>(), ["arg:0"], "a tree installed by other means");
 
         let dep = folder.join("node_modules/dep/index.js");
         type Step<'a> = Box<dyn Fn() + 'a>;
@@ -508,14 +505,6 @@ mod tests {
             undo();
             assert!(unchanged(&code.pins).is_ok(), "{what}, undone");
         }
-
-        // A virtual environment: the folder with pyvenv.cfg.
-        let venv = dir.path().join("packages/py/venv");
-        std::fs::create_dir_all(venv.join("bin")).unwrap();
-        std::fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
-        std::fs::write(venv.join("bin/server"), "#!/usr/bin/env python3\n").unwrap();
-        let code = of("p", &stdio(venv.join("bin/server").to_str().unwrap(), &[]), &policy).unwrap();
-        assert_eq!(Path::new(&code.pins["tree"].path), venv);
     }
 
     #[test]
@@ -526,10 +515,12 @@ mod tests {
         let policy =
             Policy::from_toml(&format!("[[providers.p.formatters]]\ntools = \"*\"\nwasm = {wasm:?}\n"), "p").unwrap();
         let component: ProviderConfig = toml::from_str(&format!("component = {wasm:?}\n")).unwrap();
-        let code = of("p", &component, &policy).unwrap();
+        let code = of("p", &component, &policy, dir.path()).unwrap();
         assert_eq!(code.pins.keys().collect::<Vec<_>>(), ["component", "formatter:*"]);
         let missing: ProviderConfig = toml::from_str("component = \"/nonexistent/x.wasm\"\n").unwrap();
-        assert!(of("p", &missing, &policy).unwrap_err().to_string().contains("cannot read /nonexistent/x.wasm"));
+        assert!(
+            of("p", &missing, &policy, dir.path()).unwrap_err().to_string().contains("cannot read /nonexistent/x.wasm")
+        );
     }
 
     #[test]

@@ -119,7 +119,7 @@ impl Starter {
                 required: provider.required,
             };
             let limits = limits(&config.limits, rules);
-            let planned = reviewed_code(lock, name, provider, policy)
+            let planned = reviewed_code(lock, name, provider, policy, &code::installs(config))
                 .and_then(|pins| {
                     let screens = load_screens(sandbox, name, rules, &limits)?;
                     let screens = screens.into_iter().map(|(_, screen)| Arc::new(screen) as Arc<dyn Screener>);
@@ -251,8 +251,9 @@ fn reviewed_code(
     name: &str,
     provider: &ProviderConfig,
     policy: &Policy,
+    installs: &std::path::Path,
 ) -> Result<BTreeMap<String, CodePin>, StartError> {
-    let found = code::of(name, provider, policy).map_err(|why| StartError::provider(name, why))?;
+    let found = code::of(name, provider, policy, installs).map_err(|why| StartError::provider(name, why))?;
     if let Some(fetches) = &found.fetches
         && code::refuses_fetching(policy.provider(name))
     {
@@ -590,7 +591,7 @@ mod tests {
         std::fs::write(&path, toml).unwrap();
         let config = Config::load(&path).unwrap();
         let policy = Policy::from_toml("[providers.s]\n", "p").unwrap();
-        let pins = code::of("s", &config.providers["s"], &policy).unwrap().pins;
+        let pins = code::of("s", &config.providers["s"], &policy, &code::installs(&config)).unwrap().pins;
         assert!(pins.contains_key("arg:0"), "{pins:?}");
         let audit = Arc::new(AuditLog::open(&dir.path().join("audit.jsonl"), Options::default()).unwrap());
         let sandbox = Sandbox::new(wasmgate_sandbox::SandboxConfig::default()).unwrap();
