@@ -16,7 +16,7 @@ use wasmgate_client::{ClientConfig, McpClient, StdioTransport};
 use wasmgate_core::CancellationToken;
 
 const PATIENCE: Duration = Duration::from_secs(120);
-const FLOOD: u64 = 3_000;
+const FLOOD: u64 = 10_000;
 
 fn records(dir: &Path) -> Vec<Value> {
     let log = std::fs::read_to_string(dir.join("state/audit.jsonl")).unwrap();
