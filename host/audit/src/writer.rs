@@ -9,11 +9,12 @@
 //!
 //! A write that fails (a full disk) stalls the log: the file is cut back to its last whole
 //! record, the waiters of the failed records get the error (their calls are refused), and
-//! the records nobody waited for (outcomes, egress) are kept and chained again after the
-//! last record written, behind a `warning` record that says when and why the log stopped
-//! and how many records of refused calls it does not hold. The writer tries again every
-//! [`RETRY`], and at once for each new record someone waits for; the first write that
-//! succeeds ends the stall. An fsync failure, or a write that cannot be cut back, poisons
+//! the records nobody waits for (outcomes, egress; under `batched`, all, since their
+//! appends have returned) are kept and chained again after the last record written,
+//! followed by a `warning` record that says when and why the log stopped and how many
+//! records of refused calls it does not hold. The writer tries again every [`RETRY`], and
+//! at once for each new record someone waits for; the first write that succeeds ends the
+//! stall. An fsync failure, or a write that cannot be cut back, poisons
 //! the log: every later append is refused until restart. (After a failed fsync Linux may
 //! have dropped the dirty pages, so retrying could report success for records that are gone.)
 
@@ -286,8 +287,11 @@ impl Shared {
     }
 
     /// A write of `batch` failed with `error` and was cut back; `tail` is the last record
-    /// in the file. Refuses every waiter of `batch` and of the queue, keeps the records
-    /// nobody waits for, and chains them again after `tail`, behind the stall's `warning`.
+    /// in the file. Refuses the waiters of `batch` and of the queue (under `every-call`),
+    /// keeps the records nobody waits for (all of them under `batched`, whose appends have
+    /// returned), and chains them again after `tail`, with the stall's `warning` record
+    /// after the first of them that were queued before (or last): the `seq` of a kept
+    /// record does not change unless a refused one came before it.
     fn stall(&self, error: &std::io::Error, batch: Vec<Job>, tail: &Head) {
         let refusal = AuditError::Stalled { path: self.path.clone(), message: error.to_string() };
         let mut st = self.lock();
@@ -295,16 +299,16 @@ impl Shared {
         let closing = st.closing;
         let jobs: Vec<Job> = batch.into_iter().chain(std::mem::take(&mut st.queue)).collect();
         let stall = st.stall.get_or_insert_with(|| Stall::new(now.clone(), error.to_string()));
+        let kept_anyway = matches!(self.durability, Durability::Batched { .. });
         let mut kept = Vec::new();
+        let mut records = 0;
         for job in jobs {
-            if job.note {
-                continue;
-            }
-            if job.lazy && !closing && kept.len() < MAX_KEPT {
+            if job.note || ((job.lazy || kept_anyway) && !closing && records < MAX_KEPT) {
+                records += usize::from(!job.note);
                 kept.push(job);
                 continue;
             }
-            match job.lazy {
+            match job.lazy || kept_anyway {
                 true => stall.lost += 1,
                 false => stall.refused += 1,
             }
@@ -315,30 +319,31 @@ impl Shared {
         if closing {
             return;
         }
-        let mut seq = tail.seq + 1;
-        let prev = match tail.seq {
-            0 => self.chain.genesis(),
-            _ => self.chain.link(tail.line.strip_suffix(b"\n").unwrap_or(&tail.line)),
+        if !kept.iter().any(|j| j.note) {
+            kept.push(Job { line: Vec::new(), seq: 0, done: None, lazy: true, note: true });
+        }
+        let body = stall.body();
+        let (mut seq, mut prev) = match tail.seq {
+            0 => (0, self.chain.genesis()),
+            n => (n, self.chain.link(tail.line.strip_suffix(b"\n").unwrap_or(&tail.line))),
         };
-        let note = record_line(seq, &now, &prev, &self.fields, &stall.body());
-        let mut queue = Vec::with_capacity(kept.len() + 1);
-        queue.push(Job { line: note, seq, done: None, lazy: true, note: true });
+        let mut queue = Vec::with_capacity(kept.len());
         for mut job in kept {
-            let Some(previous) = queue.last() else { break };
-            let prev = self.chain.link(previous.line.strip_suffix(b"\n").unwrap_or(&previous.line));
-            match rechain(&job.line, seq + 1, &prev) {
-                Some(line) => {
-                    seq += 1;
-                    job.line = line;
-                    job.seq = seq;
-                    queue.push(job);
-                }
-                None => stall.lost += 1,
-            }
+            let line = match job.note {
+                true => Some(record_line(seq + 1, &now, &prev, &self.fields, &body)),
+                false => rechain(&job.line, seq + 1, &prev),
+            };
+            let Some(line) = line else {
+                stall.lost += 1;
+                continue;
+            };
+            seq += 1;
+            prev = self.chain.link(line.strip_suffix(b"\n").unwrap_or(&line));
+            job.line = line;
+            job.seq = seq;
+            queue.push(job);
         }
-        if let Some(last) = queue.last() {
-            st.prev = self.chain.link(&last.line[..last.line.len() - 1]);
-        }
+        st.prev = prev;
         st.next_seq = seq + 1;
         st.queue = queue;
     }
@@ -389,9 +394,11 @@ pub(crate) fn run(shared: Arc<Shared>, segment: Option<Segment>) {
             let mut st = shared.lock();
             loop {
                 let due = unsynced_since.is_some_and(|t| t.elapsed() >= max_delay);
-                // Stalled, with nobody waiting: the kept records are tried again in a while.
+                // Stalled, with nobody waiting (under `batched`, nobody ever does): the kept
+                // records are tried again in a while.
+                let waiting = shared.durability == Durability::EveryCall && waiters(&st.queue) > 0;
                 let retry_in = failed_at
-                    .filter(|_| st.stall.is_some() && !st.closing && waiters(&st.queue) == 0)
+                    .filter(|_| st.stall.is_some() && !st.closing && !waiting)
                     .and_then(|t| RETRY.checked_sub(t.elapsed()))
                     .filter(|left| !left.is_zero());
                 if (!st.held && !st.queue.is_empty() && retry_in.is_none())
@@ -438,6 +445,17 @@ pub(crate) fn run(shared: Arc<Shared>, segment: Option<Segment>) {
                     failed_at = Some(Instant::now());
                     let tail = written.clone().unwrap_or_else(|| shared.durable_head());
                     shared.stall(&error, batch, &tail);
+                    // What was written before is synced now, not retried with the stall.
+                    if unsynced_since.take().is_some() {
+                        shared.fsyncs.fetch_add(1, Ordering::Relaxed);
+                        if let Err(e) = segment.sync() {
+                            shared.poison(&format!("fsync failed: {e}"), Vec::new());
+                            continue;
+                        }
+                        if let Some(head) = written.take() {
+                            shared.set_durable(head);
+                        }
+                    }
                     continue;
                 }
                 Err(AppendFailure::Torn(message)) => {
