@@ -56,9 +56,10 @@ pub struct InitArgs {
     #[arg(long)]
     no_install: bool,
     /// Let the install run the packages' own code: npm's install scripts (`preinstall`,
-    /// `postinstall`, ...) and pip's builds from source (`setup.py`). That code runs with
-    /// your rights, before any review; without this flag a package that needs it fails
-    /// to install, saying so.
+    /// `postinstall`, ...) and pip's builds from source (`setup.py`). That code runs
+    /// before any review, confined as the install is (it may write the package folder
+    /// and reach the registry); without this flag a package that needs it fails to
+    /// install, saying so.
     #[arg(long)]
     allow_install_scripts: bool,
     /// A path a server's arguments name that it may write too (repeatable); the others
