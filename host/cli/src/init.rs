@@ -391,6 +391,10 @@ impl Fetch {
                 let config = |key: &str| install::ask(&pip, &["-m", "pip", "config", "get", key]);
                 let mut registries = Vec::new();
                 let mut read_only = Vec::new();
+                // A package given as a local wheel is read from there.
+                if Path::new(package).is_absolute() && Path::new(package).exists() {
+                    read_only.push(PathBuf::from(package));
+                }
                 match config("global.index-url").or_else(|| std::env::var("PIP_INDEX_URL").ok()) {
                     Some(index) => registries.extend(install::registry(&index)),
                     None => registries.extend(

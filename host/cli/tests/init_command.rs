@@ -188,3 +188,37 @@ fn paths_a_servers_arguments_name_are_granted_read_only_unless_named_writable() 
     assert!(shown.contains(&format!("its policy grants: it may read {}", docs.display())), "{shown}");
     assert!(shown.contains(&format!("its policy grants: it may read and write {}", notes.display())), "{shown}");
 }
+
+#[test]
+fn a_python_server_is_installed_into_a_virtual_environment_by_a_confined_pip() {
+    let home = tempfile::tempdir().unwrap();
+    // A wheel of our own, so that pip needs no index (PIP_NO_INDEX).
+    let wheel = home.path().join("hello_mcp-1.0-py3-none-any.whl");
+    let script = r#"
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w") as w:
+    w.writestr("hello_mcp/__init__.py", "def main():\n    print('hi')\n")
+    info = "hello_mcp-1.0.dist-info/"
+    w.writestr(info + "METADATA", "Metadata-Version: 2.1\nName: hello-mcp\nVersion: 1.0\n")
+    w.writestr(info + "WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    w.writestr(info + "entry_points.txt", "[console_scripts]\nhello-mcp = hello_mcp:main\n")
+    w.writestr(info + "RECORD", "")
+"#;
+    let made = Command::new("python3").arg("-c").arg(script).arg(&wheel).output().unwrap();
+    assert!(made.status.success(), "{}", said(&made));
+    let file = home.path().join("claude.json");
+    let servers = serde_json::json!({"mcpServers": {"hello": {"command": "uvx", "args": ["--from", wheel.display().to_string(), "hello-mcp"]}}});
+    std::fs::write(&file, servers.to_string()).unwrap();
+    let dir = home.path().join("gw");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_wasmgate"));
+    command.arg("init").args(["--from", &file.display().to_string(), "--install", "--dir"]).arg(&dir);
+    let out = command.env("PIP_NO_INDEX", "1").stdin(Stdio::null()).output().unwrap();
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("installing") && said(&out).contains("with pip, confined"), "{}", said(&out));
+    let config = std::fs::read_to_string(dir.join("wasmgate.toml")).unwrap();
+    let installed = dir.join("state/packages/hello/venv/bin/hello-mcp");
+    assert!(config.contains(&installed.display().to_string()), "{config}");
+    let ran = Command::new(&installed).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), "hi\n");
+    assert!(!dir.join("state/packages/hello/.pip-cache").exists(), "the install's cache is gone");
+}
