@@ -26,7 +26,8 @@
 //!   ([`prefixed_name`], [`split_prefixed`]).
 //! * Injection: `sanitize` strips control, escape and invisible characters ([`sanitize()`]);
 //!   `frame` wraps a result in a randomly delimited block ([`frame()`]); `detect` flags
-//!   instruction-like content ([`detect()`]), after `fold` undoes cheap look-alike tricks;
+//!   instruction-like content ([`detect()`]), after `fold` undoes cheap look-alike tricks,
+//!   and says where each finding is and the passage around it ([`locate`]);
 //!   `secrets` finds credentials in arguments and results ([`find_secrets`]).
 
 mod budget;
@@ -56,7 +57,7 @@ pub use canonical::{canonical_json, definition_hash};
 pub use capped::read_capped_text;
 pub use constraint::{Constraint, PatternError, Rule, Violation};
 pub use definition::{SchemaError, clean_schema, clean_text, poisoned};
-pub use detect::{Flag, FlagKind, detect};
+pub use detect::{Flag, FlagKind, Located, MAX_LOCATED_PER_RULE, detect, locate, passage};
 pub use diff::{Diff, FieldChange};
 pub use error::{MAX_POLICY_BYTES, PolicyError, Source};
 pub use frame::{FrameError, Framed, frame};
