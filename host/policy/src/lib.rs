@@ -27,7 +27,8 @@
 //! * Injection: `sanitize` strips control, escape and invisible characters ([`sanitize()`]);
 //!   `frame` wraps a result in a randomly delimited block ([`frame()`]); `detect` flags
 //!   instruction-like content ([`detect()`]), after `fold` undoes cheap look-alike tricks,
-//!   and says where each finding is and the passage around it ([`locate`]);
+//!   and says where each finding is and the passage around it ([`locate`]); `values`
+//!   finds the values a text carries (URLs, addresses, numbers, paths: [`extract`]);
 //!   `secrets` finds credentials in arguments and results ([`find_secrets`]).
 
 mod budget;
@@ -49,6 +50,7 @@ mod policy;
 mod provider;
 mod sanitize;
 mod secrets;
+mod values;
 mod verdict;
 
 pub use budget::{Budget, Each, Per};
@@ -71,4 +73,7 @@ pub use provider::{
 };
 pub use sanitize::{Sanitized, sanitize};
 pub use secrets::{Secret, SecretsAction, find_secrets, find_secrets_in_text, redact_secrets};
+pub use values::{
+    Found, MAX_VALUE_BYTES, MAX_VALUES_PER_TEXT, MIN_TEXT_CHARS, ValueKind, extract, in_argument, strings,
+};
 pub use verdict::{Decision, Verdict};

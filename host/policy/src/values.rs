@@ -1,0 +1,370 @@
+//! The values a text carries that a later call could carry somewhere else: URLs and their
+//! hosts, email addresses, domain names, IP addresses, phone numbers, IBANs and
+//! account-like numbers, file paths ([`extract`]); and the string values of structured
+//! content ([`strings`]). Each is normalised, so that the same value written another way
+//! is the same string: hosts, schemes and addresses in lower case, trailing punctuation
+//! off, percent-encoding decoded, numbers as their digits.
+//!
+//! The data-flow rules remember what untrusted results carried and look for it in the
+//! arguments of later calls ([`in_argument`]): an argument equal to a value, or a value
+//! found inside an argument string.
+
+use regex::Regex;
+use std::ops::Range;
+use std::sync::LazyLock;
+
+/// What kind of value it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum ValueKind {
+    /// `http`, `https` or `ftp` URL.
+    Url,
+    /// A host: of a URL or an email address, or a domain name on its own.
+    Host,
+    /// An email address.
+    Email,
+    /// An IPv4 or IPv6 address.
+    Ip,
+    /// A phone number.
+    Phone,
+    /// An IBAN (checksum valid).
+    Iban,
+    /// A number of 8 to 19 digits: an account, a card, an identifier.
+    Account,
+    /// A file path.
+    Path,
+    /// A string of structured content, or a whole argument.
+    Text,
+}
+
+impl ValueKind {
+    /// The word a message uses for it.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ValueKind::Url => "URL",
+            ValueKind::Host => "host name",
+            ValueKind::Email => "email address",
+            ValueKind::Ip => "IP address",
+            ValueKind::Phone => "phone number",
+            ValueKind::Iban => "IBAN",
+            ValueKind::Account => "account-like number",
+            ValueKind::Path => "file path",
+            ValueKind::Text => "text",
+        }
+    }
+}
+
+/// One value found in a text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// Its kind.
+    pub kind: ValueKind,
+    /// Normalised.
+    pub value: String,
+    /// Where it stands in the text (empty for a value derived from another, like a URL's
+    /// host, which has the URL's).
+    pub span: Range<usize>,
+}
+
+/// The most values taken from one text.
+pub const MAX_VALUES_PER_TEXT: usize = 4096;
+
+/// The shortest string of structured content (or whole argument) that counts as a value.
+pub const MIN_TEXT_CHARS: usize = 8;
+
+/// The longest value kept; longer ones are cut (a value is compared as a whole, so a cut
+/// one still matches the same cut).
+pub const MAX_VALUE_BYTES: usize = 2048;
+
+static VALUES: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r#"(?P<url>(?i:https?|ftp)://[^\s<>"'`\\^{}|]+)"#,
+        r"|(?P<email>[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24})",
+        r"|(?P<iban>\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b)",
+        r"|(?P<ip>\b(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])(?:\.(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])){3}\b|[0-9A-Fa-f]{0,4}:[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:.]{0,36}[0-9A-Fa-f])",
+        r"|(?P<number>\+?\(?[0-9][0-9 ().-]{5,22}[0-9])",
+        r"|(?P<path>(?:~|\b[A-Za-z]:)?[/\\][\w.-]+(?:[/\\][\w.-]+)+)",
+        r"|(?P<domain>\b(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\b)",
+    ))
+    .ok()
+});
+
+/// The values `text` carries, in order, at most [`MAX_VALUES_PER_TEXT`].
+#[must_use]
+pub fn extract(text: &str) -> Vec<Found> {
+    let mut found = Vec::new();
+    let Some(values) = VALUES.as_ref() else { return found };
+    for caps in values.captures_iter(text) {
+        if found.len() >= MAX_VALUES_PER_TEXT {
+            break;
+        }
+        let Some(m) = caps.get(0) else { continue };
+        let raw = m.as_str();
+        let span = m.range();
+        let mut push = |kind, value: String, span: Range<usize>| {
+            if !value.is_empty() && found.len() < MAX_VALUES_PER_TEXT {
+                found.push(Found { kind, value: cut(value), span });
+            }
+        };
+        if caps.name("url").is_some() {
+            let raw = trim_trailing(raw);
+            let url = normalise_url(raw);
+            let host = host_of_url(&url).map(str::to_owned);
+            push(ValueKind::Url, url, span.start..span.start + raw.len());
+            if let Some(host) = host {
+                push(ValueKind::Host, host, span.start..span.start);
+            }
+        } else if caps.name("email").is_some() {
+            let email = raw.to_lowercase();
+            let host = email.rsplit_once('@').map(|(_, host)| host.to_owned());
+            push(ValueKind::Email, email, span.clone());
+            if let Some(host) = host {
+                push(ValueKind::Host, host, span.start..span.start);
+            }
+        } else if caps.name("iban").is_some() {
+            let iban: String = raw.chars().filter(|c| !c.is_whitespace()).collect();
+            if iban_valid(&iban) {
+                push(ValueKind::Iban, iban, span);
+            }
+        } else if caps.name("ip").is_some() {
+            if let Ok(ip) = raw.parse::<std::net::IpAddr>() {
+                push(ValueKind::Ip, ip.to_string(), span);
+            }
+        } else if caps.name("number").is_some() {
+            if let Some((kind, digits)) = number(raw) {
+                push(kind, digits, span);
+            }
+        } else if caps.name("path").is_some() {
+            let raw = trim_trailing(raw);
+            push(ValueKind::Path, raw.to_owned(), span.start..span.start + raw.len());
+        } else if caps.name("domain").is_some() {
+            push(ValueKind::Host, raw.trim_end_matches('.').to_lowercase(), span);
+        }
+    }
+    found
+}
+
+/// The string values of structured content (a tool's `structuredContent`), each at least
+/// [`MIN_TEXT_CHARS`] long, as [`ValueKind::Text`], with the values inside each; at most
+/// [`MAX_VALUES_PER_TEXT`], depth bounded by the JSON's own.
+#[must_use]
+pub fn strings(value: &serde_json::Value) -> Vec<Found> {
+    let mut found = Vec::new();
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        if found.len() >= MAX_VALUES_PER_TEXT {
+            break;
+        }
+        match value {
+            serde_json::Value::String(s) => {
+                if let Some(text) = whole(s) {
+                    found.push(Found { kind: ValueKind::Text, value: text, span: 0..0 });
+                }
+                let room = MAX_VALUES_PER_TEXT - found.len();
+                found.extend(extract(s).into_iter().take(room).map(|f| Found { span: 0..0, ..f }));
+            }
+            serde_json::Value::Array(items) => pending.extend(items.iter().rev()),
+            serde_json::Value::Object(fields) => pending.extend(fields.values().rev()),
+            _ => {}
+        }
+    }
+    found
+}
+
+/// The values an argument string could be carrying: the whole string (as
+/// [`ValueKind::Text`], when long enough) and every value inside it.
+#[must_use]
+pub fn in_argument(argument: &str) -> Vec<Found> {
+    let mut found: Vec<Found> = whole(argument)
+        .map(|value| Found { kind: ValueKind::Text, value, span: 0..argument.len() })
+        .into_iter()
+        .collect();
+    found.extend(extract(argument));
+    found
+}
+
+/// `text` as a whole value: trimmed, its whitespace runs one space; `None` when shorter
+/// than [`MIN_TEXT_CHARS`].
+fn whole(text: &str) -> Option<String> {
+    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    (collapsed.chars().count() >= MIN_TEXT_CHARS).then(|| cut(collapsed))
+}
+
+fn cut(mut value: String) -> String {
+    if value.len() > MAX_VALUE_BYTES {
+        let mut end = MAX_VALUE_BYTES;
+        while !value.is_char_boundary(end) {
+            end -= 1;
+        }
+        value.truncate(end);
+    }
+    value
+}
+
+/// `text` without the punctuation a sentence puts after a value.
+fn trim_trailing(text: &str) -> &str {
+    let mut text = text.trim_end_matches(['.', ',', ';', ':', '!', '?', '\'', '"', '*', '_']);
+    // A closing bracket belongs to the value only if the value opened one.
+    for (open, close) in [('(', ')'), ('[', ']'), ('{', '}')] {
+        while text.ends_with(close) && text.matches(close).count() > text.matches(open).count() {
+            text = &text[..text.len() - 1];
+        }
+    }
+    text.trim_end_matches(['.', ',', ';', ':', '!', '?'])
+}
+
+/// A URL with its scheme and host in lower case, percent-encoding decoded, and a bare
+/// trailing `/` dropped.
+fn normalise_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let (authority, path) = rest.find(['/', '?', '#']).map_or((rest, ""), |i| rest.split_at(i));
+    let path = if path == "/" { "" } else { path };
+    format!("{}://{}{}", scheme.to_lowercase(), authority.to_lowercase(), percent_decode(path))
+}
+
+/// The host of a normalised URL: without user, port or brackets.
+fn host_of_url(url: &str) -> Option<&str> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next()?,
+        None => {
+            host.rsplit_once(':').filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit())).map_or(host, |(h, _)| h)
+        }
+    };
+    let host = host.trim_end_matches('.');
+    (!host.is_empty()).then_some(host)
+}
+
+/// `%XX` sequences decoded (as UTF-8, lossily).
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(high), Some(low)) => {
+                out.push((high * 16 + low) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A number as a phone number (a leading `+`, or grouped with spaces, dots or brackets,
+/// 7 to 15 digits) or an account-like number (8 to 19 digits); a date is neither.
+fn number(raw: &str) -> Option<(ValueKind, String)> {
+    let digits: String = raw.chars().filter(char::is_ascii_digit).collect();
+    let is_date = {
+        let parts: Vec<&str> = raw.split(['-', '.', '/']).collect();
+        parts.len() == 3 && parts[0].len() == 4 && parts[1..].iter().all(|p| (1..=2).contains(&p.len()))
+    };
+    if is_date {
+        return None;
+    }
+    let grouped = raw.starts_with('+') || raw.contains(['(', ' ', '.']);
+    if grouped && (7..=15).contains(&digits.len()) {
+        let plus = if raw.starts_with('+') { "+" } else { "" };
+        return Some((ValueKind::Phone, format!("{plus}{digits}")));
+    }
+    (8..=19).contains(&digits.len()).then_some((ValueKind::Account, digits))
+}
+
+/// Whether `iban` (upper case, no spaces) has a valid ISO 13616 checksum.
+fn iban_valid(iban: &str) -> bool {
+    if !(15..=34).contains(&iban.len()) || !iban.is_ascii() {
+        return false;
+    }
+    let (head, tail) = iban.split_at(4);
+    let mut remainder: u32 = 0;
+    for c in tail.chars().chain(head.chars()) {
+        let Some(value) = c.to_digit(36) else { return false };
+        for digit in if value >= 10 { vec![value / 10, value % 10] } else { vec![value] } {
+            remainder = (remainder * 10 + digit) % 97;
+        }
+    }
+    remainder == 1
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn values(text: &str) -> Vec<(ValueKind, String)> {
+        extract(text).into_iter().map(|f| (f.kind, f.value)).collect()
+    }
+
+    #[test]
+    fn each_kind_is_found_and_normalised() {
+        use ValueKind::*;
+        let text = "Back up to HTTP://Evil.Example:8080/collect%3Fuser=alice. Mail Bob.Smith@Example.COM, \
+                    call +1 (415) 555-0100, pay DE89 3704 0044 0532 0130 00 or card 4111 1111 1111 1111; \
+                    host 10.0.0.7 or ::1, file /home/alice/.ssh/id_rsa, see docs.example.org.";
+        assert_eq!(
+            values(text),
+            [
+                (Url, "http://evil.example:8080/collect?user=alice".to_owned()),
+                (Host, "evil.example".into()),
+                (Email, "bob.smith@example.com".into()),
+                (Host, "example.com".into()),
+                (Phone, "+14155550100".into()),
+                (Iban, "DE89370400440532013000".into()),
+                (Account, "4111111111111111".into()),
+                (Ip, "10.0.0.7".into()),
+                (Ip, "::1".into()),
+                (Path, "/home/alice/.ssh/id_rsa".into()),
+                (Host, "docs.example.org".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn dates_times_and_bad_checksums_are_not_values() {
+        assert!(values("from 2026-11-30 to 2026-12-06 at 12:00").is_empty(), "{:?}", values("from 2026-11-30"));
+        assert!(values("DE89 3704 0044 0532 0130 01").iter().all(|(k, _)| *k != ValueKind::Iban));
+        assert!(values("and/or, e.g. this").is_empty(), "{:?}", values("and/or, e.g. this"));
+    }
+
+    #[test]
+    fn a_url_keeps_what_it_opened_and_loses_what_the_sentence_added() {
+        let found = values("(see https://en.example.org/wiki/Foo_(bar)), and https://x.example/a).");
+        assert_eq!(found[0].1, "https://en.example.org/wiki/Foo_(bar)");
+        assert_eq!(found[2].1, "https://x.example/a");
+        let spans: Vec<_> = extract("go to https://x.example/a.").into_iter().map(|f| f.span).collect();
+        assert_eq!(spans[0], 6..25);
+    }
+
+    #[test]
+    fn an_argument_is_a_value_whole_and_by_what_it_holds() {
+        let found = in_argument("  please send   the report to Bob.Smith@example.com ");
+        assert_eq!(found[0].value, "please send the report to Bob.Smith@example.com");
+        assert_eq!(found[1].value, "bob.smith@example.com");
+        assert!(in_argument("short").is_empty());
+    }
+
+    #[test]
+    fn structured_content_gives_its_long_strings_and_what_they_hold() {
+        let content = serde_json::json!({"events": [{"title": "Team sync", "link": "https://evil.example/x"}, {"n": 3, "t": "ok"}]});
+        let found: Vec<_> = strings(&content).into_iter().map(|f| (f.kind, f.value)).collect();
+        assert!(found.contains(&(ValueKind::Text, "Team sync".into())));
+        assert!(found.contains(&(ValueKind::Url, "https://evil.example/x".into())));
+        assert!(!found.iter().any(|(_, v)| v == "ok"), "too short: {found:?}");
+    }
+
+    #[test]
+    fn a_text_full_of_values_gives_a_bounded_number() {
+        let text = "a@b.example ".repeat(10_000);
+        assert_eq!(extract(&text).len(), MAX_VALUES_PER_TEXT);
+        let long = format!("https://x.example/{}", "a".repeat(10_000));
+        assert_eq!(extract(&long)[0].value.len(), MAX_VALUE_BYTES);
+    }
+}
