@@ -27,6 +27,8 @@
 //! * `budgets`: the token buckets of the policy's rate limits and call budgets
 //!   ([`Budgets`]);
 //! * `metrics`: what the guard counts for `/metrics`;
+//! * `provenance`: the values untrusted results carried, per context, found again in
+//!   later calls' arguments ([`Provenance`]);
 //! * `trace`: the spans of a call, for a traces exporter ([`TRACE_TARGET`]);
 //! * `screen`: detection, the policy's injection action, framing ([`Screener`]);
 //! * `approver`: the [`Approver`] trait, [`Unattended`], [`TerminalApprover`] and
@@ -39,6 +41,7 @@ mod content;
 mod guard;
 mod guarded;
 mod metrics;
+mod provenance;
 mod screen;
 mod shaping;
 mod toolset;
@@ -50,6 +53,7 @@ pub use approver::{
 pub use budgets::{BudgetRefusal, Budgets, Limited};
 pub use content::GuardedContent;
 pub use guard::{Access, Admission, Guard};
+pub use provenance::{Carried, Limits as ProvenanceLimits, Origin, Provenance, Source};
 pub use screen::{INJECTION_WITHHELD, SCREEN_FAILED, Screener, UNFRAMED};
 pub use shaping::UNKNOWN_CONTENT;
 pub use toolset::{GuardedToolset, REPORTED_PER_TOOL, REPORTED_TOOLS_PER_PROVIDER, WithheldTool};
