@@ -78,7 +78,7 @@ fn a_missing_or_altered_file_of_the_set_is_named_by_verify() {
     // The last record of a rotated file altered: the next file does not chain to it.
     let original = std::fs::read_to_string(second).unwrap();
     let cut = original.trim_end().rfind('\n').unwrap() + 1;
-    let altered = format!("{}{}", &original[..cut], original[cut..].replace("\"c", "\"C"));
+    let altered = format!("{}{}", &original[..cut], original[cut..].replace("\"call\":\"c", "\"call\":\"C"));
     assert_ne!(altered, original);
     std::fs::write(second, altered).unwrap();
     let error = verify(&path).unwrap_err();
