@@ -58,14 +58,6 @@ pub struct Scanner<'a> {
     before: Option<char>,
 }
 
-impl Scanner<'_> {
-    /// The byte of the input the next piece starts at (the input's length at its end).
-    #[must_use]
-    pub fn offset(&self) -> usize {
-        self.pos
-    }
-}
-
 impl<'a> Iterator for Scanner<'a> {
     type Item = Piece<'a>;
 
@@ -283,23 +275,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn each_piece_starts_at_the_offset_before_it() {
-        let text = "ab\u{200b}c\r\nd\u{1b}[31me";
-        let mut scanner = scan(text);
-        let mut seen = Vec::new();
-        loop {
-            let at = scanner.offset();
-            let Some(piece) = scanner.next() else { break };
-            if let Piece::Text(kept) = piece {
-                assert_eq!(&text[at..at + kept.len()], kept);
-            }
-            seen.push(at);
-        }
-        assert_eq!(seen, [0, 2, 5, 6, 8, 9, 14]);
-        assert_eq!(scanner.offset(), text.len());
     }
 
     #[test]

@@ -306,24 +306,27 @@ struct Mapped {
 }
 
 impl Mapped {
-    /// [`sanitize`], keeping where each kept byte came from.
+    /// [`sanitize`], keeping where each kept byte came from. A kept piece is a slice of
+    /// `text`, so its place is exact; a line break or a removed piece is placed where the
+    /// text before it ended.
     fn sanitize(text: &str) -> Self {
         let mut out =
             Mapped { text: String::with_capacity(text.len()), at: Vec::with_capacity(text.len()), removed: Vec::new() };
-        let mut scanner = text_safety::scan(text);
-        loop {
-            let start = scanner.offset();
-            let Some(piece) = scanner.next() else { break };
+        let base = text.as_ptr() as usize;
+        let mut cursor = 0;
+        for piece in text_safety::scan(text) {
             match piece {
                 Piece::Text(kept) => {
+                    let start = (kept.as_ptr() as usize).saturating_sub(base).min(text.len());
                     out.text.push_str(kept);
                     out.at.extend(start..start + kept.len());
+                    cursor = start + kept.len();
                 }
                 Piece::LineBreak => {
                     out.text.push('\n');
-                    out.at.push(start);
+                    out.at.push(cursor);
                 }
-                Piece::Removed(kind) => out.removed.push((kind, start)),
+                Piece::Removed(kind) => out.removed.push((kind, cursor)),
             }
         }
         out
