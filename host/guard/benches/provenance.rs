@@ -29,7 +29,7 @@ fn result_4kb() -> String {
 
 /// Arguments of about 4 KB: a message body with a few addresses, and fields.
 fn arguments_4kb() -> serde_json::Value {
-    let body = "Dear team, the minutes are attached; please review the action items before Friday. ".repeat(46);
+    let body = "Dear team, the minutes are attached; please review the action items before Friday. ".repeat(50);
     json!({"to": ["bob@example.com", "carol@example.org"], "subject": "Minutes of the weekly sync", "body": body, "url": "https://docs.example/minutes/42"})
 }
 
