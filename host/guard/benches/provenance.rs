@@ -36,6 +36,9 @@ fn arguments_4kb() -> serde_json::Value {
 fn main() {
     let mut criterion = Criterion::default().configure_from_args();
     let result = result_4kb();
+    criterion.bench_function("extract the values of a 4 KB result", |b| b.iter(|| wasmgate_policy::extract(&result)));
+    criterion.bench_function("locate the findings of a 4 KB result", |b| b.iter(|| wasmgate_policy::locate(&result)));
+    criterion.bench_function("detect in a 4 KB result", |b| b.iter(|| wasmgate_policy::detect(&result)));
     criterion.bench_function("remember a 4 KB result", |b| {
         b.iter_batched(
             Provenance::default,

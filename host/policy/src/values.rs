@@ -77,69 +77,101 @@ pub const MIN_TEXT_CHARS: usize = 8;
 /// one still matches the same cut).
 pub const MAX_VALUE_BYTES: usize = 2048;
 
-static VALUES: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r#"(?P<url>(?i:https?|ftp)://[^\s<>"'`\\^{}|]+)"#,
-        r"|(?P<email>[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24})",
-        r"|(?P<iban>\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b)",
-        r"|(?P<ip>\b(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])(?:\.(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])){3}\b|[0-9A-Fa-f]{0,4}:[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:.]{0,36}[0-9A-Fa-f])",
-        r"|(?P<number>\+?\(?[0-9][0-9 ().-]{5,22}[0-9])",
-        r"|(?P<path>(?:~|\b[A-Za-z]:)?[/\\][\w.-]+(?:[/\\][\w.-]+)+)",
-        r"|(?P<domain>\b(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\b)",
-    ))
-    .ok()
+/// The patterns of the values, in the order the combined pattern tries them.
+const PATTERNS: [(Kind, &str); 7] = [
+    (Kind::Url, r#"(?i:https?|ftp)://[^\s<>"'`\\^{}|]+"#),
+    (
+        Kind::Email,
+        r"[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}",
+    ),
+    (Kind::Iban, r"\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b"),
+    (
+        Kind::Ip,
+        r"\b(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])(?:\.(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])){3}\b|[0-9A-Fa-f]{0,4}:[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:.]{0,36}[0-9A-Fa-f]",
+    ),
+    (Kind::Number, r"\+?\(?[0-9][0-9 ().-]{5,22}[0-9]"),
+    (Kind::Path, r"(?:~|\b[A-Za-z]:)?[/\\][\w.-]+(?:[/\\][\w.-]+)+"),
+    (Kind::Domain, r"\b(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\b"),
+];
+
+/// Which pattern a match is of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Url,
+    Email,
+    Iban,
+    Ip,
+    Number,
+    Path,
+    Domain,
+}
+
+/// All the patterns as one, tried in order at each place (leftmost first), and each on
+/// its own, anchored: the first that matches a match whole is the one that made it (an
+/// earlier one that matched there would have been taken). Finding without capture groups
+/// is the regex crate's fast path.
+static VALUES: LazyLock<Option<(Regex, Vec<(Kind, Regex)>)>> = LazyLock::new(|| {
+    let all = PATTERNS.iter().map(|(_, p)| format!("(?:{p})")).collect::<Vec<_>>().join("|");
+    let each = PATTERNS.iter().map(|(kind, p)| Regex::new(&format!("^(?:{p})$")).ok().map(|re| (*kind, re)));
+    Some((Regex::new(&all).ok()?, each.collect::<Option<_>>()?))
 });
 
 /// The values `text` carries, in order, at most [`MAX_VALUES_PER_TEXT`].
 #[must_use]
 pub fn extract(text: &str) -> Vec<Found> {
     let mut found = Vec::new();
-    let Some(values) = VALUES.as_ref() else { return found };
-    for caps in values.captures_iter(text) {
+    let Some((values, kinds)) = VALUES.as_ref() else { return found };
+    for m in values.find_iter(text) {
         if found.len() >= MAX_VALUES_PER_TEXT {
             break;
         }
-        let Some(m) = caps.get(0) else { continue };
         let raw = m.as_str();
         let span = m.range();
+        let Some(kind) = kinds.iter().find(|(_, re)| re.is_match(raw)).map(|(kind, _)| *kind) else { continue };
         let mut push = |kind, value: String, span: Range<usize>| {
             if !value.is_empty() && found.len() < MAX_VALUES_PER_TEXT {
                 found.push(Found { kind, value: cut(value), span });
             }
         };
-        if caps.name("url").is_some() {
-            let raw = trim_trailing(raw);
-            let url = normalise_url(raw);
-            let host = host_of_url(&url).map(str::to_owned);
-            push(ValueKind::Url, url, span.start..span.start + raw.len());
-            if let Some(host) = host {
-                push(ValueKind::Host, host, span.start..span.start);
+        match kind {
+            Kind::Url => {
+                let raw = trim_trailing(raw);
+                let url = normalise_url(raw);
+                let host = host_of_url(&url).map(str::to_owned);
+                push(ValueKind::Url, url, span.start..span.start + raw.len());
+                if let Some(host) = host {
+                    push(ValueKind::Host, host, span.start..span.start);
+                }
             }
-        } else if caps.name("email").is_some() {
-            let email = raw.to_lowercase();
-            let host = email.rsplit_once('@').map(|(_, host)| host.to_owned());
-            push(ValueKind::Email, email, span.clone());
-            if let Some(host) = host {
-                push(ValueKind::Host, host, span.start..span.start);
+            Kind::Email => {
+                let email = raw.to_lowercase();
+                let host = email.rsplit_once('@').map(|(_, host)| host.to_owned());
+                push(ValueKind::Email, email, span.clone());
+                if let Some(host) = host {
+                    push(ValueKind::Host, host, span.start..span.start);
+                }
             }
-        } else if caps.name("iban").is_some() {
-            let iban: String = raw.chars().filter(|c| !c.is_whitespace()).collect();
-            if iban_valid(&iban) {
-                push(ValueKind::Iban, iban, span);
+            Kind::Iban => {
+                let iban: String = raw.chars().filter(|c| !c.is_whitespace()).collect();
+                if iban_valid(&iban) {
+                    push(ValueKind::Iban, iban, span);
+                }
             }
-        } else if caps.name("ip").is_some() {
-            if let Ok(ip) = raw.parse::<std::net::IpAddr>() {
-                push(ValueKind::Ip, ip.to_string(), span);
+            Kind::Ip => {
+                if let Ok(ip) = raw.parse::<std::net::IpAddr>() {
+                    push(ValueKind::Ip, ip.to_string(), span);
+                }
             }
-        } else if caps.name("number").is_some() {
-            if let Some((kind, digits)) = number(raw) {
-                push(kind, digits, span);
+            Kind::Number => {
+                if let Some((kind, digits)) = number(raw) {
+                    push(kind, digits, span);
+                }
             }
-        } else if caps.name("path").is_some() {
-            let raw = trim_trailing(raw);
-            push(ValueKind::Path, raw.to_owned(), span.start..span.start + raw.len());
-        } else if caps.name("domain").is_some() {
-            push(ValueKind::Host, raw.trim_end_matches('.').to_lowercase(), span);
+            Kind::Path => {
+                let raw = trim_trailing(raw);
+                push(ValueKind::Path, raw.to_owned(), span.start..span.start + raw.len());
+            }
+            Kind::Domain => push(ValueKind::Host, raw.trim_end_matches('.').to_lowercase(), span),
         }
     }
     found
