@@ -106,11 +106,14 @@ enum Kind {
     Domain,
 }
 
+/// The combined pattern, and each on its own, anchored.
+type Patterns = (Regex, Vec<(Kind, Regex)>);
+
 /// All the patterns as one, tried in order at each place (leftmost first), and each on
 /// its own, anchored: the first that matches a match whole is the one that made it (an
 /// earlier one that matched there would have been taken). Finding without capture groups
 /// is the regex crate's fast path.
-static VALUES: LazyLock<Option<(Regex, Vec<(Kind, Regex)>)>> = LazyLock::new(|| {
+static VALUES: LazyLock<Option<Patterns>> = LazyLock::new(|| {
     let all = PATTERNS.iter().map(|(_, p)| format!("(?:{p})")).collect::<Vec<_>>().join("|");
     let each = PATTERNS.iter().map(|(kind, p)| Regex::new(&format!("^(?:{p})$")).ok().map(|re| (*kind, re)));
     Some((Regex::new(&all).ok()?, each.collect::<Option<_>>()?))
