@@ -300,12 +300,17 @@ impl Fetch {
                 if local.is_absolute() && local.exists() {
                     read_only.push(local.to_owned());
                 }
-                let mut registries = Vec::new();
-                let registry = install::ask(&npm, &["config", "get", "registry"])
-                    .unwrap_or_else(|| "https://registry.npmjs.org/".to_owned());
-                registries.extend(install::registry(&registry));
+                // npm's settings, asked once: `key=value` lines.
+                let settings = install::settings(
+                    &npm,
+                    &["config", "get", "registry", "userconfig", "globalconfig", "cafile", "cache"],
+                );
+                let setting =
+                    |key: &str| settings.get(key).filter(|v| !v.is_empty() && *v != "undefined" && *v != "null");
+                let registry = setting("registry").map_or("https://registry.npmjs.org/", String::as_str);
+                let registries: Vec<_> = install::registry(registry).into_iter().collect();
                 for key in ["userconfig", "globalconfig", "cafile"] {
-                    if let Some(path) = install::ask(&npm, &["config", "get", key]).map(PathBuf::from)
+                    if let Some(path) = setting(key).map(PathBuf::from)
                         && path.is_file()
                     {
                         if key == "userconfig" {
@@ -318,9 +323,8 @@ impl Fetch {
                 // which starts as a copy of the user's when npm is to work offline from it.
                 let cache = folder.join(".npm-cache");
                 let offline = std::env::var("npm_config_offline").is_ok_and(|v| v == "true");
-                if let Some(user) =
-                    install::ask(&npm, &["config", "get", "cache"]).map(PathBuf::from).filter(|_| offline)
-                {
+                let user = setting("cache").map(PathBuf::from);
+                if let Some(user) = user.filter(|user| offline && user.join("_cacache").is_dir()) {
                     install::copy_tree(&user.join("_cacache"), &cache.join("_cacache"))
                         .with_context(|| format!("copying npm's cache {} for an offline install", user.display()))?;
                 }
@@ -388,7 +392,9 @@ impl Fetch {
                 let base = Command::new(&python).args(["-c", "import sys; print(sys.base_prefix)"]).output()?;
                 let base = PathBuf::from(String::from_utf8_lossy(&base.stdout).trim());
                 let base = base.canonicalize().unwrap_or(base);
-                let config = |key: &str| install::ask(&pip, &["-m", "pip", "config", "get", key]);
+                // pip's settings, asked once: `section.key='value'` lines.
+                let settings = install::settings(&pip, &["-m", "pip", "config", "list"]);
+                let config = |key: &str| settings.get(key).cloned();
                 let mut registries = Vec::new();
                 let mut read_only = Vec::new();
                 // A package given as a local wheel is read from there.

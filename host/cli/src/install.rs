@@ -8,6 +8,7 @@
 //! address the name has, which a policy's grant by name does not do: registries are
 //! often mirrors at private or reserved addresses.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -82,11 +83,25 @@ pub(crate) fn registry(url: &str) -> Option<HostGrant> {
         .map(HostGrant::at_any_address)
 }
 
-/// What `program args` prints, trimmed; `None` when it fails or prints nothing.
-pub(crate) fn ask(program: &Path, args: &[&str]) -> Option<String> {
-    let out = Command::new(program).args(args).output().ok()?;
-    let text = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    (out.status.success() && !text.is_empty() && text != "undefined" && text != "null").then_some(text)
+/// The `key=value` lines `program args` prints (a value in single quotes unquoted);
+/// nothing when it fails.
+pub(crate) fn settings(program: &Path, args: &[&str]) -> BTreeMap<String, String> {
+    let Ok(out) = Command::new(program).args(args).output() else { return BTreeMap::new() };
+    if !out.status.success() {
+        return BTreeMap::new();
+    }
+    parse_settings(&String::from_utf8_lossy(&out.stdout))
+}
+
+fn parse_settings(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|line| line.split_once('='))
+        .map(|(key, value)| {
+            let value = value.trim();
+            let value = value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')).unwrap_or(value);
+            (key.trim().to_owned(), value.to_owned())
+        })
+        .collect()
 }
 
 /// Copies the folder `from` to `to` (files and folders; links are skipped), for a cache
@@ -122,6 +137,14 @@ mod tests {
         assert_eq!(grant("https://[fd00::1]:8443/simple"), Some(("[fd00::1]:8443".into(), true)));
         assert_eq!(grant("/opt/wheels"), None, "a local folder is read, not reached");
         assert_eq!(grant("not a url"), None);
+    }
+
+    #[test]
+    fn npm_and_pip_settings_are_read_as_keys_and_values() {
+        let npm = parse_settings("registry=https://r.example/\ncache=/home/u/.npm\n");
+        assert_eq!(npm["registry"], "https://r.example/");
+        let pip = parse_settings(":env:.find-links='/opt/wheels'\nglobal.cert='/etc/ssl/ca.crt'\nnoise\n");
+        assert_eq!((pip["global.cert"].as_str(), pip.len()), ("/etc/ssl/ca.crt", 2));
     }
 
     #[test]
