@@ -12,7 +12,7 @@
 //! Calls of one turn run one after another, in the model's order: approval prompts and
 //! audit records then follow the order the model asked in.
 
-use wasmgate_core::{BoxFuture, CancellationToken, Tool, ToolError, ToolSpec, Toolset};
+use wasmgate_core::{BoxFuture, CallContext, CancellationToken, Tool, ToolError, ToolSpec, Toolset};
 
 use crate::model::{CallStatus, Message, ModelClient, ModelError, ToolCall};
 
@@ -100,6 +100,10 @@ pub async fn run_agent(
     config: &AgentConfig,
     cancel: &CancellationToken,
 ) -> Result<String, AgentError> {
+    // One run is one conversation for the guard's data-flow rules, unless the host
+    // named one around it.
+    let context = CallContext::current();
+    let context = CallContext { conversation: Some(context.conversation.unwrap_or_else(next_run)), ..context };
     for _ in 0..config.max_turns {
         if cancel.is_cancelled() {
             return Err(AgentError::Cancelled);
@@ -114,7 +118,7 @@ pub async fn run_agent(
         }
         let mut calls = turn.tool_calls.into_iter();
         while let Some(call) = calls.next() {
-            let outcome = run_call(&offered, hooks, &call, cancel).await;
+            let outcome = CallContext::scope(context.clone(), run_call(&offered, hooks, &call, cancel)).await;
             match outcome {
                 Ok((content, is_error, status)) => {
                     conversation.push(Message::ToolResult { call_id: call.id, content, is_error, status });
@@ -141,6 +145,12 @@ pub async fn run_agent(
         }
     }
     Err(AgentError::TurnLimit { limit: config.max_turns })
+}
+
+/// A conversation name no other run of this process has.
+fn next_run() -> std::sync::Arc<str> {
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    format!("agent run {}", RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)).into()
 }
 
 async fn run_call(

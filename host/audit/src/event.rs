@@ -18,6 +18,27 @@ pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
 /// Most flags kept per record.
 pub const MAX_FLAGS: usize = 64;
 
+/// One argument's value that an earlier result carried (see [`Event::Carried`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CarriedValue {
+    /// The argument, as a JSON pointer.
+    pub argument: String,
+    /// What kind of value (`url`, `email`, `text`, ...).
+    pub kind: String,
+    /// The provider whose result carried it first.
+    pub provider: String,
+    /// The tool (or what was read) of that result.
+    pub tool: String,
+    /// The audit record (`seq`) of the call whose result carried it, when it had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record: Option<u64>,
+    /// Whether it stood in a passage the injection detector flagged.
+    pub flagged: bool,
+}
+
+/// The most [`CarriedValue`]s one record keeps.
+pub const MAX_CARRIED_VALUES: usize = 64;
+
 /// One thing that happened to a call (or to the log itself, for [`Event::Warning`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -31,6 +52,13 @@ pub enum Event {
         reason: String,
         /// The call's arguments, redacted.
         arguments: Value,
+    },
+    /// Values of the call's arguments that earlier untrusted results carried (the
+    /// data-flow rules), written with `requested`: where each was first seen, never the
+    /// value itself.
+    Carried {
+        /// One entry per argument that carries such a value.
+        values: Vec<CarriedValue>,
     },
     /// An approver answered an `ask`.
     Approval {
@@ -216,6 +244,15 @@ impl Entry {
                 }
             }
             Event::Approval { approver, .. } => cut(approver),
+            Event::Carried { values } => {
+                values.truncate(MAX_CARRIED_VALUES);
+                for value in values {
+                    cut(&mut value.argument);
+                    cut(&mut value.kind);
+                    cut(&mut value.provider);
+                    cut(&mut value.tool);
+                }
+            }
             Event::Failed { error: s }
             | Event::Cancelled { reason: s }
             | Event::Warning { message: s }

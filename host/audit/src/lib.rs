@@ -49,7 +49,7 @@ pub use chain::{Anchor, ChainKey, KeyError, NotAnAnchor, genesis_hash, line_hash
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use durability::Durability;
 pub use error::AuditError;
-pub use event::{Entry, Event};
+pub use event::{CarriedValue, Entry, Event, MAX_CARRIED_VALUES};
 pub use log::{AuditLog, Options};
 pub use pending::Pending;
 pub use redact::Redaction;

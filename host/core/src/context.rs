@@ -185,6 +185,11 @@ pub struct CallContext {
     pub log: Option<LogSink>,
     /// Who made the call, when the one serving it knows.
     pub caller: Option<Arc<Caller>>,
+    /// The conversation the call belongs to, when the one serving it knows: what the
+    /// results read earlier in it said is what the data-flow rules judge the call by.
+    /// Names from different callers never collide (the server face puts the caller's
+    /// session or subject in it).
+    pub conversation: Option<Arc<str>>,
 }
 
 /// Who made a call: an access token's subject and claims over HTTP, the local user over
@@ -216,6 +221,7 @@ impl fmt::Debug for CallContext {
             .field("resume", &self.resume.is_some())
             .field("log", &self.log.as_ref().map(|l| l.level))
             .field("caller", &self.caller.as_ref().map(|c| c.subject.as_str()))
+            .field("conversation", &self.conversation)
             .finish()
     }
 }
@@ -242,6 +248,12 @@ impl CallContext {
     #[must_use]
     pub fn caller() -> Option<Arc<Caller>> {
         CONTEXT.try_with(|context| context.caller.clone()).ok().flatten()
+    }
+
+    /// The conversation of the call running on this task, if one is named.
+    #[must_use]
+    pub fn conversation() -> Option<Arc<str>> {
+        CONTEXT.try_with(|context| context.conversation.clone()).ok().flatten()
     }
 }
 

@@ -8,7 +8,7 @@
 
 use criterion::{BatchSize, Criterion};
 use serde_json::json;
-use wasmgate_guard::{Provenance, Source};
+use wasmgate_guard::{Marks, Provenance, Source};
 
 /// A calendar result of about 4 KB: events with titles, links, addresses and a room.
 fn result_4kb() -> String {
@@ -39,6 +39,8 @@ fn main() {
     criterion.bench_function("extract the values of a 4 KB result", |b| b.iter(|| wasmgate_policy::extract(&result)));
     criterion.bench_function("locate the findings of a 4 KB result", |b| b.iter(|| wasmgate_policy::locate(&result)));
     criterion.bench_function("detect in a 4 KB result", |b| b.iter(|| wasmgate_policy::detect(&result)));
+    // As the guard remembers it: located only when the detector flagged it.
+    let marks = Marks { detected: !wasmgate_policy::detect(&result).is_empty(), ..Marks::default() };
     criterion.bench_function("remember a 4 KB result", |b| {
         b.iter_batched(
             Provenance::default,
@@ -48,6 +50,7 @@ fn main() {
                     Source { provider: "cal".into(), tool: "list".into(), record: Some(1) },
                     &result,
                     None,
+                    marks,
                 )
             },
             BatchSize::SmallInput,
@@ -63,6 +66,7 @@ fn main() {
             Source { provider: "cal".into(), tool: "list".into(), record: Some(batch) },
             &text,
             None,
+            Marks::default(),
         );
         batch += 1;
     }

@@ -36,6 +36,7 @@ use wasmgate_policy::{InjectionAction, Policy, ProviderPolicy, exposed_name, spl
 
 use crate::bridge::bridged;
 use crate::guard::{Access, Guard};
+use crate::provenance::Source;
 use crate::shaping::{READ_SUBJECT, Screening, binary, clean, describe, described, prompt_arguments, titled};
 
 /// Resources, templates, prompts and completion of every content source, guarded.
@@ -244,7 +245,9 @@ impl GuardedContent {
                 return Err(refusal);
             }
         };
-        let mut screened = Screening::new(self.action(name), self.guard.screeners(name));
+        let read_as = Source { provider: name.to_owned(), tool: uri.to_owned(), record: access.record() };
+        let mut screened =
+            Screening::new(self.action(name), self.guard.screeners(name)).remembering(&self.guard, read_as);
         let mut contents = Vec::new();
         for entry in read {
             if entry.uri() != uri && !self.routes(entry.uri(), name) {
@@ -373,7 +376,10 @@ impl GuardedContent {
                 return Err(refusal);
             }
         };
-        let mut screened = Screening::new(self.action(name), self.guard.screeners(name));
+        let fetched_as =
+            Source { provider: name.to_owned(), tool: format!("prompt {prompt}"), record: access.record() };
+        let mut screened =
+            Screening::new(self.action(name), self.guard.screeners(name)).remembering(&self.guard, fetched_as);
         let mut messages = Vec::new();
         for message in result.messages {
             let content = screened.content(name, message.content).await;

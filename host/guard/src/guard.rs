@@ -15,6 +15,7 @@ use wasmgate_policy::{Lock, LockError, Policy, ReviewState, Verdict};
 
 use crate::approver::Approver;
 use crate::budgets::Budgets;
+use crate::provenance::Provenance;
 use crate::screen::Screener;
 
 /// The policy, the reviewed definitions, the approver and the audit log, shared by
@@ -32,6 +33,8 @@ pub struct Guard {
     screeners: RwLock<HashMap<String, Vec<Arc<dyn Screener>>>>,
     /// The rate limits' and call budgets' buckets.
     pub(crate) budgets: Budgets,
+    /// What untrusted results said, per conversation: the data-flow rules' memory.
+    provenance: Provenance,
     /// A random prefix, so call ids do not repeat across restarts.
     session: String,
     next_call: AtomicU64,
@@ -88,6 +91,7 @@ impl Guard {
             audit,
             screeners: RwLock::default(),
             budgets,
+            provenance: Provenance::default(),
             session,
             next_call: AtomicU64::new(1),
         })
@@ -105,6 +109,18 @@ impl Guard {
     pub fn reload(&self, policy: Policy, lock: Lock) {
         *self.lock.write().unwrap_or_else(PoisonError::into_inner) = lock;
         *self.policy.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(policy);
+    }
+
+    /// What untrusted results said, per conversation (the data-flow rules' memory).
+    #[must_use]
+    pub fn provenance(&self) -> &Provenance {
+        &self.provenance
+    }
+
+    /// The conversation of the call running on this task: the one the server face
+    /// names, or one for every call made outside any.
+    pub(crate) fn conversation() -> std::sync::Arc<str> {
+        CallContext::conversation().unwrap_or_else(|| std::sync::Arc::from(crate::flow::UNNAMED))
     }
 
     /// The audit log.
@@ -167,15 +183,16 @@ impl Guard {
         format!("{}-{}", self.session, self.next_call.fetch_add(1, Ordering::Relaxed))
     }
 
-    /// Writes `entries` durably (write-ahead); fails closed.
-    pub(crate) async fn record(&self, entries: Vec<Entry>) -> Result<(), ToolError> {
+    /// Writes `entries` durably (write-ahead); fails closed. The sequence number of the
+    /// last is returned.
+    pub(crate) async fn record(&self, entries: Vec<Entry>) -> Result<u64, ToolError> {
         let refused = |e: wasmgate_audit::AuditError| {
             tracing::error!(error = %e, "audit log cannot be written; refusing the call");
             ToolError::new(ToolErrorKind::Refused, format!("the audit log cannot be written: {e}"))
         };
         let caller = CallContext::caller();
         let entries = entries.into_iter().map(|entry| with_caller(entry, caller.as_deref())).collect::<Vec<_>>();
-        self.audit.submit(entries).map_err(refused)?.await.map(|_| ()).map_err(refused)
+        self.audit.submit(entries).map_err(refused)?.await.map_err(refused)
     }
 
     /// Starts the audit trail of a read that is not a tool call (a resource read, a prompt
@@ -197,8 +214,8 @@ impl Guard {
         let entry = |event| Entry::call(&call, provider, what, event);
         let requested =
             Event::Requested { verdict: Verdict::Allow.as_str().to_owned(), reason: reason.into(), arguments };
-        self.record(vec![entry(requested), entry(Event::Started)]).await?;
-        Ok(Access::new(self, call, provider, what))
+        let record = self.record(vec![entry(requested), entry(Event::Started)]).await?;
+        Ok(Access::new(self, call, provider, what).at(record))
     }
 
     /// Records a call that was refused before any tool was found for it (a name that is
@@ -237,6 +254,8 @@ pub struct Access {
     call: String,
     provider: String,
     what: String,
+    /// The sequence number of its `started` record.
+    record: Option<u64>,
     ended: bool,
 }
 
@@ -248,7 +267,19 @@ impl Access {
 
     /// The outcome of `call` of `provider`'s `what`, to be recorded.
     pub(crate) fn new(guard: &Arc<Guard>, call: String, provider: &str, what: &str) -> Self {
-        Access { guard: Arc::clone(guard), call, provider: provider.to_owned(), what: what.to_owned(), ended: false }
+        let (provider, what) = (provider.to_owned(), what.to_owned());
+        Access { guard: Arc::clone(guard), call, provider, what, record: None, ended: false }
+    }
+
+    /// The access whose `started` record is `record`.
+    pub(crate) fn at(mut self, record: u64) -> Self {
+        self.record = Some(record);
+        self
+    }
+
+    /// The sequence number of its `started` record.
+    pub(crate) fn record(&self) -> Option<u64> {
+        self.record
     }
 
     /// Records the outcome: `finished` (with injection flags), `withheld` or `failed`.

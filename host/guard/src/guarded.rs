@@ -33,8 +33,10 @@ use wasmgate_policy::{
 use crate::approver::{Approval, ApprovalRequest, Subject};
 use crate::bridge::bridged;
 use crate::budgets::BudgetRefusal;
+use crate::flow;
 use crate::guard::{Access, Admission, Guard};
 use crate::metrics;
+use crate::provenance::{Marks, Source};
 use crate::screen::{Screened, screen};
 use crate::trace;
 
@@ -53,6 +55,7 @@ impl Guard {
                 };
                 let guarded = Guarded {
                     guard: Arc::clone(self),
+                    sink_hint: wasmgate_policy::annotated_sink(&offer.definition),
                     provider: offer.provider,
                     tool: offer.name,
                     rules: Rules::Tool,
@@ -76,6 +79,7 @@ impl Guard {
         let spec = tool.spec.clone();
         let guarded = Guarded {
             guard: Arc::clone(self),
+            sink_hint: None,
             provider: provider.to_owned(),
             tool: RESOURCE_READ.to_owned(),
             rules: Rules::Resources,
@@ -119,11 +123,25 @@ fn screened(spec: &ToolSpec) -> Result<ToolSpec, String> {
     })
 }
 
+/// The texts of `result` the model may read: its content and its embedded text
+/// resources.
+fn texts(result: &ToolResult) -> Vec<String> {
+    std::iter::once(result.content.clone())
+        .chain(result.attachments.iter().filter_map(|a| match a {
+            wasmgate_core::Attachment::Text { text, .. } => Some(text.clone()),
+            _ => None,
+        }))
+        .collect()
+}
+
 /// What a guarded read is recorded as, in the `tool` field of its records.
 const RESOURCE_READ: &str = "resources/read";
 
 struct Guarded {
     guard: Arc<Guard>,
+    /// Why its reviewed definition makes it a sink, if it does (the policy may name it
+    /// one besides).
+    sink_hint: Option<&'static str>,
     provider: String,
     /// The provider's own name for the tool, or [`RESOURCE_READ`].
     tool: String,
@@ -176,6 +194,12 @@ impl Guarded {
         let found = find_secrets(&input);
         let action = policy.provider(&self.provider).map_or(SecretsAction::default(), |p| p.secrets);
         let decision = with_secrets(decision, &found, action);
+        // What the arguments carry of what this conversation read, by the flow rules.
+        let conversation = Guard::conversation();
+        let sink = self.sink_hint.is_some() || policy.names_sink(&self.provider, &self.tool);
+        let judged =
+            flow::judge(&policy, guard.provenance(), &conversation, (&self.provider, &self.tool), sink, &input);
+        let decision = flow::with_flow(decision, &judged);
         drop(deciding);
         let verdict = decision.verdict.as_str().to_owned();
         let span = tracing::Span::current();
@@ -188,6 +212,9 @@ impl Guarded {
         // A credential the model put in a call is not written down in the audit log.
         let arguments = if found.is_empty() { input.clone() } else { redact_secrets(&input, &found) };
         let mut records = vec![entry(Event::Requested { verdict, reason: decision.reason.clone(), arguments })];
+        if !judged.carried.is_empty() {
+            records.push(entry(Event::Carried { values: flow::recorded(&judged.carried) }));
+        }
         // A call the policy would run (or ask about) takes from the caller's budgets
         // first: nobody is asked to approve a call that could not run anyway.
         if decision.verdict != Verdict::Deny {
@@ -239,11 +266,11 @@ impl Guarded {
         }
         records.push(entry(Event::Started));
         let writing = Instant::now();
-        guard.record(records).instrument(trace::audit()).await.inspect_err(|_| counted("refused"))?;
+        let record = guard.record(records).instrument(trace::audit()).await.inspect_err(|_| counted("refused"))?;
         metrics::stage("audit", writing);
         // From here the call has started: if this future is dropped before it ends (a
         // host's timeout, a shutdown), the outcome is recorded as `cancelled` all the same.
-        let outcome = Access::new(guard, call.clone(), &self.provider, &self.tool);
+        let outcome = Access::new(guard, call.clone(), &self.provider, &self.tool).at(record);
         // The provider's own requests for input during the call go through the policy.
         let context = bridged(guard, Arc::clone(&policy), &call, &self.provider, &self.tool);
         let running = Instant::now();
@@ -256,9 +283,26 @@ impl Guarded {
                 let screeners = guard.screeners(&self.provider);
                 let release = |flags| self.release(&call, &input, flags);
                 let screening = Instant::now();
+                let texts = texts(&result);
                 let screened = screen(&self.provider, &self.tool, result, action, &screeners, release);
-                let Screened { result, event } = screened.instrument(trace::screen()).await;
+                let Screened { result, event, marks } = screened.instrument(trace::screen()).await;
                 metrics::stage("screen", screening);
+                // What the model reads now, later calls of the conversation may carry.
+                if matches!(event, Event::Finished { .. }) {
+                    let remembering = Instant::now();
+                    let marks = Marks { sequence: policy.starts_sequence(&self.provider, &self.tool), ..marks };
+                    let read = match self.rules {
+                        Rules::Tool => self.tool.clone(),
+                        Rules::Resources => {
+                            input.get("uri").and_then(Value::as_str).unwrap_or(RESOURCE_READ).to_owned()
+                        }
+                    };
+                    let source = Source { provider: self.provider.clone(), tool: read, record: Some(record) };
+                    for text in &texts {
+                        guard.provenance().remember(&conversation, source.clone(), text, None, marks);
+                    }
+                    metrics::stage("remember", remembering);
+                }
                 metrics::flags(&self.provider, &event);
                 counted(metrics::outcome(&event));
                 outcome.end(event);

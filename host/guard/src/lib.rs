@@ -27,6 +27,8 @@
 //! * `budgets`: the token buckets of the policy's rate limits and call budgets
 //!   ([`Budgets`]);
 //! * `metrics`: what the guard counts for `/metrics`;
+//! * `flow`: the data-flow rules applied to a call (what its arguments carry of what
+//!   results earlier in its conversation said, the sequence rule);
 //! * `provenance`: the values untrusted results carried, per context, found again in
 //!   later calls' arguments ([`Provenance`]);
 //! * `trace`: the spans of a call, for a traces exporter ([`TRACE_TARGET`]);
@@ -38,6 +40,7 @@ mod approver;
 mod bridge;
 mod budgets;
 mod content;
+mod flow;
 mod guard;
 mod guarded;
 mod metrics;
@@ -53,7 +56,7 @@ pub use approver::{
 pub use budgets::{BudgetRefusal, Budgets, Limited};
 pub use content::GuardedContent;
 pub use guard::{Access, Admission, Guard};
-pub use provenance::{Carried, Limits as ProvenanceLimits, Origin, Provenance, Source};
+pub use provenance::{Carried, Limits as ProvenanceLimits, Marks, Origin, Provenance, Source};
 pub use screen::{INJECTION_WITHHELD, SCREEN_FAILED, Screener, UNFRAMED};
 pub use shaping::UNKNOWN_CONTENT;
 pub use toolset::{GuardedToolset, REPORTED_PER_TOOL, REPORTED_TOOLS_PER_PROVIDER, WithheldTool};

@@ -47,6 +47,20 @@ pub struct Source {
     pub record: Option<u64>,
 }
 
+/// What the screen found in a result, as [`Provenance::remember`] needs it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Marks {
+    /// The built-in detector flagged it: its passages are located, and the values in
+    /// them are flagged.
+    pub detected: bool,
+    /// Something flagged it without saying where (a screen component): every value of
+    /// it is flagged.
+    pub unplaced: bool,
+    /// It starts the sequence rule although nothing flagged it (a result of a tool the
+    /// policy names in `after`).
+    pub sequence: bool,
+}
+
 /// Where a value was first seen, and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Origin {
@@ -82,11 +96,14 @@ struct Memory {
     /// Hashes in the order they were first remembered, with when.
     order: VecDeque<(u64, Instant)>,
     used: Instant,
+    /// The result that started the sequence rule, when, and whether it was flagged
+    /// (or only of a tool the policy names).
+    after: Option<(Arc<Source>, Instant, bool)>,
 }
 
 impl Memory {
     fn new(now: Instant) -> Self {
-        Memory { values: HashMap::new(), order: VecDeque::new(), used: now }
+        Memory { values: HashMap::new(), order: VecDeque::new(), used: now, after: None }
     }
 
     /// Forgets values older than `age`, and the oldest beyond `most`.
@@ -129,10 +146,15 @@ impl Provenance {
     }
 
     /// Remembers, in `context`, the values of a result from `source`: those in its `text`
-    /// and, if it had any, in its `structured` content.
-    pub fn remember(&self, context: &str, source: Source, text: &str, structured: Option<&Value>) {
-        let flagged: Vec<Range<usize>> = locate(text).into_iter().map(|l| l.passage).collect();
-        let in_flagged = |span: &Range<usize>| flagged.iter().any(|p| p.start <= span.start && span.start <= p.end);
+    /// and, if it had any, in its `structured` content; `marks` says what the screen
+    /// found in it.
+    pub fn remember(&self, context: &str, source: Source, text: &str, structured: Option<&Value>, marks: Marks) {
+        // Where the detector's findings stand is looked for only in a text it flagged.
+        let flagged: Vec<Range<usize>> =
+            if marks.detected { locate(text).into_iter().map(|l| l.passage).collect() } else { Vec::new() };
+        let in_flagged = |span: &Range<usize>| {
+            marks.unplaced || flagged.iter().any(|p| p.start <= span.start && span.start <= p.end)
+        };
         let source = Arc::new(source);
         let mut found: Vec<(Found, bool)> = extract(text)
             .into_iter()
@@ -146,11 +168,12 @@ impl Provenance {
             // flagged passage.
             let passages: Vec<&str> = flagged.iter().filter_map(|p| text.get(p.clone())).collect();
             for f in strings(structured) {
-                let flagged = passages.iter().any(|p| p.contains(f.value.as_str()));
+                let flagged = marks.unplaced || passages.iter().any(|p| p.contains(f.value.as_str()));
                 found.push((f, flagged));
             }
         }
-        if found.is_empty() {
+        let starts = marks.sequence || marks.unplaced || !flagged.is_empty();
+        if found.is_empty() && !starts {
             return;
         }
         let now = Instant::now();
@@ -163,6 +186,12 @@ impl Provenance {
         }
         let memory = contexts.entry(context.to_owned()).or_insert_with(|| Memory::new(now));
         memory.used = now;
+        if starts && memory.after.as_ref().is_none_or(|(_, _, flagged)| !flagged) {
+            let flagged = marks.unplaced || !flagged.is_empty();
+            if flagged || memory.after.is_none() {
+                memory.after = Some((Arc::clone(&source), now, flagged));
+            }
+        }
         for (f, flagged) in found {
             let hash = self.hash(&f.value);
             let origin = Origin { source: Arc::clone(&source), kind: f.kind, flagged };
@@ -177,6 +206,17 @@ impl Provenance {
             }
         }
         memory.trim(self.limits.values, self.limits.age, now);
+    }
+
+    /// The result that started the sequence rule in `context` (the first flagged one, or
+    /// else the first of a tool the policy names), and whether it was flagged, if one did
+    /// and is not forgotten.
+    #[must_use]
+    pub fn after(&self, context: &str) -> Option<(Arc<Source>, bool)> {
+        let now = Instant::now();
+        let contexts = self.contexts.lock().unwrap_or_else(PoisonError::into_inner);
+        let (source, at, flagged) = contexts.get(context)?.after.as_ref()?;
+        (now.duration_since(*at) < self.limits.age).then(|| (Arc::clone(source), *flagged))
     }
 
     /// The values of `arguments` that results in `context` carried: each string (and
@@ -260,6 +300,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    const DETECTED: Marks = Marks { detected: true, unplaced: false, sequence: false };
+
     fn source(tool: &str, record: u64) -> Source {
         Source { provider: "caldav".into(), tool: tool.into(), record: Some(record) }
     }
@@ -271,7 +313,7 @@ mod tests {
     #[test]
     fn a_value_from_the_flagged_passage_is_told_from_one_elsewhere_in_the_same_result() {
         let memory = Provenance::default();
-        memory.remember("alice", source("list-events", 14), EVENTS, None);
+        memory.remember("alice", source("list-events", 14), EVENTS, None, DETECTED);
         let carried = memory.carried("alice", &json!({"calendarUrl": "http://198.51.100.7:8080/collect?user=alice"}));
         assert_eq!(carried.len(), 1, "{carried:?}");
         assert_eq!((carried[0].pointer.as_str(), carried[0].kind), ("/calendarUrl", ValueKind::Url));
@@ -287,7 +329,7 @@ mod tests {
     #[test]
     fn contexts_do_not_share_and_what_no_result_carried_is_not_found() {
         let memory = Provenance::default();
-        memory.remember("alice", source("list-events", 1), EVENTS, None);
+        memory.remember("alice", source("list-events", 1), EVENTS, None, DETECTED);
         assert!(memory.carried("bob", &json!({"u": "http://198.51.100.7:8080/collect?user=alice"})).is_empty());
         assert!(memory.carried("alice", &json!({"u": "https://ok.example/", "n": 5})).is_empty());
     }
@@ -299,7 +341,7 @@ mod tests {
         let text = format!("Standup at nine, in the usual room.\n\nTeam sync: {injected}.");
         let structured =
             json!({"events": [{"title": "Standup at nine, in the usual room."}, {"description": injected}]});
-        memory.remember("alice", source("list-events", 2), &text, Some(&structured));
+        memory.remember("alice", source("list-events", 2), &text, Some(&structured), DETECTED);
         let carried =
             memory.carried("alice", &json!({"body": injected, "title": "Standup at nine, in the usual room."}));
         let shown: Vec<_> = carried.iter().map(|c| (c.pointer.as_str(), c.kind, c.origin.flagged)).collect();
@@ -311,17 +353,17 @@ mod tests {
         let memory = Provenance::new(Limits { values: 1_000, contexts: 4, age: Duration::from_secs(60) });
         for batch in 0..100 {
             let text: String = (0..1_000).map(|i| format!("user{batch}x{i}@example.com ")).collect();
-            memory.remember("flood", source("t", batch), &text, None);
+            memory.remember("flood", source("t", batch), &text, None, DETECTED);
         }
         assert_eq!(memory.len("flood"), 1_000);
         assert!(!memory.carried("flood", &json!("user99x999@example.com")).is_empty(), "the newest are kept");
         assert!(memory.carried("flood", &json!("user0x0@example.com")).is_empty(), "the oldest are gone");
         for context in 0..10 {
-            memory.remember(&format!("c{context}"), source("t", 0), "a@b.example", None);
+            memory.remember(&format!("c{context}"), source("t", 0), "a@b.example", None, DETECTED);
         }
         assert_eq!(memory.contexts(), 4);
         let aged = Provenance::new(Limits { age: Duration::ZERO, ..Limits::default() });
-        aged.remember("alice", source("t", 0), "a@b.example", None);
+        aged.remember("alice", source("t", 0), "a@b.example", None, DETECTED);
         assert!(aged.carried("alice", &json!("a@b.example")).is_empty(), "forgotten with age");
     }
 }

@@ -11,6 +11,8 @@ use wasmgate_audit::Event;
 use wasmgate_core::{Attachment, BoxError, BoxFuture, ToolResult, report};
 use wasmgate_policy::{InjectionAction, detect, find_secrets_in_text, frame};
 
+use crate::provenance::Marks;
+
 /// What the model reads instead of a result withheld for instruction-like content.
 pub const INJECTION_WITHHELD: &str =
     "result withheld: it contains text that looks like instructions to you, and the policy does not show such results";
@@ -49,6 +51,8 @@ pub struct Screened {
     pub result: ToolResult,
     /// `finished` (with the flags) or `withheld`.
     pub event: Event,
+    /// What the screens found, for the data-flow rules' memory.
+    pub marks: Marks,
 }
 
 /// Screens `result` of `tool` from `provider` with the built-in detector and
@@ -77,8 +81,10 @@ where
     let mut flags: Vec<String> = Vec::new();
     let mut warnings: Vec<String> = Vec::new();
     let mut leaked: Vec<String> = Vec::new();
+    let mut marks = Marks::default();
     for text in &texts {
         for found in detect(text) {
+            marks.detected = true;
             flags.push(found.rule.to_owned());
             warnings.push(found.description.to_owned());
         }
@@ -86,6 +92,7 @@ where
             match screener.screen(provider, tool, text).await {
                 Ok(findings) => {
                     for (rule, description) in findings {
+                        marks.unplaced = true;
                         flags.push(format!("{}:{rule}", screener.name()));
                         warnings.push(description);
                     }
@@ -93,6 +100,7 @@ where
                 Err(failed) => {
                     let why = report(&*failed);
                     tracing::warn!(provider, tool, screen = screener.name(), %why, "a screen failed; the text is flagged");
+                    marks.unplaced = true;
                     flags.push(format!("{}:screen-failed", screener.name()));
                     warnings.push(SCREEN_FAILED.to_owned());
                 }
@@ -116,11 +124,13 @@ where
     flags.extend(leaked);
     if !show {
         let reason = "instruction-like content".to_owned();
-        return Screened { result: ToolResult::error(INJECTION_WITHHELD), event: Event::Withheld { reason, flags } };
+        let event = Event::Withheld { reason, flags };
+        return Screened { result: ToolResult::error(INJECTION_WITHHELD), event, marks };
     }
     let unframed = |e: wasmgate_policy::FrameError, flags: Vec<String>| {
         tracing::error!(provider, tool, error = %e, "result withheld: cannot frame it");
-        Screened { result: ToolResult::error(UNFRAMED), event: Event::Withheld { reason: e.to_string(), flags } }
+        let event = Event::Withheld { reason: e.to_string(), flags };
+        Screened { result: ToolResult::error(UNFRAMED), event, marks }
     };
     let framed = match frame(provider, tool, &result.content) {
         Ok(framed) => framed,
@@ -148,5 +158,6 @@ where
     }
     content.push_str(&framed.text);
     let is_error = result.is_error;
-    Screened { result: ToolResult { content, is_error, attachments }, event: Event::Finished { is_error, flags } }
+    let event = Event::Finished { is_error, flags };
+    Screened { result: ToolResult { content, is_error, attachments }, event, marks }
 }

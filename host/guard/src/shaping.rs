@@ -12,6 +12,8 @@ use wasmgate_audit::Event;
 use wasmgate_core::{PromptArgument, ToolResult};
 use wasmgate_policy::{InjectionAction, detect, sanitize};
 
+use crate::guard::Guard;
+use crate::provenance::{Marks, Source};
 use crate::screen::{Screened, Screener, screen};
 
 /// The most characters of a title or description served.
@@ -117,22 +119,37 @@ pub(crate) struct Screening {
     screeners: Vec<Arc<dyn Screener>>,
     flags: Vec<String>,
     withheld: bool,
+    /// Where what is shown is remembered for the data-flow rules, and as what.
+    memory: Option<(Arc<Guard>, Arc<str>, Source)>,
 }
 
 impl Screening {
     pub(crate) fn new(action: InjectionAction, screeners: Vec<Arc<dyn Screener>>) -> Self {
-        Self { action, screeners, flags: Vec::new(), withheld: false }
+        Self { action, screeners, flags: Vec::new(), withheld: false, memory: None }
+    }
+
+    /// The same, remembering in `guard`'s memory, for the conversation of the request
+    /// being served, the values of every text it shows, as seen in `source`.
+    pub(crate) fn remembering(self, guard: &Arc<Guard>, source: Source) -> Self {
+        Self { memory: Some((Arc::clone(guard), Guard::conversation(), source)), ..self }
     }
 
     /// `text` screened: framed (with a warning when flagged), or the withheld note.
     pub(crate) async fn text(&mut self, provider: &str, subject: &str, text: String) -> String {
-        let Screened { result, event } =
+        let original = self.memory.is_some().then(|| text.clone());
+        let Screened { result, event, marks } =
             screen(provider, subject, ToolResult::text(text), self.action, &self.screeners, |_| {
                 std::future::ready(false)
             })
             .await;
         match event {
-            Event::Finished { flags, .. } => self.flags.extend(flags),
+            Event::Finished { flags, .. } => {
+                self.flags.extend(flags);
+                if let (Some((guard, conversation, source)), Some(text)) = (&self.memory, original) {
+                    let marks = Marks { sequence: guard.policy().starts_sequence(provider, &source.tool), ..marks };
+                    guard.provenance().remember(conversation, source.clone(), &text, None, marks);
+                }
+            }
             Event::Withheld { flags, .. } => {
                 self.withheld = true;
                 self.flags.extend(flags);

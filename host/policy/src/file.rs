@@ -16,6 +16,35 @@ pub(crate) struct RawPolicy {
     pub providers: BTreeMap<Spanned<String>, RawProvider>,
     #[serde(default)]
     pub budgets: Vec<Spanned<RawBudget>>,
+    pub flow: Option<Spanned<RawFlow>>,
+}
+
+/// A `flow` table, at any scope: the policy's, a provider's, a tool's. Which keys a scope
+/// may have is checked when the policy is built.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFlow {
+    pub flagged: Option<crate::flow::FlowAction>,
+    pub other_provider: Option<crate::flow::FlowAction>,
+    pub untrusted: Option<crate::flow::FlowAction>,
+    pub sink_flagged: Option<crate::flow::FlowAction>,
+    pub sink_other_provider: Option<crate::flow::FlowAction>,
+    pub sink_untrusted: Option<crate::flow::FlowAction>,
+    pub sink_after_flagged: Option<crate::flow::FlowAction>,
+    #[serde(default)]
+    pub after: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub arguments: Vec<Spanned<RawArgumentFlow>>,
+}
+
+/// One argument's rules in a tool's `flow` table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawArgumentFlow {
+    pub pointer: Spanned<String>,
+    pub flagged: Option<crate::flow::FlowAction>,
+    pub other_provider: Option<crate::flow::FlowAction>,
+    pub untrusted: Option<crate::flow::FlowAction>,
 }
 
 /// Who a rule is for, as written: every key optional, none meaning everyone.
@@ -90,6 +119,9 @@ pub(crate) struct RawProvider {
     pub prompts: Vec<Spanned<String>>,
     #[serde(default)]
     pub callers: Vec<Spanned<RawCallerRule>>,
+    #[serde(default)]
+    pub sinks: Vec<Spanned<String>>,
+    pub flow: Option<Spanned<RawFlow>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -114,6 +146,7 @@ pub(crate) struct RawTool {
     pub constraints: Vec<Spanned<RawConstraint>>,
     pub callers: Vec<Spanned<RawCallerRule>>,
     pub note: Option<String>,
+    pub flow: Option<Spanned<RawFlow>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -125,6 +158,7 @@ struct RawToolTable {
     #[serde(default)]
     callers: Vec<Spanned<RawCallerRule>>,
     note: Option<String>,
+    flow: Option<Spanned<RawFlow>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -145,11 +179,17 @@ impl<'de> Deserialize<'de> for RawTool {
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<RawTool, E> {
                 let verdict = Verdict::deserialize(de::value::StrDeserializer::<E>::new(v))?;
-                Ok(RawTool { verdict, constraints: Vec::new(), callers: Vec::new(), note: None })
+                Ok(RawTool { verdict, constraints: Vec::new(), callers: Vec::new(), note: None, flow: None })
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawTool, A::Error> {
                 let t = RawToolTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                Ok(RawTool { verdict: t.verdict, constraints: t.constraints, callers: t.callers, note: t.note })
+                Ok(RawTool {
+                    verdict: t.verdict,
+                    constraints: t.constraints,
+                    callers: t.callers,
+                    note: t.note,
+                    flow: t.flow,
+                })
             }
         }
         deserializer.deserialize_any(ToolVisitor)

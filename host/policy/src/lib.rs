@@ -16,6 +16,8 @@
 //!   ([`Constraint`], [`Violation`]); `glob` selects formatters ([`Glob`]); `verdict` is
 //!   the answer ([`Verdict`], [`Decision`]); `error` locates mistakes by line and key
 //!   ([`PolicyError`]); `capped` reads a file no larger than a bound.
+//! * Data flow: `flow` is the rules of what a call may carry of what untrusted results
+//!   said ([`FlowRules`], [`Policy::flow_decision`]).
 //! * Callers and budgets: `callers` matches a caller's facts ([`CallerRule`]); `budget`
 //!   is one rate limit or call budget ([`Budget`]).
 //! * Review and pinning: `canonical` hashes a tool definition ([`definition_hash`]); `lock`
@@ -41,6 +43,7 @@ mod detect;
 mod diff;
 mod error;
 mod file;
+mod flow;
 mod fold;
 mod frame;
 mod glob;
@@ -62,6 +65,7 @@ pub use definition::{SchemaError, clean_schema, clean_text, poisoned};
 pub use detect::{Flag, FlagKind, Located, MAX_LOCATED_PER_RULE, detect, locate, passage};
 pub use diff::{Diff, FieldChange};
 pub use error::{MAX_POLICY_BYTES, PolicyError, Source};
+pub use flow::{ArgumentFlow, FlowAction, FlowDecision, FlowRule, FlowRules, Seen, annotated_sink};
 pub use frame::{FrameError, Framed, frame};
 pub use glob::Glob;
 pub use lock::{CodeChange, CodePin, CodeState, Lock, LockError, MAX_LOCK_BYTES, ReviewState};

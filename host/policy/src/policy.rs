@@ -6,6 +6,7 @@ use crate::callers::{CallerMatch, CallerRule, first_for};
 use crate::constraint::{Constraint, is_valid_pointer};
 use crate::error::{MAX_POLICY_BYTES, PolicyError, Source};
 use crate::file::{RawBudget, RawCallerRule, RawConstraint, RawPolicy, RawProvider};
+use crate::flow::{FlowAction, FlowDecision, FlowRule, FlowRules, Scope, Seen};
 use crate::glob::Glob;
 use crate::name::{MAX_PROVIDER_NAME, is_valid_tool_name, validate_provider};
 use crate::provider::{
@@ -24,6 +25,8 @@ use wasmgate_egress::HostGrant;
 pub struct Policy {
     providers: BTreeMap<String, ProviderPolicy>,
     budgets: Vec<Budget>,
+    /// The `[flow]` rules, over the defaults.
+    flow: FlowRules,
 }
 
 impl Policy {
@@ -82,7 +85,85 @@ impl Policy {
         for (i, raw) in raw.budgets.into_iter().enumerate() {
             budgets.push(budget(&src, i, raw, &providers)?);
         }
-        Ok(Policy { providers, budgets })
+        let flow = match raw.flow {
+            Some(raw) => crate::flow::validated(&src, "flow", raw, Scope::Policy)?.0,
+            None => FlowRules::default(),
+        };
+        Ok(Policy { providers, budgets, flow })
+    }
+
+    /// The `[flow]` rules as written (unset keys take [`FlowRules::DEFAULTS`]).
+    #[must_use]
+    pub fn flow(&self) -> &FlowRules {
+        &self.flow
+    }
+
+    /// Whether the policy names `tool` of `provider` a sink (the provider's `sinks`).
+    #[must_use]
+    pub fn names_sink(&self, provider: &str, tool: &str) -> bool {
+        self.providers.get(provider).is_some_and(|p| p.names_sink(tool))
+    }
+
+    /// What the data-flow rules do with a call of `tool` of `provider` (a sink or not)
+    /// whose argument at `pointer` carries a value first `seen` as given: the strictest
+    /// of the rules that apply, each from the narrowest scope that sets it (the
+    /// argument's, the tool's, then the provider's and the policy's, whose `sink_` keys
+    /// a sink also obeys).
+    #[must_use]
+    pub fn flow_decision(&self, provider: &str, tool: &str, pointer: &str, seen: Seen, sink: bool) -> FlowDecision {
+        let p = self.providers.get(provider);
+        let rule = p.and_then(|p| p.tools.get(tool));
+        let wider = [p.map(|p| &p.flow), Some(&self.flow), Some(&FlowRules::DEFAULTS)];
+        let resolve = |which: FlowRule| -> (FlowAction, &'static str) {
+            let narrow = rule.and_then(|rule| {
+                let argument = rule.flow_arguments.iter().filter(|a| a.covers(pointer)).max_by_key(|a| a.pointer.len());
+                argument.and_then(|a| a.rules.get(which, false)).or_else(|| rule.flow.get(which, false))
+            });
+            if let Some(action) = narrow {
+                return (action, which.key(false));
+            }
+            let first = |sink| wider.iter().flatten().find_map(|rules| rules.get(which, sink));
+            let base = first(false).unwrap_or(FlowAction::Allow);
+            match first(true) {
+                Some(own) if sink && own > base => (own, which.key(true)),
+                _ => (base, which.key(false)),
+            }
+        };
+        let mut applies = vec![FlowRule::Untrusted];
+        if seen.other_provider {
+            applies.push(FlowRule::OtherProvider);
+        }
+        if seen.flagged {
+            applies.push(FlowRule::Flagged);
+        }
+        // The strictest; of equals, the most particular (the last pushed).
+        let mut decided = FlowDecision { action: FlowAction::Allow, rule: FlowRule::Untrusted, key: "untrusted" };
+        for which in applies {
+            let (action, key) = resolve(which);
+            if action >= decided.action {
+                decided = FlowDecision { action, rule: which, key };
+            }
+        }
+        decided
+    }
+
+    /// What the sequence rule does with a call of a sink of `provider` once the context
+    /// has read a flagged result (`sink_after_flagged`).
+    #[must_use]
+    pub fn after_flagged(&self, provider: &str) -> FlowAction {
+        let p = self.providers.get(provider).map(|p| &p.flow);
+        [p, Some(&self.flow), Some(&FlowRules::DEFAULTS)]
+            .into_iter()
+            .flatten()
+            .find_map(|rules| rules.sink_after_flagged)
+            .unwrap_or(FlowAction::Allow)
+    }
+
+    /// Whether a result of `tool` of `provider` starts the sequence rule as a flagged
+    /// result does (the provider's `flow.after`).
+    #[must_use]
+    pub fn starts_sequence(&self, provider: &str, tool: &str) -> bool {
+        self.providers.get(provider).is_some_and(|p| p.flow_after.iter().any(|g| g.matches(tool)))
     }
 
     /// The rate limits and call budgets (`[[budgets]]`), in file order.
@@ -340,7 +421,12 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
             constraints.push(constraint(src, &format!("{tkey}.constraints[{i}]"), c)?);
         }
         let callers = caller_rules(src, &format!("{tkey}.callers"), t.callers)?;
-        tools.insert(name.into_inner(), ToolRule { verdict: t.verdict, constraints, callers, note: t.note });
+        let (flow, _, flow_arguments) = match t.flow {
+            Some(raw) => crate::flow::validated(src, &format!("{tkey}.flow"), raw, Scope::Tool)?,
+            None => Default::default(),
+        };
+        let rule = ToolRule { verdict: t.verdict, constraints, callers, note: t.note, flow, flow_arguments };
+        tools.insert(name.into_inner(), rule);
     }
     let media_types = match raw.media_types {
         None => DEFAULT_MEDIA_TYPES.iter().map(|t| (*t).to_owned()).collect(),
@@ -395,6 +481,11 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
     let resources = globs(src, &format!("{key}.resources"), raw.resources, "a URI glob such as \"file:///docs/*\"")?;
     let prompts = globs(src, &format!("{key}.prompts"), raw.prompts, "a prompt name or glob such as \"summarize_*\"")?;
     let callers = caller_rules(src, &format!("{key}.callers"), raw.callers)?;
+    let sinks = raw.sinks.iter().map(|glob| Glob::new(glob.get_ref())).collect();
+    let (flow, flow_after, _) = match raw.flow {
+        Some(raw) => crate::flow::validated(src, &format!("{key}.flow"), raw, Scope::Provider)?,
+        None => Default::default(),
+    };
     Ok(ProviderPolicy {
         callers,
         unlisted: raw.unlisted.unwrap_or(Verdict::Deny),
@@ -420,6 +511,9 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
         tools,
         resources,
         prompts,
+        sinks,
+        flow,
+        flow_after,
     })
 }
 

@@ -102,6 +102,11 @@ pub struct ToolRule {
     pub callers: Vec<crate::callers::CallerRule>,
     /// The reviewer's note (the trust checklist item), for humans only.
     pub note: Option<String>,
+    /// Its data-flow rules (`flagged`, `other_provider`, `untrusted`): they decide for
+    /// this tool over the provider's and the policy's.
+    pub flow: crate::flow::FlowRules,
+    /// Its arguments' data-flow rules, which decide over the tool's.
+    pub flow_arguments: Vec<crate::flow::ArgumentFlow>,
 }
 
 /// Everything the policy says about one provider.
@@ -165,6 +170,14 @@ pub struct ProviderPolicy {
     /// Globs over the provider's own prompt names that may be listed and fetched; none:
     /// no prompts.
     pub(crate) prompts: Vec<Glob>,
+    /// Globs over the provider's own tool names that are sinks (they send, write, pay,
+    /// share or fetch a URL).
+    pub(crate) sinks: Vec<Glob>,
+    /// The provider's data-flow rules, over the policy's.
+    pub(crate) flow: crate::flow::FlowRules,
+    /// Globs over its tools whose every result starts the sequence rule, as a flagged
+    /// result does.
+    pub(crate) flow_after: Vec<Glob>,
 }
 
 impl ProviderPolicy {
@@ -226,6 +239,16 @@ impl ProviderPolicy {
     /// unless a `prompts` glob matches.
     pub fn allows_prompt(&self, name: &str) -> bool {
         self.prompts.iter().any(|g| g.matches(name))
+    }
+
+    /// Whether the policy names `tool` a sink (`sinks`).
+    pub fn names_sink(&self, tool: &str) -> bool {
+        self.sinks.iter().any(|g| g.matches(tool))
+    }
+
+    /// The `sinks` globs as written.
+    pub fn sinks(&self) -> impl Iterator<Item = &str> {
+        self.sinks.iter().map(Glob::as_str)
     }
 
     /// The formatter selected for `tool`, if any rule matches (first match in file order).

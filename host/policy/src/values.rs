@@ -38,6 +38,39 @@ pub enum ValueKind {
 }
 
 impl ValueKind {
+    /// Its name in records: `url`, `host`, `email`, `ip`, `phone`, `iban`, `account`,
+    /// `path` or `text`.
+    #[must_use]
+    pub fn id(self) -> &'static str {
+        match self {
+            ValueKind::Url => "url",
+            ValueKind::Host => "host",
+            ValueKind::Email => "email",
+            ValueKind::Ip => "ip",
+            ValueKind::Phone => "phone",
+            ValueKind::Iban => "iban",
+            ValueKind::Account => "account",
+            ValueKind::Path => "path",
+            ValueKind::Text => "text",
+        }
+    }
+
+    /// The words a message uses for one of it, with its article (`a URL`, `an IBAN`).
+    #[must_use]
+    pub fn a(self) -> &'static str {
+        match self {
+            ValueKind::Url => "a URL",
+            ValueKind::Host => "a host name",
+            ValueKind::Email => "an email address",
+            ValueKind::Ip => "an IP address",
+            ValueKind::Phone => "a phone number",
+            ValueKind::Iban => "an IBAN",
+            ValueKind::Account => "an account-like number",
+            ValueKind::Path => "a file path",
+            ValueKind::Text => "a text",
+        }
+    }
+
     /// The word a message uses for it.
     #[must_use]
     pub fn as_str(self) -> &'static str {

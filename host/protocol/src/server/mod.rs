@@ -22,10 +22,10 @@ mod requests;
 mod results;
 
 pub use requests::{
-    CallToolParams, Cancelled, GetPromptParams, InitializeParams, ReadResourceParams, StatelessMeta,
-    answer_initialize_version, has_stateless_meta, parse_call_tool_params, parse_cancelled, parse_complete_params,
-    parse_cursor, parse_get_prompt_params, parse_initialize_params, parse_read_resource_params, parse_resource_uri,
-    parse_stateless_meta,
+    CONTEXT_META, CallToolParams, Cancelled, GetPromptParams, InitializeParams, MAX_CONTEXT_BYTES, ReadResourceParams,
+    StatelessMeta, answer_initialize_version, has_stateless_meta, parse_call_tool_params, parse_cancelled,
+    parse_complete_params, parse_cursor, parse_get_prompt_params, parse_initialize_params, parse_read_resource_params,
+    parse_resource_uri, parse_stateless_meta,
 };
 pub use results::{
     ServerIdentity, call_tool_result, call_tool_text_result, complete, complete_result, confirm_elicitation_params,

@@ -101,6 +101,9 @@ pub struct CallToolParams {
     pub input_responses: Option<Object>,
     /// `requestState` of a 2026-07-28 retry, echoed from the `input_required` result.
     pub request_state: Option<String>,
+    /// `_meta["wasmgate/context"]`: the conversation the client says the request belongs
+    /// to, within its own ([`CONTEXT_META`]).
+    pub context: Option<String>,
 }
 
 /// Reads the parameters of `tools/call`.
@@ -126,7 +129,8 @@ pub fn parse_call_tool_params(params: Option<&Object>) -> Result<CallToolParams,
     };
     let input_responses = opt_object(params, "params", "inputResponses")?.cloned();
     let request_state = opt_str(params, "params", "requestState")?.map(str::to_owned);
-    Ok(CallToolParams { name: name.to_owned(), arguments, progress_token, input_responses, request_state })
+    let context = meta_context(params)?;
+    Ok(CallToolParams { name: name.to_owned(), arguments, progress_token, input_responses, request_state, context })
 }
 
 /// The `cursor` of a paginated request, if any.
@@ -166,6 +170,9 @@ pub struct ReadResourceParams {
     pub input_responses: Option<Object>,
     /// `requestState` of a 2026-07-28 retry (as for `tools/call`).
     pub request_state: Option<String>,
+    /// `_meta["wasmgate/context"]`: the conversation the client says the request belongs
+    /// to, within its own ([`CONTEXT_META`]).
+    pub context: Option<String>,
 }
 
 /// Reads the parameters of `resources/read`.
@@ -179,7 +186,8 @@ pub fn parse_read_resource_params(params: Option<&Object>) -> Result<ReadResourc
     let params = params.ok_or_else(|| ProtocolError::MissingField { at: "params".into() })?;
     let input_responses = opt_object(params, "params", "inputResponses")?.cloned();
     let request_state = opt_str(params, "params", "requestState")?.map(str::to_owned);
-    Ok(ReadResourceParams { uri, input_responses, request_state })
+    let context = meta_context(params)?;
+    Ok(ReadResourceParams { uri, input_responses, request_state, context })
 }
 
 /// The parameters of `prompts/get`.
@@ -193,6 +201,9 @@ pub struct GetPromptParams {
     pub input_responses: Option<Object>,
     /// `requestState` of a 2026-07-28 retry (as for `tools/call`).
     pub request_state: Option<String>,
+    /// `_meta["wasmgate/context"]`: the conversation the client says the request belongs
+    /// to, within its own ([`CONTEXT_META`]).
+    pub context: Option<String>,
 }
 
 /// Reads the parameters of `prompts/get`.
@@ -214,7 +225,31 @@ pub fn parse_get_prompt_params(params: Option<&Object>) -> Result<GetPromptParam
     string_values(&arguments, "params.arguments")?;
     let input_responses = opt_object(params, "params", "inputResponses")?.cloned();
     let request_state = opt_str(params, "params", "requestState")?.map(str::to_owned);
-    Ok(GetPromptParams { name: name.to_owned(), arguments, input_responses, request_state })
+    let context = meta_context(params)?;
+    Ok(GetPromptParams { name: name.to_owned(), arguments, input_responses, request_state, context })
+}
+
+/// The `_meta` key under which a client names the conversation a request belongs to,
+/// within its own: the gateway's data-flow rules remember what results said per
+/// conversation.
+pub const CONTEXT_META: &str = "wasmgate/context";
+
+/// The longest conversation name a client may send under [`CONTEXT_META`], in bytes.
+pub const MAX_CONTEXT_BYTES: usize = 256;
+
+/// `params._meta["wasmgate/context"]`, if sent: a string of 1 to [`MAX_CONTEXT_BYTES`]
+/// bytes without control characters.
+fn meta_context(params: &Object) -> Result<Option<String>, ProtocolError> {
+    let at = || format!("params._meta.{CONTEXT_META}");
+    let Some(value) = opt_object(params, "params", "_meta")?.and_then(|meta| meta.get(CONTEXT_META)) else {
+        return Ok(None);
+    };
+    let name = value.as_str().ok_or_else(|| crate::fields::wrong_type(at(), "string"))?;
+    if name.is_empty() || name.len() > MAX_CONTEXT_BYTES || name.chars().any(char::is_control) {
+        let reason = format!("must be 1 to {MAX_CONTEXT_BYTES} bytes without control characters");
+        return Err(crate::fields::invalid(at(), reason));
+    }
+    Ok(Some(name.to_owned()))
 }
 
 /// Checks that every value of `map` is a string, as prompt and completion arguments are.

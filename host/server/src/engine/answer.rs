@@ -35,7 +35,8 @@ impl Engine {
         cancel: CancellationToken,
         around: Around,
     ) -> Value {
-        let Around { notify, live, caller } = around;
+        let Around { notify, live, caller, conversation: base } = around;
+        let conversation = |named: &Option<String>| conversation(base.as_ref(), named.as_deref());
         let backend = &self.backend;
         let listed = |key: &str, cursor: Option<String>, items: Result<Vec<Value>, Refusal>| match items {
             Ok(items) => self.page(id, version, key, items, cursor.as_deref()),
@@ -55,15 +56,20 @@ impl Engine {
             Job::Call { params, caps, log } => {
                 let log = log.zip(notify.clone()).map(|(level, out)| log_sink(level, out));
                 let progress = params.progress_token.clone().zip(notify).map(|(token, out)| progress_sink(token, out));
-                let context = CallContext { progress, log, ..asked(live, caller) };
+                let conversation = conversation(&params.context);
+                let context = CallContext { progress, log, conversation, ..asked(live, caller) };
                 self.call(id, version, params, caps, cancel, context).await
             }
             Job::ListResources(cursor) => listed("resources", cursor, backend.resources().await),
             Job::ListTemplates(cursor) => listed("resourceTemplates", cursor, backend.resource_templates().await),
             Job::ListPrompts(cursor) => listed("prompts", cursor, backend.prompts().await),
-            Job::Read { params, caps } => self.read(id, version, params, caps, cancel, asked(live, caller)).await,
+            Job::Read { params, caps } => {
+                let context = CallContext { conversation: conversation(&params.context), ..asked(live, caller) };
+                self.read(id, version, params, caps, cancel, context).await
+            }
             Job::GetPrompt { params, caps } => {
-                self.get_prompt(id, version, params, caps, cancel, asked(live, caller)).await
+                let context = CallContext { conversation: conversation(&params.context), ..asked(live, caller) };
+                self.get_prompt(id, version, params, caps, cancel, context).await
             }
             Job::Complete(params) => match backend.complete(params, cancel).await {
                 Ok(c) => result_response(id, complete_result(version, c.values, c.total, c.has_more)),
@@ -165,7 +171,7 @@ impl Engine {
         cancel: CancellationToken,
         context: CallContext,
     ) -> Value {
-        let ReadResourceParams { uri, input_responses, request_state } = params;
+        let ReadResourceParams { uri, input_responses, request_state, .. } = params;
         let none = serde_json::Map::new();
         let requester = Requester::of(&context);
         let subject = Subject { requester: &requester, method: "resources/read", name: &uri, arguments: &none };
@@ -190,7 +196,7 @@ impl Engine {
         cancel: CancellationToken,
         context: CallContext,
     ) -> Value {
-        let GetPromptParams { name, arguments, input_responses, request_state } = params;
+        let GetPromptParams { name, arguments, input_responses, request_state, .. } = params;
         let requester = Requester::of(&context);
         let subject = Subject { requester: &requester, method: "prompts/get", name: &name, arguments: &arguments };
         let asked = Asked { subject, input_responses, request_state, caps };
@@ -293,6 +299,9 @@ pub(crate) struct Around {
     pub(crate) live: Option<Arc<Live>>,
     /// Who made the request, when known (it rides in the call context).
     pub(crate) caller: Option<Arc<Caller>>,
+    /// The conversation of the transport (a stdio connection, a session, a caller),
+    /// which a request's `_meta` may narrow ([`conversation`]).
+    pub(crate) conversation: Option<Arc<str>>,
 }
 
 /// A request a provider may ask input for, as the client sent it.
@@ -318,6 +327,18 @@ fn asked(live: Option<Arc<Live>>, caller: Option<Arc<Caller>>) -> CallContext {
     let ask = live.clone().map(|live| live as Arc<dyn Ask>);
     let input = live.map(|live| live as Arc<dyn Input>);
     CallContext { ask, input, caller, ..CallContext::default() }
+}
+
+/// The conversation of a request: the transport's (`base`), narrowed by the name the
+/// client sent in `_meta` (`named`), if it sent one. Neither can be made to look like
+/// another pair: the base's length comes first.
+fn conversation(base: Option<&Arc<str>>, named: Option<&str>) -> Option<Arc<str>> {
+    match (base, named) {
+        (Some(base), None) => Some(Arc::clone(base)),
+        (Some(base), Some(named)) => Some(format!("{}:{base}/{named}", base.len()).into()),
+        (None, Some(named)) => Some(format!("-/{named}").into()),
+        (None, None) => None,
+    }
 }
 
 /// Where a call's log messages go: `notifications/message` on `out`, each message as

@@ -136,9 +136,9 @@ async fn request(
             return json(StatusCode::BAD_REQUEST, &error_response(Some(&request.id), HEADER_MISMATCH, &message, None));
         }
     } else if request.method != "initialize"
-        && let Some(session_id) = session_id
+        && let Some(session_id) = &session_id
     {
-        let Some(found) = shared.sessions.get(&session_id) else {
+        let Some(found) = shared.sessions.get(session_id) else {
             return refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, &shared.sessions.not_found(&session_id));
         };
         // The session's version governs how the request is read; a header naming another
@@ -166,8 +166,14 @@ async fn request(
         }
         session = Some(found);
     }
+    // The conversation: a handshake-era session, or else (2026-07-28) the caller.
+    let conversation: Arc<str> = match (&session, &session_id, &caller) {
+        (Some(_), Some(id), _) => format!("session {id}").into(),
+        (_, _, Some(caller)) => format!("caller {}", caller.subject).into(),
+        _ => format!("client {peer}").into(),
+    };
     let routed = shared.engine.route(request, session.as_ref().map(|s| s.version));
-    dispatch(shared, peer, session, routed, caller).await
+    dispatch(shared, peer, session, routed, (caller, conversation)).await
 }
 
 async fn dispatch(
@@ -175,7 +181,7 @@ async fn dispatch(
     peer: IpAddr,
     session: Option<Arc<Session>>,
     routed: Routed,
-    caller: Option<Arc<Caller>>,
+    (caller, conversation): (Option<Arc<Caller>>, Arc<str>),
 ) -> Response {
     let engine = &shared.engine;
     match routed {
@@ -257,7 +263,7 @@ async fn dispatch(
                     Arc::new(Live { out, replies, timeout, cancel, caps: session.caps })
                 });
                 shared.life.tasks.spawn(async move {
-                    let around = Around { notify: Some(tx.clone()), live, caller };
+                    let around = Around { notify: Some(tx.clone()), live, caller, conversation: Some(conversation) };
                     let answer = owner.engine.run(&id, version, job, token, around).await;
                     drop(ticket);
                     let _ = tx.send(answer).await;
@@ -265,7 +271,8 @@ async fn dispatch(
                 return sse(rx, cancel_when_dropped);
             }
             let call = shared.life.tasks.spawn(async move {
-                let answer = owner.engine.run(&id, version, job, token, Around { caller, ..Around::default() }).await;
+                let around = Around { caller, conversation: Some(conversation), ..Around::default() };
+                let answer = owner.engine.run(&id, version, job, token, around).await;
                 drop(ticket);
                 answer
             });

@@ -68,6 +68,7 @@ where
         replies: Arc::default(),
         followed: Arc::default(),
         caller: Arc::new(local_user()),
+        conversation: next_connection(),
         tx,
         in_flight: Arc::new(InFlight::default()),
         handshake: None,
@@ -141,6 +142,14 @@ struct Connection {
     followed: Arc<Followed>,
     /// Who calls: over stdio, the local user who started the server.
     caller: Arc<Caller>,
+    /// The conversation: this connection's own.
+    conversation: Arc<str>,
+}
+
+/// A conversation name no other connection of this process has.
+fn next_connection() -> Arc<str> {
+    static CONNECTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    format!("stdio {}", CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)).into()
 }
 
 impl Connection {
@@ -224,8 +233,10 @@ impl Connection {
                     Arc::new(Live { out, replies, timeout, cancel, caps: self.caps })
                 });
                 let caller = Some(Arc::clone(&self.caller));
+                let conversation = Arc::clone(&self.conversation);
                 self.life.tasks.spawn(async move {
-                    let around = Around { notify: Some(tx.clone()), live, caller };
+                    let conversation = Some(Arc::clone(&conversation));
+                    let around = Around { notify: Some(tx.clone()), live, caller, conversation };
                     let answer = engine.run(&id, version, job, ticket.token(), around).await;
                     if !ticket.cancelled_by_client() {
                         let _ = tx.send(answer).await;

@@ -1,0 +1,120 @@
+//! The data-flow rules applied to one call: the values its arguments carry of what
+//! results read earlier in its conversation said ([`Provenance`]), and the sequence
+//! rule, judged by the policy's `flow` rules; and what a result leaves behind for the
+//! calls after it.
+
+use serde_json::Value;
+use wasmgate_audit::CarriedValue;
+use wasmgate_policy::{Decision, FlowAction, Policy, Seen, Verdict};
+
+use crate::provenance::{Carried, Provenance, Source};
+
+/// The conversation of a call made outside any that the one serving it names (a library
+/// user's own calls, `wasmgate call`): one for the whole guard.
+pub(crate) const UNNAMED: &str = "-";
+
+/// What the data-flow rules say about a call.
+#[derive(Debug)]
+pub(crate) struct Judged {
+    /// The strictest action of the rules that apply.
+    pub(crate) action: FlowAction,
+    /// Why, naming the argument, the kind of value and where it was first seen; empty
+    /// when nothing applies.
+    pub(crate) reason: String,
+    /// Every argument that carries a remembered value.
+    pub(crate) carried: Vec<Carried>,
+}
+
+/// Judges a call of `tool` of `provider` (a `sink` or not) with `input`, in
+/// `conversation`.
+pub(crate) fn judge(
+    policy: &Policy,
+    memory: &Provenance,
+    conversation: &str,
+    (provider, tool): (&str, &str),
+    sink: bool,
+    input: &Value,
+) -> Judged {
+    let carried = memory.carried(conversation, input);
+    let mut action = FlowAction::Allow;
+    let mut reason = String::new();
+    for value in &carried {
+        let seen = Seen { flagged: value.origin.flagged, other_provider: value.origin.source.provider != provider };
+        let decided = policy.flow_decision(provider, tool, &value.pointer, seen, sink);
+        if decided.action > action {
+            action = decided.action;
+            reason = format!("{}; the policy's flow rule `{}` {}", carries(value), decided.key, does(decided.action));
+        }
+    }
+    if sink && let Some((source, flagged)) = memory.after(conversation) {
+        let after = policy.after_flagged(provider);
+        if after > action {
+            action = after;
+            let what = if flagged { "a flagged result" } else { "a result the policy names" };
+            reason = format!(
+                "`{tool}` is a sink, and this conversation has read {what} ({}); the policy's flow rule \
+                 `sink_after_flagged` {}",
+                place(&source),
+                does(after)
+            );
+        }
+    }
+    Judged { action, reason, carried }
+}
+
+/// `decision` with the data-flow rules' `judged` action: a denied call stays denied; a
+/// `deny` refuses the call, an `ask` asks about it, a `flag` notes why in its reason.
+pub(crate) fn with_flow(decision: Decision, judged: &Judged) -> Decision {
+    match judged.action {
+        FlowAction::Allow => decision,
+        _ if decision.verdict == Verdict::Deny => decision,
+        FlowAction::Deny => Decision { verdict: Verdict::Deny, reason: judged.reason.clone() },
+        FlowAction::Ask if decision.verdict == Verdict::Ask => {
+            Decision { verdict: Verdict::Ask, reason: format!("{}; {}", judged.reason, decision.reason) }
+        }
+        FlowAction::Ask => Decision { verdict: Verdict::Ask, reason: judged.reason.clone() },
+        FlowAction::Flag => {
+            Decision { verdict: decision.verdict, reason: format!("{}; flagged: {}", decision.reason, judged.reason) }
+        }
+    }
+}
+
+/// The audit record's account of what a call carried: where, never what.
+pub(crate) fn recorded(carried: &[Carried]) -> Vec<CarriedValue> {
+    carried
+        .iter()
+        .map(|c| CarriedValue {
+            argument: c.pointer.clone(),
+            kind: c.kind.id().to_owned(),
+            provider: c.origin.source.provider.clone(),
+            tool: c.origin.source.tool.clone(),
+            record: c.origin.source.record,
+            flagged: c.origin.flagged,
+        })
+        .collect()
+}
+
+/// "argument `calendarUrl` carries a URL first seen in the flagged result of caldav
+/// `list-events`, audit record 14".
+fn carries(value: &Carried) -> String {
+    let argument = value.pointer.strip_prefix('/').unwrap_or(&value.pointer);
+    let which = if value.origin.flagged { "the flagged result" } else { "a result" };
+    format!("argument `{argument}` carries {} first seen in {which} of {}", value.kind.a(), place(&value.origin.source))
+}
+
+/// "caldav `list-events`, audit record 14".
+fn place(source: &Source) -> String {
+    match source.record {
+        Some(record) => format!("{} `{}`, audit record {record}", source.provider, source.tool),
+        None => format!("{} `{}`", source.provider, source.tool),
+    }
+}
+
+fn does(action: FlowAction) -> &'static str {
+    match action {
+        FlowAction::Allow => "allows it",
+        FlowAction::Flag => "lets it run, noted",
+        FlowAction::Ask => "asks before it runs",
+        FlowAction::Deny => "refuses it",
+    }
+}

@@ -1,0 +1,281 @@
+//! The data-flow rules: what a call may carry of what untrusted results said.
+//!
+//! The guard remembers the values each result carried (`values`) and where they stood
+//! (in a passage the detector flagged or not), and finds them again in a later call's
+//! arguments. These rules say what such a call gets, by where the value was first seen:
+//!
+//! * `flagged`: in a passage the detector flagged;
+//! * `other_provider`: in a result of another provider than the one called;
+//! * `untrusted`: in any provider's result.
+//!
+//! A value can be several of these at once; the strictest action that applies is taken.
+//! Each has a `sink_` twin for tools that send, write, pay, share or fetch a URL
+//! ([`Policy::is_sink`](crate::Policy::is_sink)): a sink gets the stricter of the two.
+//! `sink_after_flagged` is the sequence rule: once a context has read a flagged result
+//! (or a result of a tool its provider lists in `after`), every call to a sink gets it,
+//! whatever the call carries.
+//!
+//! Rules are written at four scopes, the narrowest that sets a key deciding: an
+//! argument of a tool (by JSON pointer), a tool, a provider, and the whole policy
+//! (`[flow]`), over the defaults of [`FlowRules::DEFAULTS`].
+
+use serde::Deserialize;
+
+use crate::verdict::Verdict;
+
+/// What a rule does with a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FlowAction {
+    /// Let it run.
+    Allow,
+    /// Let it run, noting why in the audit record's reason.
+    Flag,
+    /// Ask an approver first (no one to ask: refused).
+    Ask,
+    /// Refuse it.
+    Deny,
+}
+
+impl FlowAction {
+    /// The word of the policy file.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlowAction::Allow => "allow",
+            FlowAction::Flag => "flag",
+            FlowAction::Ask => "ask",
+            FlowAction::Deny => "deny",
+        }
+    }
+
+    /// The verdict it comes to: `flag` runs the call.
+    #[must_use]
+    pub fn verdict(self) -> Verdict {
+        match self {
+            FlowAction::Allow | FlowAction::Flag => Verdict::Allow,
+            FlowAction::Ask => Verdict::Ask,
+            FlowAction::Deny => Verdict::Deny,
+        }
+    }
+}
+
+/// Where a value a call carries was first seen, as the rules tell it apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    /// In a passage the detector flagged.
+    pub flagged: bool,
+    /// In a result of another provider than the one called.
+    pub other_provider: bool,
+}
+
+/// Which rule decided, for the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowRule {
+    /// `flagged` (or `sink_flagged`).
+    Flagged,
+    /// `other_provider` (or `sink_other_provider`).
+    OtherProvider,
+    /// `untrusted` (or `sink_untrusted`).
+    Untrusted,
+}
+
+impl FlowRule {
+    /// The key of the rule for a tool that is (`sink`) or is not a sink.
+    #[must_use]
+    pub fn key(self, sink: bool) -> &'static str {
+        match (self, sink) {
+            (FlowRule::Flagged, false) => "flagged",
+            (FlowRule::OtherProvider, false) => "other_provider",
+            (FlowRule::Untrusted, false) => "untrusted",
+            (FlowRule::Flagged, true) => "sink_flagged",
+            (FlowRule::OtherProvider, true) => "sink_other_provider",
+            (FlowRule::Untrusted, true) => "sink_untrusted",
+        }
+    }
+}
+
+/// One scope's rules; a key left unset is decided by the wider scope.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowRules {
+    /// A value from a flagged passage, into any tool.
+    pub flagged: Option<FlowAction>,
+    /// A value from another provider's result, into any tool.
+    pub other_provider: Option<FlowAction>,
+    /// A value from any untrusted result, into any tool.
+    pub untrusted: Option<FlowAction>,
+    /// A value from a flagged passage, into a sink.
+    pub sink_flagged: Option<FlowAction>,
+    /// A value from another provider's result, into a sink.
+    pub sink_other_provider: Option<FlowAction>,
+    /// A value from any untrusted result, into a sink.
+    pub sink_untrusted: Option<FlowAction>,
+    /// Any call to a sink once the context has read a flagged result.
+    pub sink_after_flagged: Option<FlowAction>,
+}
+
+impl FlowRules {
+    /// The defaults, under every scope: a value from a flagged passage is refused in
+    /// any tool's arguments (a read can carry data out as well as a write); a sink that
+    /// carries a value of any untrusted result, or is called after a flagged result, is
+    /// let run and noted.
+    pub const DEFAULTS: FlowRules = FlowRules {
+        flagged: Some(FlowAction::Deny),
+        other_provider: Some(FlowAction::Allow),
+        untrusted: Some(FlowAction::Allow),
+        sink_flagged: Some(FlowAction::Deny),
+        sink_other_provider: Some(FlowAction::Flag),
+        sink_untrusted: Some(FlowAction::Flag),
+        sink_after_flagged: Some(FlowAction::Flag),
+    };
+
+    /// The action of `rule` at this scope, if it sets one.
+    #[must_use]
+    pub fn get(&self, rule: FlowRule, sink: bool) -> Option<FlowAction> {
+        match (rule, sink) {
+            (FlowRule::Flagged, false) => self.flagged,
+            (FlowRule::OtherProvider, false) => self.other_provider,
+            (FlowRule::Untrusted, false) => self.untrusted,
+            (FlowRule::Flagged, true) => self.sink_flagged,
+            (FlowRule::OtherProvider, true) => self.sink_other_provider,
+            (FlowRule::Untrusted, true) => self.sink_untrusted,
+        }
+    }
+
+    /// Whether it sets any `sink_` key (a tool's or an argument's rules may not: whether
+    /// the tool is a sink is already known there).
+    pub(crate) fn sets_sink_keys(&self) -> bool {
+        self.sink_flagged.is_some()
+            || self.sink_other_provider.is_some()
+            || self.sink_untrusted.is_some()
+            || self.sink_after_flagged.is_some()
+    }
+}
+
+/// One argument's rules of a tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgumentFlow {
+    /// The argument, as a JSON pointer; the rules cover what is under it too.
+    pub pointer: String,
+    /// Its rules (`flagged`, `other_provider`, `untrusted`).
+    pub rules: FlowRules,
+}
+
+impl ArgumentFlow {
+    /// Whether `pointer` (of a value a call carries) is this argument or under it.
+    #[must_use]
+    pub fn covers(&self, pointer: &str) -> bool {
+        pointer.strip_prefix(self.pointer.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    }
+}
+
+/// The decision of the rules about one value a call carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowDecision {
+    /// What is done.
+    pub action: FlowAction,
+    /// The rule that decided.
+    pub rule: FlowRule,
+    /// Its key in the policy file.
+    pub key: &'static str,
+}
+
+/// Where a `flow` table is written, which decides the keys it may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// `[flow]`: the seven actions.
+    Policy,
+    /// `[providers.<name>.flow]`: the seven actions and `after`.
+    Provider,
+    /// A tool's `flow`: `flagged`, `other_provider`, `untrusted` and `arguments`.
+    Tool,
+}
+
+/// A `flow` table validated: its rules, `after` (a provider's) and `arguments` (a tool's).
+pub(crate) type Validated = (FlowRules, Vec<crate::glob::Glob>, Vec<ArgumentFlow>);
+
+/// Validates the `flow` table at `key`, written at `scope`.
+pub(crate) fn validated(
+    src: &crate::error::Source<'_>,
+    key: &str,
+    raw: toml::Spanned<crate::file::RawFlow>,
+    scope: Scope,
+) -> Result<Validated, crate::error::PolicyError> {
+    let span = raw.span();
+    let raw = raw.into_inner();
+    let rules = FlowRules {
+        flagged: raw.flagged,
+        other_provider: raw.other_provider,
+        untrusted: raw.untrusted,
+        sink_flagged: raw.sink_flagged,
+        sink_other_provider: raw.sink_other_provider,
+        sink_untrusted: raw.sink_untrusted,
+        sink_after_flagged: raw.sink_after_flagged,
+    };
+    if scope == Scope::Tool && rules.sets_sink_keys() {
+        return Err(src.error(
+            span,
+            key,
+            "a tool's flow rules name `sink_` keys",
+            "write `flagged`, `other_provider` and `untrusted` here (they decide for this tool, sink or not); \
+             `sink_` keys belong in a provider's or the policy's `flow` table",
+        ));
+    }
+    if scope != Scope::Provider && !raw.after.is_empty() {
+        return Err(src.error(
+            span,
+            &format!("{key}.after"),
+            "`after` outside a provider's flow table",
+            "list the tools whose results start the sequence rule under [providers.<name>.flow], by the \
+             provider's own names",
+        ));
+    }
+    if scope != Scope::Tool && !raw.arguments.is_empty() {
+        return Err(src.error(
+            span,
+            &format!("{key}.arguments"),
+            "`arguments` outside a tool's flow table",
+            "write argument rules in the tool's table: flow = { arguments = [{ pointer = \"/url\", ... }] }",
+        ));
+    }
+    let after = raw.after.into_iter().map(|glob| crate::glob::Glob::new(glob.get_ref())).collect();
+    let mut arguments = Vec::new();
+    for (i, argument) in raw.arguments.into_iter().enumerate() {
+        let span = argument.span();
+        let argument = argument.into_inner();
+        let pointer = argument.pointer.into_inner();
+        if !crate::constraint::is_valid_pointer(&pointer) {
+            return Err(src.error(
+                span,
+                &format!("{key}.arguments[{i}].pointer"),
+                format!("{pointer:?} is not a JSON pointer"),
+                "start it with `/`, e.g. \"/url\" (`~1` for `/` and `~0` for `~` inside a name)",
+            ));
+        }
+        let rules = FlowRules {
+            flagged: argument.flagged,
+            other_provider: argument.other_provider,
+            untrusted: argument.untrusted,
+            ..FlowRules::default()
+        };
+        arguments.push(ArgumentFlow { pointer, rules });
+    }
+    Ok((rules, after, arguments))
+}
+
+/// Why a tool's reviewed definition says it is a sink, if it does: its annotations say
+/// `destructiveHint: true` or `openWorldHint: true`. Only a hint that is there counts
+/// (MCP's defaults for absent hints would make every tool one), and a hint can only
+/// make a tool a sink, never take that away from a tool the policy names.
+#[must_use]
+pub fn annotated_sink(definition: &serde_json::Value) -> Option<&'static str> {
+    let hint = |name: &str| definition.pointer(&format!("/annotations/{name}")).and_then(serde_json::Value::as_bool);
+    if hint("destructiveHint") == Some(true) {
+        Some("its annotations say it is destructive (destructiveHint)")
+    } else if hint("openWorldHint") == Some(true) {
+        Some("its annotations say it reaches the open world (openWorldHint)")
+    } else {
+        None
+    }
+}
