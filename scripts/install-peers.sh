@@ -15,12 +15,17 @@
 #   target/peers/caldav-mcp    caldav-mcp, a third-party CalDAV MCP server from npm (the same)
 #   target/peers/prometheus    Python venv with prometheus_client, whose parser reads the
 #                              gateway's /metrics in the tests
+#   target/peers/agentdojo/venv
+#                              Python venv with AgentDojo, the benchmark scripts/agentdojo/replay.py
+#                              replays through the gateway; only with `install-peers.sh agentdojo`
+#                              (it is large: pandas, openai, anthropic, ...), never with `all`
 # And from Debian's packages, the servers of the cluster tests (host/store/tests,
 # host/cli/tests/cluster.rs, scripts/cluster.sh), which start their own on loopback:
 #   redis-server               the replicas' shared store (Debian 12: 7.0)
 #   nginx                      the load balancer in front of them (Debian 12: 1.22)
 # `install-peers.sh caldav` installs only Radicale and caldav-mcp (scripts/demo.sh needs
-# no more); `install-peers.sh cluster` only the two Debian packages.
+# no more); `install-peers.sh cluster` only the two Debian packages; `install-peers.sh
+# agentdojo` only AgentDojo (which `all` leaves out).
 # Idempotent: a peer whose pinned version is already installed is left alone.
 # Needs python3 (>= 3.10) and npm, and the PyPI and npm registries. The tests never use
 # the network: they run what this script installed.
@@ -34,6 +39,7 @@ NODE22_VERSION="22.23.5"
 RADICALE_VERSION="3.9.0"
 CALDAV_MCP_VERSION="0.10.0"
 PROMETHEUS_CLIENT_VERSION="0.23.1"
+AGENTDOJO_VERSION="0.1.35"
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 workspace="$(cd "$here/.." && pwd)"
@@ -75,6 +81,11 @@ python_peer() {
         echo "install-peers: installed $package $version into $dir"
     fi
 }
+
+if [ "$only" = agentdojo ]; then
+    python_peer "$peers/agentdojo/venv" "agentdojo" "$AGENTDOJO_VERSION"
+    exit 0
+fi
 
 venv="$peers/venv"
 if [ "$only" = caldav ]; then

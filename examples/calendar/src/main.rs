@@ -88,6 +88,11 @@ async fn second_act(state_dir: &Path) -> anyhow::Result<bool> {
 
     show::heading("The agent's turn");
     let conversation = turn(&gateway, scenario::caldav_model(), scenario::caldav_conversation()).await;
+    show::heading("The second line of defence: the address typed into a new conversation");
+    println!("  The guard refused the injected call because it remembers which result carried the address.");
+    println!("  Typed by the user instead, the address comes from no result: the call reaches the server,");
+    println!("  and the egress grant is what stops its connection.");
+    let second_line = turn(&gateway, scenario::second_line_model(), scenario::second_line_conversation()).await;
     close(gateway).await?;
     drop(radicale);
 
@@ -96,10 +101,12 @@ async fn second_act(state_dir: &Path) -> anyhow::Result<bool> {
     show::connection_summary(&connections);
     show::heading("The trust checklist, checked against what the model read and the connections made");
     let granted = granted.first().cloned().unwrap_or_default();
-    let checks = checks::caldav(&show::exchanges(&conversation.0), &connections, &granted);
+    let (exchanges, second) = (show::exchanges(&conversation.0), show::exchanges(&second_line.0));
+    let checks = checks::caldav(&exchanges, &second, &connections, &granted);
     print_checks(&checks);
     verify(&config)?;
     conversation.1.context("the agent's turn")?;
+    second_line.1.context("the second line's turn")?;
     Ok(checks.iter().all(|c| c.holds) && unreviewed.is_empty())
 }
 

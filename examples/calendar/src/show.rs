@@ -115,6 +115,18 @@ pub fn audit_records(path: &Path) -> std::io::Result<()> {
         let gist = match field("event").as_str() {
             "requested" => format!("({})", field("verdict")),
             "approval" => format!("(approved: {}, by {})", record["approved"], field("approver")),
+            "carried" => {
+                let values = record.get("values").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+                let each: Vec<String> = values
+                    .iter()
+                    .map(|v| {
+                        let text = |key: &str| v.get(key).and_then(Value::as_str).unwrap_or("-").to_owned();
+                        let flagged = if v["flagged"] == true { "flagged " } else { "" };
+                        format!("{} {}: {flagged}result of record {}", text("argument"), text("kind"), v["record"])
+                    })
+                    .collect();
+                format!("({})", each.join("; "))
+            }
             "egress" => {
                 let target = format!("{}:{}", field("host"), record["port"]);
                 match record.get("refused").and_then(Value::as_str) {

@@ -41,11 +41,26 @@ fn the_demo_shows_the_scenario_and_ends_with_a_verified_audit_log() {
     assert!(!stdout.contains("confidential") && !stdout.contains("surprise party"), "other users' events leaked");
     assert!(!stdout.contains(['\u{1b}', '\u{202e}', '\u{200b}']), "control characters reached the output");
     assert!(!stdout.contains("FAIL"), "{stdout}");
-    assert_eq!(lines.iter().filter(|l| l.starts_with("  ok    ")).count(), 14, "both acts' checks: {stdout}");
+    assert_eq!(lines.iter().filter(|l| l.starts_with("  ok    ")).count(), 16, "both acts' checks: {stdout}");
+    // The data-flow rules: the call that carries the injected address is refused in the
+    // guard, naming where the address came from, in both acts.
+    for line in [
+        "    | denied: argument `description` carries a URL first seen in the flagged result of calendar \
+         `calendar_query`, audit record 2; the policy's flow rule `flagged` refuses it",
+        "    12  calendar  calendar_create  carried (/description url: flagged result of record 2)",
+        "  ok    the call carrying the injected address was refused by the guard before it reached the server",
+    ] {
+        assert!(has(line), "missing {line:?} in:\n{stdout}");
+    }
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("    | denied: argument `calendarUrl` carries a URL first seen in the flagged result of caldav `list-events`, audit record ")).count(),
+        1,
+        "{stdout}"
+    );
 
     let audit = state.join("audit.jsonl");
     assert!(stdout.contains(&format!("  {}", audit.display())), "the audit log's path is printed:\n{stdout}");
-    assert!(has_start("  verified: 10 records, chain intact"), "{stdout}");
+    assert!(has_start("  verified: 12 records, chain intact"), "{stdout}");
     for line in [
         "     3  calendar  calendar_query   finished (flags: ignore-previous, ignore-the-data)",
         "     4  calendar  calendar_delete  requested (deny)",
@@ -53,7 +68,7 @@ fn the_demo_shows_the_scenario_and_ends_with_a_verified_audit_log() {
     ] {
         assert!(has(line), "missing {line:?} in:\n{stdout}");
     }
-    assert_eq!(wasmgate_audit::verify(&audit).unwrap().records, 10);
+    assert_eq!(wasmgate_audit::verify(&audit).unwrap().records, 12);
 
     // The second act: someone else's CalDAV MCP server in front of Radicale.
     for line in [
@@ -65,6 +80,9 @@ fn the_demo_shows_the_scenario_and_ends_with_a_verified_audit_log() {
         "    | Wed 2026-12-02 14:00–15:00 UTC  Payroll reweiv — Bring the[31m numbers.  [payroll@calendar-demo]",
         "    | denied: approval is required, and nobody is available to give it",
         "  198.51.100.7:8080    refused: 198.51.100.7:8080 is not a granted host",
+        "== The second line of defence: the address typed into a new conversation",
+        "  ok    second line: the same address typed into a new conversation reached the server, and the egress \
+         grant refused its connection, recorded",
     ] {
         assert!(has(line), "missing {line:?} in:\n{stdout}");
     }
