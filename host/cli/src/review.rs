@@ -66,6 +66,13 @@ pub async fn run(args: ReviewArgs) -> anyhow::Result<()> {
                 println!("{}", escape_for_display(&shown));
             }
         }
+        if let Some(why) = gateway.guard.policy().sink_reason(&offer.provider, &offer.name, &offer.definition) {
+            println!(
+                "SINK: {}. A value of an untrusted result in its arguments, and a call after a flagged result, \
+                 follow the policy's `sink_` flow rules",
+                escape_for_display(&why)
+            );
+        }
         if let Some(Err(why)) = offer.definition.get("inputSchema").map(clean_schema) {
             println!("WITHHELD even if approved: its inputSchema: {}", escape_for_display(&why.to_string()));
         }

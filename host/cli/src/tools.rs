@@ -29,6 +29,9 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<()> {
         }
         for status in statuses.iter().filter(|s| s.provider == provider.name) {
             println!("  {:<48} {}", status.exposed, status.state);
+            if let Some(why) = &status.sink {
+                println!("      sink: {}", escape_for_display(why));
+            }
             match &status.state {
                 ToolState::Changed(diff) => {
                     // The diff escapes the provider's text itself (`Diff`'s Display).

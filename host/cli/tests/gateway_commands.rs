@@ -26,6 +26,8 @@ fn review_pins_the_tools_and_calls_go_through_the_whole_pipeline() {
     let review = wasmgate(dir, &["review", "--yes"]);
     assert!(review.status.success(), "{}", stderr(&review));
     assert!(stdout(&review).contains("approved: calendar__calendar_query"));
+    let sink = "SINK: the policy names it a sink (`sinks`). A value of an untrusted result in its arguments";
+    assert_eq!(stdout(&review).matches(sink).count(), 2, "create and delete: {}", stdout(&review));
     assert!(dir.join("wasmgate.lock").is_file());
 
     let after = stdout(&wasmgate(dir, &["tools"]));
@@ -38,6 +40,8 @@ fn review_pins_the_tools_and_calls_go_through_the_whole_pipeline() {
     assert_eq!(state("calendar__calendar_create"), "ask");
     assert_eq!(state("calendar__calendar_delete"), "denied");
     assert_eq!(state("echo__env"), "denied", "unlisted tools are denied");
+    let create = after.lines().skip_while(|l| !l.contains("calendar__calendar_create")).nth(1).unwrap();
+    assert_eq!(create, "      sink: the policy names it a sink (`sinks`)", "{after}");
 
     let create = r#"{"user": "alice", "title": "lunch", "start": "2026-12-03T12:00", "end": "2026-12-03T13:00"}"#;
     let asked = wasmgate(dir, &["call", "--unattended", "calendar__calendar_create", "--args", create]);

@@ -46,6 +46,9 @@ pub struct ToolStatus {
     pub exposed: String,
     /// Where it stands.
     pub state: ToolState,
+    /// Why it is a sink for the data-flow rules (it sends, writes, pays, shares or
+    /// fetches a URL), if it is.
+    pub sink: Option<String>,
 }
 
 impl Gateway {
@@ -57,6 +60,7 @@ impl Gateway {
             for offer in offers {
                 let exposed = offer.tool.spec.name.clone();
                 let (provider, tool) = (offer.provider.clone(), offer.name.clone());
+                let sink = self.guard.policy().sink_reason(&provider, &tool, &offer.definition);
                 let state = match self.guard.admit(offer) {
                     Admission::Withheld(ReviewState::Changed { diff }) => ToolState::Changed(diff.to_string()),
                     Admission::Withheld(_) => ToolState::Unreviewed,
@@ -67,7 +71,7 @@ impl Gateway {
                         Verdict::Deny => ToolState::Denied,
                     },
                 };
-                all.push(ToolStatus { provider, tool, exposed, state });
+                all.push(ToolStatus { provider, tool, exposed, state, sink });
             }
         }
         all

@@ -279,3 +279,111 @@ pub fn annotated_sink(definition: &serde_json::Value) -> Option<&'static str> {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::Policy;
+    use serde_json::json;
+
+    const SEEN_FLAGGED: Seen = Seen { flagged: true, other_provider: false };
+    const SEEN_OTHER: Seen = Seen { flagged: false, other_provider: true };
+    const SEEN_PLAIN: Seen = Seen { flagged: false, other_provider: false };
+
+    fn policy(text: &str) -> Policy {
+        Policy::from_toml(text, "test").unwrap()
+    }
+
+    #[test]
+    fn the_defaults_refuse_a_flagged_value_anywhere_and_note_a_results_value_in_a_sink() {
+        let p = policy("[providers.mail]\nunlisted = \"allow\"\nsinks = [\"send*\"]\n");
+        let action = |tool: &str, seen, sink| p.flow_decision("mail", tool, "/to", seen, sink).action;
+        assert_eq!(action("read", SEEN_FLAGGED, false), FlowAction::Deny);
+        assert_eq!(action("read", SEEN_OTHER, false), FlowAction::Allow);
+        assert_eq!(action("read", SEEN_PLAIN, false), FlowAction::Allow);
+        assert_eq!(action("send", SEEN_PLAIN, true), FlowAction::Flag);
+        assert_eq!(action("send", SEEN_FLAGGED, true), FlowAction::Deny);
+        assert_eq!(p.after_flagged("mail"), FlowAction::Flag);
+        assert!(p.names_sink("mail", "send_email") && !p.names_sink("mail", "read"));
+        assert!(!p.names_sink("other", "send"), "an unknown provider names no sink");
+    }
+
+    #[test]
+    fn the_narrowest_scope_that_sets_a_key_decides_and_a_sink_takes_the_stricter_of_its_two_keys() {
+        let p = policy(
+            r#"
+[flow]
+untrusted = "ask"
+sink_untrusted = "allow"
+
+[providers.mail]
+unlisted = "allow"
+[providers.mail.flow]
+other_provider = "deny"
+after = ["fetch_*"]
+sink_after_flagged = "deny"
+
+[providers.mail.tools.send]
+verdict = "allow"
+flow = { untrusted = "flag", arguments = [{ pointer = "/body", untrusted = "allow", flagged = "ask" }] }
+"#,
+        );
+        let decide = |tool: &str, pointer: &str, seen, sink| p.flow_decision("mail", tool, pointer, seen, sink);
+        // The policy's `untrusted`, and for a sink the stricter of it and `sink_untrusted`.
+        assert_eq!(decide("read", "/x", SEEN_PLAIN, false).action, FlowAction::Ask);
+        let sink = decide("read", "/x", SEEN_PLAIN, true);
+        assert_eq!((sink.action, sink.key), (FlowAction::Ask, "untrusted"));
+        // The provider's `other_provider`, the strictest that applies, named.
+        let other = decide("read", "/x", SEEN_OTHER, false);
+        assert_eq!(
+            (other.action, other.rule, other.key),
+            (FlowAction::Deny, FlowRule::OtherProvider, "other_provider")
+        );
+        // The tool's own, then its argument's (and what is under it).
+        assert_eq!(decide("send", "/to", SEEN_PLAIN, true).action, FlowAction::Flag);
+        assert_eq!(decide("send", "/body", SEEN_PLAIN, true).action, FlowAction::Allow);
+        assert_eq!(decide("send", "/body/0", SEEN_FLAGGED, true).action, FlowAction::Ask);
+        assert_eq!(decide("send", "/bodyguard", SEEN_FLAGGED, true).action, FlowAction::Deny, "not under /body");
+        assert_eq!(p.after_flagged("mail"), FlowAction::Deny);
+        assert!(p.starts_sequence("mail", "fetch_page") && !p.starts_sequence("mail", "send"));
+    }
+
+    #[test]
+    fn a_key_at_a_scope_that_cannot_have_it_is_an_error_that_says_where_it_belongs() {
+        let error = |text: &str| Policy::from_toml(text, "test").unwrap_err().to_string();
+        let tool_sink =
+            error("[providers.mail.tools.send]\nverdict = \"allow\"\nflow = { sink_untrusted = \"deny\" }\n");
+        assert!(tool_sink.contains("`sink_` keys belong in a provider's or the policy's `flow` table"), "{tool_sink}");
+        let global_after = error("[flow]\nafter = [\"x\"]\n");
+        assert!(global_after.contains("`after` outside a provider's flow table"), "{global_after}");
+        let provider_arguments = error("[providers.mail.flow]\narguments = [{ pointer = \"/x\" }]\n");
+        assert!(provider_arguments.contains("`arguments` outside a tool's flow table"), "{provider_arguments}");
+        let pointer = error(
+            "[providers.mail.tools.send]\nverdict = \"allow\"\nflow = { arguments = [{ pointer = \"body\" }] }\n",
+        );
+        assert!(pointer.contains("\"body\" is not a JSON pointer"), "{pointer}");
+        let unknown = error("[flow]\nflaged = \"deny\"\n");
+        assert!(unknown.contains("flaged"), "{unknown}");
+        let action = error("[flow]\nflagged = \"block\"\n");
+        assert!(action.contains("block"), "{action}");
+    }
+
+    #[test]
+    fn annotations_can_make_a_tool_a_sink_only_when_they_say_so() {
+        let p = policy("[providers.mail]\nsinks = [\"send\"]\n");
+        let plain = json!({"name": "x"});
+        let destructive = json!({"name": "x", "annotations": {"destructiveHint": true}});
+        let open = json!({"name": "x", "annotations": {"readOnlyHint": true, "openWorldHint": true}});
+        let denies = json!({"name": "x", "annotations": {"destructiveHint": false, "openWorldHint": false}});
+        assert_eq!(p.sink_reason("mail", "read", &plain), None, "absent hints make no sink");
+        assert_eq!(p.sink_reason("mail", "read", &denies), None);
+        assert!(p.sink_reason("mail", "read", &destructive).unwrap().contains("destructive (destructiveHint)"));
+        assert!(p.sink_reason("mail", "read", &open).unwrap().contains("open world (openWorldHint)"));
+        assert_eq!(
+            p.sink_reason("mail", "send", &denies).as_deref(),
+            Some("the policy names it a sink (`sinks`)"),
+            "a hint cannot take away what the policy names"
+        );
+    }
+}

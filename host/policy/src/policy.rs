@@ -104,6 +104,19 @@ impl Policy {
         self.providers.get(provider).is_some_and(|p| p.names_sink(tool))
     }
 
+    /// Why `tool` of `provider`, whose reviewed definition is `definition`, is a sink, if it
+    /// is: the policy names it (`sinks`), or its annotations say it destroys or reaches the
+    /// open world ([`annotated_sink`](crate::annotated_sink)), which can only add sinks.
+    #[must_use]
+    pub fn sink_reason(&self, provider: &str, tool: &str, definition: &Value) -> Option<String> {
+        if self.names_sink(provider, tool) {
+            return Some("the policy names it a sink (`sinks`)".to_owned());
+        }
+        crate::flow::annotated_sink(definition).map(|why| {
+            format!("{why}; the guard treats it as a sink (name it in the provider's `sinks` to say so in the policy)")
+        })
+    }
+
     /// What the data-flow rules do with a call of `tool` of `provider` (a sink or not)
     /// whose argument at `pointer` carries a value first `seen` as given: the strictest
     /// of the rules that apply, each from the narrowest scope that sets it (the

@@ -109,7 +109,10 @@ read_exec = {dirs:?}
     );
     std::fs::write(dir.path().join("wasmgate.toml"), config).unwrap();
     let policy = format!(
-        r#"[providers.calendar.tools]
+        r#"[providers.calendar]
+sinks = ["calendar_create", "calendar_delete"]
+
+[providers.calendar.tools]
 calendar_query = "allow"
 calendar_create = "ask"
 calendar_delete = "deny"

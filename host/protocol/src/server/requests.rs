@@ -332,6 +332,22 @@ mod tests {
     }
 
     #[test]
+    fn a_conversation_name_in_meta_is_read_for_calls_reads_and_prompts_and_bounded() {
+        let named = |name: Value| obj(json!({"name": "t", "uri": "file:///a", "_meta": {CONTEXT_META: name}}));
+        let call = parse_call_tool_params(Some(&named(json!("run-7")))).unwrap();
+        assert_eq!(call.context.as_deref(), Some("run-7"));
+        assert_eq!(parse_read_resource_params(Some(&named(json!("r")))).unwrap().context.as_deref(), Some("r"));
+        assert_eq!(parse_get_prompt_params(Some(&named(json!("p")))).unwrap().context.as_deref(), Some("p"));
+        assert_eq!(parse_call_tool_params(Some(&obj(json!({"name": "t"})))).unwrap().context, None);
+        let longest = "x".repeat(MAX_CONTEXT_BYTES);
+        assert!(parse_call_tool_params(Some(&named(json!(longest)))).is_ok());
+        for bad in [json!(""), json!("x".repeat(MAX_CONTEXT_BYTES + 1)), json!("a\nb"), json!(7)] {
+            let error = parse_call_tool_params(Some(&named(bad.clone()))).unwrap_err().to_string();
+            assert!(error.contains("wasmgate/context"), "{bad}: {error}");
+        }
+    }
+
+    #[test]
     fn a_request_is_stateless_exactly_when_its_meta_names_a_version() {
         let stamped = obj(json!({"_meta": {META_PROTOCOL_VERSION: "2026-07-28"}}));
         assert!(has_stateless_meta(Some(&stamped)));
