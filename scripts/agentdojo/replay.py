@@ -511,10 +511,13 @@ class Replay:
             "injections": injections,
             "calls": [],
         }
-        # `env` runs the same calls here, for what AgentDojo itself answers.
+        # The same calls run here too, for what AgentDojo itself answers: on one copy of
+        # the environment per provider, as each tool server has its own (a calendar
+        # invitation goes to the calendar server's copy of the inbox, not the email server's).
+        envs = {provider: env.model_copy(deep=True) for provider in PROVIDERS[suite.name]}
         for role, calls in (("user", user_calls), ("attacker", attacker_calls)):
             for call in calls:
-                record["calls"].append(self.call(role, call, env, context))
+                record["calls"].append(self.call(role, call, envs[self.provider_of[call.function]], context))
         report["scenarios"].append(record)
 
     def call(self, role, call, env, context):
@@ -677,6 +680,15 @@ def print_problems(reports, limit=20):
                     print(f"problem: {scenario['context']}: {call['role']} {call['function']}: {call['status']}: {str(detail)[:300]!r}")
 
 
+def fingerprint(path):
+    """The binary's modification time and SHA-256 prefix, to tell builds apart."""
+    import hashlib
+
+    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(Path(path).stat().st_mtime))
+    return f"built {stamp}, sha256 {digest}"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", default=",".join(SUITES), help="comma-separated: workspace, slack (default both)")
@@ -708,6 +720,7 @@ def main():
         parser.error(f"--policy-extra: {args.policy_extra} is not a file")
     args.venv = Path(os.path.abspath(args.venv))
 
+    binary = fingerprint(args.wasmgate)
     root = Path(tempfile.mkdtemp(prefix="wasmgate-agentdojo-"))
     started = time.monotonic()
     reports = []
@@ -722,6 +735,10 @@ def main():
             shutil.rmtree(root, ignore_errors=True)
     wall = time.monotonic() - started
     print_table(reports, args.attacks, wall)
+    print(f"wasmgate: {args.wasmgate} ({binary})")
+    if fingerprint(args.wasmgate) != binary:
+        # A gateway started after the change ran the new binary: the suites may differ.
+        print(f"WARNING: {args.wasmgate} changed during the run (now {fingerprint(args.wasmgate)})")
     print_problems(reports)
     if args.json:
         summary = {}
@@ -747,6 +764,7 @@ def main():
             "attacks": args.attacks,
             "policy_extra": args.policy_extra.read_text() if args.policy_extra else None,
             "wall_seconds": round(wall, 1),
+            "wasmgate": {"path": str(args.wasmgate), "at_start": binary, "at_end": fingerprint(args.wasmgate)},
             "summary": summary,
             "suites": reports,
         }

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use wasmgate_policy::{Found, ValueKind, extract, in_argument, locate, strings};
+use wasmgate_policy::{ValueKind, locate, strings, text_value, visit};
 
 /// How much a [`Provenance`] keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,10 +89,36 @@ struct Entry {
     at: Instant,
 }
 
+/// A hasher for keys that are keyed hashes already: it keeps the one it is given.
+#[derive(Debug, Default)]
+struct Prehashed(u64);
+
+impl std::hash::Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*byte);
+        }
+    }
+
+    fn write_u64(&mut self, hash: u64) {
+        self.0 = hash;
+    }
+}
+
+/// One context's values, by keyed hash.
+type Values = HashMap<u64, Entry, std::hash::BuildHasherDefault<Prehashed>>;
+
 /// One context's values.
 #[derive(Debug)]
 struct Memory {
-    values: HashMap<u64, Entry>,
+    values: Values,
+    /// How many of them are whole strings ([`ValueKind::Text`]): without any, a call's
+    /// arguments are not looked at whole.
+    texts: usize,
     /// Hashes in the order they were first remembered, with when.
     order: VecDeque<(u64, Instant)>,
     used: Instant,
@@ -103,7 +129,7 @@ struct Memory {
 
 impl Memory {
     fn new(now: Instant) -> Self {
-        Memory { values: HashMap::new(), order: VecDeque::new(), used: now, after: None }
+        Memory { values: Values::default(), texts: 0, order: VecDeque::new(), used: now, after: None }
     }
 
     /// Forgets values older than `age`, and the oldest beyond `most`.
@@ -113,8 +139,11 @@ impl Memory {
                 break;
             }
             self.order.pop_front();
-            if self.values.get(&hash).is_some_and(|e| e.at == at) {
-                self.values.remove(&hash);
+            if self.values.get(&hash).is_some_and(|e| e.at == at)
+                && let Some(gone) = self.values.remove(&hash)
+                && gone.origin.kind == ValueKind::Text
+            {
+                self.texts -= 1;
             }
         }
     }
@@ -156,20 +185,15 @@ impl Provenance {
             marks.unplaced || flagged.iter().any(|p| p.start <= span.start && span.start <= p.end)
         };
         let source = Arc::new(source);
-        let mut found: Vec<(Found, bool)> = extract(text)
-            .into_iter()
-            .map(|f| {
-                let flagged = in_flagged(&f.span);
-                (f, flagged)
-            })
-            .collect();
+        let mut found: Vec<(u64, ValueKind, bool)> = Vec::new();
+        visit(text, |kind, value, span| found.push((self.hash(value), kind, in_flagged(&span))));
         if let Some(structured) = structured {
             // A string of structured content is flagged when the text shows it in a
             // flagged passage.
             let passages: Vec<&str> = flagged.iter().filter_map(|p| text.get(p.clone())).collect();
             for f in strings(structured) {
                 let flagged = marks.unplaced || passages.iter().any(|p| p.contains(f.value.as_str()));
-                found.push((f, flagged));
+                found.push((self.hash(&f.value), f.kind, flagged));
             }
         }
         let starts = marks.sequence || marks.unplaced || !flagged.is_empty();
@@ -192,14 +216,16 @@ impl Provenance {
                 memory.after = Some((Arc::clone(&source), now, flagged));
             }
         }
-        for (f, flagged) in found {
-            let hash = self.hash(&f.value);
-            let origin = Origin { source: Arc::clone(&source), kind: f.kind, flagged };
+        for (hash, kind, flagged) in found {
             match memory.values.get_mut(&hash) {
                 // First seen stays, unless it is seen again in a flagged passage.
-                Some(entry) if flagged && !entry.origin.flagged => entry.origin = origin,
+                Some(entry) if flagged && !entry.origin.flagged => {
+                    entry.origin = Origin { source: Arc::clone(&source), kind: entry.origin.kind, flagged };
+                }
                 Some(_) => {}
                 None => {
+                    let origin = Origin { source: Arc::clone(&source), kind, flagged };
+                    memory.texts += usize::from(kind == ValueKind::Text);
                     memory.values.insert(hash, Entry { origin, at: now });
                     memory.order.push_back((hash, now));
                 }
@@ -232,9 +258,9 @@ impl Provenance {
         let mut carried = Vec::new();
         let mut pending = vec![(String::new(), arguments)];
         while let Some((pointer, value)) = pending.pop() {
-            let text = match value {
-                Value::String(s) => s.clone(),
-                Value::Number(n) => n.to_string(),
+            let text: std::borrow::Cow<'_, str> = match value {
+                Value::String(s) => s.as_str().into(),
+                Value::Number(n) => n.to_string().into(),
                 Value::Array(items) => {
                     pending.extend(items.iter().enumerate().rev().map(|(i, v)| (format!("{pointer}/{i}"), v)));
                     continue;
@@ -247,15 +273,26 @@ impl Provenance {
                 _ => continue,
             };
             // One finding per argument: a flagged origin first, then the most telling kind.
-            let best = in_argument(&text)
-                .into_iter()
-                .filter_map(|f| {
-                    let entry = memory.values.get(&self.hash(&f.value))?;
-                    let kind = if f.kind == ValueKind::Text { entry.origin.kind } else { f.kind };
-                    Some(Carried { pointer: pointer.clone(), kind, origin: entry.origin.clone() })
-                })
-                .min_by_key(|c| (!c.origin.flagged, rank(c.kind)));
-            carried.extend(best);
+            let mut best: Option<(ValueKind, &Origin)> = None;
+            let mut consider = |kind: ValueKind, value: &str| {
+                let Some(entry) = memory.values.get(&self.hash(value)) else { return };
+                let kind = if kind == ValueKind::Text { entry.origin.kind } else { kind };
+                let better = best.is_none_or(|(k, o)| (!entry.origin.flagged, rank(kind)) < (!o.flagged, rank(k)));
+                if better {
+                    best = Some((kind, &entry.origin));
+                }
+            };
+            // The whole argument is a value only where some result's structured content
+            // had whole strings.
+            if memory.texts > 0
+                && let Some(whole) = text_value(&text)
+            {
+                consider(ValueKind::Text, &whole);
+            }
+            visit(&text, |kind, value, _| consider(kind, value));
+            if let Some((kind, origin)) = best {
+                carried.push(Carried { pointer: pointer.clone(), kind, origin: origin.clone() });
+            }
         }
         carried
     }

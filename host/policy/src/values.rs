@@ -9,7 +9,7 @@
 //! arguments of later calls ([`in_argument`]): an argument equal to a value, or a value
 //! found inside an argument string.
 
-use regex::Regex;
+use std::fmt::Write as _;
 use std::ops::Range;
 use std::sync::LazyLock;
 
@@ -117,14 +117,14 @@ const PATTERNS: [(Kind, &str); 7] = [
         Kind::Email,
         r"[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}",
     ),
-    (Kind::Iban, r"\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b"),
+    (Kind::Iban, r"(?-u:\b)[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?(?-u:\b)"),
     (
         Kind::Ip,
-        r"\b(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])(?:\.(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])){3}\b|[0-9A-Fa-f]{0,4}:[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:.]{0,36}[0-9A-Fa-f]",
+        r"(?-u:\b)(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])(?:\.(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])){3}(?-u:\b)|[0-9A-Fa-f]{0,4}:[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:.]{0,36}[0-9A-Fa-f]",
     ),
     (Kind::Number, r"\+?\(?[0-9][0-9 ().-]{5,22}[0-9]"),
-    (Kind::Path, r"(?:~|\b[A-Za-z]:)?[/\\][\w.-]+(?:[/\\][\w.-]+)+"),
-    (Kind::Domain, r"\b(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\b"),
+    (Kind::Path, r"(?:~|(?-u:\b)[A-Za-z]:)?[/\\][A-Za-z0-9_.-]+(?:[/\\][A-Za-z0-9_.-]+)+"),
+    (Kind::Domain, r"(?-u:\b)(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?-u:\b)"),
 ];
 
 /// Which pattern a match is of.
@@ -139,78 +139,99 @@ enum Kind {
     Domain,
 }
 
-/// The combined pattern, and each on its own, anchored.
-type Patterns = (Regex, Vec<(Kind, Regex)>);
-
-/// All the patterns as one, tried in order at each place (leftmost first), and each on
-/// its own, anchored: the first that matches a match whole is the one that made it (an
-/// earlier one that matched there would have been taken). Finding without capture groups
-/// is the regex crate's fast path.
-static VALUES: LazyLock<Option<Patterns>> = LazyLock::new(|| {
-    let all = PATTERNS.iter().map(|(_, p)| format!("(?:{p})")).collect::<Vec<_>>().join("|");
-    let each = PATTERNS.iter().map(|(kind, p)| Regex::new(&format!("^(?:{p})$")).ok().map(|re| (*kind, re)));
-    Some((Regex::new(&all).ok()?, each.collect::<Option<_>>()?))
+/// All the patterns at once, tried in order at each place (leftmost first), each match
+/// saying which pattern made it.
+static VALUES: LazyLock<Option<regex_automata::meta::Regex>> = LazyLock::new(|| {
+    let patterns: Vec<&str> = PATTERNS.iter().map(|(_, p)| *p).collect();
+    regex_automata::meta::Regex::new_many(&patterns).ok()
 });
 
 /// The values `text` carries, in order, at most [`MAX_VALUES_PER_TEXT`].
 #[must_use]
 pub fn extract(text: &str) -> Vec<Found> {
     let mut found = Vec::new();
-    let Some((values, kinds)) = VALUES.as_ref() else { return found };
-    for m in values.find_iter(text) {
-        if found.len() >= MAX_VALUES_PER_TEXT {
-            break;
+    visit(text, |kind, value, span| found.push(Found { kind, value: value.to_owned(), span }));
+    found
+}
+
+/// Calls `each` with every value `text` carries, in order, at most
+/// [`MAX_VALUES_PER_TEXT`]: its kind, the value normalised, and where it stands (as
+/// [`Found::span`]). What [`extract`] finds, without a string made for each.
+pub fn visit(text: &str, mut each: impl FnMut(ValueKind, &str, Range<usize>)) {
+    let Some(values) = VALUES.as_ref() else { return };
+    let mut buf = String::new();
+    let count = std::cell::Cell::new(0);
+    let mut emit = |kind, value: &str, span: Range<usize>| {
+        if !value.is_empty() && count.get() < MAX_VALUES_PER_TEXT {
+            count.set(count.get() + 1);
+            each(kind, cut_str(value), span);
         }
-        let raw = m.as_str();
+    };
+    for m in values.find_iter(text) {
         let span = m.range();
-        let Some(kind) = kinds.iter().find(|(_, re)| re.is_match(raw)).map(|(kind, _)| *kind) else { continue };
-        let mut push = |kind, value: String, span: Range<usize>| {
-            if !value.is_empty() && found.len() < MAX_VALUES_PER_TEXT {
-                found.push(Found { kind, value: cut(value), span });
-            }
-        };
+        let Some(raw) = text.get(span.clone()) else { continue };
+        let Some((kind, _)) = PATTERNS.get(m.pattern().as_usize()) else { continue };
         match kind {
             Kind::Url => {
                 let raw = trim_trailing(raw);
-                let url = normalise_url(raw);
-                let host = host_of_url(&url).map(str::to_owned);
-                push(ValueKind::Url, url, span.start..span.start + raw.len());
-                if let Some(host) = host {
-                    push(ValueKind::Host, host, span.start..span.start);
+                normalise_url(raw, &mut buf);
+                emit(ValueKind::Url, &buf, span.start..span.start + raw.len());
+                if let Some(host) = host_of_url(&buf) {
+                    emit(ValueKind::Host, host, span.start..span.start);
                 }
             }
             Kind::Email => {
-                let email = raw.to_lowercase();
-                let host = email.rsplit_once('@').map(|(_, host)| host.to_owned());
-                push(ValueKind::Email, email, span.clone());
-                if let Some(host) = host {
-                    push(ValueKind::Host, host, span.start..span.start);
+                buf.clear();
+                push_lower(&mut buf, raw);
+                emit(ValueKind::Email, &buf, span.clone());
+                if let Some((_, host)) = buf.rsplit_once('@') {
+                    emit(ValueKind::Host, host, span.start..span.start);
                 }
             }
             Kind::Iban => {
-                let iban: String = raw.chars().filter(|c| !c.is_whitespace()).collect();
-                if iban_valid(&iban) {
-                    push(ValueKind::Iban, iban, span);
+                buf.clear();
+                buf.extend(raw.chars().filter(|c| !c.is_whitespace()));
+                if iban_valid(&buf) {
+                    emit(ValueKind::Iban, &buf, span);
                 }
             }
             Kind::Ip => {
                 if let Ok(ip) = raw.parse::<std::net::IpAddr>() {
-                    push(ValueKind::Ip, ip.to_string(), span);
+                    buf.clear();
+                    let _ = write!(buf, "{ip}");
+                    emit(ValueKind::Ip, &buf, span);
                 }
             }
             Kind::Number => {
-                if let Some((kind, digits)) = number(raw) {
-                    push(kind, digits, span);
+                if let Some(kind) = number(raw, &mut buf) {
+                    emit(kind, &buf, span);
                 }
             }
             Kind::Path => {
                 let raw = trim_trailing(raw);
-                push(ValueKind::Path, raw.to_owned(), span.start..span.start + raw.len());
+                emit(ValueKind::Path, raw, span.start..span.start + raw.len());
             }
-            Kind::Domain => push(ValueKind::Host, raw.trim_end_matches('.').to_lowercase(), span),
+            Kind::Domain => {
+                buf.clear();
+                push_lower(&mut buf, raw.trim_end_matches('.'));
+                emit(ValueKind::Host, &buf, span);
+            }
+        }
+        if count.get() >= MAX_VALUES_PER_TEXT {
+            break;
         }
     }
-    found
+}
+
+/// `text` appended to `buf` in lower case.
+fn push_lower(buf: &mut String, text: &str) {
+    if text.is_ascii() {
+        let start = buf.len();
+        buf.push_str(text);
+        buf[start..].make_ascii_lowercase();
+    } else {
+        buf.push_str(&text.to_lowercase());
+    }
 }
 
 /// The string values of structured content (a tool's `structuredContent`), each at least
@@ -252,11 +273,27 @@ pub fn in_argument(argument: &str) -> Vec<Found> {
     found
 }
 
-/// `text` as a whole value: trimmed, its whitespace runs one space; `None` when shorter
-/// than [`MIN_TEXT_CHARS`].
+/// `text` as a whole value ([`ValueKind::Text`]): trimmed, its whitespace runs one
+/// space; `None` when shorter than [`MIN_TEXT_CHARS`].
+#[must_use]
+pub fn text_value(text: &str) -> Option<String> {
+    whole(text)
+}
+
 fn whole(text: &str) -> Option<String> {
     let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
     (collapsed.chars().count() >= MIN_TEXT_CHARS).then(|| cut(collapsed))
+}
+
+fn cut_str(value: &str) -> &str {
+    if value.len() <= MAX_VALUE_BYTES {
+        return value;
+    }
+    let mut end = MAX_VALUE_BYTES;
+    while !value.is_char_boundary(end) {
+        end -= 1;
+    }
+    &value[..end]
 }
 
 fn cut(mut value: String) -> String {
@@ -282,13 +319,21 @@ fn trim_trailing(text: &str) -> &str {
     text.trim_end_matches(['.', ',', ';', ':', '!', '?'])
 }
 
-/// A URL with its scheme and host in lower case, percent-encoding decoded, and a bare
-/// trailing `/` dropped.
-fn normalise_url(url: &str) -> String {
+/// `url` into `buf` with its scheme and host in lower case, percent-encoding decoded,
+/// and a bare trailing `/` dropped.
+fn normalise_url(url: &str, buf: &mut String) {
+    buf.clear();
     let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
     let (authority, path) = rest.find(['/', '?', '#']).map_or((rest, ""), |i| rest.split_at(i));
     let path = if path == "/" { "" } else { path };
-    format!("{}://{}{}", scheme.to_lowercase(), authority.to_lowercase(), percent_decode(path))
+    push_lower(buf, scheme);
+    buf.push_str("://");
+    push_lower(buf, authority);
+    if path.contains('%') {
+        buf.push_str(&percent_decode(path));
+    } else {
+        buf.push_str(path);
+    }
 }
 
 /// The host of a normalised URL: without user, port or brackets.
@@ -329,21 +374,31 @@ fn percent_decode(text: &str) -> String {
 
 /// A number as a phone number (a leading `+`, or grouped with spaces, dots or brackets,
 /// 7 to 15 digits) or an account-like number (8 to 19 digits); a date is neither.
-fn number(raw: &str) -> Option<(ValueKind, String)> {
-    let digits: String = raw.chars().filter(char::is_ascii_digit).collect();
-    let is_date = {
-        let parts: Vec<&str> = raw.split(['-', '.', '/']).collect();
-        parts.len() == 3 && parts[0].len() == 4 && parts[1..].iter().all(|p| (1..=2).contains(&p.len()))
-    };
+/// Its digits go into `buf` (after a `+` for a phone number that has one).
+fn number(raw: &str, buf: &mut String) -> Option<ValueKind> {
+    let mut parts = raw.split(['-', '.', '/']);
+    let is_date = parts.next().is_some_and(|year| year.len() == 4)
+        && parts.next().is_some_and(|month| (1..=2).contains(&month.len()))
+        && parts.next().is_some_and(|day| (1..=2).contains(&day.len()))
+        && parts.next().is_none();
     if is_date {
         return None;
     }
+    let digits = raw.bytes().filter(u8::is_ascii_digit).count();
     let grouped = raw.starts_with('+') || raw.contains(['(', ' ', '.']);
-    if grouped && (7..=15).contains(&digits.len()) {
-        let plus = if raw.starts_with('+') { "+" } else { "" };
-        return Some((ValueKind::Phone, format!("{plus}{digits}")));
-    }
-    (8..=19).contains(&digits.len()).then_some((ValueKind::Account, digits))
+    buf.clear();
+    let kind = if grouped && (7..=15).contains(&digits) {
+        if raw.starts_with('+') {
+            buf.push('+');
+        }
+        ValueKind::Phone
+    } else if (8..=19).contains(&digits) {
+        ValueKind::Account
+    } else {
+        return None;
+    };
+    buf.extend(raw.chars().filter(char::is_ascii_digit));
+    Some(kind)
 }
 
 /// Whether `iban` (upper case, no spaces) has a valid ISO 13616 checksum.
