@@ -47,3 +47,26 @@ pub trait SharedBuckets: Send + Sync + fmt::Debug {
         buckets: &'a [BucketSpec],
     ) -> BoxFuture<'a, Result<Option<(usize, Duration)>, StoreUnavailable>>;
 }
+
+/// What untrusted results said, per conversation, kept where every replica of a gateway
+/// reads it: entries by a keyed hash of the value (never the value), each an origin
+/// record the guard wrote and reads back.
+pub trait SharedMemory: Send + Sync + fmt::Debug {
+    /// Adds `entries` (hash, origin) to `conversation`'s memory where it has no entry
+    /// for the hash yet (a flagged origin replaces one that is not), keeps at most `most`
+    /// (the oldest out first), and keeps the whole for `ttl` from now.
+    fn remember<'a>(
+        &'a self,
+        conversation: &'a str,
+        entries: &'a [(u64, String)],
+        most: usize,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreUnavailable>>;
+
+    /// The origins `conversation`'s memory holds for `hashes`, in their order.
+    fn recall<'a>(
+        &'a self,
+        conversation: &'a str,
+        hashes: &'a [u64],
+    ) -> BoxFuture<'a, Result<Vec<Option<String>>, StoreUnavailable>>;
+}

@@ -18,6 +18,8 @@ use crate::error::StartError;
 
 /// The purpose the request-state key is derived for, from the shared secret.
 const APPROVAL_KEY_PURPOSE: &str = "wasmgate request-state key v1";
+/// What the key of the data-flow memory's hashes is derived for, from the same secret.
+const FLOW_KEY_PURPOSE: &str = "wasmgate flow-memory key v1";
 
 /// This gateway's part in a cluster; see the module docs.
 #[derive(Debug)]
@@ -27,11 +29,20 @@ pub struct Member {
     /// The store every replica shares.
     pub store: Arc<Store>,
     approval_key: [u8; 32],
+    /// The key of the data-flow memory's hashes, the same on every replica.
+    flow_key: [u8; 16],
     /// Why the last anchor was refused, until one is kept.
     anchoring: Mutex<Option<String>>,
 }
 
 impl Member {
+    /// The data-flow memory every replica shares through the store.
+    #[must_use]
+    pub fn provenance(&self) -> wasmgate_guard::Provenance {
+        let store = Arc::clone(&self.store) as Arc<dyn wasmgate_core::SharedMemory>;
+        wasmgate_guard::Provenance::shared(wasmgate_guard::ProvenanceLimits::default(), self.flow_key, store)
+    }
+
     /// Joins the cluster `config` describes: the store must answer and the key file must
     /// be usable.
     ///
@@ -59,6 +70,12 @@ impl Member {
             config: config.clone(),
             store: Arc::new(store),
             approval_key: secret.derive(APPROVAL_KEY_PURPOSE),
+            flow_key: {
+                let derived = secret.derive(FLOW_KEY_PURPOSE);
+                let mut key = [0u8; 16];
+                key.copy_from_slice(&derived[..16]);
+                key
+            },
             anchoring: Mutex::new(None),
         })
     }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use wasmgate_adapter::Supervised;
 use wasmgate_audit::{AuditLog, ChainKey, Options, Redaction};
 use wasmgate_core::{Naming, SharedBuckets, ToolSource};
-use wasmgate_guard::{Approver, Budgets, Guard, GuardedToolset};
+use wasmgate_guard::{Approver, Budgets, Guard, GuardedToolset, Provenance};
 use wasmgate_policy::{Lock, Policy};
 use wasmgate_sandbox::{Sandbox, SandboxConfig};
 
@@ -138,7 +138,8 @@ impl Gateway {
             None => Budgets::default(),
         };
         let anchoring = member.as_ref().map(|member| member.anchoring(Arc::clone(&audit)));
-        let guard = Guard::with_budgets(policy, lock, Some(config.lock.clone()), approver, audit, budgets);
+        let provenance = member.as_ref().map_or_else(Provenance::default, |member| member.provenance());
+        let guard = Guard::with_shared(policy, lock, Some(config.lock.clone()), approver, audit, (budgets, provenance));
         for (provider, screens) in &started.screens {
             guard.set_screeners(provider, screens.clone());
         }

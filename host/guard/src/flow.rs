@@ -1,13 +1,14 @@
 //! The data-flow rules applied to one call: the values its arguments carry of what
-//! results read earlier in its conversation said ([`Provenance`]), and the sequence
+//! results read earlier in its conversation said (`Provenance`), and the sequence
 //! rule, judged by the policy's `flow` rules; and what a result leaves behind for the
 //! calls after it.
 
-use serde_json::Value;
+use std::sync::Arc;
+
 use wasmgate_audit::CarriedValue;
 use wasmgate_policy::{Decision, FlowAction, Policy, Seen, Verdict};
 
-use crate::provenance::{Carried, Provenance, Source};
+use crate::provenance::{Carried, Source};
 
 /// The conversation of a call made outside any that the one serving it names (a library
 /// user's own calls, `wasmgate call`): one for the whole guard.
@@ -25,17 +26,16 @@ pub(crate) struct Judged {
     pub(crate) carried: Vec<Carried>,
 }
 
-/// Judges a call of `tool` of `provider` (a `sink` or not) with `input`, in
-/// `conversation`.
+/// Judges a call of `tool` of `provider` (a `sink` or not) that `carried` values of
+/// its conversation's results, `after` the result that started the sequence rule there,
+/// if one did ([`Provenance::recall`]).
 pub(crate) fn judge(
     policy: &Policy,
-    memory: &Provenance,
-    conversation: &str,
     (provider, tool): (&str, &str),
     sink: bool,
-    input: &Value,
+    carried: Vec<Carried>,
+    after: Option<(Arc<Source>, bool)>,
 ) -> Judged {
-    let carried = memory.carried(conversation, input);
     let mut action = FlowAction::Allow;
     let mut reason = String::new();
     for value in &carried {
@@ -46,7 +46,7 @@ pub(crate) fn judge(
             reason = format!("{}; the policy's flow rule `{}` {}", carries(value), decided.key, does(decided.action));
         }
     }
-    if sink && let Some((source, flagged)) = memory.after(conversation) {
+    if sink && let Some((source, flagged)) = after {
         let after = policy.after_flagged(provider);
         if after > action {
             action = after;

@@ -78,6 +78,21 @@ impl Guard {
         audit: Arc<AuditLog>,
         budgets: Budgets,
     ) -> Arc<Self> {
+        Self::with_shared(policy, lock, lock_path, approver, audit, (budgets, Provenance::default()))
+    }
+
+    /// A guard as [`new`](Self::new) makes, whose budgets are counted by `budgets` and
+    /// whose data-flow memory is `provenance` (both in a store shared with other replicas,
+    /// say: [`Budgets::shared`], [`Provenance::shared`]).
+    #[must_use]
+    pub fn with_shared(
+        policy: Policy,
+        lock: Lock,
+        lock_path: Option<PathBuf>,
+        approver: Arc<dyn Approver>,
+        audit: Arc<AuditLog>,
+        (budgets, provenance): (Budgets, Provenance),
+    ) -> Arc<Self> {
         let mut random = [0u8; 4];
         let session = match getrandom::fill(&mut random) {
             Ok(()) => random.iter().map(|b| format!("{b:02x}")).collect(),
@@ -91,7 +106,7 @@ impl Guard {
             audit,
             screeners: RwLock::default(),
             budgets,
-            provenance: Provenance::default(),
+            provenance,
             session,
             next_call: AtomicU64::new(1),
         })

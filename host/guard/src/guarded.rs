@@ -194,13 +194,23 @@ impl Guarded {
         let found = find_secrets(&input);
         let action = policy.provider(&self.provider).map_or(SecretsAction::default(), |p| p.secrets);
         let decision = with_secrets(decision, &found, action);
+        drop(deciding);
         // What the arguments carry of what this conversation read, by the flow rules.
         let conversation = Guard::conversation();
         let sink = self.sink_hint.is_some() || policy.names_sink(&self.provider, &self.tool);
-        let judged =
-            flow::judge(&policy, guard.provenance(), &conversation, (&self.provider, &self.tool), sink, &input);
+        let (carried, after) = match guard.provenance().recall(&conversation, &input).await {
+            Ok(recalled) => recalled,
+            Err(unavailable) => {
+                // Fails closed: a call is not judged without what its conversation read.
+                let detail = format!("what this conversation read cannot be recalled: {}", report(&unavailable));
+                tracing::warn!(provider = %self.provider, tool = %self.tool, %detail, "refused");
+                return Err(ToolError::new(ToolErrorKind::Unavailable, detail)
+                    .with_provider(&self.provider)
+                    .with_retry_after(UNAVAILABLE_RETRY));
+            }
+        };
+        let judged = flow::judge(&policy, (&self.provider, &self.tool), sink, carried, after);
         let decision = flow::with_flow(decision, &judged);
-        drop(deciding);
         let verdict = decision.verdict.as_str().to_owned();
         let span = tracing::Span::current();
         span.record("verdict", decision.verdict.as_str());
@@ -299,7 +309,17 @@ impl Guarded {
                     };
                     let source = Source { provider: self.provider.clone(), tool: read, record: Some(record) };
                     for text in &texts {
-                        guard.provenance().remember(&conversation, source.clone(), text, None, marks);
+                        let remembered = guard.provenance().remember(&conversation, source.clone(), text, None, marks);
+                        // Other replicas must find it before the model can act on it.
+                        if let Err(unavailable) = guard.provenance().share(&conversation, remembered).await {
+                            let detail = format!("what the result said cannot be kept: {}", report(&unavailable));
+                            tracing::warn!(provider = %self.provider, tool = %self.tool, %detail, "result withheld");
+                            counted("unavailable");
+                            outcome.end(Event::Withheld { reason: detail.clone(), flags: Vec::new() });
+                            return Err(ToolError::new(ToolErrorKind::Unavailable, detail)
+                                .with_provider(&self.provider)
+                                .with_retry_after(UNAVAILABLE_RETRY));
+                        }
                     }
                     metrics::stage("remember", remembering);
                 }

@@ -5,18 +5,18 @@
 //! the data-flow rules judge.
 //!
 //! Values are kept as keyed hashes (SipHash-1-3 under a key drawn when the memory is
-//! made), never as text. The memory is bounded: [`Limits::values`] per context (the
+//! made, or one every replica shares: [`Provenance::shared`]), never as text. The memory is bounded: [`Limits::values`] per context (the
 //! oldest value out first), [`Limits::contexts`] (the context used least recently out
 //! first) and [`Limits::age`] (older values are forgotten). A value costs about 80 bytes,
 //! so a full context holds about 1.3 MB at the default 16,384 values.
 
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasher as _, RandomState};
 use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use wasmgate_core::{SharedMemory, StoreUnavailable};
 use wasmgate_policy::{ValueKind, locate, strings, text_value, visit};
 
 /// How much a [`Provenance`] keeps.
@@ -152,9 +152,12 @@ impl Memory {
 /// The values untrusted results carried, per context; see the module docs.
 #[derive(Debug)]
 pub struct Provenance {
-    key: RandomState,
+    /// SipHash-1-3's key.
+    key: (u64, u64),
     limits: Limits,
     contexts: Mutex<HashMap<String, Memory>>,
+    /// Where every replica's memory is kept too, when there are replicas.
+    shared: Option<Arc<dyn SharedMemory>>,
 }
 
 impl Default for Provenance {
@@ -163,21 +166,72 @@ impl Default for Provenance {
     }
 }
 
+/// What a result added to a memory, to be kept in the shared store
+/// ([`Provenance::share`]).
+#[derive(Debug, Default)]
+pub struct Remembered {
+    entries: Vec<(u64, String)>,
+}
+
+/// The hash under which the shared store keeps the result that started the sequence
+/// rule (a keyed hash of a value is this only by a chance of 2^-64).
+const AFTER: u64 = 0;
+
+/// A value of a call's arguments the memory may know: which argument, what kind, its hash.
+struct Candidate {
+    argument: usize,
+    kind: ValueKind,
+    hash: u64,
+}
+
 impl Provenance {
     /// An empty memory with `limits`, under a fresh key.
     #[must_use]
     pub fn new(limits: Limits) -> Self {
-        Self { key: RandomState::new(), limits, contexts: Mutex::new(HashMap::new()) }
+        let mut key = [0u8; 16];
+        if getrandom::fill(&mut key).is_err() {
+            // No randomness: the key still differs per process and per memory.
+            let fallback = std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), std::process::id());
+            key[..8].copy_from_slice(&fallback.to_le_bytes());
+        }
+        Self::keyed(limits, key, None)
+    }
+
+    /// A memory with `limits` that every replica shares through `store`, under `key`,
+    /// which must be the same on every replica (and secret: it keeps the values from
+    /// being guessed from their hashes).
+    #[must_use]
+    pub fn shared(limits: Limits, key: [u8; 16], store: Arc<dyn SharedMemory>) -> Self {
+        Self::keyed(limits, key, Some(store))
+    }
+
+    fn keyed(limits: Limits, key: [u8; 16], shared: Option<Arc<dyn SharedMemory>>) -> Self {
+        let half = |at: usize| {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(&key[at..at + 8]);
+            u64::from_le_bytes(bytes)
+        };
+        Self { key: (half(0), half(8)), limits, contexts: Mutex::new(HashMap::new()), shared }
     }
 
     fn hash(&self, value: &str) -> u64 {
-        self.key.hash_one(value)
+        let mut hasher = siphasher::sip::SipHasher13::new_with_keys(self.key.0, self.key.1);
+        std::hash::Hasher::write(&mut hasher, value.as_bytes());
+        // Never the hash the shared store keeps the sequence rule's start under.
+        std::hash::Hasher::finish(&hasher).max(AFTER + 1)
     }
 
     /// Remembers, in `context`, the values of a result from `source`: those in its `text`
     /// and, if it had any, in its `structured` content; `marks` says what the screen
-    /// found in it.
-    pub fn remember(&self, context: &str, source: Source, text: &str, structured: Option<&Value>, marks: Marks) {
+    /// found in it. What it added, for [`share`](Self::share) to keep in the shared store.
+    pub fn remember(
+        &self,
+        context: &str,
+        source: Source,
+        text: &str,
+        structured: Option<&Value>,
+        marks: Marks,
+    ) -> Remembered {
         // Where the detector's findings stand is looked for only in a text it flagged.
         let flagged: Vec<Range<usize>> =
             if marks.detected { locate(text).into_iter().map(|l| l.passage).collect() } else { Vec::new() };
@@ -197,8 +251,18 @@ impl Provenance {
             }
         }
         let starts = marks.sequence || marks.unplaced || !flagged.is_empty();
+        let mut remembered = Remembered::default();
         if found.is_empty() && !starts {
-            return;
+            return remembered;
+        }
+        let after_flagged = marks.unplaced || !flagged.is_empty();
+        if self.shared.is_some() {
+            if starts {
+                remembered.entries.push((AFTER, encode(&source, ValueKind::Text, after_flagged)));
+            }
+            remembered
+                .entries
+                .extend(found.iter().map(|(hash, kind, flagged)| (*hash, encode(&source, *kind, *flagged))));
         }
         let now = Instant::now();
         let mut contexts = self.contexts.lock().unwrap_or_else(PoisonError::into_inner);
@@ -211,9 +275,8 @@ impl Provenance {
         let memory = contexts.entry(context.to_owned()).or_insert_with(|| Memory::new(now));
         memory.used = now;
         if starts && memory.after.as_ref().is_none_or(|(_, _, flagged)| !flagged) {
-            let flagged = marks.unplaced || !flagged.is_empty();
-            if flagged || memory.after.is_none() {
-                memory.after = Some((Arc::clone(&source), now, flagged));
+            if after_flagged || memory.after.is_none() {
+                memory.after = Some((Arc::clone(&source), now, after_flagged));
             }
         }
         for (hash, kind, flagged) in found {
@@ -232,6 +295,22 @@ impl Provenance {
             }
         }
         memory.trim(self.limits.values, self.limits.age, now);
+        remembered
+    }
+
+    /// Keeps what [`remember`](Self::remember) added in the shared store, if the memory
+    /// has one, so that a call another replica serves in `context` finds it.
+    ///
+    /// # Errors
+    ///
+    /// The store's, when it cannot be asked: the caller must not act as if it was kept.
+    pub async fn share(&self, context: &str, remembered: Remembered) -> Result<(), StoreUnavailable> {
+        match &self.shared {
+            Some(store) if !remembered.entries.is_empty() => {
+                store.remember(context, &remembered.entries, self.limits.values, self.limits.age).await
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The result that started the sequence rule in `context` (the first flagged one, or
@@ -250,12 +329,51 @@ impl Provenance {
     /// argument, the one from a flagged passage first, then the most telling kind.
     #[must_use]
     pub fn carried(&self, context: &str, arguments: &Value) -> Vec<Carried> {
-        let now = Instant::now();
-        let mut contexts = self.contexts.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(memory) = contexts.get_mut(context) else { return Vec::new() };
-        memory.trim(self.limits.values, self.limits.age, now);
-        memory.used = now;
-        let mut carried = Vec::new();
+        let (pointers, candidates) = {
+            let now = Instant::now();
+            let mut contexts = self.contexts.lock().unwrap_or_else(PoisonError::into_inner);
+            let Some(memory) = contexts.get_mut(context) else { return Vec::new() };
+            memory.trim(self.limits.values, self.limits.age, now);
+            memory.used = now;
+            let (pointers, candidates) = self.candidates(memory.texts > 0, arguments);
+            let known: Vec<Option<Origin>> =
+                candidates.iter().map(|c| memory.values.get(&c.hash).map(|e| e.origin.clone())).collect();
+            (pointers, candidates.into_iter().zip(known).collect::<Vec<_>>())
+        };
+        best(&pointers, candidates)
+    }
+
+    /// [`carried`](Self::carried) and [`after`](Self::after) together, from the shared
+    /// store as well when the memory has one (what another replica remembered).
+    ///
+    /// # Errors
+    ///
+    /// The store's, when it cannot be asked: the call must not be judged without it.
+    pub async fn recall(
+        &self,
+        context: &str,
+        arguments: &Value,
+    ) -> Result<(Vec<Carried>, Option<(Arc<Source>, bool)>), StoreUnavailable> {
+        let Some(store) = &self.shared else {
+            return Ok((self.carried(context, arguments), self.after(context)));
+        };
+        // Whole strings may have been remembered by another replica: look them up too.
+        let (pointers, candidates) = self.candidates(true, arguments);
+        let mut hashes: Vec<u64> = candidates.iter().map(|c| c.hash).collect();
+        hashes.push(AFTER);
+        let mut origins = store.recall(context, &hashes).await?;
+        let after = origins.pop().flatten().and_then(|o| decode(&o)).map(|o| (o.source, o.flagged));
+        let known = origins.into_iter().map(|o| o.and_then(|o| decode(&o)));
+        let found = best(&pointers, candidates.into_iter().zip(known).collect());
+        // What this replica remembered itself and the store has forgotten is not looked
+        // at again: the store keeps the same bounds.
+        Ok((found, after))
+    }
+
+    /// The arguments' strings and numbers (their pointers) and the values each holds.
+    fn candidates(&self, whole: bool, arguments: &Value) -> (Vec<String>, Vec<Candidate>) {
+        let mut pointers = Vec::new();
+        let mut candidates = Vec::new();
         let mut pending = vec![(String::new(), arguments)];
         while let Some((pointer, value)) = pending.pop() {
             let text: std::borrow::Cow<'_, str> = match value {
@@ -272,29 +390,16 @@ impl Provenance {
                 }
                 _ => continue,
             };
-            // One finding per argument: a flagged origin first, then the most telling kind.
-            let mut best: Option<(ValueKind, &Origin)> = None;
-            let mut consider = |kind: ValueKind, value: &str| {
-                let Some(entry) = memory.values.get(&self.hash(value)) else { return };
-                let kind = if kind == ValueKind::Text { entry.origin.kind } else { kind };
-                let better = best.is_none_or(|(k, o)| (!entry.origin.flagged, rank(kind)) < (!o.flagged, rank(k)));
-                if better {
-                    best = Some((kind, &entry.origin));
-                }
-            };
+            let argument = pointers.len();
+            pointers.push(pointer);
             // The whole argument is a value only where some result's structured content
             // had whole strings.
-            if memory.texts > 0
-                && let Some(whole) = text_value(&text)
-            {
-                consider(ValueKind::Text, &whole);
+            if whole && let Some(value) = text_value(&text) {
+                candidates.push(Candidate { argument, kind: ValueKind::Text, hash: self.hash(&value) });
             }
-            visit(&text, |kind, value, _| consider(kind, value));
-            if let Some((kind, origin)) = best {
-                carried.push(Carried { pointer: pointer.clone(), kind, origin: origin.clone() });
-            }
+            visit(&text, |kind, value, _| candidates.push(Candidate { argument, kind, hash: self.hash(value) }));
         }
-        carried
+        (pointers, candidates)
     }
 
     /// How many values `context` holds now.
@@ -314,6 +419,42 @@ impl Provenance {
     pub fn contexts(&self) -> usize {
         self.contexts.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
+}
+
+/// One finding per argument of those `known`: a flagged origin first, then the most
+/// telling kind (a whole string takes its origin's kind).
+fn best(pointers: &[String], known: Vec<(Candidate, Option<Origin>)>) -> Vec<Carried> {
+    let mut best: Vec<Option<(ValueKind, Origin)>> = vec![None; pointers.len()];
+    for (candidate, origin) in known {
+        let Some(origin) = origin else { continue };
+        let kind = if candidate.kind == ValueKind::Text { origin.kind } else { candidate.kind };
+        let Some(slot) = best.get_mut(candidate.argument) else { continue };
+        if slot.as_ref().is_none_or(|(k, o)| (!origin.flagged, rank(kind)) < (!o.flagged, rank(*k))) {
+            *slot = Some((kind, origin));
+        }
+    }
+    best.into_iter()
+        .zip(pointers)
+        .filter_map(|(found, pointer)| found.map(|(kind, origin)| Carried { pointer: pointer.clone(), kind, origin }))
+        .collect()
+}
+
+/// An origin as the shared store keeps it.
+fn encode(source: &Source, kind: ValueKind, flagged: bool) -> String {
+    serde_json::json!({"p": source.provider, "t": source.tool, "r": source.record, "k": kind.id(), "f": flagged})
+        .to_string()
+}
+
+/// An origin the shared store kept; `None` for what does not read as one.
+fn decode(text: &str) -> Option<Origin> {
+    let value: Value = serde_json::from_str(text).ok()?;
+    let source = Source {
+        provider: value.get("p")?.as_str()?.to_owned(),
+        tool: value.get("t")?.as_str()?.to_owned(),
+        record: value.get("r").and_then(Value::as_u64),
+    };
+    let kind = ValueKind::from_id(value.get("k")?.as_str()?)?;
+    Some(Origin { source: Arc::new(source), kind, flagged: value.get("f")?.as_bool()? })
 }
 
 /// How telling a kind of value is, most first.
@@ -383,6 +524,76 @@ mod tests {
             memory.carried("alice", &json!({"body": injected, "title": "Standup at nine, in the usual room."}));
         let shown: Vec<_> = carried.iter().map(|c| (c.pointer.as_str(), c.kind, c.origin.flagged)).collect();
         assert_eq!(shown, [("/body", ValueKind::Text, true), ("/title", ValueKind::Text, false)]);
+    }
+
+    /// A shared store in memory; `down` makes it unreachable.
+    #[derive(Debug, Default)]
+    struct Store {
+        kept: Mutex<HashMap<(String, u64), String>>,
+        down: std::sync::atomic::AtomicBool,
+    }
+
+    impl SharedMemory for Store {
+        fn remember<'a>(
+            &'a self,
+            conversation: &'a str,
+            entries: &'a [(u64, String)],
+            _most: usize,
+            _ttl: Duration,
+        ) -> wasmgate_core::BoxFuture<'a, Result<(), StoreUnavailable>> {
+            let result = if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+                Err(StoreUnavailable("connection refused".into()))
+            } else {
+                let mut kept = self.kept.lock().unwrap();
+                for (hash, origin) in entries {
+                    kept.entry((conversation.to_owned(), *hash)).or_insert_with(|| origin.clone());
+                }
+                Ok(())
+            };
+            Box::pin(std::future::ready(result))
+        }
+
+        fn recall<'a>(
+            &'a self,
+            conversation: &'a str,
+            hashes: &'a [u64],
+        ) -> wasmgate_core::BoxFuture<'a, Result<Vec<Option<String>>, StoreUnavailable>> {
+            let result = if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+                Err(StoreUnavailable("connection refused".into()))
+            } else {
+                let kept = self.kept.lock().unwrap();
+                Ok(hashes.iter().map(|h| kept.get(&(conversation.to_owned(), *h)).cloned()).collect())
+            };
+            Box::pin(std::future::ready(result))
+        }
+    }
+
+    #[tokio::test]
+    async fn replicas_sharing_a_store_find_what_the_other_remembered_and_a_store_gone_is_an_error() {
+        let store = Arc::new(Store::default());
+        let replica = |key| Provenance::shared(Limits::default(), key, Arc::clone(&store) as Arc<dyn SharedMemory>);
+        let (a, b) = (replica([7; 16]), replica([7; 16]));
+        let remembered = a.remember("alice", source("list-events", 14), EVENTS, None, DETECTED);
+        a.share("alice", remembered).await.unwrap();
+        let arguments = json!({"calendarUrl": "http://198.51.100.7:8080/collect?user=alice"});
+        let (carried, after) = b.recall("alice", &arguments).await.unwrap();
+        assert_eq!(carried.len(), 1);
+        assert!(carried[0].origin.flagged && carried[0].origin.source.record == Some(14), "{carried:?}");
+        let (started, flagged) = after.unwrap();
+        assert!(flagged && started.tool == "list-events");
+        assert!(b.recall("bob", &arguments).await.unwrap().0.is_empty(), "another conversation");
+        // Another key hashes another way: a replica with the wrong key finds nothing.
+        assert!(replica([8; 16]).recall("alice", &arguments).await.unwrap().0.is_empty());
+        store.down.store(true, std::sync::atomic::Ordering::SeqCst);
+        assert!(b.recall("alice", &arguments).await.is_err());
+        let remembered =
+            a.remember("alice", source("list-events", 15), "see https://x.example/y", None, Marks::default());
+        assert!(a.share("alice", remembered).await.is_err());
+        // Without a store, nothing is shared and nothing can fail.
+        let alone = Provenance::default();
+        let remembered = alone.remember("alice", source("list-events", 1), EVENTS, None, DETECTED);
+        alone.share("alice", remembered).await.unwrap();
+        assert_eq!(alone.recall("alice", &arguments).await.unwrap().0.len(), 1);
     }
 
     #[test]

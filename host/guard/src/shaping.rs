@@ -113,6 +113,10 @@ pub(crate) fn binary(raw: &Value, fields: &[&str]) -> Value {
     Value::Object(kept)
 }
 
+/// What the model reads in place of a text whose values the shared store cannot keep.
+pub(crate) const UNREMEMBERED: &str =
+    "text withheld: the gateway's shared store cannot be reached to remember what it says; try again";
+
 /// Screens the text of one read or prompt, and sums up what it found for the audit log.
 pub(crate) struct Screening {
     action: InjectionAction,
@@ -147,7 +151,13 @@ impl Screening {
                 self.flags.extend(flags);
                 if let (Some((guard, conversation, source)), Some(text)) = (&self.memory, original) {
                     let marks = Marks { sequence: guard.policy().starts_sequence(provider, &source.tool), ..marks };
-                    guard.provenance().remember(conversation, source.clone(), &text, None, marks);
+                    let remembered = guard.provenance().remember(conversation, source.clone(), &text, None, marks);
+                    // Other replicas must find it before the model can act on it.
+                    if let Err(unavailable) = guard.provenance().share(conversation, remembered).await {
+                        tracing::warn!(provider, error = %unavailable, "text withheld: what it said cannot be kept");
+                        self.withheld = true;
+                        return UNREMEMBERED.to_owned();
+                    }
                 }
             }
             Event::Withheld { flags, .. } => {

@@ -1,5 +1,5 @@
 //! The values a text carries that a later call could carry somewhere else: URLs and their
-//! hosts, email addresses, domain names, IP addresses, phone numbers, IBANs and
+//! hosts, email addresses (not their hosts, which strangers share), domain names, IP addresses, phone numbers, IBANs and
 //! account-like numbers, file paths ([`extract`]); and the string values of structured
 //! content ([`strings`]). Each is normalised, so that the same value written another way
 //! is the same string: hosts, schemes and addresses in lower case, trailing punctuation
@@ -53,6 +53,24 @@ impl ValueKind {
             ValueKind::Path => "path",
             ValueKind::Text => "text",
         }
+    }
+
+    /// The kind whose [`id`](Self::id) is `id`.
+    #[must_use]
+    pub fn from_id(id: &str) -> Option<Self> {
+        [
+            ValueKind::Url,
+            ValueKind::Host,
+            ValueKind::Email,
+            ValueKind::Ip,
+            ValueKind::Phone,
+            ValueKind::Iban,
+            ValueKind::Account,
+            ValueKind::Path,
+            ValueKind::Text,
+        ]
+        .into_iter()
+        .find(|kind| kind.id() == id)
     }
 
     /// The words a message uses for one of it, with its article (`a URL`, `an IBAN`).
@@ -183,10 +201,8 @@ pub fn visit(text: &str, mut each: impl FnMut(ValueKind, &str, Range<usize>)) {
             Kind::Email => {
                 buf.clear();
                 push_lower(&mut buf, raw);
-                emit(ValueKind::Email, &buf, span.clone());
-                if let Some((_, host)) = buf.rsplit_once('@') {
-                    emit(ValueKind::Host, host, span.start..span.start);
-                }
+                // Its host is no value of its own: a mail domain is shared by strangers.
+                emit(ValueKind::Email, &buf, span);
             }
             Kind::Iban => {
                 buf.clear();
@@ -438,7 +454,6 @@ mod tests {
                 (Url, "http://evil.example:8080/collect?user=alice".to_owned()),
                 (Host, "evil.example".into()),
                 (Email, "bob.smith@example.com".into()),
-                (Host, "example.com".into()),
                 (Phone, "+14155550100".into()),
                 (Iban, "DE89370400440532013000".into()),
                 (Account, "4111111111111111".into()),

@@ -83,6 +83,7 @@ pub struct Store {
     /// [`TAKE`] and [`ANCHOR`], hashed once (a script is sent by its hash).
     take: Script,
     anchor: Script,
+    remember: Script,
     /// The URL as logs and errors show it: without its password.
     shown: String,
     timeout: Duration,
@@ -148,6 +149,35 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 return false
 ";
 
+/// Adds what a result said to a conversation's memory. KEYS[1]: its hash of origins
+/// (field: the value's keyed hash), KEYS[2]: the order they came in (score: a counter
+/// kept in the hash's field `#`). ARGV: the most entries kept, the time to live in
+/// milliseconds, then per entry the hash and the origin. An entry already there stays,
+/// unless the new origin is flagged and the kept one is not.
+const REMEMBER: &str = r#"
+local most = tonumber(ARGV[1])
+local ttl = tonumber(ARGV[2])
+for i = 3, #ARGV, 2 do
+  local hash, origin = ARGV[i], ARGV[i + 1]
+  local kept = redis.call('HGET', KEYS[1], hash)
+  if not kept then
+    local n = redis.call('HINCRBY', KEYS[1], '#', 1)
+    redis.call('HSET', KEYS[1], hash, origin)
+    redis.call('ZADD', KEYS[2], n, hash)
+  elseif string.find(origin, '"f":true', 1, true) and not string.find(kept, '"f":true', 1, true) then
+    redis.call('HSET', KEYS[1], hash, origin)
+  end
+end
+local extra = redis.call('ZCARD', KEYS[2]) - most
+if extra > 0 then
+  local popped = redis.call('ZPOPMIN', KEYS[2], extra)
+  for i = 1, #popped, 2 do redis.call('HDEL', KEYS[1], popped[i]) end
+end
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('PEXPIRE', KEYS[2], ttl)
+return 0
+"#;
+
 impl Store {
     /// A store at `url` (`redis://[:PASSWORD@]HOST:PORT/DB`), reached lazily: nothing is
     /// sent until the first operation, and a lost connection is made again by itself.
@@ -170,6 +200,7 @@ impl Store {
             connection,
             take: Script::new(TAKE),
             anchor: Script::new(ANCHOR),
+            remember: Script::new(REMEMBER),
             shown,
             timeout,
             trouble: Mutex::new(None),
@@ -288,6 +319,58 @@ impl Store {
         Ok(Some((index, Duration::from_millis(wait_ms))))
     }
 
+    /// Adds `entries` (a value's keyed hash, its origin) to `conversation`'s memory, keeping
+    /// at most `most` entries (the oldest out first) for `ttl` from now.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store does not answer.
+    pub async fn remember(
+        &self,
+        conversation: &str,
+        entries: &[(u64, String)],
+        most: usize,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let key = memory_key(conversation);
+        let mut invocation = self.remember.prepare_invoke();
+        invocation.key(&key).key(format!("{key}:order"));
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).clamp(1, 1_000_000_000_000);
+        invocation.arg(most.max(1)).arg(ttl_ms);
+        for (hash, origin) in entries {
+            invocation.arg(format!("{hash:016x}")).arg(origin);
+        }
+        let mut connection = self.connection.clone();
+        let _: i64 = self.run(async move { invocation.invoke_async(&mut connection).await }).await?;
+        Ok(())
+    }
+
+    /// The origins `conversation`'s memory holds for `hashes`, in their order.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store does not answer.
+    pub async fn recall(&self, conversation: &str, hashes: &[u64]) -> Result<Vec<Option<String>>, StoreError> {
+        if hashes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut command = redis::cmd("HMGET");
+        command.arg(memory_key(conversation));
+        for hash in hashes {
+            command.arg(format!("{hash:016x}"));
+        }
+        let mut connection = self.connection.clone();
+        let found: Vec<Option<String>> = self.run(async move { command.query_async(&mut connection).await }).await?;
+        if found.len() != hashes.len() {
+            let why = format!("{} origins for {} hashes", found.len(), hashes.len());
+            return Err(StoreError::Unexpected { url: self.shown.clone(), why });
+        }
+        Ok(found)
+    }
+
     /// Moves `replica`'s anchor to `head`, unless the store holds a later one, or
     /// another at the same record ([`Anchored::Behind`]).
     ///
@@ -344,6 +427,28 @@ impl SharedStore for Store {
     }
 }
 
+impl wasmgate_core::SharedMemory for Store {
+    fn remember<'a>(
+        &'a self,
+        conversation: &'a str,
+        entries: &'a [(u64, String)],
+        most: usize,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreUnavailable>> {
+        Box::pin(async move {
+            Store::remember(self, conversation, entries, most, ttl).await.map_err(|e| StoreUnavailable(e.into()))
+        })
+    }
+
+    fn recall<'a>(
+        &'a self,
+        conversation: &'a str,
+        hashes: &'a [u64],
+    ) -> BoxFuture<'a, Result<Vec<Option<String>>, StoreUnavailable>> {
+        Box::pin(async move { Store::recall(self, conversation, hashes).await.map_err(|e| StoreUnavailable(e.into())) })
+    }
+}
+
 impl SharedBuckets for Store {
     fn take<'a>(
         &'a self,
@@ -351,6 +456,12 @@ impl SharedBuckets for Store {
     ) -> BoxFuture<'a, Result<Option<(usize, Duration)>, StoreUnavailable>> {
         Box::pin(async move { Store::take(self, buckets).await.map_err(|e| StoreUnavailable(e.into())) })
     }
+}
+
+/// The key of a conversation's memory: its name hashed, so a name of any length or
+/// character is one key.
+fn memory_key(conversation: &str) -> String {
+    format!("wasmgate:flow:{}", hex::encode(sha2::Sha256::digest(conversation.as_bytes())))
 }
 
 /// `url` with its password (if any, in the user part or the query) replaced by `***`.

@@ -106,3 +106,43 @@ fn a_url_that_is_not_redis_is_refused_with_what_to_write() {
     assert!(matches!(refused, StoreError::Url { .. }));
     assert!(refused.to_string().contains("redis://HOST:PORT/DB"), "{refused}");
 }
+
+#[tokio::test]
+async fn a_conversations_memory_is_one_for_every_replica_bounded_oldest_out_and_expires() {
+    let redis = Redis::start();
+    let (a, b) = (
+        Store::new(&redis.url(), Duration::from_secs(1)).unwrap(),
+        Store::new(&redis.url(), Duration::from_secs(1)).unwrap(),
+    );
+    let hour = Duration::from_secs(3_600);
+    let plain = r#"{"p":"mail","t":"read","r":3,"k":"url","f":false}"#.to_owned();
+    let flagged = r#"{"p":"web","t":"get","r":9,"k":"url","f":true}"#.to_owned();
+    a.remember("alice", &[(1, plain.clone()), (2, plain.clone())], 3, hour).await.unwrap();
+    assert_eq!(b.recall("alice", &[1, 2, 3]).await.unwrap(), [Some(plain.clone()), Some(plain.clone()), None]);
+    assert_eq!(b.recall("bob", &[1]).await.unwrap(), [None], "another conversation");
+    // First seen stays, unless it is seen again in a flagged passage.
+    b.remember("alice", &[(1, flagged.clone()), (2, plain.clone())], 3, hour).await.unwrap();
+    a.remember("alice", &[(1, plain.clone())], 3, hour).await.unwrap();
+    assert_eq!(a.recall("alice", &[1]).await.unwrap(), [Some(flagged.clone())]);
+    // Two more: the oldest goes.
+    a.remember("alice", &[(3, plain.clone()), (4, plain.clone())], 3, hour).await.unwrap();
+    assert_eq!(
+        a.recall("alice", &[1, 2, 3, 4]).await.unwrap(),
+        [None, Some(plain.clone()), Some(plain.clone()), Some(plain)]
+    );
+    // And all of it with its time to live.
+    a.remember("short", &[(7, flagged)], 3, Duration::from_millis(50)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(a.recall("short", &[7]).await.unwrap(), [None]);
+    assert!(a.recall("alice", &[]).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_memory_that_cannot_be_reached_says_so() {
+    let redis = Redis::start();
+    let store = Store::new(&redis.url(), Duration::from_millis(500)).unwrap();
+    drop(redis);
+    let error = store.recall("alice", &[1]).await.unwrap_err();
+    assert!(matches!(error, StoreError::Unreachable { .. }), "{error:?}");
+    assert!(store.remember("alice", &[(1, "{}".into())], 3, Duration::from_secs(1)).await.is_err());
+}
