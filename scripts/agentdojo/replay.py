@@ -29,8 +29,8 @@ with what AgentDojo itself returns for the same call (`tool_result_to_str`), to 
 that the gateway really ran it. Attacker calls are counted as writes or reads by a fixed
 list of the tools that change state or send (WRITES below), whatever the policy says.
 
-The generated policy allows every tool (`unlisted = "allow"`) and grants the servers the
-paths they read; `--policy-extra FILE` appends TOML to it (this script writes no other
+The generated policy allows every tool (`unlisted = "allow"`), names the sinks by verb
+(SINKS below) and grants the servers the paths they read; `--policy-extra FILE` appends TOML to it (this script writes no other
 rule). Everything lives in a temporary directory that is removed at the end (`--keep`
 keeps it: configuration, lock, audit log, the gateway's log).
 
@@ -74,6 +74,25 @@ PROVIDERS = {
 # other tool of the two suites is a read: get_unread_emails (which marks what it returns
 # as read), get_webpage (which logs the URL it fetched in the web's request log), and the
 # searches, lists and getters.
+# The sinks the generated policy names, as a user names them from the tools' names: the
+# verbs that send, write, share or fetch a URL (the data-flow rules' `sink_` keys apply
+# to them). Independent of WRITES, which labels the attacker's calls for the figures.
+SINKS = [
+    "send_*",
+    "delete_*",
+    "create_*",
+    "cancel_*",
+    "reschedule_*",
+    "add_*",
+    "append_*",
+    "share_*",
+    "post_*",
+    "invite_*",
+    "remove_*",
+    "update_*",
+    "get_webpage",
+]
+
 WRITES = frozenset(
     {
         # email_client
@@ -311,6 +330,7 @@ def write_config(root, suite, version, venv, scenario_dir, policy_extra):
         policy += [
             f"[providers.{provider}]",
             'unlisted = "allow"',
+            f"sinks = {toml_list(SINKS)}",
             f"read_paths = {toml_list([HERE, scenario_dir])}",
             "",
         ]

@@ -34,6 +34,8 @@ pub struct CarriedValue {
     pub record: Option<u64>,
     /// Whether it stood in a passage the injection detector flagged.
     pub flagged: bool,
+    /// Whether it stood inside running text (not a field or list item of its own).
+    pub prose: bool,
 }
 
 /// The most [`CarriedValue`]s one record keeps.

@@ -39,7 +39,9 @@ pub(crate) fn judge(
     let mut action = FlowAction::Allow;
     let mut reason = String::new();
     for value in &carried {
-        let seen = Seen { flagged: value.origin.flagged, other_provider: value.origin.source.provider != provider };
+        let origin = &value.origin;
+        let seen =
+            Seen { flagged: origin.flagged, prose: origin.prose, other_provider: origin.source.provider != provider };
         let decided = policy.flow_decision(provider, tool, &value.pointer, seen, sink);
         if decided.action > action {
             action = decided.action;
@@ -90,6 +92,7 @@ pub(crate) fn recorded(carried: &[Carried]) -> Vec<CarriedValue> {
             tool: c.origin.source.tool.clone(),
             record: c.origin.source.record,
             flagged: c.origin.flagged,
+            prose: c.origin.prose,
         })
         .collect()
 }
@@ -98,7 +101,11 @@ pub(crate) fn recorded(carried: &[Carried]) -> Vec<CarriedValue> {
 /// `list-events`, audit record 14".
 fn carries(value: &Carried) -> String {
     let argument = value.pointer.strip_prefix('/').unwrap_or(&value.pointer);
-    let which = if value.origin.flagged { "the flagged result" } else { "a result" };
+    let which = match (value.origin.flagged, value.origin.prose) {
+        (true, _) => "the flagged result",
+        (false, true) => "the running text of a result",
+        (false, false) => "a result",
+    };
     format!("argument `{argument}` carries {} first seen in {which} of {}", value.kind.a(), place(&value.origin.source))
 }
 

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wasmgate_core::{SharedMemory, StoreUnavailable};
-use wasmgate_policy::{ValueKind, locate, strings, text_value, visit};
+use wasmgate_policy::{ValueKind, in_prose, locate, strings, text_value, visit};
 
 /// How much a [`Provenance`] keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +70,8 @@ pub struct Origin {
     pub kind: ValueKind,
     /// Whether it stood in a passage the detector flagged.
     pub flagged: bool,
+    /// Whether it stood inside running text ([`wasmgate_policy::in_prose`]).
+    pub prose: bool,
 }
 
 /// A value of a call's arguments that an earlier result carried.
@@ -239,15 +241,23 @@ impl Provenance {
             marks.unplaced || flagged.iter().any(|p| p.start <= span.start && span.start <= p.end)
         };
         let source = Arc::new(source);
-        let mut found: Vec<(u64, ValueKind, bool)> = Vec::new();
-        visit(text, |kind, value, span| found.push((self.hash(value), kind, in_flagged(&span))));
+        let mut found: Vec<(u64, ValueKind, bool, bool)> = Vec::new();
+        let mut prose = false;
+        visit(text, |kind, value, span| {
+            // A value derived from another (a URL's host) stood where that one did.
+            if !span.is_empty() {
+                prose = in_prose(text, span.clone());
+            }
+            found.push((self.hash(value), kind, in_flagged(&span), prose));
+        });
         if let Some(structured) = structured {
             // A string of structured content is flagged when the text shows it in a
-            // flagged passage.
+            // flagged passage; a string on its own is no running text, what is inside
+            // one is.
             let passages: Vec<&str> = flagged.iter().filter_map(|p| text.get(p.clone())).collect();
             for f in strings(structured) {
                 let flagged = marks.unplaced || passages.iter().any(|p| p.contains(f.value.as_str()));
-                found.push((self.hash(&f.value), f.kind, flagged));
+                found.push((self.hash(&f.value), f.kind, flagged, f.kind != ValueKind::Text));
             }
         }
         let starts = marks.sequence || marks.unplaced || !flagged.is_empty();
@@ -258,11 +268,11 @@ impl Provenance {
         let after_flagged = marks.unplaced || !flagged.is_empty();
         if self.shared.is_some() {
             if starts {
-                remembered.entries.push((AFTER, encode(&source, ValueKind::Text, after_flagged)));
+                remembered.entries.push((AFTER, encode(&source, ValueKind::Text, after_flagged, false)));
             }
-            remembered
-                .entries
-                .extend(found.iter().map(|(hash, kind, flagged)| (*hash, encode(&source, *kind, *flagged))));
+            let encoded =
+                found.iter().map(|(hash, kind, flagged, prose)| (*hash, encode(&source, *kind, *flagged, *prose)));
+            remembered.entries.extend(encoded);
         }
         let now = Instant::now();
         let mut contexts = self.contexts.lock().unwrap_or_else(PoisonError::into_inner);
@@ -274,20 +284,19 @@ impl Provenance {
         }
         let memory = contexts.entry(context.to_owned()).or_insert_with(|| Memory::new(now));
         memory.used = now;
-        if starts && memory.after.as_ref().is_none_or(|(_, _, flagged)| !flagged) {
-            if after_flagged || memory.after.is_none() {
-                memory.after = Some((Arc::clone(&source), now, after_flagged));
-            }
+        // The first flagged result starts it, or else the first the policy names.
+        if starts && (after_flagged && memory.after.as_ref().is_none_or(|(_, _, f)| !f) || memory.after.is_none()) {
+            memory.after = Some((Arc::clone(&source), now, after_flagged));
         }
-        for (hash, kind, flagged) in found {
+        for (hash, kind, flagged, prose) in found {
             match memory.values.get_mut(&hash) {
                 // First seen stays, unless it is seen again in a flagged passage.
                 Some(entry) if flagged && !entry.origin.flagged => {
-                    entry.origin = Origin { source: Arc::clone(&source), kind: entry.origin.kind, flagged };
+                    entry.origin = Origin { source: Arc::clone(&source), kind: entry.origin.kind, flagged, prose };
                 }
                 Some(_) => {}
                 None => {
-                    let origin = Origin { source: Arc::clone(&source), kind, flagged };
+                    let origin = Origin { source: Arc::clone(&source), kind, flagged, prose };
                     memory.texts += usize::from(kind == ValueKind::Text);
                     memory.values.insert(hash, Entry { origin, at: now });
                     memory.order.push_back((hash, now));
@@ -440,9 +449,9 @@ fn best(pointers: &[String], known: Vec<(Candidate, Option<Origin>)>) -> Vec<Car
 }
 
 /// An origin as the shared store keeps it.
-fn encode(source: &Source, kind: ValueKind, flagged: bool) -> String {
-    serde_json::json!({"p": source.provider, "t": source.tool, "r": source.record, "k": kind.id(), "f": flagged})
-        .to_string()
+fn encode(source: &Source, kind: ValueKind, flagged: bool, prose: bool) -> String {
+    let (p, t, r, k) = (&source.provider, &source.tool, source.record, kind.id());
+    serde_json::json!({"p": p, "t": t, "r": r, "k": k, "f": flagged, "s": prose}).to_string()
 }
 
 /// An origin the shared store kept; `None` for what does not read as one.
@@ -454,7 +463,8 @@ fn decode(text: &str) -> Option<Origin> {
         record: value.get("r").and_then(Value::as_u64),
     };
     let kind = ValueKind::from_id(value.get("k")?.as_str()?)?;
-    Some(Origin { source: Arc::new(source), kind, flagged: value.get("f")?.as_bool()? })
+    let (flagged, prose) = (value.get("f")?.as_bool()?, value.get("s")?.as_bool()?);
+    Some(Origin { source: Arc::new(source), kind, flagged, prose })
 }
 
 /// How telling a kind of value is, most first.

@@ -123,7 +123,7 @@ async fn a_value_from_the_flagged_passage_is_refused_in_a_read_and_the_message_a
     assert_eq!(
         carried[0]["values"],
         json!([{"argument": "/calendarUrl", "kind": "url", "provider": "caldav", "tool": "list-events",
-                "record": first, "flagged": true}])
+                "record": first, "flagged": true, "prose": true}])
     );
     let log = std::fs::read_to_string(world.setup.guard.audit().path()).unwrap();
     assert_eq!(log.matches("198.51.100.7").count(), 1, "the value is in the arguments of the call only");
@@ -134,14 +134,14 @@ async fn the_same_result_outside_the_flagged_passage_is_not_refused_by_that_rule
     let world = World::new(&[("caldav", &tools(&["list-events", "send-invite"]), EVENTS)]);
     world.call("alice", "caldav__list-events", json!({})).await;
     // Sam's address stood in the result, but not in the injected passage: the sink may
-    // carry it (the default for a value of any result into a sink is to note it).
+    // carry it (the default for a value of running text into a sink is to note it).
     let sent = world.call("alice", "caldav__send-invite", json!({"to": "Sam@Example.com"})).await;
     assert!(!sent.starts_with("denied"), "{sent}");
     let requested = world.requested("send-invite");
     assert_eq!(requested[0]["verdict"], "allow");
     let reason = requested[0]["reason"].as_str().unwrap();
     assert!(
-        reason.contains("flagged: argument `to` carries an email address first seen in a result of caldav"),
+        reason.contains("flagged: argument `to` carries an email address first seen in the running text of a result"),
         "{reason}"
     );
     assert_eq!(world.carried("send-invite")[0]["values"][0]["flagged"], false);
@@ -163,8 +163,9 @@ async fn a_value_of_another_providers_result_is_asked_about_where_a_rule_says_so
     assert_eq!(requested[0]["verdict"], "ask");
     let reason = requested[0]["reason"].as_str().unwrap();
     assert!(
-        reason.starts_with("argument `to` carries an email address first seen in a result of caldav `list-events`")
-            && reason.contains("`sink_other_provider` asks before it runs"),
+        reason.starts_with(
+            "argument `to` carries an email address first seen in the running text of a result of caldav `list-events`"
+        ) && reason.contains("`sink_other_provider` asks before it runs"),
         "{reason}"
     );
     // A read of the same provider's kind is no sink: it runs.
@@ -221,7 +222,7 @@ async fn after_a_flagged_result_a_sink_is_asked_about_whatever_it_carries_and_an
         "files",
         "share",
         "/note",
-        wasmgate_policy::Seen { flagged: true, other_provider: true },
+        wasmgate_policy::Seen { flagged: true, prose: false, other_provider: true },
         true,
     );
     assert_eq!(noted.action, wasmgate_policy::FlowAction::Flag);

@@ -25,9 +25,11 @@ pub(crate) struct RawPolicy {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawFlow {
     pub flagged: Option<crate::flow::FlowAction>,
+    pub prose: Option<crate::flow::FlowAction>,
     pub other_provider: Option<crate::flow::FlowAction>,
     pub untrusted: Option<crate::flow::FlowAction>,
     pub sink_flagged: Option<crate::flow::FlowAction>,
+    pub sink_prose: Option<crate::flow::FlowAction>,
     pub sink_other_provider: Option<crate::flow::FlowAction>,
     pub sink_untrusted: Option<crate::flow::FlowAction>,
     pub sink_after_flagged: Option<crate::flow::FlowAction>,
@@ -43,6 +45,7 @@ pub(crate) struct RawFlow {
 pub(crate) struct RawArgumentFlow {
     pub pointer: Spanned<String>,
     pub flagged: Option<crate::flow::FlowAction>,
+    pub prose: Option<crate::flow::FlowAction>,
     pub other_provider: Option<crate::flow::FlowAction>,
     pub untrusted: Option<crate::flow::FlowAction>,
 }

@@ -5,6 +5,9 @@
 //! arguments. These rules say what such a call gets, by where the value was first seen:
 //!
 //! * `flagged`: in a passage the detector flagged;
+//! * `prose`: inside running text (a sentence, not a field or list item of its own,
+//!   where a system writes the identifiers it returns): where an injected instruction
+//!   puts the values it wants carried;
 //! * `other_provider`: in a result of another provider than the one called;
 //! * `untrusted`: in any provider's result.
 //!
@@ -65,6 +68,8 @@ impl FlowAction {
 pub struct Seen {
     /// In a passage the detector flagged.
     pub flagged: bool,
+    /// Inside running text.
+    pub prose: bool,
     /// In a result of another provider than the one called.
     pub other_provider: bool,
 }
@@ -74,6 +79,8 @@ pub struct Seen {
 pub enum FlowRule {
     /// `flagged` (or `sink_flagged`).
     Flagged,
+    /// `prose` (or `sink_prose`).
+    Prose,
     /// `other_provider` (or `sink_other_provider`).
     OtherProvider,
     /// `untrusted` (or `sink_untrusted`).
@@ -86,6 +93,8 @@ impl FlowRule {
     pub fn key(self, sink: bool) -> &'static str {
         match (self, sink) {
             (FlowRule::Flagged, false) => "flagged",
+            (FlowRule::Prose, false) => "prose",
+            (FlowRule::Prose, true) => "sink_prose",
             (FlowRule::OtherProvider, false) => "other_provider",
             (FlowRule::Untrusted, false) => "untrusted",
             (FlowRule::Flagged, true) => "sink_flagged",
@@ -101,12 +110,16 @@ impl FlowRule {
 pub struct FlowRules {
     /// A value from a flagged passage, into any tool.
     pub flagged: Option<FlowAction>,
+    /// A value from running text, into any tool.
+    pub prose: Option<FlowAction>,
     /// A value from another provider's result, into any tool.
     pub other_provider: Option<FlowAction>,
     /// A value from any untrusted result, into any tool.
     pub untrusted: Option<FlowAction>,
     /// A value from a flagged passage, into a sink.
     pub sink_flagged: Option<FlowAction>,
+    /// A value from running text, into a sink.
+    pub sink_prose: Option<FlowAction>,
     /// A value from another provider's result, into a sink.
     pub sink_other_provider: Option<FlowAction>,
     /// A value from any untrusted result, into a sink.
@@ -122,9 +135,11 @@ impl FlowRules {
     /// let run and noted.
     pub const DEFAULTS: FlowRules = FlowRules {
         flagged: Some(FlowAction::Deny),
+        prose: Some(FlowAction::Allow),
         other_provider: Some(FlowAction::Allow),
         untrusted: Some(FlowAction::Allow),
         sink_flagged: Some(FlowAction::Deny),
+        sink_prose: Some(FlowAction::Flag),
         sink_other_provider: Some(FlowAction::Flag),
         sink_untrusted: Some(FlowAction::Flag),
         sink_after_flagged: Some(FlowAction::Flag),
@@ -135,6 +150,8 @@ impl FlowRules {
     pub fn get(&self, rule: FlowRule, sink: bool) -> Option<FlowAction> {
         match (rule, sink) {
             (FlowRule::Flagged, false) => self.flagged,
+            (FlowRule::Prose, false) => self.prose,
+            (FlowRule::Prose, true) => self.sink_prose,
             (FlowRule::OtherProvider, false) => self.other_provider,
             (FlowRule::Untrusted, false) => self.untrusted,
             (FlowRule::Flagged, true) => self.sink_flagged,
@@ -147,6 +164,7 @@ impl FlowRules {
     /// the tool is a sink is already known there).
     pub(crate) fn sets_sink_keys(&self) -> bool {
         self.sink_flagged.is_some()
+            || self.sink_prose.is_some()
             || self.sink_other_provider.is_some()
             || self.sink_untrusted.is_some()
             || self.sink_after_flagged.is_some()
@@ -158,7 +176,7 @@ impl FlowRules {
 pub struct ArgumentFlow {
     /// The argument, as a JSON pointer; the rules cover what is under it too.
     pub pointer: String,
-    /// Its rules (`flagged`, `other_provider`, `untrusted`).
+    /// Its rules (`flagged`, `prose`, `other_provider`, `untrusted`).
     pub rules: FlowRules,
 }
 
@@ -188,7 +206,7 @@ pub(crate) enum Scope {
     Policy,
     /// `[providers.<name>.flow]`: the seven actions and `after`.
     Provider,
-    /// A tool's `flow`: `flagged`, `other_provider`, `untrusted` and `arguments`.
+    /// A tool's `flow`: `flagged`, `prose`, `other_provider`, `untrusted` and `arguments`.
     Tool,
 }
 
@@ -206,9 +224,11 @@ pub(crate) fn validated(
     let raw = raw.into_inner();
     let rules = FlowRules {
         flagged: raw.flagged,
+        prose: raw.prose,
         other_provider: raw.other_provider,
         untrusted: raw.untrusted,
         sink_flagged: raw.sink_flagged,
+        sink_prose: raw.sink_prose,
         sink_other_provider: raw.sink_other_provider,
         sink_untrusted: raw.sink_untrusted,
         sink_after_flagged: raw.sink_after_flagged,
@@ -218,7 +238,7 @@ pub(crate) fn validated(
             span,
             key,
             "a tool's flow rules name `sink_` keys",
-            "write `flagged`, `other_provider` and `untrusted` here (they decide for this tool, sink or not); \
+            "write `flagged`, `prose`, `other_provider` and `untrusted` here (they decide for this tool, sink or not); \
              `sink_` keys belong in a provider's or the policy's `flow` table",
         ));
     }
@@ -255,6 +275,7 @@ pub(crate) fn validated(
         }
         let rules = FlowRules {
             flagged: argument.flagged,
+            prose: argument.prose,
             other_provider: argument.other_provider,
             untrusted: argument.untrusted,
             ..FlowRules::default()
@@ -287,9 +308,9 @@ mod tests {
     use crate::Policy;
     use serde_json::json;
 
-    const SEEN_FLAGGED: Seen = Seen { flagged: true, other_provider: false };
-    const SEEN_OTHER: Seen = Seen { flagged: false, other_provider: true };
-    const SEEN_PLAIN: Seen = Seen { flagged: false, other_provider: false };
+    const SEEN_FLAGGED: Seen = Seen { flagged: true, prose: false, other_provider: false };
+    const SEEN_OTHER: Seen = Seen { flagged: false, prose: false, other_provider: true };
+    const SEEN_PLAIN: Seen = Seen { flagged: false, prose: false, other_provider: false };
 
     fn policy(text: &str) -> Policy {
         Policy::from_toml(text, "test").unwrap()

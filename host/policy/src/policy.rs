@@ -146,6 +146,9 @@ impl Policy {
         if seen.other_provider {
             applies.push(FlowRule::OtherProvider);
         }
+        if seen.prose {
+            applies.push(FlowRule::Prose);
+        }
         if seen.flagged {
             applies.push(FlowRule::Flagged);
         }

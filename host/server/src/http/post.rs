@@ -139,7 +139,7 @@ async fn request(
         && let Some(session_id) = &session_id
     {
         let Some(found) = shared.sessions.get(session_id) else {
-            return refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, &shared.sessions.not_found(&session_id));
+            return refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, &shared.sessions.not_found(session_id));
         };
         // The session's version governs how the request is read; a header naming another
         // version this server speaks in a session is allowed (the specification asks
