@@ -440,7 +440,15 @@ async fn a_replica_without_its_store_refuses_what_needs_it_and_is_not_ready() {
         }
         other => panic!("dave's budget cannot be counted: {other:?}"),
     }
-    assert!(alice_client.call_tool("echo__echo", arguments, CancellationToken::new()).await.is_ok(), "no budget");
+    // Without a budget the call still needs what its conversation read, kept in the
+    // store: refused alike, nothing ran.
+    match alice_client.call_tool("echo__echo", arguments, CancellationToken::new()).await {
+        Err(ClientError::Rpc { code: -32011, message, .. }) => {
+            assert!(message.contains("what this conversation read cannot be recalled"), "{message}");
+            assert!(!message.contains("redis"), "{message}");
+        }
+        other => panic!("the data-flow memory cannot be recalled: {other:?}"),
+    }
     let retry = json!({"requestState": state,
         "inputResponses": {"approval": {"action": "accept", "content": {"approve": true}}}});
     let (status, refused) = create(&replica.url(), &alice, retry.clone()).await;

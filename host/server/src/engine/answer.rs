@@ -145,7 +145,9 @@ impl Engine {
             // unreachable): nothing ran, and the same request may be sent again.
             Err(CallFailure::Tool(error)) if error.kind() == ToolErrorKind::Unavailable => {
                 tracing::warn!(tool = %name, detail = error.detail(), "refused: the shared store cannot be reached");
-                unavailable(id, "the budgets of this call cannot be counted", error.retry_after())
+                // What could not be done, without the store's own words (where it is).
+                let what = error.detail().split(':').next().unwrap_or("the call cannot be judged");
+                unavailable(id, what, error.retry_after())
             }
             Err(CallFailure::Tool(error)) => {
                 tracing::warn!(
