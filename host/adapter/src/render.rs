@@ -58,7 +58,8 @@ pub async fn render(
     match format(formatter, request).await {
         Ok(text) => {
             let content = if mismatch.is_some() { format!("{SCHEMA_MISMATCH}\n{text}") } else { text };
-            ToolResult { content, is_error: result.is_error, attachments: Vec::new() }
+            let structured = result.structured_content.clone();
+            ToolResult { content, is_error: result.is_error, attachments: Vec::new(), structured }
         }
         Err(why) => {
             tracing::warn!(

@@ -36,19 +36,23 @@ pub struct ToolResult {
     /// Blocks that reach an MCP client as they are, beside the text (a provider whose
     /// policy passes media). The agent loop shows its model the text only.
     pub attachments: Vec<Attachment>,
+    /// The provider's `structuredContent`, as it sent it: never shown (the text is what
+    /// its formatter made of it), kept for the guard's data-flow memory, which remembers
+    /// its strings as values.
+    pub structured: Option<serde_json::Value>,
 }
 
 impl ToolResult {
     /// A successful result.
     #[must_use]
     pub fn text(content: impl Into<String>) -> Self {
-        Self { content: content.into(), is_error: false, attachments: Vec::new() }
+        Self { content: content.into(), is_error: false, attachments: Vec::new(), structured: None }
     }
 
     /// A failure the model should read.
     #[must_use]
     pub fn error(content: impl Into<String>) -> Self {
-        Self { content: content.into(), is_error: true, attachments: Vec::new() }
+        Self { content: content.into(), is_error: true, attachments: Vec::new(), structured: None }
     }
 }
 

@@ -293,7 +293,7 @@ impl Guarded {
                 let screeners = guard.screeners(&self.provider);
                 let release = |flags| self.release(&call, &input, flags);
                 let screening = Instant::now();
-                let texts = texts(&result);
+                let (texts, structured) = (texts(&result), result.structured.clone());
                 let screened = screen(&self.provider, &self.tool, result, action, &screeners, release);
                 let Screened { result, event, marks } = screened.instrument(trace::screen()).await;
                 metrics::stage("screen", screening);
@@ -308,8 +308,11 @@ impl Guarded {
                         }
                     };
                     let source = Source { provider: self.provider.clone(), tool: read, record: Some(record) };
-                    for text in &texts {
-                        let remembered = guard.provenance().remember(&conversation, source.clone(), text, None, marks);
+                    for (i, text) in texts.iter().enumerate() {
+                        // The structured content goes with the text made of it.
+                        let structured = structured.as_ref().filter(|_| i == 0);
+                        let remembered =
+                            guard.provenance().remember(&conversation, source.clone(), text, structured, marks);
                         // Other replicas must find it before the model can act on it.
                         if let Err(unavailable) = guard.provenance().share(&conversation, remembered).await {
                             let detail = format!("what the result said cannot be kept: {}", report(&unavailable));

@@ -159,5 +159,5 @@ where
     content.push_str(&framed.text);
     let is_error = result.is_error;
     let event = Event::Finished { is_error, flags };
-    Screened { result: ToolResult { content, is_error, attachments }, event, marks }
+    Screened { result: ToolResult { content, is_error, attachments, structured: None }, event, marks }
 }

@@ -240,3 +240,21 @@ async fn a_tool_whose_reviewed_annotations_say_it_is_destructive_is_a_sink_whate
     let reason = world.requested("erase")[0]["reason"].as_str().unwrap().to_owned();
     assert!(reason.contains("`erase` is a sink, and this conversation has read a flagged result"), "{reason}");
 }
+
+#[tokio::test]
+async fn a_string_of_a_results_structured_content_is_a_value_carried_whole() {
+    let world = World::new(&[("mail", &tools(&["search", "send"]), "1 message: from Eve.")]);
+    *world.sources[0].structured.lock().unwrap() =
+        Some(json!({"messages": [{"from": "eve", "subject": "Wire the deposit today"}]}));
+    // Offers are made anew for each call, with the structured content now set.
+    world.call("alice", "mail__search", json!({})).await;
+    world.call("alice", "mail__send", json!({"to": "x", "subject": "  Wire the   deposit today "})).await;
+    let carried = world.carried("send");
+    assert_eq!(carried.len(), 1, "{carried:?}");
+    let value = &carried[0]["values"][0];
+    assert_eq!((value["argument"].as_str(), value["kind"].as_str()), (Some("/subject"), Some("text")));
+    assert_eq!(value["prose"], false, "a string of its own");
+    // A short string is no value: "eve" is not remembered.
+    world.call("alice", "mail__send", json!({"to": "eve"})).await;
+    assert_eq!(world.carried("send").len(), 1);
+}

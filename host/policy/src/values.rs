@@ -291,10 +291,14 @@ pub fn in_prose(text: &str, span: Range<usize>) -> bool {
     if let Some(colon) = field_key(rest) {
         rest = rest[colon..].trim_start();
     }
-    let bare = |item: &str| item.trim().trim_matches(|c: char| "\"'`[](){}<>".contains(c)).trim().to_owned();
-    let value = bare(trim_trailing(value));
+    fn bare(item: &str) -> &str {
+        trim_trailing(item.trim()).trim_matches(|c: char| "\"'`[](){}<>".contains(c)).trim()
+    }
+    let value = bare(value);
     let rest = rest.trim_end_matches(',');
-    !(bare(trim_trailing(rest)) == value || rest.split(',').any(|item| bare(trim_trailing(item)) == value))
+    // Quotes, brackets and punctuation around a value take a few bytes, no more.
+    let could_be = |item: &str| item.len() <= value.len() + 8 && bare(item) == value;
+    !(could_be(rest) || rest.contains(',') && rest.split(',').any(could_be))
 }
 
 /// Where the value of `line`'s field starts, if `line` is `key: value` (`"key": value`),

@@ -21,6 +21,8 @@ pub struct Source {
     pub attachments: Mutex<Vec<Attachment>>,
     /// The names its tools are shown under.
     pub naming: Mutex<Naming>,
+    /// Its results' structured content.
+    pub structured: Mutex<Option<Value>>,
     pub calls: Arc<AtomicUsize>,
 }
 
@@ -32,6 +34,7 @@ impl Source {
             reply: Mutex::new("ok".into()),
             attachments: Mutex::default(),
             naming: Mutex::default(),
+            structured: Mutex::default(),
             calls: Arc::default(),
         })
     }
@@ -50,9 +53,14 @@ impl Source {
         let calls = Arc::clone(&self.calls);
         let reply = self.reply.lock().unwrap().clone();
         let attachments = self.attachments.lock().unwrap().clone();
+        let structured = self.structured.lock().unwrap().clone();
         let tool = Tool::from_fn(spec, move |_, _| {
             calls.fetch_add(1, Ordering::SeqCst);
-            let result = ToolResult { attachments: attachments.clone(), ..ToolResult::text(reply.clone()) };
+            let result = ToolResult {
+                attachments: attachments.clone(),
+                structured: structured.clone(),
+                ..ToolResult::text(reply.clone())
+            };
             async move { Ok(result) }
         });
         Offer { provider: self.provider.clone(), name, definition: definition.clone(), tool }
