@@ -300,7 +300,17 @@ def toml_list(values):
     return "[" + ", ".join(toml_str(v) for v in values) + "]"
 
 
-def write_config(root, suite, version, venv, scenario_dir, policy_extra):
+# `--ignore-flags`: the detector's flags count for nothing, so the figures measure the
+# provenance of values alone: a value from a flagged passage is judged as any other, and a
+# flagged result starts no sequence rule.
+IGNORE_FLAGS = """[flow]
+flagged = "allow"
+sink_flagged = "allow"
+sink_after_flagged = "allow"
+"""
+
+
+def write_config(root, suite, version, venv, scenario_dir, policy_extra, ignore_flags=False):
     """wasmgate.toml and policy.toml in `root` for one suite; returns the config's path."""
     python = venv / "bin" / "python"
     read_exec = python_dirs(python)
@@ -334,6 +344,8 @@ def write_config(root, suite, version, venv, scenario_dir, policy_extra):
             f"read_paths = {toml_list([HERE, scenario_dir])}",
             "",
         ]
+    if ignore_flags:
+        policy += ["# --ignore-flags", IGNORE_FLAGS]
     if policy_extra is not None:
         policy += [f"# --policy-extra {policy_extra}", Path(policy_extra).read_text()]
     (root / "wasmgate.toml").write_text("\n".join(config) + "\n")
@@ -451,7 +463,9 @@ class Replay:
         scenario_dir = root / "scenario"
         scenario_dir.mkdir(parents=True)
         self.scenario_path = scenario_dir / "scenario.json"
-        config = write_config(root, suite_name, args.benchmark_version, args.venv, scenario_dir, args.policy_extra)
+        config = write_config(
+            root, suite_name, args.benchmark_version, args.venv, scenario_dir, args.policy_extra, args.ignore_flags
+        )
         confinement = review(args.wasmgate, config, root / "xdg-cache", root / "review.log")
         gateway = Gateway(args.wasmgate, config, root / "serve.log", root / "xdg-cache")
         self.gateway = gateway
@@ -715,6 +729,9 @@ def main():
     parser.add_argument("--attacks", default=",".join(DEFAULT_ATTACKS), help="comma-separated AgentDojo attack names")
     parser.add_argument("--limit", type=int, help="only the first N user tasks of each suite")
     parser.add_argument("--policy-extra", type=Path, help="TOML text appended to the generated policy.toml")
+    parser.add_argument(
+        "--ignore-flags", action="store_true", help="the detector's flags count for nothing (provenance alone)"
+    )
     parser.add_argument("--json", type=Path, help="write every scenario and call to this file")
     parser.add_argument("--benchmark-version", default="v1.2.2")
     parser.add_argument("--wasmgate", type=Path, default=DEFAULT_WASMGATE)
@@ -756,6 +773,8 @@ def main():
     wall = time.monotonic() - started
     print_table(reports, args.attacks, wall)
     print(f"wasmgate: {args.wasmgate} ({binary})")
+    extra = f", with {args.policy_extra}" if args.policy_extra else ""
+    print(f"rules: the defaults{' with the detector flags ignored' if args.ignore_flags else ''}{extra}")
     if fingerprint(args.wasmgate) != binary:
         # A gateway started after the change ran the new binary: the suites may differ.
         print(f"WARNING: {args.wasmgate} changed during the run (now {fingerprint(args.wasmgate)})")
@@ -783,6 +802,7 @@ def main():
             "benchmark_version": args.benchmark_version,
             "attacks": args.attacks,
             "policy_extra": args.policy_extra.read_text() if args.policy_extra else None,
+            "ignore_flags": args.ignore_flags,
             "wall_seconds": round(wall, 1),
             "wasmgate": {"path": str(args.wasmgate), "at_start": binary, "at_end": fingerprint(args.wasmgate)},
             "summary": summary,

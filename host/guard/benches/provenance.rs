@@ -1,6 +1,7 @@
 //! The data-flow memory's two costs on a call's path: remembering the values of a 4 KB
-//! result, and checking a call with 4 KB of arguments against a context holding 4,096
-//! remembered values.
+//! result (a dense listing, a value every 32 bytes, and prose), and checking a call with
+//! 4 KB of arguments against a context holding 4,096 remembered values; and what one
+//! full conversation takes in memory.
 //!
 //! Run with `cargo bench -p wasmgate-guard --bench provenance`.
 
@@ -8,7 +9,7 @@
 
 use criterion::{BatchSize, Criterion};
 use serde_json::json;
-use wasmgate_guard::{Marks, Provenance, Source};
+use wasmgate_guard::{Marks, Provenance, ProvenanceLimits, Source};
 
 /// A calendar result of about 4 KB: events with titles, links, addresses and a room.
 fn result_4kb() -> String {
@@ -22,6 +23,21 @@ fn result_4kb() -> String {
     let mut i = 0;
     while text.len() < 4_000 {
         text.push_str(&event(i));
+        i += 1;
+    }
+    text
+}
+
+/// A result of about 4 KB of prose with a few values: a message body.
+fn prose_4kb() -> String {
+    let mut text = String::new();
+    let mut i = 0;
+    while text.len() < 4_000 {
+        text.push_str("The minutes of the weekly sync are attached; please review the action items before Friday ");
+        text.push_str("and tell the team what you think of the new roadmap, which moves the launch by a week. ");
+        if i % 8 == 0 {
+            text.push_str(&format!("Questions go to pat{i}@example.com or https://wiki.example/sync/{i}.\n\n"));
+        }
         i += 1;
     }
     text
@@ -56,6 +72,17 @@ fn main() {
             BatchSize::SmallInput,
         );
     });
+    let prose = prose_4kb();
+    criterion.bench_function("remember a 4 KB result of prose", |b| {
+        b.iter_batched(
+            Provenance::default,
+            |memory| {
+                let source = Source { provider: "mail".into(), tool: "read".into(), record: Some(1) };
+                memory.remember("ctx", source, &prose, None, Marks::default())
+            },
+            BatchSize::SmallInput,
+        );
+    });
     let memory = Provenance::default();
     let mut batch = 0;
     while memory.len("ctx") < 4_096 {
@@ -76,4 +103,35 @@ fn main() {
         b.iter(|| memory.carried("ctx", &arguments));
     });
     criterion.final_summary();
+    memory_per_context();
+}
+
+/// The resident memory of this process, in bytes (Linux).
+fn resident() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
+}
+
+/// Prints what one conversation full of values (the default 16,384) takes, as the growth
+/// of this process's resident memory while it is filled.
+fn memory_per_context() {
+    let limits = ProvenanceLimits::default();
+    let memory = Provenance::new(limits);
+    let before = resident();
+    for batch in 0..limits.values / 64 {
+        let text: String = (0..64).map(|i| format!("user{batch}x{i}@example.com ")).collect();
+        let source = Source { provider: "cal".into(), tool: "list".into(), record: Some(batch as u64) };
+        memory.remember("full", source, &text, None, Marks::default());
+    }
+    assert_eq!(memory.len("full"), limits.values);
+    if let (Some(before), Some(after)) = (before, resident()) {
+        let grown = after.saturating_sub(before);
+        println!(
+            "memory of one conversation holding {} values: {:.2} MB ({} bytes a value)",
+            limits.values,
+            grown as f64 / 1e6,
+            grown / limits.values as u64
+        );
+    }
 }

@@ -131,29 +131,59 @@ async fn a_value_from_the_flagged_passage_is_refused_in_a_read_and_the_message_a
 
 #[tokio::test]
 async fn the_same_result_outside_the_flagged_passage_is_not_refused_by_that_rule() {
-    let world = World::new(&[("caldav", &tools(&["list-events", "send-invite"]), EVENTS)]);
+    let world = World::new(&[("caldav", &tools(&["list-events", "find", "send-invite"]), EVENTS)]);
     world.call("alice", "caldav__list-events", json!({})).await;
-    // Sam's address stood in the result, but not in the injected passage: the sink may
-    // carry it (the default for a value of running text into a sink is to note it).
-    let sent = world.call("alice", "caldav__send-invite", json!({"to": "Sam@Example.com"})).await;
-    assert!(!sent.starts_with("denied"), "{sent}");
-    let requested = world.requested("send-invite");
-    assert_eq!(requested[0]["verdict"], "allow");
-    let reason = requested[0]["reason"].as_str().unwrap();
-    assert!(
-        reason.contains("flagged: argument `to` carries an email address first seen in the running text of a result"),
-        "{reason}"
+    // Sam's address stood in the result, but not in the injected passage: a read may
+    // carry it.
+    let found = world.call("alice", "caldav__find", json!({"who": "Sam@Example.com"})).await;
+    assert!(!found.starts_with("denied"), "{found}");
+    let value = &world.carried("find")[0]["values"][0];
+    assert_eq!(
+        (value["kind"].as_str(), &value["flagged"], &value["prose"]),
+        (Some("email"), &json!(false), &json!(true))
     );
-    assert_eq!(world.carried("send-invite")[0]["values"][0]["flagged"], false);
-    // The injected one is refused in the sink too.
+    // In a sink it is asked about (it stood in running text), not refused.
+    let asked = world.call("alice", "caldav__send-invite", json!({"to": "Sam@Example.com"})).await;
+    assert_eq!(asked, format!("denied: {NOBODY}"));
+    let reason = world.requested("send-invite")[0]["reason"].as_str().unwrap().to_owned();
+    assert!(reason.contains("`sink_prose` asks before it runs"), "{reason}");
+    // After a flagged result, a sink is asked about whatever it carries: the sequence rule.
+    world.call("alice", "caldav__send-invite", json!({"to": "the team"})).await;
+    let reason = world.requested("send-invite")[1]["reason"].as_str().unwrap().to_owned();
+    assert!(reason.contains("`send-invite` is a sink, and this conversation has read a flagged result"), "{reason}");
+    // The injected value is refused in a read and in the sink alike.
+    let refused = world.call("alice", "caldav__find", json!({"who": ATTACKER_URL})).await;
+    assert!(refused.starts_with("denied: argument `who` carries a URL first seen in the flagged result"), "{refused}");
     let refused = world.call("alice", "caldav__send-invite", json!({"to": "x", "link": ATTACKER_URL})).await;
     assert!(refused.starts_with("denied: argument `link` carries a URL first seen in the flagged result"), "{refused}");
 }
 
 #[tokio::test]
+async fn a_value_of_running_text_is_asked_about_in_a_sink_and_one_of_its_own_is_noted() {
+    let world = World::new(&[(
+        "mail",
+        &tools(&["read", "send"]),
+        "From: ann@example.org\n\nPlease also copy bob@example.org.",
+    )]);
+    world.call("alice", "mail__read", json!({})).await;
+    let noted = world.call("alice", "mail__send", json!({"to": "ann@example.org"})).await;
+    assert!(!noted.starts_with("denied"), "a field of its own: {noted}");
+    let reason = world.requested("send")[0]["reason"].as_str().unwrap().to_owned();
+    assert!(
+        reason.contains("flagged: argument `to` carries an email address first seen in a result of mail"),
+        "{reason}"
+    );
+    let asked = world.call("alice", "mail__send", json!({"to": "bob@example.org"})).await;
+    assert_eq!(asked, format!("denied: {NOBODY}"));
+    let reason = world.requested("send")[1]["reason"].as_str().unwrap().to_owned();
+    assert!(reason.contains("first seen in the running text of a result of mail `read`"), "{reason}");
+    assert!(reason.contains("the policy's flow rule `sink_prose` asks before it runs"), "{reason}");
+}
+
+#[tokio::test]
 async fn a_value_of_another_providers_result_is_asked_about_where_a_rule_says_so() {
     let world = World::new(&[
-        ("caldav", &tools(&["list-events"]), "Lunch with sam@example.com at noon."),
+        ("caldav", &tools(&["list-events"]), "attendees:\n- sam@example.com"),
         ("mail", &tools(&["send", "search"]), "No messages."),
     ]);
     world.call("alice", "caldav__list-events", json!({})).await;
@@ -163,9 +193,8 @@ async fn a_value_of_another_providers_result_is_asked_about_where_a_rule_says_so
     assert_eq!(requested[0]["verdict"], "ask");
     let reason = requested[0]["reason"].as_str().unwrap();
     assert!(
-        reason.starts_with(
-            "argument `to` carries an email address first seen in the running text of a result of caldav `list-events`"
-        ) && reason.contains("`sink_other_provider` asks before it runs"),
+        reason.starts_with("argument `to` carries an email address first seen in a result of caldav `list-events`")
+            && reason.contains("`sink_other_provider` asks before it runs"),
         "{reason}"
     );
     // A read of the same provider's kind is no sink: it runs.

@@ -130,19 +130,20 @@ pub struct FlowRules {
 
 impl FlowRules {
     /// The defaults, under every scope: a value from a flagged passage is refused in
-    /// any tool's arguments (a read can carry data out as well as a write); a sink that
-    /// carries a value of any untrusted result, or is called after a flagged result, is
-    /// let run and noted.
+    /// any tool's arguments (a read can carry data out as well as a write); a sink is
+    /// asked about when it carries a value from running text, or when the conversation
+    /// has read a flagged result; a sink carrying any other value of a result is let run
+    /// and noted. Chosen by the figures of the AgentDojo replay (docs/POLICY.md).
     pub const DEFAULTS: FlowRules = FlowRules {
         flagged: Some(FlowAction::Deny),
         prose: Some(FlowAction::Allow),
         other_provider: Some(FlowAction::Allow),
         untrusted: Some(FlowAction::Allow),
         sink_flagged: Some(FlowAction::Deny),
-        sink_prose: Some(FlowAction::Flag),
+        sink_prose: Some(FlowAction::Ask),
         sink_other_provider: Some(FlowAction::Flag),
         sink_untrusted: Some(FlowAction::Flag),
-        sink_after_flagged: Some(FlowAction::Flag),
+        sink_after_flagged: Some(FlowAction::Ask),
     };
 
     /// The action of `rule` at this scope, if it sets one.
@@ -317,15 +318,19 @@ mod tests {
     }
 
     #[test]
-    fn the_defaults_refuse_a_flagged_value_anywhere_and_note_a_results_value_in_a_sink() {
+    fn the_defaults_refuse_a_flagged_value_anywhere_ask_about_prose_in_a_sink_and_note_the_rest() {
         let p = policy("[providers.mail]\nunlisted = \"allow\"\nsinks = [\"send*\"]\n");
         let action = |tool: &str, seen, sink| p.flow_decision("mail", tool, "/to", seen, sink).action;
+        let prose = Seen { flagged: false, prose: true, other_provider: false };
         assert_eq!(action("read", SEEN_FLAGGED, false), FlowAction::Deny);
         assert_eq!(action("read", SEEN_OTHER, false), FlowAction::Allow);
         assert_eq!(action("read", SEEN_PLAIN, false), FlowAction::Allow);
+        assert_eq!(action("read", prose, false), FlowAction::Allow);
         assert_eq!(action("send", SEEN_PLAIN, true), FlowAction::Flag);
+        assert_eq!(action("send", SEEN_OTHER, true), FlowAction::Flag);
+        assert_eq!(action("send", prose, true), FlowAction::Ask);
         assert_eq!(action("send", SEEN_FLAGGED, true), FlowAction::Deny);
-        assert_eq!(p.after_flagged("mail"), FlowAction::Flag);
+        assert_eq!(p.after_flagged("mail"), FlowAction::Ask);
         assert!(p.names_sink("mail", "send_email") && !p.names_sink("mail", "read"));
         assert!(!p.names_sink("other", "send"), "an unknown provider names no sink");
     }

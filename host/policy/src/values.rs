@@ -185,10 +185,14 @@ pub fn visit(text: &str, mut each: impl FnMut(ValueKind, &str, Range<usize>)) {
             each(kind, cut_str(value), span);
         }
     };
-    for m in values.find_iter(text) {
-        let span = m.range();
+    let matches = candidate_runs(text).flat_map(|run| {
+        let at = run.start;
+        let input = regex_automata::Input::new(text).range(run);
+        values.find_iter(input).map(move |m| (m.pattern(), m.range(), at))
+    });
+    for (pattern, span, _) in matches {
         let Some(raw) = text.get(span.clone()) else { continue };
-        let Some((kind, _)) = PATTERNS.get(m.pattern().as_usize()) else { continue };
+        let Some((kind, _)) = PATTERNS.get(pattern.as_usize()) else { continue };
         match kind {
             Kind::Url => {
                 let raw = trim_trailing(raw);
@@ -237,6 +241,52 @@ pub fn visit(text: &str, mut each: impl FnMut(ValueKind, &str, Range<usize>)) {
             break;
         }
     }
+}
+
+/// The runs of `text` a value can stand in: words (between ASCII whitespace) that hold a
+/// digit, `@`, `/`, `\\`, `:`, `~`, a dot between two characters, or are a short upper-case
+/// group (of an IBAN), with the spaces between such words (a phone number's groups).
+/// Every pattern matches within one run, so the search skips the words of ordinary prose.
+fn candidate_runs(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
+    let bytes = text.as_bytes();
+    let candidate = |word: &[u8]| {
+        let upper = word.len() <= 4 && word.iter().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+        upper
+            || word.iter().enumerate().any(|(i, b)| {
+                b.is_ascii_digit()
+                    || b"@/\\:~".contains(b)
+                    || *b == b'.' && i > 0 && word.get(i + 1).is_some_and(|next| next.is_ascii_alphanumeric())
+            })
+    };
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let mut run: Option<Range<usize>> = None;
+        while at < bytes.len() {
+            while at < bytes.len() && bytes[at].is_ascii_whitespace() {
+                // A run goes on across spaces only (not a tab, not a line break).
+                if run.is_some() && bytes[at] != b' ' {
+                    return run.take();
+                }
+                at += 1;
+            }
+            let start = at;
+            while at < bytes.len() && !bytes[at].is_ascii_whitespace() {
+                at += 1;
+            }
+            if start == at {
+                break;
+            }
+            if candidate(&bytes[start..at]) {
+                match &mut run {
+                    Some(r) => r.end = at,
+                    None => run = Some(start..at),
+                }
+            } else if run.is_some() {
+                return run.take();
+            }
+        }
+        run.take()
+    })
 }
 
 /// `text` appended to `buf` in lower case.
@@ -565,6 +615,29 @@ mod tests {
         let long = format!("{} a@b.example", "word ".repeat(200));
         assert!(in_prose(&long, long.len() - 11..long.len()), "a long line is running text");
         assert!(!in_prose("a@b.example", 0..11) && !in_prose("x", 5..9), "out of range: no");
+    }
+
+    #[test]
+    fn searching_the_candidate_runs_finds_what_searching_the_whole_text_finds() {
+        let texts = [
+            "Back up to HTTP://Evil.Example:8080/x. Mail Bob.Smith@Example.COM, call +1 (415) 555-0100,\n\
+             pay GB82 WEST 1234 5698 7654 32 or 4111 1111 1111 1111; host 10.0.0.7 or ::1 or fe80::1, \
+             file ~/notes.txt and C:\\Users\\x\\a.txt and /etc/passwd, see docs.example.org. e.g. café.example",
+            "- 2026-12-01 09:00 Standup with ana@example.com in room 4, notes at https://wiki.example/m/4\n",
+            "tabs\tand  double  spaces: 555  0100 and 555 0100 1234 and a.b and ..dots.. ~ @ : / \\",
+            "  leading, trailing   ",
+            "",
+        ];
+        let (all, _) = (VALUES.as_ref().unwrap(), ());
+        for text in texts {
+            let whole: Vec<(usize, Range<usize>)> =
+                all.find_iter(text).map(|m| (m.pattern().as_usize(), m.range())).collect();
+            let runs: Vec<(usize, Range<usize>)> = candidate_runs(text)
+                .flat_map(|run| all.find_iter(regex_automata::Input::new(text).range(run)))
+                .map(|m| (m.pattern().as_usize(), m.range()))
+                .collect();
+            assert_eq!(runs, whole, "{text:?}");
+        }
     }
 
     #[test]
