@@ -58,7 +58,7 @@ pub async fn render(
     match format(formatter, request).await {
         Ok(text) => {
             let content = if mismatch.is_some() { format!("{SCHEMA_MISMATCH}\n{text}") } else { text };
-            let structured = result.structured_content.clone();
+            let structured = result.structured_content.clone().map(Box::new);
             ToolResult { content, is_error: result.is_error, attachments: Vec::new(), structured }
         }
         Err(why) => {

@@ -39,7 +39,7 @@ pub struct ToolResult {
     /// The provider's `structuredContent`, as it sent it: never shown (the text is what
     /// its formatter made of it), kept for the guard's data-flow memory, which remembers
     /// its strings as values.
-    pub structured: Option<serde_json::Value>,
+    pub structured: Option<Box<serde_json::Value>>,
 }
 
 impl ToolResult {

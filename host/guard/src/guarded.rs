@@ -310,7 +310,7 @@ impl Guarded {
                     let source = Source { provider: self.provider.clone(), tool: read, record: Some(record) };
                     for (i, text) in texts.iter().enumerate() {
                         // The structured content goes with the text made of it.
-                        let structured = structured.as_ref().filter(|_| i == 0);
+                        let structured = structured.as_deref().filter(|_| i == 0);
                         let remembered =
                             guard.provenance().remember(&conversation, source.clone(), text, structured, marks);
                         // Other replicas must find it before the model can act on it.

@@ -58,7 +58,7 @@ impl Source {
             calls.fetch_add(1, Ordering::SeqCst);
             let result = ToolResult {
                 attachments: attachments.clone(),
-                structured: structured.clone(),
+                structured: structured.clone().map(Box::new),
                 ..ToolResult::text(reply.clone())
             };
             async move { Ok(result) }
