@@ -288,6 +288,9 @@ impl Provenance {
         if starts && (after_flagged && memory.after.as_ref().is_none_or(|(_, _, f)| !f) || memory.after.is_none()) {
             memory.after = Some((Arc::clone(&source), now, after_flagged));
         }
+        let room = found.len().min(self.limits.values);
+        memory.values.reserve(room);
+        memory.order.reserve(room);
         for (hash, kind, flagged, prose) in found {
             match memory.values.get_mut(&hash) {
                 // First seen stays, unless it is seen again in a flagged passage.
