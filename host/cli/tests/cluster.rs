@@ -187,6 +187,13 @@ async fn create(url: &str, token: &str, extra: Value) -> (u16, Value) {
     for (key, value) in extra.as_object().unwrap() {
         params[key] = value.clone();
     }
+    post_call(url, token, params).await
+}
+
+/// POSTs a 2026-07-28 `tools/call` with `params` to `url` as `token`'s caller, with the
+/// headers that mirror it: the status and the JSON answer.
+async fn post_call(url: &str, token: &str, params: Value) -> (u16, Value) {
+    let name = params["name"].as_str().unwrap_or_default().to_owned();
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
     let response = reqwest::Client::new()
         .post(url)
@@ -195,7 +202,7 @@ async fn create(url: &str, token: &str, extra: Value) -> (u16, Value) {
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "tools/call")
-        .header("mcp-name", "calendar__calendar_create")
+        .header("mcp-name", name)
         .body(body.to_string())
         .send()
         .await
@@ -635,22 +642,7 @@ async fn call_text(url: &str, token: &str, name: &str, arguments: Value, context
     if let Some(context) = context {
         meta["wasmgate/context"] = json!(context);
     }
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": name, "arguments": arguments, "_meta": meta}});
-    let response = reqwest::Client::new()
-        .post(url)
-        .bearer_auth(token)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", name)
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
-    let text = response.text().await.unwrap();
-    let answer: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"));
+    let (_, answer) = post_call(url, token, json!({"name": name, "arguments": arguments, "_meta": meta})).await;
     answer["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{answer}")).to_owned()
 }
 
