@@ -2,14 +2,18 @@
 //!
 //! A call of a guarded tool:
 //! 1. the policy decides from the provider, the tool and the arguments (`allow`, `ask`,
-//!    `deny`); annotations are no input, so a provider's claims change nothing;
+//!    `deny`); annotations are no input, so a provider's claims loosen nothing; then the
+//!    data-flow rules judge what the arguments carry of what earlier results of the
+//!    conversation said (the `flow` module; a reviewed definition's destructive or
+//!    open-world hint makes a tool a sink there), which can only make the verdict stricter;
 //! 2. `deny`, or `ask` answered no, returns `denied: <reason>` to the model; nothing runs;
 //! 3. the `requested` (and `approval`) and `started` records are written together and
 //!    made durable before the call runs: one fsync on the call's critical path, shared
 //!    with concurrent calls by the audit log's group commit. If they cannot be written,
 //!    the call is refused ([`ToolErrorKind::Refused`]): fail closed;
-//! 4. the result is screened as untrusted data (the `screen` module) and the outcome
-//!    recorded (`finished`, `withheld`, `failed`, `cancelled`) without waiting, and
+//! 4. the result is screened as untrusted data (the `screen` module), what it said is
+//!    remembered for the conversation (and kept in the shared store, with replicas), and
+//!    the outcome recorded (`finished`, `withheld`, `failed`, `cancelled`) without waiting, and
 //!    without an fsync of its own: it is synced with the next call's start records.
 //!
 //! The agent loop's `before_tool_call` hook stays the host's own: the policy runs inside
