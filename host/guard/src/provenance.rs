@@ -1,14 +1,17 @@
-//! What untrusted results said, remembered per context: the values each result carried
-//! (`wasmgate_policy::extract`), where each was first seen (provider, tool, audit record),
-//! and whether it stood in a passage the detector flagged (`wasmgate_policy::locate`).
-//! [`Provenance::carried`] finds them again in a later call's arguments, which is what
-//! the data-flow rules judge.
+//! What untrusted results said, remembered per context (a conversation): the values each
+//! result carried (`wasmgate_policy::visit`), where each was first seen (provider, tool,
+//! audit record), and whether it stood in a passage the detector flagged
+//! (`wasmgate_policy::locate`) or inside running text (`wasmgate_policy::in_prose`).
+//! [`Provenance::recall`] finds them again in a later call's arguments, which is what the
+//! data-flow rules judge.
 //!
 //! Values are kept as keyed hashes (SipHash-1-3 under a key drawn when the memory is
-//! made, or one every replica shares: [`Provenance::shared`]), never as text. The memory is bounded: [`Limits::values`] per context (the
-//! oldest value out first), [`Limits::contexts`] (the context used least recently out
-//! first) and [`Limits::age`] (older values are forgotten). A value costs about 80 bytes,
-//! so a full context holds about 1.3 MB at the default 16,384 values.
+//! made, or one every replica shares: [`Provenance::shared`]), never as text. The memory
+//! is bounded: [`Limits::values`] per context (the oldest value out first),
+//! [`Limits::contexts`] (the context used least recently out first) and [`Limits::age`]
+//! (older values are forgotten). A value takes about 70 bytes, so a full context holds
+//! about 1.1 MB at the default 16,384 values (`cargo bench -p wasmgate-guard --bench
+//! provenance` prints it).
 
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
@@ -176,7 +179,7 @@ pub struct Remembered {
 }
 
 /// The hash under which the shared store keeps the result that started the sequence
-/// rule (a keyed hash of a value is this only by a chance of 2^-64).
+/// rule (no value's hash is this: [`Provenance::hash`] never gives it).
 const AFTER: u64 = 0;
 
 /// A value of a call's arguments the memory may know: which argument, what kind, its hash.
