@@ -1,9 +1,11 @@
 //! The values a text carries that a later call could carry somewhere else: URLs and their
-//! hosts, email addresses (not their hosts, which strangers share), domain names, IP addresses, phone numbers, IBANs and
-//! account-like numbers, file paths ([`extract`]); and the string values of structured
-//! content ([`strings`]). Each is normalised, so that the same value written another way
-//! is the same string: hosts, schemes and addresses in lower case, trailing punctuation
-//! off, percent-encoding decoded, numbers as their digits.
+//! hosts, email addresses (not their hosts, which strangers share), domain names, IP
+//! addresses, phone numbers, IBANs and account-like numbers, file paths ([`extract`],
+//! [`visit`]); and the string values of structured content ([`strings`]). Each is
+//! normalised, so that the same value written another way is the same string: hosts,
+//! schemes and addresses in lower case, trailing punctuation off, percent-encoding
+//! decoded, numbers as their digits. [`in_prose`] says whether a value stands inside
+//! running text or as a field or list item of its own.
 //!
 //! The data-flow rules remember what untrusted results carried and look for it in the
 //! arguments of later calls ([`in_argument`]): an argument equal to a value, or a value
