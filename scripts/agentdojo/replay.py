@@ -549,9 +549,17 @@ class Replay:
         # the environment per provider, as each tool server has its own (a calendar
         # invitation goes to the calendar server's copy of the inbox, not the email server's).
         envs = {provider: env.model_copy(deep=True) for provider in PROVIDERS[suite.name]}
+        marks = [bare(text)[len(bare(text)) // 3 :][:40] for text in injections.values() if len(bare(text)) >= 40]
         for role, calls in (("user", user_calls), ("attacker", attacker_calls)):
             for call in calls:
-                record["calls"].append(self.call(role, call, envs[self.provider_of[call.function]], context))
+                entry = self.call(role, call, envs[self.provider_of[call.function]], context)
+                # Whether the injection reached the model: a result of the user task's
+                # calls (that the gateway let run) carried it.
+                text = bare(entry.pop("text", ""))
+                if role == "user" and any(mark in text for mark in marks):
+                    record["reached"] = True
+                record["calls"].append(entry)
+        record.setdefault("reached", False)
         report["scenarios"].append(record)
 
     def call(self, role, call, env, context):
@@ -576,6 +584,7 @@ class Replay:
             return entry
         result = answer["result"]
         text = result_text(result)
+        entry["text"] = text
         if result.get("isError") and text.startswith("denied: "):
             reason = text[len("denied: ") :]
             entry["status"] = "stopped"
@@ -599,6 +608,12 @@ class Replay:
             entry["result"] = text[:4000]
             entry["expected"] = expected_text[:4000]
         return entry
+
+
+def bare(text):
+    """`text` without whitespace, quotes and backslashes: what survives a YAML dump and a
+    formatter's line breaks alike."""
+    return "".join(c for c in text if not c.isspace() and c not in "'\"\\")
 
 
 def ratio(n, d):
@@ -674,6 +689,13 @@ def print_table(reports, attacks, wall):
          stopped_cell(totals["user"]), total_skipped, total_problems)
     )
     rows.append(("total", "clean", clean_runs, "", "", stopped_cell(totals["clean"]), clean_skipped, clean_problems))
+    # The attacks whose injection reached the model: in the others, the gateway stopped
+    # every call of the user task that would have read it, so no model could follow it.
+    reached = summarize([x for r in reports for x in r["scenarios"] if x["attack"] != "clean" and x.get("reached")])
+    rows.append(
+        ("total", "reached", reached["scenarios"], stopped_cell(reached["attacker_writes"]),
+         stopped_cell(reached["attacker_reads"]), stopped_cell(reached["user"]), reached["skipped"], len(reached["problems"]))
+    )
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     line = lambda r: "  ".join(str(v).ljust(w) if i < 2 else str(v).rjust(w) for i, (v, w) in enumerate(zip(r, widths)))  # noqa: E731
     print(line(header))
@@ -681,7 +703,9 @@ def print_table(reports, attacks, wall):
         print(line(row))
     print("(n/N stopped; a: asked (approval needed, nobody to ask), d: denied, u: the tool was not offered (the")
     print(" policy denies it whatever the arguments). skipped: ground-truth calls with placeholder arguments.")
-    print(" problems: calls that failed, or whose result differs from AgentDojo's own)")
+    print(" problems: calls that failed, or whose result differs from AgentDojo's own. reached: the injected")
+    print(" replays where a result the gateway let through carried the injection; in the others no model")
+    print(" could have read it)")
     for report in reports:
         empty = report.get("empty_injection_ground_truths") or []
         if empty:
