@@ -319,12 +319,15 @@ pub fn in_prose(text: &str, span: Range<usize>) -> bool {
     else {
         return false;
     };
-    let start = match before.bytes().rev().take(MAX_LINE_LOOK).position(|b| b == b'\n') {
-        Some(back) => span.start - back,
+    // Byte slices: a line break is one byte, whatever is around it.
+    let near_before = &before.as_bytes()[before.len().saturating_sub(MAX_LINE_LOOK)..];
+    let start = match near_before.iter().rposition(|b| *b == b'\n') {
+        Some(at) => span.start - (near_before.len() - at - 1),
         None if span.start <= MAX_LINE_LOOK => 0,
         None => return true,
     };
-    let end = match after.bytes().take(MAX_LINE_LOOK).position(|b| b == b'\n') {
+    let near_after = &after.as_bytes()[..after.len().min(MAX_LINE_LOOK)];
+    let end = match near_after.iter().position(|b| *b == b'\n') {
         Some(ahead) => span.end + ahead,
         None if after.len() <= MAX_LINE_LOOK => text.len(),
         None => return true,
