@@ -413,3 +413,42 @@ flow = { untrusted = "flag", arguments = [{ pointer = "/body", untrusted = "allo
         );
     }
 }
+
+#[cfg(test)]
+mod documented {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::Policy;
+
+    /// The example of docs/POLICY.md, "Data-flow rules", as written there.
+    const EXAMPLE: &str = r#"
+[flow]                               # every provider
+sink_untrusted = "ask"               # stricter than the default
+
+[providers.web]
+sinks = ["fetch"]
+[providers.web.flow]
+other_provider = "ask"               # a value of another provider's result, into any of its tools
+after = ["fetch"]                    # any result of `fetch` starts the sequence rule, flagged or not
+
+[providers.mail]
+sinks = ["send_email"]
+[providers.mail.tools.send_email]
+verdict = "allow"
+# Its body may quote what a result said, but not a flagged passage.
+flow = { arguments = [{ pointer = "/body", prose = "allow", untrusted = "allow" }] }
+"#;
+
+    #[test]
+    fn the_documented_example_parses_and_decides_as_documented() {
+        let p = Policy::from_toml(EXAMPLE, "docs/POLICY.md").unwrap();
+        let seen = |flagged, prose, other_provider| Seen { flagged, prose, other_provider };
+        let send = |pointer: &str, seen| p.flow_decision("mail", "send_email", pointer, seen, true).action;
+        assert_eq!(send("/to", seen(false, false, false)), FlowAction::Ask, "[flow] sink_untrusted");
+        assert_eq!(send("/body", seen(false, true, false)), FlowAction::Allow, "the body's own rules");
+        assert_eq!(send("/body", seen(true, true, false)), FlowAction::Deny, "but not a flagged passage");
+        let web = |seen, sink| p.flow_decision("web", "search", "/q", seen, sink).action;
+        assert_eq!(web(seen(false, false, true), false), FlowAction::Ask, "other_provider, into any of its tools");
+        assert!(p.names_sink("web", "fetch") && p.starts_sequence("web", "fetch"));
+    }
+}
