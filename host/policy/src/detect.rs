@@ -232,6 +232,8 @@ pub const MAX_LOCATED_PER_RULE: usize = 64;
 /// match is reported, at most [`MAX_LOCATED_PER_RULE`] per rule; hidden characters once
 /// per passage.
 pub fn locate(text: &str) -> Vec<Located> {
+    let lines = Lines::new(text);
+    let passage = |text: &str, span: Range<usize>| passage_in(text, &lines, span);
     let clean = Mapped::sanitize(text);
     let mut found = Vec::new();
     let hidden = |flag: Flag, at: usize, found: &mut Vec<Located>| {
@@ -417,6 +419,27 @@ impl Mapped {
 /// with `-`, `*`, `+` or `1.`, with the indented lines after it), or else the paragraph
 /// (the lines around it up to a blank line, a list item, a table row or a field).
 pub fn passage(text: &str, span: Range<usize>) -> Range<usize> {
+    passage_in(text, &Lines::new(text), span)
+}
+
+/// The lines of a text, made once for all the passages [`locate`] finds in it.
+struct Lines<'a> {
+    text: &'a str,
+    lines: std::cell::OnceCell<Vec<(usize, &'a str)>>,
+}
+
+impl<'a> Lines<'a> {
+    fn new(text: &'a str) -> Self {
+        Lines { text, lines: std::cell::OnceCell::new() }
+    }
+
+    fn get(&self) -> &[(usize, &'a str)] {
+        self.lines.get_or_init(|| lines_with_offsets(self.text))
+    }
+}
+
+/// [`passage`], with the text's lines made once.
+fn passage_in(text: &str, lines: &Lines<'_>, span: Range<usize>) -> Range<usize> {
     let mut start = span.start.min(text.len());
     while !text.is_char_boundary(start) {
         start -= 1;
@@ -433,10 +456,12 @@ pub fn passage(text: &str, span: Range<usize>) -> Range<usize> {
         let cell_end = text[end..line_end].find('|').map_or(line_end, |i| end + i);
         return cell_start..cell_end;
     }
-    let lines = lines_with_offsets(text);
-    let Some(index) = lines.iter().position(|(at, l)| *at <= start && start <= at + l.len()) else {
+    let lines = lines.get();
+    // The last line that starts at or before `start` (lines are in order).
+    let index = lines.partition_point(|(at, _)| *at <= start).saturating_sub(1);
+    if !lines.get(index).is_some_and(|(at, l)| *at <= start && start <= at + l.len()) {
         return line_start..line_end;
-    };
+    }
     let ordinary = |l: &str| !l.trim().is_empty() && !is_list_item(l) && !is_table_row(l) && !is_field(l);
     if is_field(lines[index].1) {
         // The field, and the lines that carry its value on (indented, or prose).
