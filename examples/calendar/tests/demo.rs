@@ -47,7 +47,8 @@ fn the_demo_shows_the_scenario_and_ends_with_a_verified_audit_log() {
     for line in [
         "    | denied: argument `description` carries a URL first seen in the flagged result of calendar \
          `calendar_query`, audit record 2; the policy's flow rule `flagged` refuses it",
-        "    12  calendar  calendar_create  carried (/start text: result of record 2; /description url: flagged result of record 2)",
+        "    12  calendar  calendar_create  carried (/title text: flagged result of record 2; /start text: result of record 2; \
+         /description url: flagged result of record 2)",
         "  ok    the call carrying the injected address was refused by the guard before it reached the server",
     ] {
         assert!(has(line), "missing {line:?} in:\n{stdout}");

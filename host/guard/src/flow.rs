@@ -8,7 +8,7 @@ use std::sync::Arc;
 use wasmgate_audit::CarriedValue;
 use wasmgate_policy::{Decision, FlowAction, Policy, Seen, Verdict};
 
-use crate::provenance::{Carried, Source};
+use crate::provenance::{Carried, Source, rank};
 
 /// The conversation of a call made outside any that the one serving it names (a library
 /// user's own calls, `wasmgate call`): one for the whole guard.
@@ -38,12 +38,16 @@ pub(crate) fn judge(
 ) -> Judged {
     let mut action = FlowAction::Allow;
     let mut reason = String::new();
+    // Of the values whose rules are equally strict, the message names the most telling.
+    let mut named = u8::MAX;
     for value in &carried {
         let origin = &value.origin;
         let seen =
             Seen { flagged: origin.flagged, prose: origin.prose, other_provider: origin.source.provider != provider };
         let decided = policy.flow_decision(provider, tool, &value.pointer, seen, sink);
-        if decided.action > action {
+        let telling = rank(value.kind);
+        if decided.action > action || decided.action == action && action > FlowAction::Allow && telling < named {
+            named = telling;
             action = decided.action;
             reason = format!("{}; the policy's flow rule `{}` {}", carries(value), decided.key, does(decided.action));
         }

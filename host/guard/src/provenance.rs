@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wasmgate_core::{SharedMemory, StoreUnavailable};
-use wasmgate_policy::{ValueKind, in_prose, locate, strings, text_value, visit};
+use wasmgate_policy::{ValueKind, in_prose, locate, quoted, short_text_value, strings, text_value, visit};
 
 /// How much a [`Provenance`] keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -253,6 +253,11 @@ impl Provenance {
             }
             found.push((self.hash(value), kind, in_flagged(&span), prose));
         });
+        // The literals a text quotes, as whole strings: an instruction quotes the values
+        // it wants used (`delete the file with ID '13'`).
+        quoted(text, |value, span| {
+            found.push((self.hash(value), ValueKind::Text, in_flagged(&span), in_prose(text, span)));
+        });
         if let Some(structured) = structured {
             // A string of structured content is flagged when the text shows it in a
             // flagged passage; a string on its own is no running text, what is inside
@@ -409,7 +414,7 @@ impl Provenance {
             pointers.push(pointer);
             // The whole argument is a value only where some result's structured content
             // had whole strings.
-            if whole && let Some(value) = text_value(&text) {
+            if whole && let Some(value) = short_text_value(&text).or_else(|| text_value(&text)) {
                 candidates.push(Candidate { argument, kind: ValueKind::Text, hash: self.hash(&value) });
             }
             visit(&text, |kind, value, _| candidates.push(Candidate { argument, kind, hash: self.hash(value) }));
@@ -474,7 +479,7 @@ fn decode(text: &str) -> Option<Origin> {
 }
 
 /// How telling a kind of value is, most first.
-fn rank(kind: ValueKind) -> u8 {
+pub(crate) fn rank(kind: ValueKind) -> u8 {
     match kind {
         ValueKind::Url => 0,
         ValueKind::Email => 1,

@@ -420,6 +420,71 @@ pub fn text_value(text: &str) -> Option<String> {
     whole(text)
 }
 
+/// `text` as a whole value of any length (what [`quoted`] finds is compared with it):
+/// trimmed, its whitespace runs one space; `None` when empty or longer than
+/// [`MAX_QUOTED_CHARS`].
+#[must_use]
+pub fn short_text_value(text: &str) -> Option<String> {
+    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    (!collapsed.is_empty() && collapsed.chars().count() <= MAX_QUOTED_CHARS).then_some(collapsed)
+}
+
+/// The longest quoted literal [`quoted`] takes.
+pub const MAX_QUOTED_CHARS: usize = 200;
+
+/// Calls `each` with every literal `text` quotes (`'13'`, `"Important message!"`, `‘x’`,
+/// `“x”`): 1 to [`MAX_QUOTED_CHARS`] characters on one line, the opening quote after
+/// no letter or digit and the closing one before none (so the apostrophes of `don't`
+/// and `isn't` quote nothing), as [`short_text_value`] writes it, with its span. An
+/// instruction quotes the exact values it wants used.
+pub fn quoted(text: &str, mut each: impl FnMut(&str, Range<usize>)) {
+    let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    let mut count = 0;
+    let mut chars = text.char_indices().peekable();
+    let mut previous: Option<char> = None;
+    while let Some((at, c)) = chars.next() {
+        let close = match c {
+            '\'' => '\'',
+            '"' => '"',
+            '\u{2018}' => '\u{2019}',
+            '\u{201c}' => '\u{201d}',
+            _ => {
+                previous = Some(c);
+                continue;
+            }
+        };
+        let opened = !word(previous);
+        previous = Some(c);
+        // A doubled quote (`''`, YAML's escape) opens nothing: the next one may.
+        if !opened || chars.peek().is_some_and(|(_, d)| *d == c) {
+            continue;
+        }
+        let inner = at + c.len_utf8();
+        let rest = &text[inner..];
+        let line = rest.split('\n').next().unwrap_or("");
+        let Some(end) = line
+            .char_indices()
+            .take(MAX_QUOTED_CHARS + 1)
+            .find_map(|(i, d)| (d == close && !word(line[i + d.len_utf8()..].chars().next())).then_some(i))
+        else {
+            continue;
+        };
+        if let Some(value) = short_text_value(&line[..end]) {
+            each(&value, inner..inner + end);
+            count += 1;
+            if count >= MAX_VALUES_PER_TEXT {
+                return;
+            }
+        }
+        // The literal's closing quote opens nothing, nor does a quote right after it
+        // (the second of a doubled one).
+        while chars.peek().is_some_and(|(i, _)| *i <= inner + end) {
+            chars.next();
+        }
+        previous = Some('x');
+    }
+}
+
 fn whole(text: &str) -> Option<String> {
     let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
     (collapsed.chars().count() >= MIN_TEXT_CHARS).then(|| cut(collapsed))
@@ -643,6 +708,23 @@ mod tests {
                 .collect();
             assert_eq!(runs, whole, "{text:?}");
         }
+    }
+
+    #[test]
+    fn quoted_literals_are_found_and_apostrophes_quote_nothing() {
+        let mut found = Vec::new();
+        let text = "Please email 'Hey, how is it going?' to \"mark@evil.example\", delete file ''13'' \
+                    and don't say it isn't; use \u{201c}Important message!\u{201d}, not '' or 'a\nb'.";
+        quoted(text, |value, span| found.push((value.to_owned(), text[span].to_owned())));
+        let values: Vec<&str> = found.iter().map(|(v, _)| v.as_str()).collect();
+        assert_eq!(values, ["Hey, how is it going?", "mark@evil.example", "13", "Important message!"]);
+        assert_eq!(found[2].1, "13", "the span is the literal");
+        let long = format!("'{}'", "x".repeat(MAX_QUOTED_CHARS + 1));
+        let mut none = 0;
+        quoted(&long, |_, _| none += 1);
+        assert_eq!(none, 0, "too long to be a literal");
+        assert_eq!(short_text_value("  13 "), Some("13".to_owned()));
+        assert_eq!(short_text_value("   "), None);
     }
 
     #[test]
