@@ -439,29 +439,30 @@ pub const MAX_QUOTED_CHARS: usize = 200;
 /// instruction quotes the exact values it wants used.
 pub fn quoted(text: &str, mut each: impl FnMut(&str, Range<usize>)) {
     let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
-    let mut count = 0;
-    let mut chars = text.char_indices().peekable();
-    let mut previous: Option<char> = None;
-    while let Some((at, c)) = chars.next() {
+    let bytes = text.as_bytes();
+    let (mut at, mut count) = (0, 0);
+    // Where the last literal's closing quote ends: a quote right there opens nothing
+    // (the second of a doubled closing quote).
+    let mut closed = usize::MAX;
+    // Only `'`, `"` and the lead byte of `‘` and `“` can start a quote.
+    while let Some(found) = bytes.get(at..).and_then(|rest| rest.iter().position(|b| matches!(b, b'\'' | b'"' | 0xE2)))
+    {
+        let start = at + found;
+        let Some(c) = text.get(start..).and_then(|rest| rest.chars().next()) else { break };
+        at = start + c.len_utf8();
         let close = match c {
             '\'' => '\'',
             '"' => '"',
             '\u{2018}' => '\u{2019}',
             '\u{201c}' => '\u{201d}',
-            _ => {
-                previous = Some(c);
-                continue;
-            }
+            _ => continue,
         };
-        let opened = !word(previous);
-        previous = Some(c);
         // A doubled quote (`''`, YAML's escape) opens nothing: the next one may.
-        if !opened || chars.peek().is_some_and(|(_, d)| *d == c) {
+        let doubled = text[at..].starts_with(c);
+        if start == closed || doubled || word(text[..start].chars().next_back()) {
             continue;
         }
-        let inner = at + c.len_utf8();
-        let rest = &text[inner..];
-        let line = rest.split('\n').next().unwrap_or("");
+        let line = text[at..].split('\n').next().unwrap_or("");
         let Some(end) = line
             .char_indices()
             .take(MAX_QUOTED_CHARS + 1)
@@ -470,18 +471,14 @@ pub fn quoted(text: &str, mut each: impl FnMut(&str, Range<usize>)) {
             continue;
         };
         if let Some(value) = short_text_value(&line[..end]) {
-            each(&value, inner..inner + end);
+            each(&value, at..at + end);
             count += 1;
             if count >= MAX_VALUES_PER_TEXT {
                 return;
             }
         }
-        // The literal's closing quote opens nothing, nor does a quote right after it
-        // (the second of a doubled one).
-        while chars.peek().is_some_and(|(i, _)| *i <= inner + end) {
-            chars.next();
-        }
-        previous = Some('x');
+        at += end + close.len_utf8();
+        closed = at;
     }
 }
 
