@@ -8,8 +8,8 @@
 //! running text or as a field or list item of its own.
 //!
 //! The data-flow rules remember what untrusted results carried and look for it in the
-//! arguments of later calls ([`in_argument`]): an argument equal to a value, or a value
-//! found inside an argument string.
+//! arguments of later calls: an argument equal to a value ([`text_value`],
+//! [`short_text_value`]), or a value found inside an argument string ([`visit`]).
 
 use std::fmt::Write as _;
 use std::ops::Range;
@@ -401,18 +401,6 @@ pub fn strings(value: &serde_json::Value) -> Vec<Found> {
     found
 }
 
-/// The values an argument string could be carrying: the whole string (as
-/// [`ValueKind::Text`], when long enough) and every value inside it.
-#[must_use]
-pub fn in_argument(argument: &str) -> Vec<Found> {
-    let mut found: Vec<Found> = whole(argument)
-        .map(|value| Found { kind: ValueKind::Text, value, span: 0..argument.len() })
-        .into_iter()
-        .collect();
-    found.extend(extract(argument));
-    found
-}
-
 /// `text` as a whole value ([`ValueKind::Text`]): trimmed, its whitespace runs one
 /// space; `None` when shorter than [`MIN_TEXT_CHARS`].
 #[must_use]
@@ -726,10 +714,10 @@ mod tests {
 
     #[test]
     fn an_argument_is_a_value_whole_and_by_what_it_holds() {
-        let found = in_argument("  please send   the report to Bob.Smith@example.com ");
-        assert_eq!(found[0].value, "please send the report to Bob.Smith@example.com");
-        assert_eq!(found[1].value, "bob.smith@example.com");
-        assert!(in_argument("short").is_empty());
+        let argument = "  please send   the report to Bob.Smith@example.com ";
+        assert_eq!(text_value(argument).unwrap(), "please send the report to Bob.Smith@example.com");
+        assert_eq!(extract(argument)[0].value, "bob.smith@example.com");
+        assert!(text_value("short").is_none() && extract("short").is_empty());
     }
 
     #[test]
