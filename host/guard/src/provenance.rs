@@ -281,6 +281,8 @@ impl Provenance {
             let encoded =
                 found.iter().map(|(hash, kind, flagged, prose)| (*hash, encode(&source, *kind, *flagged, *prose)));
             remembered.entries.extend(encoded);
+            // The store is the memory then: [`recall`](Self::recall) reads nothing else.
+            return remembered;
         }
         let now = Instant::now();
         let mut contexts = self.contexts.lock().unwrap_or_else(PoisonError::into_inner);
@@ -346,7 +348,8 @@ impl Provenance {
 
     /// The values of `arguments` that results in `context` carried: each string (and
     /// number) of the arguments, whole and by the values inside it; one finding per
-    /// argument, the one from a flagged passage first, then the most telling kind.
+    /// argument, the one from a flagged passage first, then the most telling kind. What
+    /// this process remembers: with a shared store, [`recall`](Self::recall) asks it.
     #[must_use]
     pub fn carried(&self, context: &str, arguments: &Value) -> Vec<Carried> {
         let (pointers, candidates) = {
@@ -385,8 +388,6 @@ impl Provenance {
         let after = origins.pop().flatten().and_then(|o| decode(&o)).map(|o| (o.source, o.flagged));
         let known = origins.into_iter().map(|o| o.and_then(|o| decode(&o)));
         let found = best(&pointers, candidates.into_iter().zip(known).collect());
-        // What this replica remembered itself and the store has forgotten is not looked
-        // at again: the store keeps the same bounds.
         Ok((found, after))
     }
 
