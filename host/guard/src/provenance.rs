@@ -1,7 +1,7 @@
 //! What untrusted results said, remembered per context (a conversation): the values each
 //! result carried (`wasmgate_policy::visit`), where each was first seen (provider, tool,
 //! audit record), and whether it stood in a passage the detector flagged
-//! (`wasmgate_policy::locate`) or inside running text (`wasmgate_policy::in_prose`).
+//! (`wasmgate_policy::locate`) or inside running text (`wasmgate_policy::Prose`).
 //! [`Provenance::recall`] finds them again in a later call's arguments, which is what the
 //! data-flow rules judge.
 //!
@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wasmgate_core::{SharedMemory, StoreUnavailable};
-use wasmgate_policy::{ValueKind, in_prose, locate, quoted, short_text_value, strings, text_value, visit};
+use wasmgate_policy::{Prose, ValueKind, locate, quoted, short_text_value, strings, text_value, visit};
 
 /// How much a [`Provenance`] keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -245,18 +245,18 @@ impl Provenance {
         };
         let source = Arc::new(source);
         let mut found: Vec<(u64, ValueKind, bool, bool)> = Vec::new();
-        let mut prose = false;
+        let (mut lines, mut prose) = (Prose::new(text), false);
         visit(text, |kind, value, span| {
             // A value derived from another (a URL's host) stood where that one did.
             if !span.is_empty() {
-                prose = in_prose(text, span.clone());
+                prose = lines.holds(span.clone());
             }
             found.push((self.hash(value), kind, in_flagged(&span), prose));
         });
         // The literals a text quotes, as whole strings: an instruction quotes the values
         // it wants used (`delete the file with ID '13'`).
         quoted(text, |value, span| {
-            found.push((self.hash(value), ValueKind::Text, in_flagged(&span), in_prose(text, span)));
+            found.push((self.hash(value), ValueKind::Text, in_flagged(&span), lines.holds(span)));
         });
         if let Some(structured) = structured {
             // A string of structured content is flagged when the text shows it in a

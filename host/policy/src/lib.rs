@@ -30,7 +30,8 @@
 //!   `frame` wraps a result in a randomly delimited block ([`frame()`]); `detect` flags
 //!   instruction-like content ([`detect()`]), after `fold` undoes cheap look-alike tricks,
 //!   and says where each finding is and the passage around it ([`locate`]); `values`
-//!   finds the values a text carries (URLs, addresses, numbers, paths: [`extract`]);
+//!   finds the values a text carries (URLs, addresses, numbers, paths: [`extract`]),
+//!   where `scan` finds them;
 //!   `secrets` finds credentials in arguments and results ([`find_secrets`]).
 
 mod budget;
@@ -52,6 +53,7 @@ mod name;
 mod policy;
 mod provider;
 mod sanitize;
+mod scan;
 mod secrets;
 mod values;
 mod verdict;
@@ -78,7 +80,7 @@ pub use provider::{
 pub use sanitize::{Sanitized, sanitize};
 pub use secrets::{Secret, SecretsAction, find_secrets, find_secrets_in_text, redact_secrets};
 pub use values::{
-    Found, MAX_QUOTED_CHARS, MAX_VALUE_BYTES, MAX_VALUES_PER_TEXT, MIN_TEXT_CHARS, ValueKind, extract, in_prose,
+    Found, MAX_QUOTED_CHARS, MAX_VALUE_BYTES, MAX_VALUES_PER_TEXT, MIN_TEXT_CHARS, Prose, ValueKind, extract, in_prose,
     quoted, short_text_value, strings, text_value, visit,
 };
 pub use verdict::{Decision, Verdict};

@@ -13,7 +13,8 @@
 
 use std::fmt::Write as _;
 use std::ops::Range;
-use std::sync::LazyLock;
+
+use crate::scan::Kind;
 
 /// What kind of value it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -130,42 +131,6 @@ pub const MIN_TEXT_CHARS: usize = 8;
 /// one still matches the same cut).
 pub const MAX_VALUE_BYTES: usize = 2048;
 
-/// The patterns of the values, in the order the combined pattern tries them.
-const PATTERNS: [(Kind, &str); 7] = [
-    (Kind::Url, r#"(?i:https?|ftp)://[^\s<>"'`\\^{}|]+"#),
-    (
-        Kind::Email,
-        r"[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}",
-    ),
-    (Kind::Iban, r"(?-u:\b)[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?(?-u:\b)"),
-    (
-        Kind::Ip,
-        r"(?-u:\b)(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])(?:\.(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])){3}(?-u:\b)|[0-9A-Fa-f]{0,4}:[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:.]{0,36}[0-9A-Fa-f]",
-    ),
-    (Kind::Number, r"\+?\(?[0-9][0-9 ().-]{5,22}[0-9]"),
-    (Kind::Path, r"(?:~|(?-u:\b)[A-Za-z]:)?[/\\][A-Za-z0-9_.-]+(?:[/\\][A-Za-z0-9_.-]+)+"),
-    (Kind::Domain, r"(?-u:\b)(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?-u:\b)"),
-];
-
-/// Which pattern a match is of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Url,
-    Email,
-    Iban,
-    Ip,
-    Number,
-    Path,
-    Domain,
-}
-
-/// All the patterns at once, tried in order at each place (leftmost first), each match
-/// saying which pattern made it.
-static VALUES: LazyLock<Option<regex_automata::meta::Regex>> = LazyLock::new(|| {
-    let patterns: Vec<&str> = PATTERNS.iter().map(|(_, p)| *p).collect();
-    regex_automata::meta::Regex::new_many(&patterns).ok()
-});
-
 /// The values `text` carries, in order, at most [`MAX_VALUES_PER_TEXT`].
 #[must_use]
 pub fn extract(text: &str) -> Vec<Found> {
@@ -178,7 +143,6 @@ pub fn extract(text: &str) -> Vec<Found> {
 /// [`MAX_VALUES_PER_TEXT`]: its kind, the value normalised, and where it stands (as
 /// [`Found::span`]). What [`extract`] finds, without a string made for each.
 pub fn visit(text: &str, mut each: impl FnMut(ValueKind, &str, Range<usize>)) {
-    let Some(values) = VALUES.as_ref() else { return };
     let mut buf = String::new();
     let count = std::cell::Cell::new(0);
     let mut emit = |kind, value: &str, span: Range<usize>| {
@@ -187,14 +151,8 @@ pub fn visit(text: &str, mut each: impl FnMut(ValueKind, &str, Range<usize>)) {
             each(kind, cut_str(value), span);
         }
     };
-    let matches = candidate_runs(text).flat_map(|run| {
-        let at = run.start;
-        let input = regex_automata::Input::new(text).range(run);
-        values.find_iter(input).map(move |m| (m.pattern(), m.range(), at))
-    });
-    for (pattern, span, _) in matches {
-        let Some(raw) = text.get(span.clone()) else { continue };
-        let Some((kind, _)) = PATTERNS.get(pattern.as_usize()) else { continue };
+    crate::scan::matches(text, |kind, span| {
+        let Some(raw) = text.get(span.clone()) else { return true };
         match kind {
             Kind::Url => {
                 let raw = trim_trailing(raw);
@@ -239,56 +197,8 @@ pub fn visit(text: &str, mut each: impl FnMut(ValueKind, &str, Range<usize>)) {
                 emit(ValueKind::Host, &buf, span);
             }
         }
-        if count.get() >= MAX_VALUES_PER_TEXT {
-            break;
-        }
-    }
-}
-
-/// The runs of `text` a value can stand in: words (between ASCII whitespace) that hold a
-/// digit, `@`, `/`, `\\`, `:`, `~`, a dot between two characters, or are a short upper-case
-/// group (of an IBAN), with the spaces between such words (a phone number's groups).
-/// Every pattern matches within one run, so the search skips the words of ordinary prose.
-fn candidate_runs(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
-    let bytes = text.as_bytes();
-    let candidate = |word: &[u8]| {
-        let upper = word.len() <= 4 && word.iter().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
-        upper
-            || word.iter().enumerate().any(|(i, b)| {
-                b.is_ascii_digit()
-                    || b"@/\\:~".contains(b)
-                    || *b == b'.' && i > 0 && word.get(i + 1).is_some_and(|next| next.is_ascii_alphanumeric())
-            })
-    };
-    let mut at = 0;
-    std::iter::from_fn(move || {
-        let mut run: Option<Range<usize>> = None;
-        while at < bytes.len() {
-            while at < bytes.len() && bytes[at].is_ascii_whitespace() {
-                // A run goes on across spaces only (not a tab, not a line break).
-                if run.is_some() && bytes[at] != b' ' {
-                    return run.take();
-                }
-                at += 1;
-            }
-            let start = at;
-            while at < bytes.len() && !bytes[at].is_ascii_whitespace() {
-                at += 1;
-            }
-            if start == at {
-                break;
-            }
-            if candidate(&bytes[start..at]) {
-                match &mut run {
-                    Some(r) => r.end = at,
-                    None => run = Some(start..at),
-                }
-            } else if run.is_some() {
-                return run.take();
-            }
-        }
-        run.take()
-    })
+        count.get() < MAX_VALUES_PER_TEXT
+    });
 }
 
 /// `text` appended to `buf` in lower case.
@@ -312,27 +222,75 @@ const MAX_LINE_LOOK: usize = 512;
 /// one item of a comma-separated list there. A value that is a field or a list item of
 /// its own is not, as a system writes the identifiers it returns; one inside a sentence
 /// is, as an instruction written into a description or a message carries its values.
+/// [`Prose`] answers the same for many values of one text, reading each line once.
 #[must_use]
 pub fn in_prose(text: &str, span: Range<usize>) -> bool {
-    let (Some(before), Some(value), Some(after)) =
-        (text.get(..span.start), text.get(span.clone()), text.get(span.end..))
-    else {
-        return false;
-    };
-    // Byte slices: a line break is one byte, whatever is around it.
-    let near_before = &before.as_bytes()[before.len().saturating_sub(MAX_LINE_LOOK)..];
-    let start = match near_before.iter().rposition(|b| *b == b'\n') {
-        Some(at) => span.start - (near_before.len() - at - 1),
+    Prose::new(text).holds(span)
+}
+
+/// [`in_prose`] for the values of one text, in any order: what a line holds besides
+/// its values is worked out once for all the values on it.
+#[derive(Debug)]
+pub struct Prose<'a> {
+    text: &'a str,
+    /// The last line looked at (empty: none), and the items its content is, bare, with
+    /// the length each had: one, and those of a comma-separated list.
+    line: Range<usize>,
+    items: Vec<(&'a str, usize)>,
+}
+
+impl<'a> Prose<'a> {
+    /// For the values of `text`.
+    #[must_use]
+    pub fn new(text: &'a str) -> Self {
+        Self { text, line: 0..0, items: Vec::new() }
+    }
+
+    /// Whether the value at `span` stands inside running text, as [`in_prose`].
+    pub fn holds(&mut self, span: Range<usize>) -> bool {
+        let Some(value) = self.text.get(span.clone()) else { return false };
+        if span.start < self.line.start || span.end > self.line.end || self.line.is_empty() {
+            let Some(line) = line_around(self.text, span).filter(|line| self.text.get(line.clone()).is_some()) else {
+                return true;
+            };
+            let rest = content(&self.text[line.clone()]);
+            self.items.clear();
+            self.items.push((bare(rest), rest.len()));
+            if rest.contains(',') {
+                self.items.extend(rest.split(',').map(|item| (bare(item), item.len())));
+            }
+            // A line longer than the look either side could be judged another way for a
+            // value far from its ends: it is kept for no other value.
+            self.line = if line.len() <= MAX_LINE_LOOK { line } else { 0..0 };
+        }
+        let value = bare(value);
+        // Quotes, brackets and punctuation around a value take a few bytes, no more.
+        !self.items.iter().any(|(item, len)| *len <= value.len() + 8 && *item == value)
+    }
+}
+
+/// The line of `text` that holds `span`, or `None` when no line break is within
+/// [`MAX_LINE_LOOK`] bytes of it (a line that long is running text).
+fn line_around(text: &str, span: Range<usize>) -> Option<Range<usize>> {
+    let bytes = text.as_bytes();
+    let before = bytes.get(span.start.saturating_sub(MAX_LINE_LOOK)..span.start)?;
+    let start = match before.iter().rposition(|b| *b == b'\n') {
+        Some(at) => span.start - (before.len() - at - 1),
         None if span.start <= MAX_LINE_LOOK => 0,
-        None => return true,
+        None => return None,
     };
-    let near_after = &after.as_bytes()[..after.len().min(MAX_LINE_LOOK)];
-    let end = match near_after.iter().position(|b| *b == b'\n') {
+    let after = bytes.get(span.end..bytes.len().min(span.end + MAX_LINE_LOOK))?;
+    let end = match after.iter().position(|b| *b == b'\n') {
         Some(ahead) => span.end + ahead,
-        None if after.len() <= MAX_LINE_LOOK => text.len(),
-        None => return true,
+        None if span.end + MAX_LINE_LOOK >= bytes.len() => bytes.len(),
+        None => return None,
     };
-    let Some(line) = text.get(start..end) else { return true };
+    Some(start..end)
+}
+
+/// What `line` holds once its list marker (`- `, `1. `), a field's key and a trailing
+/// comma are off.
+fn content(line: &str) -> &str {
     let mut rest = line.trim();
     for marker in ["- ", "* ", "+ "] {
         if let Some(item) = rest.strip_prefix(marker) {
@@ -346,14 +304,19 @@ pub fn in_prose(text: &str, span: Range<usize>) -> bool {
     if let Some(colon) = field_key(rest) {
         rest = rest[colon..].trim_start();
     }
-    fn bare(item: &str) -> &str {
-        trim_trailing(item.trim()).trim_matches(|c: char| "\"'`[](){}<>".contains(c)).trim()
-    }
-    let value = bare(value);
-    let rest = rest.trim_end_matches(',');
-    // Quotes, brackets and punctuation around a value take a few bytes, no more.
-    let could_be = |item: &str| item.len() <= value.len() + 8 && bare(item) == value;
-    !(could_be(rest) || rest.contains(',') && rest.split(',').any(could_be))
+    rest.trim_end_matches(',')
+}
+
+/// A value or list item without what writes it around: white space, the punctuation a
+/// sentence adds, quotes and brackets.
+fn bare(item: &str) -> &str {
+    let wrapping = |b: &u8| b"\"'`[](){}<>".contains(b);
+    let item = trim_trailing(item.trim());
+    let bytes = item.as_bytes();
+    let start = bytes.iter().take_while(|b| wrapping(b)).count();
+    let end = bytes.len() - bytes[start..].iter().rev().take_while(|b| wrapping(b)).count();
+    // Only ASCII bytes were taken off: both ends are character boundaries.
+    item.get(start..end).unwrap_or(item).trim()
 }
 
 /// Where the value of `line`'s field starts, if `line` is `key: value` (`"key": value`),
@@ -433,8 +396,7 @@ pub fn quoted(text: &str, mut each: impl FnMut(&str, Range<usize>)) {
     // (the second of a doubled closing quote).
     let mut closed = usize::MAX;
     // Only `'`, `"` and the lead byte of `‘` and `“` can start a quote.
-    while let Some(found) = bytes.get(at..).and_then(|rest| rest.iter().position(|b| matches!(b, b'\'' | b'"' | 0xE2)))
-    {
+    while let Some(found) = bytes.get(at..).and_then(|rest| memchr::memchr3(b'\'', b'"', 0xE2, rest)) {
         let start = at + found;
         let Some(c) = text.get(start..).and_then(|rest| rest.chars().next()) else { break };
         at = start + c.len_utf8();
@@ -499,14 +461,23 @@ fn cut(mut value: String) -> String {
 
 /// `text` without the punctuation a sentence puts after a value.
 fn trim_trailing(text: &str) -> &str {
-    let mut text = text.trim_end_matches(['.', ',', ';', ':', '!', '?', '\'', '"', '*', '_']);
+    let bytes = text.as_bytes();
+    let sentence = |b: &u8| matches!(b, b'.' | b',' | b';' | b':' | b'!' | b'?');
+    let mut end = bytes.len() - bytes.iter().rev().take_while(|b| sentence(b) || b"'\"*_".contains(b)).count();
     // A closing bracket belongs to the value only if the value opened one.
-    for (open, close) in [('(', ')'), ('[', ']'), ('{', '}')] {
-        while text.ends_with(close) && text.matches(close).count() > text.matches(open).count() {
-            text = &text[..text.len() - 1];
+    for (open, close) in [(b'(', b')'), (b'[', b']'), (b'{', b'}')] {
+        if bytes[..end].last() == Some(&close) {
+            let count = |b: u8| bytes[..end].iter().filter(|c| **c == b).count();
+            let mut extra = count(close).saturating_sub(count(open));
+            while extra > 0 && bytes[..end].last() == Some(&close) {
+                end -= 1;
+                extra -= 1;
+            }
         }
     }
-    text.trim_end_matches(['.', ',', ';', ':', '!', '?'])
+    end -= bytes[..end].iter().rev().take_while(|b| sentence(b)).count();
+    // Only ASCII bytes were taken off: `end` is a character boundary.
+    text.get(..end).unwrap_or(text)
 }
 
 /// `url` into `buf` with its scheme and host in lower case, percent-encoding decoded,
@@ -600,9 +571,8 @@ fn iban_valid(iban: &str) -> bool {
     let mut remainder: u32 = 0;
     for c in tail.chars().chain(head.chars()) {
         let Some(value) = c.to_digit(36) else { return false };
-        for digit in if value >= 10 { vec![value / 10, value % 10] } else { vec![value] } {
-            remainder = (remainder * 10 + digit) % 97;
-        }
+        // A letter is its two digits (A is 10).
+        remainder = (remainder * if value >= 10 { 100 } else { 10 } + value) % 97;
     }
     remainder == 1
 }
@@ -670,29 +640,6 @@ mod tests {
         let long = format!("{} a@b.example", "word ".repeat(200));
         assert!(in_prose(&long, long.len() - 11..long.len()), "a long line is running text");
         assert!(!in_prose("a@b.example", 0..11) && !in_prose("x", 5..9), "out of range: no");
-    }
-
-    #[test]
-    fn searching_the_candidate_runs_finds_what_searching_the_whole_text_finds() {
-        let texts = [
-            "Back up to HTTP://Evil.Example:8080/x. Mail Bob.Smith@Example.COM, call +1 (415) 555-0100,\n\
-             pay GB82 WEST 1234 5698 7654 32 or 4111 1111 1111 1111; host 10.0.0.7 or ::1 or fe80::1, \
-             file ~/notes.txt and C:\\Users\\x\\a.txt and /etc/passwd, see docs.example.org. e.g. café.example",
-            "- 2026-12-01 09:00 Standup with ana@example.com in room 4, notes at https://wiki.example/m/4\n",
-            "tabs\tand  double  spaces: 555  0100 and 555 0100 1234 and a.b and ..dots.. ~ @ : / \\",
-            "  leading, trailing   ",
-            "",
-        ];
-        let (all, _) = (VALUES.as_ref().unwrap(), ());
-        for text in texts {
-            let whole: Vec<(usize, Range<usize>)> =
-                all.find_iter(text).map(|m| (m.pattern().as_usize(), m.range())).collect();
-            let runs: Vec<(usize, Range<usize>)> = candidate_runs(text)
-                .flat_map(|run| all.find_iter(regex_automata::Input::new(text).range(run)))
-                .map(|m| (m.pattern().as_usize(), m.range()))
-                .collect();
-            assert_eq!(runs, whole, "{text:?}");
-        }
     }
 
     #[test]
