@@ -5,7 +5,9 @@
 //!   `wasmgate serve` over stdio and over HTTP (policy, audit, sandboxed formatting,
 //!   screening included), with the audit log `off` and with the default `every-call`;
 //! * the trivial WASM tool component (`echo-tools`, a fresh instance per call) through
-//!   `wasmgate serve` over stdio, against the Python server called directly;
+//!   `wasmgate serve` over stdio, against the Python server called directly, and against
+//!   wassette serving the same component (its export `call-tool`) when
+//!   `WASMGATE_BENCH_WASSETTE` names its binary;
 //! * the same stdio gateway with `[sandbox] prepared_instances = 0` (every instance made
 //!   and torn down on its call's path) against the default (docs/SANDBOX.md);
 //! * the same stdio gateway with `--spin-us 300` (it polls for up to 300 µs before it
@@ -102,6 +104,47 @@ async fn through_stdio(dir: &Path, spin_us: Option<u64>) -> McpClient {
     McpClient::connect("wasmgate", StdioTransport::spawn(&server).unwrap(), ClientConfig::default()).await.unwrap()
 }
 
+/// wassette (`WASMGATE_BENCH_WASSETTE`: its binary, 0.2.0 or newer, built from
+/// <https://github.com/microsoft/wassette>) serving the echo-tools component over stdio,
+/// and our client to it; `None`, said on stderr, when the variable is unset or its file
+/// absent. The directory holds the component it loads at start.
+async fn wassette() -> Option<(tempfile::TempDir, McpClient, String)> {
+    let Some(binary) = std::env::var_os("WASMGATE_BENCH_WASSETTE").map(PathBuf::from).filter(|b| b.is_file()) else {
+        eprintln!(
+            "wassette: not measured (set WASMGATE_BENCH_WASSETTE to a wassette binary, 0.2.0 or newer, \
+             built from https://github.com/microsoft/wassette)"
+        );
+        return None;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(wasmgate_guests::ECHO_TOOLS_PATH, dir.path().join("echo_tools.wasm")).unwrap();
+    let server = StdioConfig::new("wassette", binary, dir.path())
+        .arg("serve")
+        .arg("--stdio")
+        .arg(format!("--plugin-dir={}", dir.path().display()))
+        .env("RUST_LOG", "error")
+        .confinement(None);
+    // It speaks the handshake era only, and exits on a first message other than
+    // `initialize`: no `server/discover` probe.
+    let config = ClientConfig {
+        versions: wasmgate_protocol::SUPPORTED.into_iter().filter(|v| !v.is_stateless()).collect(),
+        ..ClientConfig::default()
+    };
+    let client = McpClient::connect("wassette", StdioTransport::spawn(&server).unwrap(), config).await.unwrap();
+    // It loads the plugin directory as it starts: wait until the component's export
+    // `call-tool` is listed, under the name wassette gives it.
+    for _ in 0..200 {
+        let tools = client.list_tools().await.unwrap();
+        if let Some(tool) = tools.iter().find(|t| t.name.ends_with("call-tool")) {
+            let result = client.call_tool(&tool.name, wassette_args(), CancellationToken::new()).await.unwrap();
+            assert!(format!("{:?}", result.content).contains("hello"), "wassette's echo: {result:?}");
+            return Some((dir, client, tool.name.clone()));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("wassette did not list the echo-tools component's `call-tool` within 10 s");
+}
+
 /// `wasmgate serve --http` (killed on drop) and our client to it.
 async fn through_http(dir: &Path) -> (wasmgate_testing::Killed, McpClient) {
     let (served, url) = common::serve_http(dir, &[]);
@@ -113,8 +156,15 @@ fn echo_args() -> Map<String, Value> {
     json!({"text": "hello"}).as_object().cloned().unwrap()
 }
 
+/// The same `echo` call as wassette takes it: the component's export `call-tool`, with
+/// the tool's name and its arguments as a JSON string.
+fn wassette_args() -> Map<String, Value> {
+    json!({"name": "echo", "arguments": json!({"text": "hello"}).to_string()}).as_object().cloned().unwrap()
+}
+
 async fn call(client: &McpClient, tool: &str) {
-    let result = client.call_tool(tool, echo_args(), CancellationToken::new()).await.unwrap();
+    let arguments = if tool.ends_with("call-tool") { wassette_args() } else { echo_args() };
+    let result = client.call_tool(tool, arguments, CancellationToken::new()).await.unwrap();
     assert!(!result.is_error, "{result:?}");
 }
 
@@ -299,6 +349,12 @@ fn overhead(c: &mut Criterion) {
         metrics_on_off(c, &Runtime::new().unwrap());
         return;
     }
+    if std::env::var_os("WASMGATE_BENCH_WASSETTE_ONLY").is_some() {
+        for client in Client::chosen() {
+            against_wassette(client);
+        }
+        return;
+    }
     // `WASMGATE_BENCH_FSYNCS_ONLY=1`: only the fsync counts, to repeat them quickly.
     if std::env::var_os("WASMGATE_BENCH_FSYNCS_ONLY").is_none() {
         for client in Client::chosen() {
@@ -330,6 +386,32 @@ fn metrics_on_off(c: &mut Criterion, rt: &Runtime) {
     }
 }
 
+/// The component through `wasmgate serve` (audit off) against wassette serving it, one
+/// call at a time and [`IN_FLIGHT`] at once, and the CPU each spends per call.
+fn against_wassette(client: Client) {
+    let rt = client.runtime();
+    let label = |what: &str| format!("[{}] {what}", client.name());
+    let off = gateway_dir("off");
+    let gateway = rt.block_on(through_stdio(off.path(), None));
+    let Some((_dir, wassette, tool)) = rt.block_on(wassette()) else { return };
+    let what = label("wasm component: wassette vs via gateway (audit off)");
+    interleaved(&rt, &what, (&wassette, &tool), (&gateway, "tools__echo"));
+    concurrent(&rt, &what, (&wassette, &tool), (&gateway, "tools__echo"));
+    let me = std::process::id();
+    let process = child_of(me, |cmdline, _| cmdline.contains("wassette"));
+    cpu_per_call(&rt, &label("wassette"), (&wassette, &tool), &[("wassette", process)]);
+    let process = gateway_child(off.path());
+    cpu_per_call(
+        &rt,
+        &label("wasm component via gateway (audit off)"),
+        (&gateway, "tools__echo"),
+        &[("gateway", process)],
+    );
+    for mcp in [gateway, wassette] {
+        rt.block_on(mcp.close());
+    }
+}
+
 /// Every comparison with `client`'s runtime; criterion's figures with the default one.
 fn compare(c: &mut Criterion, client: Client) {
     let rt = client.runtime();
@@ -346,6 +428,7 @@ fn compare(c: &mut Criterion, client: Client) {
     // The same gateway making and tearing down every instance on its call's path.
     let stdio_unprepared = rt.block_on(through_stdio(off_unprepared.path(), None));
     let (http_served, http_off) = rt.block_on(through_http(off_http.path()));
+    let wassette = rt.block_on(wassette());
 
     if client == Client::MultiThread {
         let mut group = c.benchmark_group("small_echo_call");
@@ -370,6 +453,14 @@ fn compare(c: &mut Criterion, client: Client) {
         (&direct, "echo"),
         (&stdio_off, "tools__echo"),
     );
+    if let Some((_, wassette, tool)) = &wassette {
+        interleaved(
+            &rt,
+            &label("wasm component: wassette vs via gateway (audit off)"),
+            (wassette, tool),
+            (&stdio_off, "tools__echo"),
+        );
+    }
     interleaved(
         &rt,
         &label("wasm component via gateway (every-call) vs python direct"),
@@ -422,6 +513,16 @@ fn compare(c: &mut Criterion, client: Client) {
         (&stdio_off, "tools__echo"),
         &[("gateway", stdio_gateway)],
     );
+    if let Some((_, wassette, tool)) = &wassette {
+        let process = child_of(me, |cmdline, _| cmdline.contains("wassette"));
+        cpu_per_call(&rt, &label("wassette"), (wassette, tool), &[("wassette", process)]);
+        concurrent(
+            &rt,
+            &label("wasm component: wassette vs via gateway (audit off)"),
+            (wassette, tool),
+            (&stdio_off, "tools__echo"),
+        );
+    }
     concurrent(&rt, &label("gateway stdio (audit off) vs direct"), (&direct, "echo"), (&stdio_off, "echo__echo"));
     concurrent(&rt, &label("gateway http (audit off) vs direct"), (&direct, "echo"), (&http_off, "echo__echo"));
     concurrent(&rt, &label("gateway stdio (every-call) vs direct"), (&direct, "echo"), (&stdio_durable, "echo__echo"));
@@ -433,6 +534,9 @@ fn compare(c: &mut Criterion, client: Client) {
     );
     for mcp in [direct, stdio_off, stdio_durable, stdio_spinning, stdio_unprepared, http_off] {
         rt.block_on(mcp.close());
+    }
+    if let Some((_dir, wassette, _)) = wassette {
+        rt.block_on(wassette.close());
     }
 }
 
