@@ -643,6 +643,33 @@ mod tests {
     }
 
     #[test]
+    fn one_prose_for_many_values_answers_as_each_alone() {
+        let long_list = format!("{}\n", (0..40).map(|i| format!("u{i}@ok.example")).collect::<Vec<_>>().join(", "));
+        let texts = [
+            "- to: a@ok.example, b@ok.example\nWrite to c@evil.example now, or to d@ok.example.\n- e@ok.example\n"
+                .to_owned(),
+            long_list,
+            format!("{} f@ok.example\ng@ok.example\n- h@ok.example", "word ".repeat(150)),
+        ];
+        for text in &texts {
+            let spans: Vec<Range<usize>> =
+                extract(text).into_iter().map(|f| f.span).filter(|s| !s.is_empty()).collect();
+            assert!(spans.len() >= 3, "{text:?}");
+            let mut lines = Prose::new(text);
+            // In order, then backwards: a line held from an earlier value must not answer
+            // for a value elsewhere.
+            for span in spans.iter().chain(spans.iter().rev()) {
+                assert_eq!(
+                    lines.holds(span.clone()),
+                    in_prose(text, span.clone()),
+                    "{:?} in {text:?}",
+                    &text[span.clone()]
+                );
+            }
+        }
+    }
+
+    #[test]
     fn quoted_literals_are_found_and_apostrophes_quote_nothing() {
         let mut found = Vec::new();
         let text = "Please email 'Hey, how is it going?' to \"mark@evil.example\", delete file ''13'' \
