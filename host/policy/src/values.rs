@@ -534,10 +534,16 @@ fn percent_decode(text: &str) -> String {
 }
 
 /// A number as a phone number (a leading `+`, or grouped with spaces, dots or brackets,
-/// 7 to 15 digits) or an account-like number (8 to 19 digits); a date is neither.
+/// 7 to 15 digits) or an account-like number (8 to 19 digits); a date is neither, nor a
+/// date and the hour of a time after it (`2026-12-01 09` of `2026-12-01 09:00`, where the
+/// number's pattern stops at the colon).
 /// Its digits go into `buf` (after a `+` for a phone number that has one).
 fn number(raw: &str, buf: &mut String) -> Option<ValueKind> {
-    let mut parts = raw.split(['-', '.', '/']);
+    let date = match raw.split_once(' ') {
+        Some((date, hour)) if (1..=2).contains(&hour.len()) && hour.bytes().all(|b| b.is_ascii_digit()) => date,
+        _ => raw,
+    };
+    let mut parts = date.split(['-', '.', '/']);
     let is_date = parts.next().is_some_and(|year| year.len() == 4)
         && parts.next().is_some_and(|month| (1..=2).contains(&month.len()))
         && parts.next().is_some_and(|day| (1..=2).contains(&day.len()))
@@ -612,6 +618,10 @@ mod tests {
     #[test]
     fn dates_times_and_bad_checksums_are_not_values() {
         assert!(values("from 2026-11-30 to 2026-12-06 at 12:00").is_empty(), "{:?}", values("from 2026-11-30"));
+        for time in ["2026-12-01 09:00", "start: 2024-05-19 10:00, end: 2024-05-19 11:30", "2026-12-01 9:15"] {
+            assert!(values(time).is_empty(), "a date and a time: {:?}", values(time));
+        }
+        assert_eq!(values("call 2026 555 0100")[0].0, ValueKind::Phone, "not a date: no dashes");
         assert!(values("DE89 3704 0044 0532 0130 01").iter().all(|(k, _)| *k != ValueKind::Iban));
         assert!(values("and/or, e.g. this").is_empty(), "{:?}", values("and/or, e.g. this"));
     }
