@@ -30,8 +30,8 @@
 //!   `frame` wraps a result in a randomly delimited block ([`frame()`]); `detect` flags
 //!   instruction-like content ([`detect()`]), after `fold` undoes cheap look-alike tricks,
 //!   and says where each finding is and the passage around it ([`locate`]); `values`
-//!   finds the values a text carries (URLs, addresses, numbers, paths: [`extract`]),
-//!   where `scan` finds them;
+//!   finds the values a text carries (URLs, addresses, numbers, paths: [`extract`]) with
+//!   the hand-written scanner `scan`;
 //!   `secrets` finds credentials in arguments and results ([`find_secrets`]).
 
 mod budget;
