@@ -105,32 +105,50 @@ fn main() {
     memory_per_context();
 }
 
-/// The resident memory of this process, in bytes (Linux).
-fn resident() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
+/// The system allocator, counting the bytes allocated and not yet freed, so that what a
+/// conversation's memory holds is measured exactly (the growth of resident memory hides
+/// what the allocator reuses).
+struct Counting;
+
+static LIVE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+// SAFETY: every call goes to the system allocator with the caller's layout unchanged;
+// the counter is bookkeeping only.
+#[allow(unsafe_code)]
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size(), std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: the caller's contract for `alloc` is the system allocator's.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        LIVE.fetch_sub(layout.size(), std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: `ptr` came from `alloc` above, that is from the system allocator.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
 }
 
-/// Prints what one conversation full of values (the default 16,384) takes, as the growth
-/// of this process's resident memory while it is filled.
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Prints what one conversation full of values (the default 16,384) holds: the bytes
+/// allocated while it is filled and still held after.
 fn memory_per_context() {
     let limits = ProvenanceLimits::default();
     let memory = Provenance::new(limits);
-    let before = resident();
+    let before = LIVE.load(std::sync::atomic::Ordering::Relaxed);
     for batch in 0..limits.values / 64 {
         let text: String = (0..64).map(|i| format!("user{batch}x{i}@example.com ")).collect();
         let source = Source { provider: "cal".into(), tool: "list".into(), record: Some(batch as u64) };
         memory.remember("full", source, &text, None, Marks::default());
     }
     assert_eq!(memory.len("full"), limits.values);
-    if let (Some(before), Some(after)) = (before, resident()) {
-        let grown = after.saturating_sub(before);
-        println!(
-            "memory of one conversation holding {} values: {:.2} MB ({} bytes a value)",
-            limits.values,
-            grown as f64 / 1e6,
-            grown / limits.values as u64
-        );
-    }
+    let held = LIVE.load(std::sync::atomic::Ordering::Relaxed).saturating_sub(before);
+    println!(
+        "memory of one conversation holding {} values: {:.2} MB ({} bytes a value)",
+        limits.values,
+        held as f64 / 1e6,
+        held / limits.values
+    );
 }
