@@ -394,12 +394,7 @@ fn against_wassette(client: Client) {
     let off = gateway_dir("off");
     let gateway = rt.block_on(through_stdio(off.path(), None));
     let Some((_dir, wassette, tool)) = rt.block_on(wassette()) else { return };
-    let what = label("wasm component: wassette vs via gateway (audit off)");
-    interleaved(&rt, &what, (&wassette, &tool), (&gateway, "tools__echo"));
-    concurrent(&rt, &what, (&wassette, &tool), (&gateway, "tools__echo"));
-    let me = std::process::id();
-    let process = child_of(me, |cmdline, _| cmdline.contains("wassette"));
-    cpu_per_call(&rt, &label("wassette"), (&wassette, &tool), &[("wassette", process)]);
+    wassette_rounds(&rt, &label, (&wassette, &tool), &gateway);
     let process = gateway_child(off.path());
     cpu_per_call(
         &rt,
@@ -410,6 +405,16 @@ fn against_wassette(client: Client) {
     for mcp in [gateway, wassette] {
         rt.block_on(mcp.close());
     }
+}
+
+/// wassette against the gateway serving the same component (audit off): interleaved
+/// rounds one call at a time and [`IN_FLIGHT`] at once, and wassette's CPU per call.
+fn wassette_rounds(rt: &Runtime, label: &dyn Fn(&str) -> String, wassette: (&McpClient, &str), gateway: &McpClient) {
+    let what = label("wasm component: wassette vs via gateway (audit off)");
+    interleaved(rt, &what, wassette, (gateway, "tools__echo"));
+    concurrent(rt, &what, wassette, (gateway, "tools__echo"));
+    let process = child_of(std::process::id(), |cmdline, _| cmdline.contains("wassette"));
+    cpu_per_call(rt, &label("wassette"), wassette, &[("wassette", process)]);
 }
 
 /// Every comparison with `client`'s runtime; criterion's figures with the default one.
@@ -453,14 +458,6 @@ fn compare(c: &mut Criterion, client: Client) {
         (&direct, "echo"),
         (&stdio_off, "tools__echo"),
     );
-    if let Some((_, wassette, tool)) = &wassette {
-        interleaved(
-            &rt,
-            &label("wasm component: wassette vs via gateway (audit off)"),
-            (wassette, tool),
-            (&stdio_off, "tools__echo"),
-        );
-    }
     interleaved(
         &rt,
         &label("wasm component via gateway (every-call) vs python direct"),
@@ -514,14 +511,7 @@ fn compare(c: &mut Criterion, client: Client) {
         &[("gateway", stdio_gateway)],
     );
     if let Some((_, wassette, tool)) = &wassette {
-        let process = child_of(me, |cmdline, _| cmdline.contains("wassette"));
-        cpu_per_call(&rt, &label("wassette"), (wassette, tool), &[("wassette", process)]);
-        concurrent(
-            &rt,
-            &label("wasm component: wassette vs via gateway (audit off)"),
-            (wassette, tool),
-            (&stdio_off, "tools__echo"),
-        );
+        wassette_rounds(&rt, &label, (wassette, tool), &stdio_off);
     }
     concurrent(&rt, &label("gateway stdio (audit off) vs direct"), (&direct, "echo"), (&stdio_off, "echo__echo"));
     concurrent(&rt, &label("gateway http (audit off) vs direct"), (&direct, "echo"), (&http_off, "echo__echo"));

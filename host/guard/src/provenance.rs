@@ -9,8 +9,8 @@
 //! made, or one every replica shares: [`Provenance::shared`]), never as text. The memory
 //! is bounded: [`Limits::values`] per context (the oldest value out first),
 //! [`Limits::contexts`] (the context used least recently out first) and [`Limits::age`]
-//! (older values are forgotten). A value takes about 70 bytes, so a full context holds
-//! about 1.1 MB at the default 16,384 values (`cargo bench -p wasmgate-guard --bench
+//! (older values are forgotten). A value takes about 110 bytes, so a full context holds
+//! about 1.8 MB at the default 16,384 values (`cargo bench -p wasmgate-guard --bench
 //! provenance` prints it).
 
 use std::collections::{HashMap, VecDeque};

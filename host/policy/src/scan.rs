@@ -96,7 +96,7 @@ pub(crate) fn matches(text: &str, mut each: impl FnMut(Kind, Range<usize>) -> bo
 }
 
 /// Calls `each` with every candidate run of `bytes`, until it returns `false`.
-pub(crate) fn runs(bytes: &[u8], mut each: impl FnMut(Range<usize>) -> bool) {
+fn runs(bytes: &[u8], mut each: impl FnMut(Range<usize>) -> bool) {
     let mut at = 0;
     let mut run: Option<Range<usize>> = None;
     while at < bytes.len() {
@@ -143,20 +143,19 @@ pub(crate) fn runs(bytes: &[u8], mut each: impl FnMut(Range<usize>) -> bool) {
 /// The patterns tried in one candidate run: nothing is read at or past its end.
 struct Run<'a> {
     text: &'a str,
-    bytes: &'a [u8],
     end: usize,
 }
 
 impl<'a> Run<'a> {
     fn new(text: &'a str, end: usize) -> Self {
-        Self { text, bytes: text.as_bytes(), end: end.min(text.len()) }
+        Self { text, end: end.min(text.len()) }
     }
 
     /// The byte at `i`, or 0 (in no class) past the run.
     fn at(&self, i: usize) -> u8 {
         #[cfg(test)]
         tests::STEPS.with(|steps| steps.set(steps.get() + 1));
-        if i < self.end { self.bytes[i] } else { 0 }
+        if i < self.end { self.text.as_bytes()[i] } else { 0 }
     }
 
     fn word(&self, i: usize) -> bool {
@@ -186,11 +185,11 @@ impl<'a> Run<'a> {
         // No email starts before `email_from`, no domain before `domain_from`.
         let (mut email_from, mut domain_from) = (0, 0);
         while p < self.end {
-            if class(self.bytes[p]) & START == 0 {
+            if class(self.text.as_bytes()[p]) & START == 0 {
                 p += 1;
                 continue;
             }
-            let b = self.bytes[p];
+            let b = self.text.as_bytes()[p];
             let mut found =
                 if matches!(b, b'h' | b'H' | b'f' | b'F') { self.url(p).map(|end| (Kind::Url, end)) } else { None };
             if found.is_none() && p >= email_from {
@@ -237,7 +236,7 @@ impl<'a> Run<'a> {
         };
         let start = q;
         while q < self.end {
-            let b = self.bytes[q];
+            let b = self.text.as_bytes()[q];
             if b.is_ascii() {
                 if b.is_ascii_whitespace()
                     || matches!(b, 0x0b | b'<' | b'>' | b'"' | b'\'' | b'`' | b'\\' | b'^' | b'{' | b'}' | b'|')

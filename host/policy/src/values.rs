@@ -350,7 +350,7 @@ pub fn strings(value: &serde_json::Value) -> Vec<Found> {
         }
         match value {
             serde_json::Value::String(s) => {
-                if let Some(text) = whole(s) {
+                if let Some(text) = text_value(s) {
                     found.push(Found { kind: ValueKind::Text, value: text, span: 0..0 });
                 }
                 let room = MAX_VALUES_PER_TEXT - found.len();
@@ -368,7 +368,8 @@ pub fn strings(value: &serde_json::Value) -> Vec<Found> {
 /// space; `None` when shorter than [`MIN_TEXT_CHARS`].
 #[must_use]
 pub fn text_value(text: &str) -> Option<String> {
-    whole(text)
+    let collapsed = collapse(text);
+    (collapsed.chars().count() >= MIN_TEXT_CHARS).then(|| cut(collapsed))
 }
 
 /// `text` as a whole value of any length (what [`quoted`] finds is compared with it):
@@ -376,7 +377,7 @@ pub fn text_value(text: &str) -> Option<String> {
 /// [`MAX_QUOTED_CHARS`].
 #[must_use]
 pub fn short_text_value(text: &str) -> Option<String> {
-    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let collapsed = collapse(text);
     (!collapsed.is_empty() && collapsed.chars().count() <= MAX_QUOTED_CHARS).then_some(collapsed)
 }
 
@@ -432,9 +433,9 @@ pub fn quoted(text: &str, mut each: impl FnMut(&str, Range<usize>)) {
     }
 }
 
-fn whole(text: &str) -> Option<String> {
-    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    (collapsed.chars().count() >= MIN_TEXT_CHARS).then(|| cut(collapsed))
+/// `text` trimmed, its whitespace runs one space.
+fn collapse(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn cut_str(value: &str) -> &str {
