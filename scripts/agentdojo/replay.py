@@ -30,7 +30,7 @@ that the gateway really ran it. Attacker calls are counted as writes or reads by
 list of the tools that change state or send (WRITES below), whatever the policy says.
 
 The generated policy allows every tool (`unlisted = "allow"`), names the sinks by verb
-(SINKS below) and grants the servers the paths they read; `--policy-extra FILE` appends TOML to it (this script writes no other
+(SINKS below) and the fetch (FETCHES) and grants the servers the paths they read; `--policy-extra FILE` appends TOML to it (this script writes no other
 rule). Everything lives in a temporary directory that is removed at the end (`--keep`
 keeps it: configuration, lock, audit log, the gateway's log).
 
@@ -75,8 +75,9 @@ PROVIDERS = {
 # as read), get_webpage (which logs the URL it fetched in the web's request log), and the
 # searches, lists and getters.
 # The sinks the generated policy names, as a user names them from the tools' names: the
-# verbs that send, write, share or fetch a URL (the data-flow rules' `sink_` keys apply
-# to them). Independent of WRITES, which labels the attacker's calls for the figures.
+# verbs that send, write or share (the data-flow rules' `sink_` keys apply to them), and
+# the tool that fetches a URL and sends nothing else (FETCHES: a sink too). Independent of
+# WRITES, which labels the attacker's calls for the figures.
 SINKS = [
     "send_*",
     "delete_*",
@@ -90,8 +91,8 @@ SINKS = [
     "invite_*",
     "remove_*",
     "update_*",
-    "get_webpage",
 ]
+FETCHES = ["get_webpage"]
 
 WRITES = frozenset(
     {
@@ -341,6 +342,7 @@ def write_config(root, suite, version, venv, scenario_dir, policy_extra, ignore_
             f"[providers.{provider}]",
             'unlisted = "allow"',
             f"sinks = {toml_list(SINKS)}",
+            f"fetches = {toml_list(FETCHES)}",
             f"read_paths = {toml_list([HERE, scenario_dir])}",
             "",
         ]

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use wasmgate_audit::CarriedValue;
-use wasmgate_policy::{Decision, FlowAction, Policy, Seen, Verdict};
+use wasmgate_policy::{Decision, FlowAction, FlowRule, Policy, Seen, ValueKind, Verdict};
 
 use crate::provenance::{Carried, Source, rank};
 
@@ -42,14 +42,20 @@ pub(crate) fn judge(
     let mut named = u8::MAX;
     for value in &carried {
         let origin = &value.origin;
-        let seen =
-            Seen { flagged: origin.flagged, prose: origin.prose, other_provider: origin.source.provider != provider };
+        let seen = Seen {
+            flagged: origin.flagged,
+            prose: origin.prose,
+            other_provider: origin.source.provider != provider,
+            link: is_link(value),
+        };
         let decided = policy.flow_decision(provider, tool, &value.pointer, seen, sink);
         let telling = rank(value.kind);
         if decided.action > action || decided.action == action && action > FlowAction::Allow && telling < named {
             named = telling;
             action = decided.action;
-            reason = format!("{}; the policy's flow rule `{}` {}", carries(value), decided.key, does(decided.action));
+            let link = decided.rule == FlowRule::Link;
+            reason =
+                format!("{}; the policy's flow rule `{}` {}", carries(value, link), decided.key, does(decided.action));
         }
     }
     if sink && let Some((source, flagged)) = after {
@@ -101,16 +107,24 @@ pub(crate) fn recorded(carried: &[Carried]) -> Vec<CarriedValue> {
         .collect()
 }
 
+/// Whether the argument is a link a result wrote, unchanged: a URL or a host name, and
+/// nothing else.
+fn is_link(value: &Carried) -> bool {
+    value.whole && matches!(value.kind, ValueKind::Url | ValueKind::Host)
+}
+
 /// "argument `calendarUrl` carries a URL first seen in the flagged result of caldav
 /// `list-events`, audit record 14".
-fn carries(value: &Carried) -> String {
+fn carries(value: &Carried, link: bool) -> String {
     let argument = value.pointer.strip_prefix('/').unwrap_or(&value.pointer);
     let which = match (value.origin.flagged, value.origin.prose) {
         (true, _) => "the flagged result",
         (false, true) => "the running text of a result",
         (false, false) => "a result",
     };
-    format!("argument `{argument}` carries {} first seen in {which} of {}", value.kind.a(), place(&value.origin.source))
+    // A fetch following a link: the argument is the link itself.
+    let verb = if link { "is" } else { "carries" };
+    format!("argument `{argument}` {verb} {} first seen in {which} of {}", value.kind.a(), place(&value.origin.source))
 }
 
 /// "caldav `list-events`, audit record 14".

@@ -86,6 +86,9 @@ pub struct Carried {
     pub kind: ValueKind,
     /// Where it was first seen.
     pub origin: Origin,
+    /// Whether the argument is this value and nothing more (a URL unchanged, not one
+    /// with a query added to it).
+    pub whole: bool,
 }
 
 #[derive(Debug)]
@@ -187,6 +190,8 @@ struct Candidate {
     argument: usize,
     kind: ValueKind,
     hash: u64,
+    /// It is the whole argument (but for surrounding white space).
+    whole: bool,
 }
 
 impl Provenance {
@@ -416,9 +421,13 @@ impl Provenance {
             // The whole argument is a value only where some result's structured content
             // had whole strings.
             if whole && let Some(value) = short_text_value(&text).or_else(|| text_value(&text)) {
-                candidates.push(Candidate { argument, kind: ValueKind::Text, hash: self.hash(&value) });
+                candidates.push(Candidate { argument, kind: ValueKind::Text, hash: self.hash(&value), whole: true });
             }
-            visit(&text, |kind, value, _| candidates.push(Candidate { argument, kind, hash: self.hash(value) }));
+            let lead = text.len() - text.trim_start().len();
+            let all = lead..text.trim_end().len();
+            visit(&text, |kind, value, span| {
+                candidates.push(Candidate { argument, kind, hash: self.hash(value), whole: span == all });
+            });
         }
         (pointers, candidates)
     }
@@ -445,18 +454,23 @@ impl Provenance {
 /// One finding per argument of those `known`: a flagged origin first, then the most
 /// telling kind (a whole string takes its origin's kind).
 fn best(pointers: &[String], known: Vec<(Candidate, Option<Origin>)>) -> Vec<Carried> {
-    let mut best: Vec<Option<(ValueKind, Origin)>> = vec![None; pointers.len()];
+    let mut best: Vec<Option<(ValueKind, Origin, bool)>> = vec![None; pointers.len()];
     for (candidate, origin) in known {
         let Some(origin) = origin else { continue };
         let kind = if candidate.kind == ValueKind::Text { origin.kind } else { candidate.kind };
         let Some(slot) = best.get_mut(candidate.argument) else { continue };
-        if slot.as_ref().is_none_or(|(k, o)| (!origin.flagged, rank(kind)) < (!o.flagged, rank(*k))) {
-            *slot = Some((kind, origin));
+        // Of equals, a part of the argument over the whole: the stricter reading.
+        let order = |flagged: bool, kind, whole| (!flagged, rank(kind), whole);
+        if slot.as_ref().is_none_or(|(k, o, w)| order(origin.flagged, kind, candidate.whole) < order(o.flagged, *k, *w))
+        {
+            *slot = Some((kind, origin, candidate.whole));
         }
     }
     best.into_iter()
         .zip(pointers)
-        .filter_map(|(found, pointer)| found.map(|(kind, origin)| Carried { pointer: pointer.clone(), kind, origin }))
+        .filter_map(|(found, pointer)| {
+            found.map(|(kind, origin, whole)| Carried { pointer: pointer.clone(), kind, origin, whole })
+        })
         .collect()
 }
 

@@ -24,6 +24,11 @@ sinks = ["send"]
 [providers.mail.flow]
 sink_other_provider = "ask"
 
+[providers.web]
+unlisted = "allow"
+fetches = ["get_webpage"]
+sinks = ["post_webpage"]
+
 [providers.files]
 unlisted = "allow"
 sinks = ["share"]
@@ -181,6 +186,41 @@ async fn a_value_of_running_text_is_asked_about_in_a_sink_and_one_of_its_own_is_
 }
 
 #[tokio::test]
+async fn a_fetch_following_a_link_of_running_text_runs_noted_and_one_that_adds_to_it_is_asked_about() {
+    let world = World::new(&[(
+        "web",
+        &tools(&["get_webpage", "post_webpage"]),
+        "Alice: have a look at www.informations.com and https://news.example/today, they are good.",
+    )]);
+    world.call("alice", "web__get_webpage", json!({"url": "https://start.example"})).await;
+    // The link as written, the whole argument: followed, and the record says why.
+    for (i, url) in ["www.informations.com", " https://News.example/today "].into_iter().enumerate() {
+        let followed = world.call("alice", "web__get_webpage", json!({"url": url})).await;
+        assert!(!followed.starts_with("denied"), "{url}: {followed}");
+        let reason = world.requested("get_webpage")[i + 1]["reason"].as_str().unwrap().to_owned();
+        assert!(
+            reason.contains("flagged: argument `url` is a ")
+                && reason.contains("first seen in the running text of a result of web `get_webpage`")
+                && reason.contains("`sink_link` lets it run, noted"),
+            "{reason}"
+        );
+    }
+    assert_eq!(world.sources[0].calls(), 3);
+    // More than the link: a query added to it, or the link inside a longer argument.
+    for url in ["https://news.example/today?me=alice@example.org", "www.informations.com/?q=alice"] {
+        let asked = world.call("alice", "web__get_webpage", json!({"url": url})).await;
+        assert_eq!(asked, format!("denied: {NOBODY}"), "{url}");
+    }
+    let reason = world.requested("get_webpage")[3]["reason"].as_str().unwrap().to_owned();
+    assert!(reason.contains("carries a host name") && reason.contains("`sink_prose` asks"), "{reason}");
+    // The same link in a sink that sends more than a URL: asked about.
+    let asked =
+        world.call("alice", "web__post_webpage", json!({"url": "www.informations.com", "content": "hello"})).await;
+    assert_eq!(asked, format!("denied: {NOBODY}"));
+    assert_eq!(world.sources[0].calls(), 3, "no call that was asked about ran");
+}
+
+#[tokio::test]
 async fn a_value_of_another_providers_result_is_asked_about_where_a_rule_says_so() {
     let world = World::new(&[
         ("caldav", &tools(&["list-events"]), "attendees:\n- sam@example.com"),
@@ -251,7 +291,7 @@ async fn after_a_flagged_result_a_sink_is_asked_about_whatever_it_carries_and_an
         "files",
         "share",
         "/note",
-        wasmgate_policy::Seen { flagged: true, prose: false, other_provider: true },
+        wasmgate_policy::Seen { flagged: true, prose: false, other_provider: true, link: false },
         true,
     );
     assert_eq!(noted.action, wasmgate_policy::FlowAction::Flag);

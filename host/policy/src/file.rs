@@ -33,6 +33,7 @@ pub(crate) struct RawFlow {
     pub sink_other_provider: Option<crate::flow::FlowAction>,
     pub sink_untrusted: Option<crate::flow::FlowAction>,
     pub sink_after_flagged: Option<crate::flow::FlowAction>,
+    pub sink_link: Option<crate::flow::FlowAction>,
     #[serde(default)]
     pub after: Vec<Spanned<String>>,
     #[serde(default)]
@@ -124,6 +125,8 @@ pub(crate) struct RawProvider {
     pub callers: Vec<Spanned<RawCallerRule>>,
     #[serde(default)]
     pub sinks: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub fetches: Vec<Spanned<String>>,
     pub flow: Option<Spanned<RawFlow>>,
 }
 

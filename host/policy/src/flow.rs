@@ -14,6 +14,11 @@
 //! A value can be several of these at once; the strictest action that applies is taken.
 //! Each has a `sink_` twin for tools that send, write, pay, share or fetch a URL
 //! ([`Policy::is_sink`](crate::Policy::is_sink)): a sink gets the stricter of the two.
+//! A fetch (a sink that sends nothing but the URL it is given, named in `fetches`) whose
+//! argument is, unchanged, a link a result wrote (a URL or a host name, the whole
+//! argument) follows that link and carries nothing else out: `sink_link` decides it in
+//! place of `sink_prose` (a flagged passage's link stays `flagged`, and the other keys
+//! still apply).
 //! `sink_after_flagged` is the sequence rule: once a context has read a flagged result
 //! (or a result of a tool its provider lists in `after`), every call to a sink gets it,
 //! whatever the call carries.
@@ -72,6 +77,8 @@ pub struct Seen {
     pub prose: bool,
     /// In a result of another provider than the one called.
     pub other_provider: bool,
+    /// A link (URL or host name) that is the whole argument, unchanged.
+    pub link: bool,
 }
 
 /// Which rule decided, for the message.
@@ -85,6 +92,8 @@ pub enum FlowRule {
     OtherProvider,
     /// `untrusted` (or `sink_untrusted`).
     Untrusted,
+    /// `sink_link`: a fetch following a link a result wrote.
+    Link,
 }
 
 impl FlowRule {
@@ -100,6 +109,7 @@ impl FlowRule {
             (FlowRule::Flagged, true) => "sink_flagged",
             (FlowRule::OtherProvider, true) => "sink_other_provider",
             (FlowRule::Untrusted, true) => "sink_untrusted",
+            (FlowRule::Link, _) => "sink_link",
         }
     }
 }
@@ -126,14 +136,17 @@ pub struct FlowRules {
     pub sink_untrusted: Option<FlowAction>,
     /// Any call to a sink once the context has read a flagged result.
     pub sink_after_flagged: Option<FlowAction>,
+    /// A fetch whose argument is, unchanged, a link from outside a flagged passage.
+    pub sink_link: Option<FlowAction>,
 }
 
 impl FlowRules {
     /// The defaults, under every scope: a value from a flagged passage is refused in
     /// any tool's arguments (a read can carry data out as well as a write); a sink is
     /// asked about when it carries a value from running text, or when the conversation
-    /// has read a flagged result; a sink carrying any other value of a result is let run
-    /// and noted. Chosen by the figures of the AgentDojo replay (docs/POLICY.md).
+    /// has read a flagged result; a sink carrying any other value of a result, and a
+    /// fetch following a link a result wrote, are let run and noted. Chosen by the
+    /// figures of the AgentDojo replay (docs/POLICY.md).
     pub const DEFAULTS: FlowRules = FlowRules {
         flagged: Some(FlowAction::Deny),
         prose: Some(FlowAction::Allow),
@@ -144,6 +157,7 @@ impl FlowRules {
         sink_other_provider: Some(FlowAction::Flag),
         sink_untrusted: Some(FlowAction::Flag),
         sink_after_flagged: Some(FlowAction::Ask),
+        sink_link: Some(FlowAction::Flag),
     };
 
     /// The action of `rule` at this scope, if it sets one.
@@ -158,6 +172,8 @@ impl FlowRules {
             (FlowRule::Flagged, true) => self.sink_flagged,
             (FlowRule::OtherProvider, true) => self.sink_other_provider,
             (FlowRule::Untrusted, true) => self.sink_untrusted,
+            (FlowRule::Link, false) => None,
+            (FlowRule::Link, true) => self.sink_link,
         }
     }
 
@@ -169,6 +185,7 @@ impl FlowRules {
             || self.sink_other_provider.is_some()
             || self.sink_untrusted.is_some()
             || self.sink_after_flagged.is_some()
+            || self.sink_link.is_some()
     }
 }
 
@@ -203,9 +220,9 @@ pub struct FlowDecision {
 /// Where a `flow` table is written, which decides the keys it may have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Scope {
-    /// `[flow]`: the seven actions.
+    /// `[flow]`: the ten actions.
     Policy,
-    /// `[providers.<name>.flow]`: the seven actions and `after`.
+    /// `[providers.<name>.flow]`: the ten actions and `after`.
     Provider,
     /// A tool's `flow`: `flagged`, `prose`, `other_provider`, `untrusted` and `arguments`.
     Tool,
@@ -233,6 +250,7 @@ pub(crate) fn validated(
         sink_other_provider: raw.sink_other_provider,
         sink_untrusted: raw.sink_untrusted,
         sink_after_flagged: raw.sink_after_flagged,
+        sink_link: raw.sink_link,
     };
     if scope == Scope::Tool && rules.sets_sink_keys() {
         return Err(src.error(
@@ -309,9 +327,10 @@ mod tests {
     use crate::Policy;
     use serde_json::json;
 
-    const SEEN_FLAGGED: Seen = Seen { flagged: true, prose: false, other_provider: false };
-    const SEEN_OTHER: Seen = Seen { flagged: false, prose: false, other_provider: true };
-    const SEEN_PLAIN: Seen = Seen { flagged: false, prose: false, other_provider: false };
+    const SEEN_FLAGGED: Seen = Seen { flagged: true, prose: false, other_provider: false, link: false };
+    const SEEN_OTHER: Seen = Seen { flagged: false, prose: false, other_provider: true, link: false };
+    const SEEN_PLAIN: Seen = Seen { flagged: false, prose: false, other_provider: false, link: false };
+    const SEEN_PROSE: Seen = Seen { flagged: false, prose: true, other_provider: false, link: false };
 
     fn policy(text: &str) -> Policy {
         Policy::from_toml(text, "test").unwrap()
@@ -321,7 +340,7 @@ mod tests {
     fn the_defaults_refuse_a_flagged_value_anywhere_ask_about_prose_in_a_sink_and_note_the_rest() {
         let p = policy("[providers.mail]\nunlisted = \"allow\"\nsinks = [\"send*\"]\n");
         let action = |tool: &str, seen, sink| p.flow_decision("mail", tool, "/to", seen, sink).action;
-        let prose = Seen { flagged: false, prose: true, other_provider: false };
+        let prose = SEEN_PROSE;
         assert_eq!(action("read", SEEN_FLAGGED, false), FlowAction::Deny);
         assert_eq!(action("read", SEEN_OTHER, false), FlowAction::Allow);
         assert_eq!(action("read", SEEN_PLAIN, false), FlowAction::Allow);
@@ -376,6 +395,31 @@ flow = { untrusted = "flag", arguments = [{ pointer = "/body", untrusted = "allo
     }
 
     #[test]
+    fn a_fetch_following_a_link_of_running_text_is_noted_and_anything_more_is_asked_about() {
+        let p = policy("[providers.web]\nunlisted = \"allow\"\nfetches = [\"get_*\"]\nsinks = [\"post\"]\n");
+        let decide = |tool: &str, seen, sink| p.flow_decision("web", tool, "/url", seen, sink);
+        let link = Seen { link: true, ..SEEN_PROSE };
+        assert!(p.names_sink("web", "get_page") && p.names_fetch("web", "get_page") && !p.names_fetch("web", "post"));
+        let followed = decide("get_page", link, true);
+        assert_eq!((followed.action, followed.rule, followed.key), (FlowAction::Flag, FlowRule::Link, "sink_link"));
+        // Not the whole argument (a query added, say), or not a fetch: running text's rule.
+        assert_eq!(decide("get_page", SEEN_PROSE, true).action, FlowAction::Ask);
+        assert_eq!(decide("post", link, true).action, FlowAction::Ask, "a sink that sends more than a URL");
+        // A flagged passage's link stays refused, and the sequence rule is not touched.
+        assert_eq!(decide("get_page", Seen { flagged: true, ..link }, true).action, FlowAction::Deny);
+        assert_eq!(p.after_flagged("web"), FlowAction::Ask);
+        // `sink_link` is a key of its own; a rule for any tool still applies.
+        let strict = policy("[flow]\nsink_link = \"ask\"\n[providers.web]\nfetches = [\"get\"]\n");
+        assert_eq!(strict.flow_decision("web", "get", "/url", link, true).action, FlowAction::Ask);
+        let prose = policy("[flow]\nprose = \"deny\"\n[providers.web]\nfetches = [\"get\"]\n");
+        let decided = prose.flow_decision("web", "get", "/url", link, true);
+        assert_eq!((decided.action, decided.key), (FlowAction::Deny, "prose"));
+        let tool = "[providers.web.tools.get]\nverdict = \"allow\"\nflow = { sink_link = \"deny\" }\n";
+        let error = Policy::from_toml(tool, "test").unwrap_err().to_string();
+        assert!(error.contains("`sink_` keys belong"), "{error}");
+    }
+
+    #[test]
     fn a_key_at_a_scope_that_cannot_have_it_is_an_error_that_says_where_it_belongs() {
         let error = |text: &str| Policy::from_toml(text, "test").unwrap_err().to_string();
         let tool_sink =
@@ -426,7 +470,7 @@ mod documented {
 sink_untrusted = "ask"               # stricter than the default
 
 [providers.web]
-sinks = ["fetch"]
+fetches = ["fetch"]                  # a sink that sends nothing but the URL it is given
 [providers.web.flow]
 other_provider = "ask"               # a value of another provider's result, into any of its tools
 after = ["fetch"]                    # any result of `fetch` starts the sequence rule, flagged or not
@@ -442,7 +486,7 @@ flow = { arguments = [{ pointer = "/body", prose = "allow", untrusted = "allow" 
     #[test]
     fn the_documented_example_parses_and_decides_as_documented() {
         let p = Policy::from_toml(EXAMPLE, "docs/POLICY.md").unwrap();
-        let seen = |flagged, prose, other_provider| Seen { flagged, prose, other_provider };
+        let seen = |flagged, prose, other_provider| Seen { flagged, prose, other_provider, link: false };
         let send = |pointer: &str, seen| p.flow_decision("mail", "send_email", pointer, seen, true).action;
         assert_eq!(send("/to", seen(false, false, false)), FlowAction::Ask, "[flow] sink_untrusted");
         assert_eq!(send("/body", seen(false, true, false)), FlowAction::Allow, "the body's own rules");
@@ -450,5 +494,11 @@ flow = { arguments = [{ pointer = "/body", prose = "allow", untrusted = "allow" 
         let web = |seen, sink| p.flow_decision("web", "search", "/q", seen, sink).action;
         assert_eq!(web(seen(false, false, true), false), FlowAction::Ask, "other_provider, into any of its tools");
         assert!(p.names_sink("web", "fetch") && p.starts_sequence("web", "fetch"));
+        let link = Seen { link: true, ..seen(false, true, false) };
+        assert_eq!(
+            p.flow_decision("web", "fetch", "/url", link, true).action,
+            FlowAction::Ask,
+            "[flow] sink_untrusted"
+        );
     }
 }

@@ -98,10 +98,18 @@ impl Policy {
         &self.flow
     }
 
-    /// Whether the policy names `tool` of `provider` a sink (the provider's `sinks`).
+    /// Whether the policy names `tool` of `provider` a sink (the provider's `sinks`, or
+    /// `fetches`).
     #[must_use]
     pub fn names_sink(&self, provider: &str, tool: &str) -> bool {
         self.providers.get(provider).is_some_and(|p| p.names_sink(tool))
+    }
+
+    /// Whether the policy names `tool` of `provider` a fetch (the provider's `fetches`):
+    /// a sink that sends nothing but the URL it is given.
+    #[must_use]
+    pub fn names_fetch(&self, provider: &str, tool: &str) -> bool {
+        self.providers.get(provider).is_some_and(|p| p.names_fetch(tool))
     }
 
     /// Why `tool` of `provider`, whose reviewed definition is `definition`, is a sink, if it
@@ -109,6 +117,9 @@ impl Policy {
     /// open world ([`annotated_sink`](crate::annotated_sink)), which can only add sinks.
     #[must_use]
     pub fn sink_reason(&self, provider: &str, tool: &str, definition: &Value) -> Option<String> {
+        if self.names_fetch(provider, tool) {
+            return Some("the policy names it a fetch (`fetches`)".to_owned());
+        }
         if self.names_sink(provider, tool) {
             return Some("the policy names it a sink (`sinks`)".to_owned());
         }
@@ -121,12 +132,15 @@ impl Policy {
     /// whose argument at `pointer` carries a value first `seen` as given: the strictest
     /// of the rules that apply, each from the narrowest scope that sets it (the
     /// argument's, the tool's, then the provider's and the policy's, whose `sink_` keys
-    /// a sink also obeys).
+    /// a sink also obeys; a fetch following a link obeys `sink_link` in place of
+    /// `sink_prose`).
     #[must_use]
     pub fn flow_decision(&self, provider: &str, tool: &str, pointer: &str, seen: Seen, sink: bool) -> FlowDecision {
         let p = self.providers.get(provider);
         let rule = p.and_then(|p| p.tools.get(tool));
         let wider = [p.map(|p| &p.flow), Some(&self.flow), Some(&FlowRules::DEFAULTS)];
+        // A fetch following a link: `sink_link` decides in place of `sink_prose`.
+        let link = seen.link && sink && self.names_fetch(provider, tool);
         let resolve = |which: FlowRule| -> (FlowAction, &'static str) {
             let narrow = rule.and_then(|rule| {
                 let argument = rule.flow_arguments.iter().filter(|a| a.covers(pointer)).max_by_key(|a| a.pointer.len());
@@ -137,12 +151,16 @@ impl Policy {
             }
             let first = |sink| wider.iter().flatten().find_map(|rules| rules.get(which, sink));
             let base = first(false).unwrap_or(FlowAction::Allow);
+            let twin = sink && !(link && which == FlowRule::Prose);
             match first(true) {
-                Some(own) if sink && own > base => (own, which.key(true)),
+                Some(own) if twin && own > base => (own, which.key(true)),
                 _ => (base, which.key(false)),
             }
         };
         let mut applies = vec![FlowRule::Untrusted];
+        if link {
+            applies.push(FlowRule::Link);
+        }
         if seen.other_provider {
             applies.push(FlowRule::OtherProvider);
         }
@@ -498,6 +516,7 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
     let prompts = globs(src, &format!("{key}.prompts"), raw.prompts, "a prompt name or glob such as \"summarize_*\"")?;
     let callers = caller_rules(src, &format!("{key}.callers"), raw.callers)?;
     let sinks = raw.sinks.iter().map(|glob| Glob::new(glob.get_ref())).collect();
+    let fetches = raw.fetches.iter().map(|glob| Glob::new(glob.get_ref())).collect();
     let (flow, flow_after, _) = match raw.flow {
         Some(raw) => crate::flow::validated(src, &format!("{key}.flow"), raw, Scope::Provider)?,
         None => Default::default(),
@@ -528,6 +547,7 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
         resources,
         prompts,
         sinks,
+        fetches,
         flow,
         flow_after,
     })

@@ -173,6 +173,9 @@ pub struct ProviderPolicy {
     /// Globs over the provider's own tool names that are sinks (they send, write, pay,
     /// share or fetch a URL).
     pub(crate) sinks: Vec<Glob>,
+    /// Globs over its tools that fetch the URL they are given and send nothing else
+    /// (sinks too): following a link a result wrote is `sink_link`'s to decide.
+    pub(crate) fetches: Vec<Glob>,
     /// The provider's data-flow rules, over the policy's.
     pub(crate) flow: crate::flow::FlowRules,
     /// Globs over its tools whose every result starts the sequence rule, as a flagged
@@ -241,9 +244,14 @@ impl ProviderPolicy {
         self.prompts.iter().any(|g| g.matches(name))
     }
 
-    /// Whether the policy names `tool` a sink (`sinks`).
+    /// Whether the policy names `tool` a sink (`sinks`, or `fetches`).
     pub fn names_sink(&self, tool: &str) -> bool {
-        self.sinks.iter().any(|g| g.matches(tool))
+        self.names_fetch(tool) || self.sinks.iter().any(|g| g.matches(tool))
+    }
+
+    /// Whether the policy names `tool` a fetch (`fetches`).
+    pub fn names_fetch(&self, tool: &str) -> bool {
+        self.fetches.iter().any(|g| g.matches(tool))
     }
 
     /// The `sinks` globs as written.
