@@ -21,6 +21,10 @@
 //!   concurrent callers (the gateway run in-process here, to read its counter);
 //! * `wasmgate serve --http` with its Prometheus metrics on (the default) against the
 //!   same with `[serve.metrics] enabled = false` (`WASMGATE_BENCH_METRICS_ONLY=1` runs
+//!   only this);
+//! * a real SDK server, the Python `mcp` SDK's `echo` (host/client's interop peer, from
+//!   `scripts/install-peers.sh`; the bench says when it is absent), called directly and
+//!   through `wasmgate serve` over stdio, audit off (`WASMGATE_BENCH_SDK_ONLY=1` runs
 //!   only this).
 //!
 //! Besides criterion's own figures, each comparison prints interleaved rounds (a batch
@@ -143,6 +147,81 @@ async fn wassette() -> Option<(tempfile::TempDir, McpClient, String)> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("wassette did not list the echo-tools component's `call-tool` within 10 s");
+}
+
+/// The Python of the interop peers' venv (with the `mcp` SDK), its prefixes, and the
+/// SDK's server script; `None`, said on stderr, when scripts/install-peers.sh has not
+/// installed it.
+fn sdk_python() -> Option<(PathBuf, Vec<PathBuf>, PathBuf)> {
+    let peers = std::env::var_os("WASMGATE_PEERS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers"));
+    let python = peers.join("venv/bin/python");
+    if !python.is_file() {
+        eprintln!("python sdk: not measured ({} is missing: run scripts/install-peers.sh)", python.display());
+        return None;
+    }
+    let out = std::process::Command::new(&python)
+        .args(["-c", "import sys; print(sys.prefix); print(sys.base_prefix)"])
+        .output()
+        .unwrap();
+    let dirs =
+        String::from_utf8(out.stdout).unwrap().lines().map(|p| PathBuf::from(p).canonicalize().unwrap()).collect();
+    Some((python, dirs, fixtures().join("python_peer.py")))
+}
+
+/// A reviewed gateway in front of the SDK's server alone (`sdk`, confined, audit off).
+fn sdk_gateway_dir((python, dirs, script): &(PathBuf, Vec<PathBuf>, PathBuf)) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "state_dir = \"state\"\n\n[audit]\ndurability = \"off\"\n\n[sandbox]\ncache_dir = \"cache\"\n\n\
+         [providers.sdk]\ncommand = {python:?}\nargs = [{script:?}, \"stdio\"]\nread_exec = {dirs:?}\n",
+        python = python.display().to_string(),
+        script = script.display().to_string(),
+        dirs = dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>(),
+    );
+    std::fs::write(dir.path().join("wasmgate.toml"), config).unwrap();
+    let policy = format!(
+        "[providers.sdk]\nread_paths = [{:?}]\n\n[providers.sdk.tools]\necho = \"allow\"\n",
+        fixtures().display().to_string()
+    );
+    std::fs::write(dir.path().join("policy.toml"), policy).unwrap();
+    let review = common::wasmgate(dir.path(), &["review", "--yes"]);
+    assert!(review.status.success(), "{}", common::stderr(&review));
+    dir
+}
+
+/// The SDK's server called directly against through `wasmgate serve` (audit off): one
+/// call at a time and [`IN_FLIGHT`] at once, and each process's CPU per call.
+fn against_sdk(client: Client) {
+    let rt = client.runtime();
+    let label = |what: &str| format!("[{}] {what}", client.name());
+    let Some(sdk) = sdk_python() else { return };
+    let dir = sdk_gateway_dir(&sdk);
+    let (python, _, script) = &sdk;
+    let server =
+        StdioConfig::new("sdk", python, dir.path()).arg(script.display().to_string()).arg("stdio").confinement(None);
+    let direct = rt
+        .block_on(async {
+            McpClient::connect("sdk", StdioTransport::spawn(&server).unwrap(), ClientConfig::default()).await
+        })
+        .unwrap();
+    let gateway = rt.block_on(through_stdio(dir.path(), None));
+    let what = label("python sdk: gateway stdio (audit off) vs direct");
+    interleaved(&rt, &what, (&direct, "echo"), (&gateway, "sdk__echo"));
+    concurrent(&rt, &what, (&direct, "echo"), (&gateway, "sdk__echo"));
+    let process = gateway_child(dir.path());
+    let sdk_child = |parent| child_of(parent, |cmdline, _| cmdline.contains("python_peer.py"));
+    cpu_per_call(&rt, &label("python sdk: direct"), (&direct, "echo"), &[("upstream", sdk_child(std::process::id()))]);
+    cpu_per_call(
+        &rt,
+        &label("python sdk: gateway stdio (audit off)"),
+        (&gateway, "sdk__echo"),
+        &[("gateway", process), ("its upstream", sdk_child(process))],
+    );
+    for mcp in [direct, gateway] {
+        rt.block_on(mcp.close());
+    }
 }
 
 /// `wasmgate serve --http` (killed on drop) and our client to it.
@@ -355,10 +434,17 @@ fn overhead(c: &mut Criterion) {
         }
         return;
     }
+    if std::env::var_os("WASMGATE_BENCH_SDK_ONLY").is_some() {
+        for client in Client::chosen() {
+            against_sdk(client);
+        }
+        return;
+    }
     // `WASMGATE_BENCH_FSYNCS_ONLY=1`: only the fsync counts, to repeat them quickly.
     if std::env::var_os("WASMGATE_BENCH_FSYNCS_ONLY").is_none() {
         for client in Client::chosen() {
             compare(c, client);
+            against_sdk(client);
         }
         metrics_on_off(c, &Runtime::new().unwrap());
     }
