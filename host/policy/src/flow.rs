@@ -400,6 +400,9 @@ flow = { untrusted = "flag", arguments = [{ pointer = "/body", untrusted = "allo
         let decide = |tool: &str, seen, sink| p.flow_decision("web", tool, "/url", seen, sink);
         let link = Seen { link: true, ..SEEN_PROSE };
         assert!(p.names_sink("web", "get_page") && p.names_fetch("web", "get_page") && !p.names_fetch("web", "post"));
+        // `wasmgate review` and `wasmgate tools` say why it is a sink.
+        let why = p.sink_reason("web", "get_page", &json!({"name": "get_page"}));
+        assert_eq!(why.as_deref(), Some("the policy names it a fetch (`fetches`)"));
         let followed = decide("get_page", link, true);
         assert_eq!((followed.action, followed.rule, followed.key), (FlowAction::Flag, FlowRule::Link, "sink_link"));
         // Not the whole argument (a query added, say), or not a fetch: running text's rule.
