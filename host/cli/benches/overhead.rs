@@ -161,12 +161,7 @@ fn sdk_python() -> Option<(PathBuf, Vec<PathBuf>, PathBuf)> {
         eprintln!("python sdk: not measured ({} is missing: run scripts/install-peers.sh)", python.display());
         return None;
     }
-    let out = std::process::Command::new(&python)
-        .args(["-c", "import sys; print(sys.prefix); print(sys.base_prefix)"])
-        .output()
-        .unwrap();
-    let dirs =
-        String::from_utf8(out.stdout).unwrap().lines().map(|p| PathBuf::from(p).canonicalize().unwrap()).collect();
+    let (_, dirs) = common::python_at(&python);
     Some((python, dirs, fixtures().join("python_peer.py")))
 }
 

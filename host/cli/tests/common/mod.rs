@@ -75,7 +75,13 @@ pub fn stderr(out: &Output) -> String {
 /// The real interpreter and the directories it needs (a pyenv or venv Python lives
 /// outside the system paths the confinement grants by default).
 pub fn python() -> (PathBuf, Vec<PathBuf>) {
-    let out = Command::new("python3")
+    python_at(Path::new("python3"))
+}
+
+/// [`python`] for the interpreter at `exe` (a venv's, say): its executable and the
+/// directories it runs from.
+pub fn python_at(exe: &Path) -> (PathBuf, Vec<PathBuf>) {
+    let out = Command::new(exe)
         .args(["-c", "import sys; print(sys.executable); print(sys.prefix); print(sys.base_prefix)"])
         .output()
         .expect("python3");
