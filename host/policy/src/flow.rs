@@ -19,9 +19,11 @@
 //! argument) follows that link and carries nothing else out: `sink_link` decides it in
 //! place of `sink_prose` (a flagged passage's link stays `flagged`, and the other keys
 //! still apply).
-//! `sink_after_flagged` is the sequence rule: once a context has read a flagged result
-//! (or a result of a tool its provider lists in `after`), every call to a sink gets it,
-//! whatever the call carries.
+//! Two sequence rules act on every call to a sink, whatever it carries:
+//! `sink_after_flagged` once a context has read a flagged result (or a result of a tool
+//! its provider lists in `after`), and `sink_after_steered` once a call of the context
+//! has carried a value from a flagged passage: the model has been seen doing what the
+//! injected passage asked, so what it does next is not the user's alone.
 //!
 //! Rules are written at four scopes, the narrowest that sets a key deciding: an
 //! argument of a tool (by JSON pointer), a tool, a provider, and the whole policy
@@ -136,6 +138,9 @@ pub struct FlowRules {
     pub sink_untrusted: Option<FlowAction>,
     /// Any call to a sink once the context has read a flagged result.
     pub sink_after_flagged: Option<FlowAction>,
+    /// Any call to a sink once a call of the context has carried a value from a
+    /// flagged passage.
+    pub sink_after_steered: Option<FlowAction>,
     /// A fetch whose argument is, unchanged, a link from outside a flagged passage.
     pub sink_link: Option<FlowAction>,
 }
@@ -143,8 +148,9 @@ pub struct FlowRules {
 impl FlowRules {
     /// The defaults, under every scope: a value from a flagged passage is refused in
     /// any tool's arguments (a read can carry data out as well as a write); a sink is
-    /// asked about when it carries a value from running text, or when the conversation
-    /// has read a flagged result; a sink carrying any other value of a result, and a
+    /// asked about when it carries a value from running text, or once a call of the
+    /// conversation has carried a value from a flagged passage; a sink carrying any
+    /// other value of a result, a sink called after a flagged result was read, and a
     /// fetch following a link a result wrote, are let run and noted. Chosen by the
     /// figures of the AgentDojo replay (docs/POLICY.md).
     pub const DEFAULTS: FlowRules = FlowRules {
@@ -156,7 +162,8 @@ impl FlowRules {
         sink_prose: Some(FlowAction::Ask),
         sink_other_provider: Some(FlowAction::Flag),
         sink_untrusted: Some(FlowAction::Flag),
-        sink_after_flagged: Some(FlowAction::Ask),
+        sink_after_flagged: Some(FlowAction::Flag),
+        sink_after_steered: Some(FlowAction::Ask),
         sink_link: Some(FlowAction::Flag),
     };
 
@@ -185,6 +192,7 @@ impl FlowRules {
             || self.sink_other_provider.is_some()
             || self.sink_untrusted.is_some()
             || self.sink_after_flagged.is_some()
+            || self.sink_after_steered.is_some()
             || self.sink_link.is_some()
     }
 }
@@ -220,9 +228,9 @@ pub struct FlowDecision {
 /// Where a `flow` table is written, which decides the keys it may have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Scope {
-    /// `[flow]`: the ten actions.
+    /// `[flow]`: the eleven actions.
     Policy,
-    /// `[providers.<name>.flow]`: the ten actions and `after`.
+    /// `[providers.<name>.flow]`: the eleven actions and `after`.
     Provider,
     /// A tool's `flow`: `flagged`, `prose`, `other_provider`, `untrusted` and `arguments`.
     Tool,
@@ -250,6 +258,7 @@ pub(crate) fn validated(
         sink_other_provider: raw.sink_other_provider,
         sink_untrusted: raw.sink_untrusted,
         sink_after_flagged: raw.sink_after_flagged,
+        sink_after_steered: raw.sink_after_steered,
         sink_link: raw.sink_link,
     };
     if scope == Scope::Tool && rules.sets_sink_keys() {
@@ -349,7 +358,8 @@ mod tests {
         assert_eq!(action("send", SEEN_OTHER, true), FlowAction::Flag);
         assert_eq!(action("send", prose, true), FlowAction::Ask);
         assert_eq!(action("send", SEEN_FLAGGED, true), FlowAction::Deny);
-        assert_eq!(p.after_flagged("mail"), FlowAction::Ask);
+        assert_eq!(p.after_flagged("mail"), FlowAction::Flag);
+        assert_eq!(p.after_steered("mail"), FlowAction::Ask);
         assert!(p.names_sink("mail", "send_email") && !p.names_sink("mail", "read"));
         assert!(!p.names_sink("other", "send"), "an unknown provider names no sink");
     }
@@ -368,6 +378,9 @@ unlisted = "allow"
 other_provider = "deny"
 after = ["fetch_*"]
 sink_after_flagged = "deny"
+
+[providers.web.flow]
+sink_after_steered = "flag"
 
 [providers.mail.tools.send]
 verdict = "allow"
@@ -391,6 +404,9 @@ flow = { untrusted = "flag", arguments = [{ pointer = "/body", untrusted = "allo
         assert_eq!(decide("send", "/body/0", SEEN_FLAGGED, true).action, FlowAction::Ask);
         assert_eq!(decide("send", "/bodyguard", SEEN_FLAGGED, true).action, FlowAction::Deny, "not under /body");
         assert_eq!(p.after_flagged("mail"), FlowAction::Deny);
+        // The two sequence rules are keys of their own, set per provider.
+        assert_eq!((p.after_steered("mail"), p.after_steered("web")), (FlowAction::Ask, FlowAction::Flag));
+        assert_eq!(p.after_flagged("web"), FlowAction::Flag);
         assert!(p.starts_sequence("mail", "fetch_page") && !p.starts_sequence("mail", "send"));
     }
 
@@ -410,7 +426,7 @@ flow = { untrusted = "flag", arguments = [{ pointer = "/body", untrusted = "allo
         assert_eq!(decide("post", link, true).action, FlowAction::Ask, "a sink that sends more than a URL");
         // A flagged passage's link stays refused, and the sequence rule is not touched.
         assert_eq!(decide("get_page", Seen { flagged: true, ..link }, true).action, FlowAction::Deny);
-        assert_eq!(p.after_flagged("web"), FlowAction::Ask);
+        assert_eq!((p.after_flagged("web"), p.after_steered("web")), (FlowAction::Flag, FlowAction::Ask));
         // `sink_link` is a key of its own; a rule for any tool still applies.
         let strict = policy("[flow]\nsink_link = \"ask\"\n[providers.web]\nfetches = [\"get\"]\n");
         assert_eq!(strict.flow_decision("web", "get", "/url", link, true).action, FlowAction::Ask);
@@ -428,6 +444,9 @@ flow = { untrusted = "flag", arguments = [{ pointer = "/body", untrusted = "allo
         let tool_sink =
             error("[providers.mail.tools.send]\nverdict = \"allow\"\nflow = { sink_untrusted = \"deny\" }\n");
         assert!(tool_sink.contains("`sink_` keys belong in a provider's or the policy's `flow` table"), "{tool_sink}");
+        let tool_sequence =
+            error("[providers.mail.tools.send]\nverdict = \"allow\"\nflow = { sink_after_steered = \"deny\" }\n");
+        assert!(tool_sequence.contains("`sink_` keys belong"), "{tool_sequence}");
         let global_after = error("[flow]\nafter = [\"x\"]\n");
         assert!(global_after.contains("`after` outside a provider's flow table"), "{global_after}");
         let provider_arguments = error("[providers.mail.flow]\narguments = [{ pointer = \"/x\" }]\n");
@@ -471,12 +490,13 @@ mod documented {
     const EXAMPLE: &str = r#"
 [flow]                               # every provider
 sink_untrusted = "ask"               # stricter than the default
+sink_after_flagged = "ask"           # after a flagged result, every sink asked about
 
 [providers.web]
 fetches = ["fetch"]                  # a sink that sends nothing but the URL it is given
 [providers.web.flow]
 other_provider = "ask"               # a value of another provider's result, into any of its tools
-after = ["fetch"]                    # any result of `fetch` starts the sequence rule, flagged or not
+after = ["fetch"]                    # any result of `fetch` starts `sink_after_flagged`, flagged or not
 
 [providers.mail]
 sinks = ["send_email"]
@@ -497,6 +517,7 @@ flow = { arguments = [{ pointer = "/body", prose = "allow", untrusted = "allow" 
         let web = |seen, sink| p.flow_decision("web", "search", "/q", seen, sink).action;
         assert_eq!(web(seen(false, false, true), false), FlowAction::Ask, "other_provider, into any of its tools");
         assert!(p.names_sink("web", "fetch") && p.starts_sequence("web", "fetch"));
+        assert_eq!((p.after_flagged("mail"), p.after_steered("mail")), (FlowAction::Ask, FlowAction::Ask));
         let link = Seen { link: true, ..seen(false, true, false) };
         assert_eq!(
             p.flow_decision("web", "fetch", "/url", link, true).action,

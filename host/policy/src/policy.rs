@@ -185,11 +185,23 @@ impl Policy {
     /// has read a flagged result (`sink_after_flagged`).
     #[must_use]
     pub fn after_flagged(&self, provider: &str) -> FlowAction {
+        self.sequence_rule(provider, |rules| rules.sink_after_flagged)
+    }
+
+    /// What the sequence rule does with a call of a sink of `provider` once a call of the
+    /// context has carried a value from a flagged passage (`sink_after_steered`).
+    #[must_use]
+    pub fn after_steered(&self, provider: &str) -> FlowAction {
+        self.sequence_rule(provider, |rules| rules.sink_after_steered)
+    }
+
+    /// A sequence rule's key as the provider's rules, the policy's or the defaults set it.
+    fn sequence_rule(&self, provider: &str, key: impl Fn(&FlowRules) -> Option<FlowAction>) -> FlowAction {
         let p = self.providers.get(provider).map(|p| &p.flow);
         [p, Some(&self.flow), Some(&FlowRules::DEFAULTS)]
             .into_iter()
             .flatten()
-            .find_map(|rules| rules.sink_after_flagged)
+            .find_map(key)
             .unwrap_or(FlowAction::Allow)
     }
 

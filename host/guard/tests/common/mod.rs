@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use wasmgate_audit::{AuditLog, Entry, Event, Options};
 use wasmgate_core::{Attachment, BoxFuture, Naming, Offer, Tool, ToolResult, ToolSource, ToolSpec};
-use wasmgate_guard::{Approver, Guard, GuardedToolset};
+use wasmgate_guard::{Approver, Budgets, Guard, GuardedToolset, Provenance};
 use wasmgate_policy::{Lock, Policy, exposed_name};
 
 /// Offers tools whose calls answer `reply` and are counted.
@@ -137,6 +137,18 @@ impl Setup {
         approver: Arc<dyn Approver>,
         audit_path: Option<PathBuf>,
     ) -> Self {
+        Self::with_memory(dir, policy, reviewed, approver, audit_path, Provenance::default())
+    }
+
+    /// [`with_policy`](Self::with_policy) with the data-flow memory `provenance`.
+    pub fn with_memory(
+        dir: tempfile::TempDir,
+        policy: &str,
+        reviewed: &[(&Source, Value)],
+        approver: Arc<dyn Approver>,
+        audit_path: Option<PathBuf>,
+        provenance: Provenance,
+    ) -> Self {
         let policy = Policy::from_toml(policy, "test policy").unwrap();
         let mut lock = Lock::default();
         for (source, definition) in reviewed {
@@ -144,7 +156,14 @@ impl Setup {
         }
         let audit_path = audit_path.unwrap_or_else(|| dir.path().join("audit.jsonl"));
         let audit = Arc::new(AuditLog::open(&audit_path, Options::default()).unwrap());
-        let guard = Guard::new(policy, lock, Some(dir.path().join("wasmgate.lock")), approver, audit);
+        let guard = Guard::with_shared(
+            policy,
+            lock,
+            Some(dir.path().join("wasmgate.lock")),
+            approver,
+            audit,
+            (Budgets::default(), provenance),
+        );
         Self { dir, guard }
     }
 
