@@ -435,7 +435,7 @@ fn overhead(c: &mut Criterion) {
         }
         return;
     }
-    // `WASMGATE_BENCH_FSYNCS_ONLY=1`: only the fsync counts, to repeat them quickly.
+    // `WASMGATE_BENCH_FSYNCS_ONLY=1`: only the audit log's figures, to repeat them quickly.
     if std::env::var_os("WASMGATE_BENCH_FSYNCS_ONLY").is_none() {
         for client in Client::chosen() {
             compare(c, client);
@@ -443,7 +443,22 @@ fn overhead(c: &mut Criterion) {
         }
         metrics_on_off(c, &Runtime::new().unwrap());
     }
+    durable_against_off(&Client::CurrentThread.runtime());
     fsyncs(&Runtime::new().unwrap());
+}
+
+/// The WASM tool through two gateways over stdio, audit `off` and `every-call`,
+/// interleaved one call at a time: what a durable record adds to a call, end to end
+/// (`cargo bench -p wasmgate-audit --bench durable` gives the fsync alone).
+fn durable_against_off(rt: &Runtime) {
+    let (off, durable) = (gateway_dir("off"), gateway_dir("every-call"));
+    let stdio_off = rt.block_on(through_stdio(off.path(), None));
+    let stdio_durable = rt.block_on(through_stdio(durable.path(), None));
+    let what = "[current-thread] wasm component via gateway, audit off vs every-call";
+    interleaved(rt, what, (&stdio_off, "tools__echo"), (&stdio_durable, "tools__echo"));
+    for mcp in [stdio_off, stdio_durable] {
+        rt.block_on(mcp.close());
+    }
 }
 
 /// `wasmgate serve --http` (audit off) with its metrics on, the default, against the
