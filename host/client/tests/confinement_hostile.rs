@@ -387,6 +387,44 @@ impl Drop for DelegatedCgroup {
     }
 }
 
+/// A wildcard grant reaches public addresses only: a server granted any address on a
+/// port (`*:PORT`) and the names under `localhost` reaches none of this host's loopback
+/// or a private address through the proxy, by name or literally.
+#[tokio::test]
+async fn a_server_granted_any_public_address_reaches_no_loopback_or_private_one() {
+    use wasmgate_egress::{EgressGrant, EgressObserver, HostGrant};
+    let listening = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    listening.set_nonblocking(true).unwrap();
+    let port = listening.local_addr().unwrap().port();
+    let (sender, records) = std::sync::mpsc::channel();
+    let observer: EgressObserver = std::sync::Arc::new(move |record| {
+        let _ = sender.send(record);
+    });
+    let hosts = [format!("*:{port}"), format!("*.localhost:{port}")];
+    let hosts = hosts.iter().map(|h| HostGrant::parse(h).unwrap()).collect();
+    let started = confined::hostile_with(|c| c, Some(EgressGrant { hosts, observer: Some(observer) })).await;
+    if confined::mode().is_some_and(|mode| mode.starts_with("user-no-userns")) {
+        assert!(started.is_err(), "no namespace, no start");
+        return;
+    }
+    let server = started.unwrap();
+    let targets = [
+        (format!("127.0.0.1:{port}"), "127.0.0.1 is not a public address"),
+        (format!("localhost:{port}"), "not public"),
+        (format!("10.0.0.1:{port}"), "10.0.0.1 is not a public address"),
+        (format!("[::1]:{port}"), "::1 is not a public address"),
+    ];
+    for (target, why) in &targets {
+        let (ok, detail, _) = server.attack("proxy_connect", json!({"target": target})).await;
+        assert!(!ok && detail.contains("403"), "{target}: {detail}");
+        let record = records.recv_timeout(std::time::Duration::from_secs(30)).unwrap();
+        assert!(record.refused.as_deref().is_some_and(|r| r.contains(why)), "{target}: {record:?}");
+    }
+    assert_eq!(listening.accept().map(|_| ()).unwrap_err().kind(), ErrorKind::WouldBlock, "nothing reached it");
+    server.assert_still_serving().await;
+    server.client.close().await;
+}
+
 #[tokio::test]
 async fn a_server_granted_one_host_reaches_it_through_the_proxy_and_nothing_else() {
     use wasmgate_egress::{EgressGrant, EgressObserver, HostGrant};

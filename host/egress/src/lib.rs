@@ -3,9 +3,10 @@
 //! components, and for the gateway's own requests.
 //!
 //! A grant is a host and a port ([`HostGrant`]), never a port alone: the policy's
-//! `network_hosts` are read with [`HostGrant::parse`]. A granted name is resolved by the
-//! gateway, and only to a public address ([`is_public`]); an address that is not public
-//! is reached only when a grant lists it literally. A component's connection is allowed
+//! `network_hosts` are read with [`HostGrant::parse`]. Its host is a name, an address,
+//! any name under a domain (`*.example.com`) or any public address (`*`). A granted name
+//! is resolved by the gateway, and only to a public address ([`is_public`]); an address
+//! that is not public is reached only when a grant lists it literally. A component's connection is allowed
 //! by [`permits`]; a stdio server's goes through the proxy ([`serve`]), which reports each
 //! connection ([`EgressRecord`]) for the audit log. A URL that carries credentials must
 //! be secure ([`is_secure`]: `https`, or `http` to a loopback host).
@@ -42,7 +43,7 @@ mod reach;
 pub use address::{is_loopback, is_public, is_secure};
 #[cfg(feature = "net")]
 pub use connect::permits;
-pub use grant::{HostGrant, HostGrantError};
+pub use grant::{Granted, HostGrant, HostGrantError};
 #[cfg(feature = "http")]
 pub use http::{BodyError, read_bounded};
 #[cfg(feature = "net")]

@@ -9,12 +9,14 @@
 //!   requests of any method (plain HTTP; sent on in origin form, one request per
 //!   connection, with `Host` naming the target) are the two it understands; anything
 //!   else is refused;
-//! * the target must be one of the grants, host and port exactly (a host name compared
-//!   without regard to case);
+//! * the target must be one of the grants: its host and port exactly (a host name
+//!   compared without regard to case), a name under a granted domain (`*.example.com`),
+//!   or anything on a port granted to `*`;
 //! * the gateway resolves a granted name itself and connects to an address it checked:
 //!   the server never resolves, so it cannot rebind, and a name that resolves to a
 //!   loopback, private, link-local or otherwise non-public address is refused; such an
-//!   address is reached only when the grant lists it literally;
+//!   address is reached only when the grant lists it literally (a literal asked for under
+//!   a wildcard grant must be public too; a literal grant wins over a wildcard);
 //! * every connection, refused or not, is reported once it ends ([`EgressRecord`]: host,
 //!   port, address, bytes each way, duration) for the audit log.
 //!
@@ -30,6 +32,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
+use crate::address::is_public;
 use crate::connect::resolve;
 use crate::grant::{HostGrant, split_authority};
 
@@ -217,11 +220,20 @@ async fn connection(mut stream: TcpStream, grant: &EgressGrant) -> EgressRecord 
         let target = target(&head).map_err(|reason| (400, reason))?;
         record.host.clone_from(&target.host);
         record.port = target.port;
-        let Some(granted) = grant.hosts.iter().find(|g| g.matches(&target.host, target.port)) else {
+        let matching = grant.hosts.iter().filter(|g| g.matches(&target.host, target.port));
+        let Some(granted) = matching.min_by_key(|g| g.is_wildcard()) else {
             return Err((403, format!("{}:{} is not a granted host", target.host, target.port)));
         };
         let address = resolve(&target.host, target.port, granted.any_address).await.map_err(|reason| (403, reason))?;
         record.address = Some(address);
+        if granted.is_wildcard() && !is_public(address.ip()) {
+            let why = format!(
+                "{} is not a public address, and `{granted}` reaches public addresses only; list the address itself \
+                 to grant it",
+                address.ip()
+            );
+            return Err((403, why));
+        }
         let mut upstream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await {
             Ok(Ok(upstream)) => upstream,
             Ok(Err(e)) => return Err((502, format!("connecting to {address}: {e}"))),
@@ -423,6 +435,78 @@ mod tests {
             assert!(answer.starts_with(&format!("HTTP/1.1 {code}")), "{request:?}: {answer}");
             assert!(records.recv().await.unwrap().refused.is_some());
         }
+        task.abort();
+    }
+
+    /// Asks the proxy at `proxy` for `request`; the status line's code, and the body.
+    async fn ask(proxy: SocketAddr, request: &str) -> (String, String) {
+        let mut s = TcpStream::connect(proxy).await.unwrap();
+        s.write_all(request.as_bytes()).await.unwrap();
+        let mut status = vec![0u8; 12];
+        s.read_exact(&mut status).await.unwrap();
+        if status.ends_with(b"200") {
+            let mut established = vec![0u8; super::status(200, "").len() - status.len()];
+            s.read_exact(&mut established).await.unwrap();
+            s.write_all(b"ping!").await.unwrap();
+        }
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).await.unwrap();
+        (String::from_utf8_lossy(&status[9..]).into_owned(), String::from_utf8_lossy(&rest).into_owned())
+    }
+
+    /// Wildcard grants on this host's loopback, with 127.0.0.2 counted as public and test
+    /// names resolved without a resolver: a name under the domain reaches its public
+    /// address, nothing else under a wildcard does, and a literal grant still wins.
+    #[tokio::test]
+    async fn a_wildcard_grant_reaches_public_addresses_only_and_a_literal_grant_wins() {
+        let public: std::net::IpAddr = "127.0.0.2".parse().unwrap();
+        crate::address::test::count_as_public(public);
+        let upstream = tokio::net::TcpListener::bind((public, 0)).await.unwrap();
+        let port = upstream.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = upstream.accept().await {
+                let mut buf = [0u8; 5];
+                if s.read_exact(&mut buf).await.is_ok() {
+                    let _ = s.write_all(b"pong!").await;
+                }
+            }
+        });
+        crate::connect::test::resolve_as("api.example.test", public);
+        crate::connect::test::resolve_as("intranet.example.test", "127.0.0.1".parse().unwrap());
+        let proxy_with = |hosts: &[String]| {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let address = listener.local_addr().unwrap();
+            let hosts = hosts.iter().map(|h| HostGrant::parse(h).unwrap()).collect();
+            (address, serve("t".into(), listener, EgressGrant { hosts, observer: None }).unwrap())
+        };
+        let connect = |host: &str| format!("CONNECT {host}:{port} HTTP/1.1\r\n\r\n");
+
+        let (under, task) = proxy_with(&[format!("*.example.test:{port}")]);
+        assert_eq!(ask(under, &connect("api.example.test")).await, ("200".into(), "pong!".into()));
+        for (host, why) in [
+            ("intranet.example.test", "not public"),
+            ("example.test", "not a granted host"),
+            ("127.0.0.2", "not a granted host"),
+            ("api.example.org", "not a granted host"),
+        ] {
+            let (code, body) = ask(under, &connect(host)).await;
+            assert!(code == "403" && body.contains(why), "{host}: {code} {body}");
+        }
+        task.abort();
+
+        let (any, task) = proxy_with(&[format!("*:{port}"), format!("127.0.0.3:{port}")]);
+        assert_eq!(ask(any, &connect("127.0.0.2")).await, ("200".into(), "pong!".into()));
+        assert_eq!(ask(any, &connect("api.example.test")).await.0, "200");
+        let (code, body) = ask(any, &connect("127.0.0.1")).await;
+        assert!(code == "403" && body.contains("127.0.0.1 is not a public address"), "{code} {body}");
+        assert!(body.contains(&format!("`*:{port}` reaches public addresses only")), "{body}");
+        let (code, body) = ask(any, &connect("intranet.example.test")).await;
+        assert!(code == "403" && body.contains("not public"), "{code} {body}");
+        let (code, _) = ask(any, &format!("CONNECT 127.0.0.2:{} HTTP/1.1\r\n\r\n", port.wrapping_add(1))).await;
+        assert_eq!(code, "403", "its port only");
+        // Listed literally, a loopback address is reached (nothing listens there: 502).
+        let (code, body) = ask(any, &connect("127.0.0.3")).await;
+        assert!(code == "502" && body.contains("connecting to 127.0.0.3"), "{code} {body}");
         task.abort();
     }
 

@@ -404,7 +404,8 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
         match HostGrant::parse(host.get_ref()) {
             Ok(grant) => network_hosts.push(grant),
             Err(e) => {
-                let fix = "give host:port, e.g. \"calendar.example.com:443\" or \"[::1]:8080\"";
+                let fix = "give host:port, e.g. \"calendar.example.com:443\", \"[::1]:8080\", \"*.example.com:443\" (any \
+                           name under it) or \"*:443\" (any public address)";
                 return Err(src.error(host.span(), &format!("{key}.network_hosts"), e.to_string(), fix));
             }
         }

@@ -129,10 +129,12 @@ wasm = "/opt/wasmgate/json.wasm"
     assert_eq!(c.read_paths, [Path::new("/usr/share/zoneinfo")]);
     assert_eq!(c.network_ports, [443, 8443]);
     assert!(c.unix_sockets);
-    let hosts = parse("[providers.h]\nnetwork_hosts = [\"calendar.example.com:443\", \"127.0.0.1:5232\"]\n");
+    let hosts = parse(
+        "[providers.h]\nnetwork_hosts = [\"calendar.example.com:443\", \"127.0.0.1:5232\", \"*.Example.org:443\", \"*:80\"]\n",
+    );
     let granted: Vec<(&str, u16)> =
         hosts.provider("h").unwrap().network_hosts.iter().map(|h| (h.host.as_str(), h.port)).collect();
-    assert_eq!(granted, [("calendar.example.com", 443), ("127.0.0.1", 5232)]);
+    assert_eq!(granted, [("calendar.example.com", 443), ("127.0.0.1", 5232), ("*.example.org", 443), ("*", 80)]);
     assert_eq!(
         (c.limits.deadline_ms, c.limits.memory_bytes, c.limits.output_bytes),
         (Some(2000), Some(33554432), Some(65536))
@@ -302,6 +304,8 @@ fn zero_limits_relative_read_paths_and_port_zero_are_rejected() {
     // The one grammar of a grant, the egress proxy's: a host that is no host name is refused here.
     let bad = invalid("[providers.c]\nnetwork_hosts = [\"a b:443\"]\n");
     assert!(bad.2.contains("neither a host name") && bad.3.contains("host:port"), "{bad:?}");
+    let wild = invalid("[providers.c]\nnetwork_hosts = [\"api.*.com:443\"]\n");
+    assert!(wild.2.contains("neither a host name") && wild.3.contains("\"*:443\" (any public address)"), "{wild:?}");
     let both = invalid("[providers.c]\nnetwork_ports = [443]\nnetwork_hosts = [\"a.com:443\"]\n");
     assert!(both.2.contains("both") && both.3.contains("not both"), "{both:?}");
     assert!(invalid("[providers.c]\nnetwork_ports = [70000]\n").2.contains("invalid value"));

@@ -12,7 +12,7 @@ use std::net::IpAddr;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use wasmgate_egress::{EgressObserver, EgressRecord, HostGrant};
+use wasmgate_egress::{EgressObserver, EgressRecord, Granted, HostGrant};
 
 use crate::error::GrantError;
 
@@ -57,15 +57,21 @@ impl NetworkGrant {
     /// ([`may_look_up`](Self::may_look_up)).
     #[must_use]
     pub fn name_lookup(&self) -> bool {
-        self.hosts.iter().any(|h| h.host.parse::<IpAddr>().is_err())
+        self.hosts.iter().any(|h| matches!(h.granted(), Granted::Name(_) | Granted::Any))
     }
 
-    /// Whether `name` may be looked up: an address literal (no lookup is made), or the
-    /// name of a granted host, in any case and with or without a trailing dot.
+    /// Whether `name` may be looked up: an address literal (no lookup is made), the name
+    /// of a granted host, in any case and with or without a trailing dot, or any name
+    /// when any public address is granted (`*`).
     #[must_use]
     pub fn may_look_up(&self, name: &str) -> bool {
+        let name = name.strip_suffix('.').unwrap_or(name);
         name.parse::<IpAddr>().is_ok()
-            || self.hosts.iter().any(|h| h.host.eq_ignore_ascii_case(name.strip_suffix('.').unwrap_or(name)))
+            || self.hosts.iter().any(|h| match h.granted() {
+                Granted::Name(granted) => granted.eq_ignore_ascii_case(name),
+                Granted::Any => true,
+                Granted::Address(_) | Granted::Under(_) => false,
+            })
     }
 
     /// Tells the observer, if any.
@@ -175,7 +181,27 @@ fn inside(path: &str, dir: &str) -> bool {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::{DirGrant, Grants};
+    use super::{DirGrant, Grants, NetworkGrant};
+    use wasmgate_egress::HostGrant;
+
+    fn network(hosts: &[&str]) -> NetworkGrant {
+        NetworkGrant::new(
+            hosts.iter().map(|h| HostGrant::parse(h).unwrap_or_else(|e| panic!("{e}"))).collect::<Vec<_>>(),
+        )
+    }
+
+    #[test]
+    fn a_component_looks_up_granted_names_or_any_name_under_any_public_address() {
+        let named = network(&["calendar.example.com:443", "127.0.0.1:9"]);
+        assert!(named.name_lookup() && named.may_look_up("Calendar.Example.com.") && !named.may_look_up("x.example"));
+        let literal = network(&["127.0.0.1:9"]);
+        assert!(!literal.name_lookup() && literal.may_look_up("127.0.0.1"), "a literal needs no lookup");
+        // Names under a domain open nothing to a component, so no lookup either.
+        let under = network(&["*.example.com:443"]);
+        assert!(!under.name_lookup() && !under.may_look_up("api.example.com"));
+        let any = network(&["*:443"]);
+        assert!(any.name_lookup() && any.may_look_up("anything.example.net"));
+    }
 
     #[test]
     fn well_formed_grants_pass() {
