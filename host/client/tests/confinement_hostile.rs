@@ -451,6 +451,9 @@ async fn a_server_granted_one_host_reaches_it_through_the_proxy_and_nothing_else
     }
     let server = started.unwrap();
     assert!(server.report.as_ref().unwrap().network_namespace);
+    let names = json!({"names": ["HTTPS_PROXY", "NODE_USE_ENV_PROXY", "NO_PROXY"]});
+    let (_, environment, _) = server.attack("environment", names).await;
+    assert_eq!(environment, "HTTPS_PROXY=http://127.0.0.1:3128 NODE_USE_ENV_PROXY=1 NO_PROXY=", "Node's fetch too");
     let (ok, detail, _) = server.attack("http_get", json!({"url": format!("http://127.0.0.1:{port}/calendar")})).await;
     assert!(ok && detail == "hello", "the granted host: {detail}");
     let head = responder.join().unwrap();

@@ -89,6 +89,8 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, TransportError> {
         for variable in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"] {
             command.env(variable, &proxy);
         }
+        // Node's own `fetch` honours the variables only when asked, in the releases that can.
+        command.env("NODE_USE_ENV_PROXY", "1");
         command.env_remove("NO_PROXY").env_remove("no_proxy");
     }
     if let Some(prepared) = prepared.as_mut() {

@@ -32,7 +32,8 @@ pub struct StdioConfig {
     /// The hosts it may reach through the gateway's egress proxy (`wasmgate-egress`).
     /// With a grant, the confinement's network is `wasmgate_confine::Network::Proxied`
     /// whatever it says, and `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` (and their lowercase
-    /// forms) point at the proxy. `None`: no proxy.
+    /// forms) point at the proxy, with `NODE_USE_ENV_PROXY=1` so that Node's own `fetch`
+    /// uses it where the Node version can. `None`: no proxy.
     pub egress: Option<wasmgate_egress::EgressGrant>,
     /// The program, opened and checked by the caller: the file that runs is this open
     /// file, whatever is at the path by then (`execve` of `/proc/self/fd/N`, the
