@@ -387,6 +387,65 @@ impl Drop for DelegatedCgroup {
     }
 }
 
+/// A server granted an address reaches it by a plain connect, without the proxy (a
+/// database client, Node's `fetch` without the proxy variables): in its namespace every
+/// address routes to listeners the gateway holds, one per port granted by address. The
+/// gateway connects to what it admits; anything else is reset or refused at once.
+#[tokio::test]
+async fn a_server_granted_an_address_reaches_it_by_a_plain_connect_and_nothing_else() {
+    use wasmgate_egress::{EgressGrant, EgressKind, EgressObserver, HostGrant};
+    let granted = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
+    let port = granted.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = granted.accept().await {
+            let mut ping = [0u8; 5];
+            if tokio::io::AsyncReadExt::read_exact(&mut stream, &mut ping).await.is_ok() {
+                let _ = tokio::io::AsyncWriteExt::write_all(&mut stream, b"pong!").await;
+            }
+        }
+    });
+    let wild = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    wild.set_nonblocking(true).unwrap();
+    let wild_port = wild.local_addr().unwrap().port();
+    let closed_port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap().local_addr().unwrap().port();
+    let (sender, records) = std::sync::mpsc::channel();
+    let observer: EgressObserver = std::sync::Arc::new(move |record| {
+        let _ = sender.send(record);
+    });
+    let hosts = [format!("127.0.0.1:{port}"), format!("*:{wild_port}")];
+    let hosts = hosts.iter().map(|h| HostGrant::parse(h).unwrap()).collect();
+    let started = confined::hostile_with(|c| c, Some(EgressGrant { hosts, observer: Some(observer) })).await;
+    if confined::mode().is_some_and(|mode| mode.starts_with("user-no-userns")) {
+        assert!(started.is_err(), "no namespace, no start");
+        return;
+    }
+    let server = started.unwrap();
+    let exchange = |host: &str, port: u16| server.attack("tcp_exchange", json!({"host": host, "port": port}));
+    let (ok, answer, _) = exchange("127.0.0.1", port).await;
+    assert!(ok && answer == "pong!", "the granted address, by a plain connect: {answer}");
+    let record = records.recv_timeout(std::time::Duration::from_secs(30)).unwrap();
+    assert_eq!((record.kind, record.port, record.bytes_up, record.bytes_down), (EgressKind::Direct, port, 5, 5));
+    assert!(record.refused.is_none(), "{record:?}");
+    // The same port at another address, and a wildcard's port at a loopback address:
+    // accepted in the namespace, then reset by the gateway.
+    for (host, port, why) in [
+        ("10.0.0.1", port, format!("10.0.0.1:{port} is not a granted address")),
+        ("127.0.0.1", wild_port, "127.0.0.1 is not a public address".to_owned()),
+    ] {
+        let (ok, detail, _) = exchange(host, port).await;
+        assert!(!ok && (detail == "ECONNRESET" || detail == "EPIPE"), "{host}:{port}: {detail}");
+        let record = records.recv_timeout(std::time::Duration::from_secs(30)).unwrap();
+        assert!(record.refused.as_deref().is_some_and(|r| r.contains(&why)), "{host}:{port}: {record:?}");
+    }
+    // A port no grant names: refused at once in the namespace (by Landlock, or for want
+    // of a listener), before anything reaches the gateway.
+    let (ok, detail, _) = exchange("127.0.0.1", closed_port).await;
+    assert!(!ok && (detail == "EACCES" || detail == "ECONNREFUSED"), "{detail}");
+    assert_eq!(wild.accept().map(|_| ()).unwrap_err().kind(), ErrorKind::WouldBlock, "nothing reached it");
+    server.assert_still_serving().await;
+    server.client.close().await;
+}
+
 /// A wildcard grant reaches public addresses only: a server granted any address on a
 /// port (`*:PORT`) and the names under `localhost` reaches none of this host's loopback
 /// or a private address through the proxy, by name or literally.
@@ -463,12 +522,11 @@ async fn a_server_granted_one_host_reaches_it_through_the_proxy_and_nothing_else
         let (ok, detail, _) = server.attack("proxy_connect", json!({"target": target})).await;
         assert!(!ok && detail.contains("403"), "{target}: {detail}");
     }
-    // Around the proxy: the host's loopback is not there, and Landlock allows the
-    // proxy's port alone.
-    for port in [port, other_port] {
-        let (ok, detail, _) = server.attack("connect", json!({"port": port})).await;
-        assert!(!ok, "a direct connection to {port}: {detail}");
-    }
+    // Around the proxy: the host's loopback is not there, and a port no grant names is
+    // refused in the namespace (a plain connect to the granted address is the gateway's:
+    // `a_server_granted_an_address_reaches_it_by_a_plain_connect_and_nothing_else`).
+    let (ok, detail, _) = server.attack("connect", json!({"port": other_port})).await;
+    assert!(!ok, "a direct connection to {other_port}: {detail}");
     // A datagram goes nowhere: the namespace's loopback is its own.
     let udp = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     udp.set_nonblocking(true).unwrap();

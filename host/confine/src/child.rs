@@ -55,8 +55,11 @@ pub(crate) struct ChildPlan {
     /// Whether the gateway runs as root, whom `RLIMIT_NPROC` does not bind.
     pub(crate) root: bool,
     /// For [`Network::Proxied`](crate::Network::Proxied): the port to listen on inside
-    /// the namespace, and the child's end of the socket pair that carries the listener.
+    /// the namespace, and the child's end of the socket pair that carries the listeners.
     pub(crate) proxy: Option<(u16, OwnedFd)>,
+    /// For [`Network::Proxied`](crate::Network::Proxied): the ports a plain connect
+    /// reaches the gateway on, whatever the address.
+    pub(crate) transparent: Vec<u16>,
 }
 
 /// Byte offsets of the status record.
@@ -149,8 +152,11 @@ impl ChildPlan {
             // and the server would reach every host: it does not start, whatever the
             // enforcement.
             let isolated = record[slot::NAMESPACE] == DONE || record[slot::NAMESPACE] == NETNS_ONLY;
-            let outcome =
-                if isolated { hand_over_listener(*port, channel) } else { Err(rustix::io::Errno::NETUNREACH.into()) };
+            let outcome = if isolated {
+                hand_over_listeners(*port, &self.transparent, channel)
+            } else {
+                Err(rustix::io::Errno::NETUNREACH.into())
+            };
             if let Err(e) = outcome {
                 record[slot::PROXY] = FAILED;
                 record[slot::FAILED] = slot::PROXY as u8;
@@ -251,10 +257,15 @@ impl ChildPlan {
 /// Brings up the loopback interface of the fresh network namespace, listens on
 /// `127.0.0.1:port` there, and sends the listener to the gateway over `channel`
 /// (`SCM_RIGHTS`); the gateway accepts the server's connections on it from outside the
-/// namespace. Allocation-free: the control message lives on the stack.
-fn hand_over_listener(port: u16, channel: &OwnedFd) -> io::Result<()> {
-    use rustix::net::{AddressFamily, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType};
-    use std::os::fd::{AsFd as _, AsRawFd as _};
+/// namespace. With `transparent` ports, routes every IPv4 address to the loopback (a
+/// `local 0.0.0.0/0` route, as `ip route add local 0.0.0.0/0 dev lo table local`) and
+/// sends a listener on `0.0.0.0:p` for each, one message each, in order: a connect to
+/// any address on such a port is accepted there, its destination the accepted socket's
+/// own address, and a connect on any other port is refused at once. Allocation-free:
+/// the messages live on the stack.
+fn hand_over_listeners(port: u16, transparent: &[u16], channel: &OwnedFd) -> io::Result<()> {
+    use rustix::net::{AddressFamily, SocketFlags, SocketType};
+    use std::os::fd::AsRawFd as _;
     let control = rustix::net::socket_with(AddressFamily::INET, SocketType::DGRAM, SocketFlags::CLOEXEC, None)?;
     // SAFETY: `ifreq` is plain data, all zeroes is a valid value; the ioctl reads it.
     let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
@@ -266,8 +277,23 @@ fn hand_over_listener(port: u16, channel: &OwnedFd) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     drop(control);
+    send_listener(std::net::Ipv4Addr::LOCALHOST, port, channel)?;
+    if transparent.is_empty() {
+        return Ok(());
+    }
+    route_everything_to_loopback()?;
+    for &each in transparent {
+        send_listener(std::net::Ipv4Addr::UNSPECIFIED, each, channel)?;
+    }
+    Ok(())
+}
+
+/// Listens on `address:port` and sends the listener over `channel`, with one byte.
+fn send_listener(address: std::net::Ipv4Addr, port: u16, channel: &OwnedFd) -> io::Result<()> {
+    use rustix::net::{AddressFamily, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType};
+    use std::os::fd::AsFd as _;
     let listener = rustix::net::socket_with(AddressFamily::INET, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
-    rustix::net::bind(&listener, &std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, port))?;
+    rustix::net::bind(&listener, &std::net::SocketAddrV4::new(address, port))?;
     rustix::net::listen(&listener, 64)?;
     let mut space = [std::mem::MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut control = SendAncillaryBuffer::new(&mut space);
@@ -278,6 +304,46 @@ fn hand_over_listener(port: u16, channel: &OwnedFd) -> io::Result<()> {
     let byte = [0u8];
     rustix::net::sendmsg(channel, &[io::IoSlice::new(&byte)], &mut control, SendFlags::empty())?;
     Ok(())
+}
+
+/// Adds the route `local 0.0.0.0/0 dev lo` to the namespace's `local` table over
+/// rtnetlink, and reads the kernel's acknowledgement. Allocation-free.
+fn route_everything_to_loopback() -> io::Result<()> {
+    use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType, netlink::SocketAddrNetlink};
+    // SAFETY: a NUL-terminated name; if_nametoindex only reads it.
+    let lo = unsafe { libc::if_nametoindex(c"lo".as_ptr()) };
+    if lo == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let socket = rustix::net::socket_with(AddressFamily::NETLINK, SocketType::RAW, SocketFlags::CLOEXEC, None)?;
+    // nlmsghdr (16 bytes), rtmsg (12), one attribute: RTA_OIF (4 + 4).
+    const LEN: usize = 36;
+    let mut message = [0u8; LEN];
+    let flags = libc::NLM_F_REQUEST | libc::NLM_F_ACK | libc::NLM_F_CREATE | libc::NLM_F_EXCL;
+    message[0..4].copy_from_slice(&(LEN as u32).to_ne_bytes());
+    message[4..6].copy_from_slice(&libc::RTM_NEWROUTE.to_ne_bytes());
+    message[6..8].copy_from_slice(&(flags as u16).to_ne_bytes());
+    message[8..12].copy_from_slice(&1u32.to_ne_bytes());
+    // rtmsg: family, dst_len 0 (every address), src_len, tos, table, protocol, scope, type.
+    message[16] = libc::AF_INET as u8;
+    message[20] = libc::RT_TABLE_LOCAL;
+    message[21] = libc::RTPROT_BOOT;
+    message[22] = libc::RT_SCOPE_HOST;
+    message[23] = libc::RTN_LOCAL;
+    message[28..30].copy_from_slice(&8u16.to_ne_bytes());
+    message[30..32].copy_from_slice(&libc::RTA_OIF.to_ne_bytes());
+    message[32..36].copy_from_slice(&lo.to_ne_bytes());
+    rustix::net::sendto(&socket, &message, SendFlags::empty(), &SocketAddrNetlink::new(0, 0))?;
+    // The acknowledgement: an NLMSG_ERROR whose error is 0, or the negated errno.
+    let mut answer = [0u8; 64];
+    let (read, _) = rustix::net::recv(&socket, &mut answer, RecvFlags::empty())?;
+    if read < 20 || u16::from_ne_bytes([answer[4], answer[5]]) != libc::NLMSG_ERROR as u16 {
+        return Err(rustix::io::Errno::PROTO.into());
+    }
+    match i32::from_ne_bytes([answer[16], answer[17], answer[18], answer[19]]) {
+        0 => Ok(()),
+        error => Err(io::Error::from_raw_os_error(-error)),
+    }
 }
 
 /// Leaves the server no capability. Outside a user namespace of its own a root gateway's

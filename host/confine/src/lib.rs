@@ -37,7 +37,7 @@ mod spawn;
 pub use cgroup::{PidsCgroup, own_cgroups};
 pub use limits::ResourceLimits;
 pub use members::NamespaceMembers;
-pub use policy::{Confinement, Enforcement, LandlockAbi, Network};
+pub use policy::{Confinement, Enforcement, LandlockAbi, MAX_TRANSPARENT_PORTS, Network};
 pub use report::{ConfinementError, ConfinementReport, Mechanism, ProcessBound};
 pub use seccomp::install_on_this_thread;
 pub use spawn::{Confined, Prepared, prepare, probe, provider_workdir};

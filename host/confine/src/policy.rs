@@ -42,18 +42,29 @@ pub enum Network {
         /// Ports the provider may bind.
         bind: Vec<u16>,
     },
-    /// Only through the gateway's egress proxy, which decides what it reaches by host: a
-    /// network namespace of its own (without one the server does not start, whatever the
-    /// enforcement), with its loopback up and the proxy listening on `127.0.0.1:port`
-    /// there, Landlock allowing a TCP connect to that port alone. The listener is handed to
-    /// the gateway ([`Confined::proxy`](crate::Confined::proxy)).
+    /// Only through the gateway, which decides what it reaches: a network namespace of
+    /// its own (without one the server does not start, whatever the enforcement), with
+    /// its loopback up and the egress proxy listening on `127.0.0.1:port` there. With
+    /// `transparent` ports, every IPv4 address is routed to that loopback too, and a
+    /// listener on each of those ports (any address) catches the server's own connects,
+    /// whose destination the gateway reads from the accepted socket. Landlock allows a
+    /// TCP connect to these ports alone. The listeners are handed to the gateway
+    /// ([`Confined::proxy`](crate::Confined::proxy),
+    /// [`Confined::transparent`](crate::Confined::transparent)).
     Proxied {
         /// The proxy's port inside the server's namespace.
         port: u16,
+        /// Ports a plain TCP connect reaches the gateway on, whatever the address (at most
+        /// [`MAX_TRANSPARENT_PORTS`](crate::MAX_TRANSPARENT_PORTS); the proxy's own port
+        /// is not one).
+        transparent: Vec<u16>,
     },
     /// No network restriction at all.
     Unrestricted,
 }
+
+/// The most ports of [`Network::Proxied`]'s `transparent`: one listener each.
+pub const MAX_TRANSPARENT_PORTS: usize = 32;
 
 /// The kernel confinement of one spawned provider process.
 #[derive(Debug, Clone, PartialEq)]

@@ -34,6 +34,8 @@ use crate::{paths, ruleset};
 pub struct Prepared {
     /// The gateway's end of the socket pair that brings back the proxy's listener.
     proxy_channel: Option<OwnedFd>,
+    /// How many listeners for direct connects follow the proxy's on it.
+    transparent: usize,
     plan: Option<ChildPlan>,
     status: OwnedFd,
     cgroup: Option<PidsCgroup>,
@@ -58,6 +60,10 @@ pub struct Confined {
     /// For [`Network::Proxied`]: the listener on `127.0.0.1:port` inside the server's
     /// network namespace, where the gateway accepts its connections.
     pub proxy: Option<std::net::TcpListener>,
+    /// For [`Network::Proxied`]: a listener on `0.0.0.0:p` inside the namespace for each
+    /// of its `transparent` ports, in order, where the gateway accepts the server's own
+    /// connects to any address on that port.
+    pub transparent: Vec<std::net::TcpListener>,
 }
 
 /// Prepares everything the child will apply: creates `workdir` (mode 0700) if missing,
@@ -90,8 +96,17 @@ pub fn prepare(confinement: &Confinement, program: &Path, workdir: &Path) -> Res
     let (cgroup, cgroup_procs) = cgroup.map_or((None, None), |(group, procs)| (Some(group), Some(procs)));
     let wants_namespace = matches!(confinement.network, Network::None | Network::Proxied { .. });
     // The proxy's listener comes back over a socket pair: the gateway keeps one end.
-    let (proxy_port, proxy_channel) = match confinement.network {
-        Network::Proxied { port } => {
+    let mut transparent = Vec::new();
+    let (proxy_port, proxy_channel) = match &confinement.network {
+        Network::Proxied { port, transparent: ports } => {
+            if ports.len() > crate::MAX_TRANSPARENT_PORTS || ports.contains(port) {
+                return Err(ConfinementError::Setup(format!(
+                    "at most {} ports reach the gateway directly, and not the proxy's own ({port})",
+                    crate::MAX_TRANSPARENT_PORTS
+                )));
+            }
+            transparent.clone_from(ports);
+            let port = *port;
             let (ours, theirs) = rustix::net::socketpair(
                 rustix::net::AddressFamily::UNIX,
                 rustix::net::SocketType::STREAM,
@@ -121,9 +136,11 @@ pub fn prepare(confinement: &Confinement, program: &Path, workdir: &Path) -> Res
         wants_process_bound: confinement.limits.processes.is_some(),
         root: child::is_root(),
         proxy: proxy_port,
+        transparent: transparent.clone(),
     };
     Ok(Prepared {
         proxy_channel,
+        transparent: transparent.len(),
         plan: Some(plan),
         status: status_read,
         cgroup,
@@ -182,7 +199,11 @@ impl Prepared {
                          namespace of its own, and none could be made"
                             .to_owned()
                     }
-                    slot::PROXY => format!("the proxy's listener could not be set up ({errno})"),
+                    slot::PROXY => {
+                        format!(
+                            "the proxy's listener, or the route and listeners of direct connects, could not be set up ({errno})"
+                        )
+                    }
                     _ => format!("the kernel refused it ({errno})"),
                 };
                 let detail = format!("{cause}; {}", mechanism.remedy());
@@ -225,7 +246,14 @@ impl Prepared {
         if self.proxy_channel.is_some() && proxy.is_none() {
             return Err(ConfinementError::Setup("the proxy's listener did not arrive".into()));
         }
-        Ok(Confined { report, cgroup, proxy })
+        let mut transparent = Vec::with_capacity(self.transparent);
+        for _ in 0..self.transparent {
+            match self.proxy_channel.as_ref().and_then(receive_listener) {
+                Some(listener) => transparent.push(listener),
+                None => return Err(ConfinementError::Setup("a listener for direct connects did not arrive".into())),
+            }
+        }
+        Ok(Confined { report, cgroup, proxy, transparent })
     }
 }
 

@@ -20,6 +20,8 @@
 //! * `proxy` (feature `net`): the egress proxy ([`serve`], [`EgressGrant`],
 //!   [`PROXY_PORT`]) and what every egress path reports ([`EgressRecord`],
 //!   [`EgressKind`], [`EgressObserver`]);
+//! * `transparent` (feature `net`): a stdio server's own connects to an address granted
+//!   literally or under `*`, caught in its namespace ([`transparent_ports`]);
 //! * `reach` (feature `net`): where the gateway's own requests may go ([`Reach`]): what
 //!   the configuration names, and what a server names at run time only over `https` to
 //!   a public address or a granted host, checked by the resolver it connects with;
@@ -39,6 +41,8 @@ mod http;
 mod proxy;
 #[cfg(feature = "net")]
 mod reach;
+#[cfg(feature = "net")]
+mod transparent;
 
 pub use address::{is_loopback, is_public, is_secure};
 #[cfg(feature = "net")]
@@ -50,3 +54,5 @@ pub use http::{BodyError, read_bounded};
 pub use proxy::{EgressGrant, EgressKind, EgressObserver, EgressRecord, PROXY_PORT, serve};
 #[cfg(feature = "net")]
 pub use reach::{Reach, ReachError};
+#[cfg(feature = "net")]
+pub use transparent::transparent_ports;

@@ -42,7 +42,7 @@ pub const PROXY_PORT: u16 = 3128;
 
 const MAX_HEAD: usize = 16 * 1024;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_CONNECTIONS: usize = 32;
 
 /// How a provider reached out.
@@ -55,16 +55,20 @@ pub enum EgressKind {
     Connect,
     /// A component's name lookup (`host` the name, no port), reported when it is decided.
     Lookup,
+    /// A stdio server's own connect to an address (no proxy), caught in its namespace,
+    /// reported when it ends.
+    Direct,
 }
 
 impl EgressKind {
-    /// `proxied`, `connect` or `lookup`.
+    /// `proxied`, `connect`, `lookup` or `direct`.
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Proxied => "proxied",
             Self::Connect => "connect",
             Self::Lookup => "lookup",
+            Self::Direct => "direct",
         }
     }
 }
@@ -109,36 +113,85 @@ impl std::fmt::Debug for EgressGrant {
     }
 }
 
-/// Serves `listener` (inside server `name`'s namespace) until the task is aborted; `None`
-/// when the listener cannot be handed to the runtime.
+/// Serves the proxy's `listener` and the `transparent` ones (inside server `name`'s
+/// namespace; see [`crate::transparent`]) until the task is aborted; `None` when a
+/// listener cannot be handed to the runtime. The bound on connections at once covers
+/// them all.
 #[must_use]
-pub fn serve(name: String, listener: std::net::TcpListener, grant: EgressGrant) -> Option<JoinHandle<()>> {
-    listener.set_nonblocking(true).ok()?;
-    let listener = TcpListener::from_std(listener).ok()?;
+pub fn serve(
+    name: String,
+    listener: std::net::TcpListener,
+    transparent: Vec<std::net::TcpListener>,
+    grant: EgressGrant,
+) -> Option<JoinHandle<()>> {
+    let tokio_listener = |listener: std::net::TcpListener| {
+        listener.set_nonblocking(true).ok()?;
+        TcpListener::from_std(listener).ok()
+    };
+    let listener = tokio_listener(listener)?;
+    let transparent: Vec<TcpListener> = transparent.into_iter().map(tokio_listener).collect::<Option<_>>()?;
     let grant = Arc::new(grant);
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let accepting = |listener: TcpListener, direct: bool| {
+        let (grant, slots, name) = (grant.clone(), slots.clone(), name.clone());
+        accept_loop(listener, grant, slots, name, direct)
+    };
+    let direct: Vec<_> = transparent.into_iter().map(|l| accepting(l, true)).collect();
+    let proxy = accepting(listener, false);
     Some(tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                // Out of descriptors, say: the server's connections wait.
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            };
-            let (grant, name) = (grant.clone(), name.clone());
-            let Ok(slot) = slots.clone().try_acquire_owned() else {
-                tokio::spawn(refuse(stream, "too many connections at once".into(), grant));
-                continue;
-            };
-            tokio::spawn(async move {
-                let record = connection(stream, &grant).await;
-                tracing::debug!(server = %name, host = %record.host, port = record.port, refused = ?record.refused, "egress");
-                drop(slot);
-                if let Some(observer) = &grant.observer {
-                    observer(record);
-                }
-            });
-        }
+        let direct: Vec<_> = direct.into_iter().map(tokio::spawn).collect();
+        // Aborting this task ends the others with it.
+        let _ends = AbortOnDrop(direct);
+        proxy.await;
     }))
+}
+
+/// Aborts its tasks when dropped.
+struct AbortOnDrop(Vec<JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
+/// Accepts on `listener` for ever: each connection handled by the proxy, or (`direct`)
+/// as a transparent one, and reported once it ends.
+async fn accept_loop(
+    listener: TcpListener,
+    grant: Arc<EgressGrant>,
+    slots: Arc<Semaphore>,
+    name: String,
+    direct: bool,
+) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            // Out of descriptors, say: the server's connections wait.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        let (grant, name) = (grant.clone(), name.clone());
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            match direct {
+                true => tokio::spawn(crate::transparent::refuse(stream, grant)),
+                false => tokio::spawn(refuse(stream, "too many connections at once".into(), grant)),
+            };
+            continue;
+        };
+        tokio::spawn(async move {
+            let record = match direct {
+                true => crate::transparent::connection(stream, &grant).await,
+                false => connection(stream, &grant).await,
+            };
+            tracing::debug!(server = %name, host = %record.host, port = record.port, refused = ?record.refused, "egress");
+            drop(slot);
+            if let Some(observer) = &grant.observer {
+                observer(record);
+            }
+        });
+    }
 }
 
 async fn refuse(mut stream: TcpStream, reason: String, grant: Arc<EgressGrant>) {
@@ -407,7 +460,7 @@ mod tests {
             hosts: vec![HostGrant::parse(&format!("127.0.0.1:{up_port}")).unwrap()],
             observer: Some(observer),
         };
-        let task = serve("t".into(), listener, grant).unwrap();
+        let task = serve("t".into(), listener, Vec::new(), grant).unwrap();
 
         let mut s = TcpStream::connect(proxy).await.unwrap();
         s.write_all(format!("CONNECT 127.0.0.1:{up_port} HTTP/1.1\r\n\r\n").as_bytes()).await.unwrap();
@@ -477,7 +530,7 @@ mod tests {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             let address = listener.local_addr().unwrap();
             let hosts = hosts.iter().map(|h| HostGrant::parse(h).unwrap()).collect();
-            (address, serve("t".into(), listener, EgressGrant { hosts, observer: None }).unwrap())
+            (address, serve("t".into(), listener, Vec::new(), EgressGrant { hosts, observer: None }).unwrap())
         };
         let connect = |host: &str| format!("CONNECT {host}:{port} HTTP/1.1\r\n\r\n");
 
@@ -519,7 +572,11 @@ mod tests {
             let _ = sender.send(r);
         });
         let hosts = vec![HostGrant::parse(&format!("127.0.0.1:{port}")).unwrap()];
-        (address, serve("t".into(), listener, EgressGrant { hosts, observer: Some(observer) }).unwrap(), records)
+        (
+            address,
+            serve("t".into(), listener, Vec::new(), EgressGrant { hosts, observer: Some(observer) }).unwrap(),
+            records,
+        )
     }
 
     #[tokio::test]

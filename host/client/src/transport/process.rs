@@ -48,6 +48,8 @@ pub(crate) struct Spawned {
     pub(crate) members: Option<NamespaceMembers>,
     /// The egress proxy's listener in its network namespace, if it was granted hosts.
     pub(crate) proxy: Option<std::net::TcpListener>,
+    /// The listeners of its plain connects there, one per port granted by address.
+    pub(crate) transparent: Vec<std::net::TcpListener>,
 }
 
 /// Spawns the server described by `config`, with piped stdin, stdout and stderr.
@@ -58,7 +60,10 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, TransportError> {
     };
     let mut confinement = config.confinement.clone();
     if let (Some(confinement), Some(_)) = (confinement.as_mut(), &config.egress) {
-        confinement.network = wasmgate_confine::Network::Proxied { port: wasmgate_egress::PROXY_PORT };
+        let proxy = wasmgate_egress::PROXY_PORT;
+        let hosts = config.egress.as_ref().map_or(&[][..], |grant| &grant.hosts);
+        let transparent = wasmgate_egress::transparent_ports(hosts, proxy, wasmgate_confine::MAX_TRANSPARENT_PORTS);
+        confinement.network = wasmgate_confine::Network::Proxied { port: proxy, transparent };
     }
     let mut prepared = match &confinement {
         Some(confinement) => Some(wasmgate_confine::prepare(confinement, &program, &config.cwd).map_err(refused)?),
@@ -106,7 +111,7 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, TransportError> {
     let child = spawned.map_err(|e| {
         TransportError::Config(format!("cannot start {} in {}: {e}", program.display(), config.cwd.display()))
     })?;
-    let (confinement, cgroup, proxy) = match confined {
+    let (confinement, cgroup, proxy, transparent) = match confined {
         Some(confined) => {
             let missing = confined.report.missing();
             if missing.is_empty() {
@@ -114,16 +119,16 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, TransportError> {
             } else {
                 tracing::warn!(server = %config.name, confinement = %confined.report, "STDIO SERVER NOT FULLY CONFINED");
             }
-            (Some(confined.report), confined.cgroup, confined.proxy)
+            (Some(confined.report), confined.cgroup, confined.proxy, confined.transparent)
         }
         None => {
             tracing::warn!(server = %config.name, "STDIO SERVER UNCONFINED: its config turned confinement off");
-            (None, None, None)
+            (None, None, None, Vec::new())
         }
     };
     let in_own_namespace = confinement.as_ref().is_some_and(|report| report.user_namespace);
     let members = if cgroup.is_none() && in_own_namespace { child.id().and_then(NamespaceMembers::of) } else { None };
-    Ok(Spawned { child, confinement, cgroup, members, proxy })
+    Ok(Spawned { child, confinement, cgroup, members, proxy, transparent })
 }
 
 /// The absolute path of the program to run. A bare command name is looked up in the

@@ -1,0 +1,146 @@
+//! A stdio server's own connections, without the proxy: in its network namespace every
+//! IPv4 address is routed to the loopback, where a listener on each port that an address
+//! grant names (`127.0.0.1:5432`, `*:443`) accepts the server's connect to any address;
+//! the accepted socket's own address is where the server meant to go
+//! (`wasmgate-confine`'s `Network::Proxied`, its `transparent` ports). A connect on any
+//! other port is refused by the kernel at once.
+//!
+//! The destination must be granted by address: listed literally (whatever kind of
+//! address it is), or public on a port granted to `*`. A host granted by name is
+//! reached through the proxy, which sees the name: an address alone does not say which
+//! name it was looked up by. The gateway connects to the address it checked, from its
+//! own network; a refused connection is reset before a byte goes anywhere. Every
+//! connection is reported once it ends, as the proxy's are ([`EgressKind::Direct`]).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::net::TcpStream;
+
+use crate::address::is_public;
+use crate::grant::{Granted, HostGrant};
+use crate::proxy::{CONNECT_TIMEOUT, EgressGrant, EgressKind, EgressRecord};
+
+/// The ports a server granted `hosts` reaches the gateway on by a plain connect: those
+/// of the grants by address and of `*`, without `skip` (the proxy's own), sorted, at most
+/// `most`. A port granted only by name is reached through the proxy.
+#[must_use]
+pub fn transparent_ports(hosts: &[HostGrant], skip: u16, most: usize) -> Vec<u16> {
+    let mut ports: Vec<u16> = hosts
+        .iter()
+        .filter(|g| matches!(g.granted(), Granted::Address(_) | Granted::Any) && g.port != skip)
+        .map(|g| g.port)
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    ports.truncate(most);
+    ports
+}
+
+/// Whether `hosts` let a connect to `destination` through, and why not.
+pub(crate) fn admits(hosts: &[HostGrant], destination: SocketAddr) -> Result<(), String> {
+    let ip = destination.ip().to_canonical();
+    let (mut by_name, mut any) = (false, false);
+    for grant in hosts.iter().filter(|g| g.port == destination.port()) {
+        match grant.granted() {
+            Granted::Address(granted) if granted.to_canonical() == ip => return Ok(()),
+            Granted::Any if is_public(ip) => return Ok(()),
+            Granted::Any => any = true,
+            Granted::Name(_) | Granted::Under(_) => by_name = true,
+            Granted::Address(_) => {}
+        }
+    }
+    let hint = if by_name { " (a host granted by name is reached through the proxy, HTTPS_PROXY)" } else { "" };
+    match any {
+        true => Err(format!("{ip} is not a public address, and no grant lists it{hint}")),
+        false => Err(format!("{ip}:{} is not a granted address{hint}", destination.port())),
+    }
+}
+
+/// Handles one direct connection of the server, and says how it went.
+pub(crate) async fn connection(mut stream: TcpStream, grant: &EgressGrant) -> EgressRecord {
+    let started = Instant::now();
+    let mut record = EgressRecord { kind: EgressKind::Direct, ..EgressRecord::default() };
+    let outcome = async {
+        let destination =
+            stream.local_addr().map_err(|e| format!("the connection's destination cannot be read: {e}"))?;
+        record.host = destination.ip().to_canonical().to_string();
+        record.port = destination.port();
+        admits(&grant.hosts, destination)?;
+        record.address = Some(destination);
+        match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(destination)).await {
+            Ok(Ok(upstream)) => Ok(upstream),
+            Ok(Err(e)) => Err(format!("connecting to {destination}: {e}")),
+            Err(_) => Err(format!("connecting to {destination} timed out")),
+        }
+    }
+    .await;
+    match outcome {
+        Ok(mut upstream) => {
+            let (up, down) = tokio::io::copy_bidirectional(&mut stream, &mut upstream).await.unwrap_or((0, 0));
+            (record.bytes_up, record.bytes_down) = (up, down);
+        }
+        Err(reason) => {
+            record.refused = Some(reason);
+            reset(stream);
+        }
+    }
+    record.duration = started.elapsed();
+    record
+}
+
+/// Refuses a connection beyond the bound on connections at once.
+pub(crate) async fn refuse(stream: TcpStream, grant: Arc<EgressGrant>) {
+    let mut record = EgressRecord { kind: EgressKind::Direct, ..EgressRecord::default() };
+    if let Ok(destination) = stream.local_addr() {
+        record.host = destination.ip().to_canonical().to_string();
+        record.port = destination.port();
+    }
+    record.refused = Some("too many connections at once".into());
+    reset(stream);
+    if let Some(observer) = &grant.observer {
+        observer(record);
+    }
+}
+
+/// Closes `stream` with a reset, so the server's side fails at once.
+fn reset(stream: TcpStream) {
+    let _ = stream.set_zero_linger();
+    drop(stream);
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn grants(hosts: &[&str]) -> Vec<HostGrant> {
+        hosts.iter().map(|h| HostGrant::parse(h).unwrap()).collect()
+    }
+
+    #[test]
+    fn a_direct_connect_is_admitted_by_address_only() {
+        crate::address::test::count_as_public("127.0.0.2".parse().unwrap());
+        let hosts = grants(&["127.0.0.1:5432", "*:443", "db.example.com:6379", "*.example.org:8443"]);
+        let admits = |to: &str| admits(&hosts, to.parse().unwrap());
+        assert_eq!(admits("127.0.0.1:5432"), Ok(()));
+        assert_eq!(admits("[::ffff:127.0.0.1]:5432"), Ok(()), "the same address, mapped");
+        assert_eq!(admits("127.0.0.2:443"), Ok(()), "public, on a port granted to `*`");
+        assert_eq!(admits("127.0.0.1:443").unwrap_err(), "127.0.0.1 is not a public address, and no grant lists it");
+        assert_eq!(admits("10.0.0.1:5432").unwrap_err(), "10.0.0.1:5432 is not a granted address");
+        assert_eq!(admits("127.0.0.2:5433").unwrap_err(), "127.0.0.2:5433 is not a granted address");
+        let by_name = admits("127.0.0.2:6379").unwrap_err();
+        assert!(by_name.ends_with("(a host granted by name is reached through the proxy, HTTPS_PROXY)"), "{by_name}");
+        assert!(admits("127.0.0.2:8443").unwrap_err().contains("through the proxy"));
+    }
+
+    #[test]
+    fn the_ports_of_direct_connects_are_those_granted_by_address_but_the_proxys() {
+        let hosts = grants(&["127.0.0.1:5432", "*:443", "10.0.0.1:5432", "db.example.com:6379", "127.0.0.1:3128"]);
+        assert_eq!(transparent_ports(&hosts, 3128, 32), [443, 5432]);
+        assert_eq!(transparent_ports(&hosts, 3128, 1), [443], "at most `most`");
+        assert!(transparent_ports(&grants(&["db.example.com:5432"]), 3128, 32).is_empty(), "names: the proxy");
+    }
+}
