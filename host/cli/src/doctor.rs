@@ -4,13 +4,21 @@
 //! Measured, not guessed: `true` is started twice under the default confinement, once
 //! best effort (what the kernel applied) and once required (whether a provider under
 //! `confinement = "required"` starts here). The system settings that decide the answer
-//! (user namespaces, cgroups) are shown beside it.
+//! (user namespaces, cgroups) are shown beside it. Then egress by host: a server granted
+//! hosts is started once more (the proxy's listener, the route and a listener for
+//! direct connects), and each grant of the configuration's providers, if there is one,
+//! is shown with the way it is reached.
 
-use wasmgate_confine::{Confinement, ConfinementError, ConfinementReport, Mechanism, ProcessBound};
+use wasmgate_confine::{Confinement, ConfinementError, ConfinementReport, Mechanism, Network, ProcessBound};
+use wasmgate_egress::{Granted, HostGrant};
+use wasmgate_gateway::ProviderKind;
 
 /// Arguments of `wasmgate doctor`.
 #[derive(Debug, clap::Args)]
-pub struct DoctorArgs {}
+pub struct DoctorArgs {
+    #[command(flatten)]
+    config: crate::open::ConfigArgs,
+}
 
 /// One line of the answer.
 struct Row {
@@ -23,13 +31,73 @@ struct Row {
 
 /// Prints the answer; `Ok(false)` when a provider under `confinement = "required"` would
 /// not start on this machine.
-pub fn run(_args: &DoctorArgs) -> anyhow::Result<bool> {
+pub fn run(args: &DoctorArgs) -> anyhow::Result<bool> {
     let dir = tempfile::Builder::new().prefix("wasmgate-doctor-").tempdir()?;
     let workdir = dir.path().join("probe");
     let measured = wasmgate_confine::probe(&Confinement::default().best_effort(), &workdir)?;
     let required = wasmgate_confine::probe(&Confinement::default(), &workdir);
     print!("{}", answer(&measured, required.as_ref().err(), &system()));
+    // A server granted hosts: the proxy's listener, the route, a listener on port 443.
+    let network = Network::Proxied { port: wasmgate_egress::PROXY_PORT, transparent: vec![443] };
+    let granted = wasmgate_confine::probe(&Confinement { network, ..Confinement::default().best_effort() }, &workdir);
+    let grants = match args.config.load() {
+        Ok(config) => match wasmgate_policy::Policy::load(&config.policy) {
+            Ok(policy) => Ok(config
+                .providers
+                .iter()
+                .filter_map(|(name, provider)| {
+                    let hosts = &policy.provider(name)?.network_hosts;
+                    (!hosts.is_empty()).then(|| (name.clone(), provider.kind(), hosts.clone()))
+                })
+                .collect()),
+            Err(e) => Err(format!("the policy cannot be read: {e}")),
+        },
+        Err(e) => Err(e.to_string()),
+    };
+    print!("{}", egress(granted.as_ref().err(), &grants));
     Ok(required.is_ok())
+}
+
+/// A provider's grants: its name, its kind, its `network_hosts`.
+type Grants = Vec<(String, ProviderKind, Vec<HostGrant>)>;
+
+/// Egress by host on this machine, and the way each grant is reached.
+fn egress(refused: Option<&ConfinementError>, grants: &Result<Grants, String>) -> String {
+    let mut out = String::from("\nEgress by host (a stdio server granted `network_hosts`):\n");
+    match refused {
+        None => out.push_str(
+            "  in force  the egress proxy, and plain connects to addresses (measured by starting `true` granted hosts)\n",
+        ),
+        Some(e) => out.push_str(&format!("  MISSING   a stdio server granted hosts does not start here: {e}\n")),
+    }
+    match grants {
+        Ok(grants) if grants.is_empty() => out.push_str("  (no provider of the configuration is granted hosts)\n"),
+        Ok(grants) => {
+            for (name, kind, hosts) in grants {
+                for grant in hosts {
+                    out.push_str(&format!("  {name}: {grant}: {}\n", way(kind, grant)));
+                }
+            }
+        }
+        Err(why) => out.push_str(&format!("  (the grants of a configuration are shown with one: {why})\n")),
+    }
+    out
+}
+
+/// How a provider of `kind` reaches what `grant` names.
+fn way(kind: &ProviderKind, grant: &HostGrant) -> &'static str {
+    match (kind, grant.granted()) {
+        (ProviderKind::Stdio, Granted::Address(_)) => "a plain connect to the address, or the proxy",
+        (ProviderKind::Stdio, Granted::Any) => "a plain connect to any public address on the port, or the proxy",
+        (ProviderKind::Stdio, Granted::Name(_) | Granted::Under(_)) => {
+            "through the proxy only (HTTPS_PROXY, CONNECT): clients that ignore it reach nothing"
+        }
+        (ProviderKind::Component, Granted::Under(_)) => {
+            "nothing: a component's connection is judged by its address, which does not say the name"
+        }
+        (ProviderKind::Component, _) => "wasi:sockets, each connection checked by its address",
+        (ProviderKind::Http, _) => "the gateway's own requests to the server (OAuth discovery among them)",
+    }
 }
 
 fn rows(report: &ConfinementReport) -> Vec<Row> {
@@ -177,5 +245,27 @@ mod tests {
         let whole = answer(&report, None, &[]);
         assert!(whole.contains("in force  the seccomp filter"), "{whole}");
         assert!(whole.contains("start here."), "{whole}");
+    }
+
+    #[test]
+    fn each_grant_is_shown_with_the_way_it_is_reached() {
+        let hosts: Vec<HostGrant> = ["127.0.0.1:5432", "*:443", "db.example.com:5432", "*.example.org:443"]
+            .iter()
+            .map(|h| HostGrant::parse(h).unwrap())
+            .collect();
+        let grants = Ok(vec![
+            ("db".to_owned(), ProviderKind::Stdio, hosts.clone()),
+            ("web".into(), ProviderKind::Component, hosts),
+        ]);
+        let text = egress(None, &grants);
+        assert!(text.contains("in force  the egress proxy, and plain connects to addresses"), "{text}");
+        assert!(text.contains("db: 127.0.0.1:5432: a plain connect to the address, or the proxy"), "{text}");
+        assert!(text.contains("db: *:443: a plain connect to any public address on the port, or the proxy"), "{text}");
+        assert!(text.contains("db: db.example.com:5432: through the proxy only"), "{text}");
+        assert!(text.contains("web: *.example.org:443: nothing: a component's connection is judged by its address"));
+        let refused = ConfinementError::Unavailable { mechanism: Mechanism::NetworkNamespace, detail: "none".into() };
+        let text = egress(Some(&refused), &Err("no configuration at wasmgate.toml".into()));
+        assert!(text.contains("MISSING   a stdio server granted hosts does not start here"), "{text}");
+        assert!(text.contains("(the grants of a configuration are shown with one: no configuration at"), "{text}");
     }
 }

@@ -26,6 +26,13 @@ fn the_doctor_measures_every_mechanism_and_says_whether_required_servers_start()
         Some(2) => assert!(shown.contains("do NOT start here"), "{shown}"),
         other => panic!("exit status {other:?}: {shown}"),
     }
+    // Egress by host, measured too; without a configuration it says what would show the grants.
+    assert!(
+        shown.contains("  in force  the egress proxy, and plain connects to addresses")
+            || shown.contains("  MISSING   a stdio server granted hosts does not start here"),
+        "{shown}"
+    );
+    assert!(shown.contains("the grants of a configuration are shown with one"), "{shown}");
     // Where a mechanism is missing, the line after it says how to enable it.
     let lines: Vec<&str> = shown.lines().collect();
     for (i, line) in lines.iter().enumerate() {
