@@ -38,7 +38,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<bool> {
     let required = wasmgate_confine::probe(&Confinement::default(), &workdir);
     print!("{}", answer(&measured, required.as_ref().err(), &system()));
     // A server granted hosts: the proxy's listener, the route, a listener on port 443.
-    let network = Network::Proxied { port: wasmgate_egress::PROXY_PORT, transparent: vec![443] };
+    let network = Network::Proxied { port: wasmgate_egress::PROXY_PORT, transparent: vec![443], dns: true };
     let granted = wasmgate_confine::probe(&Confinement { network, ..Confinement::default().best_effort() }, &workdir);
     let grants = match args.config.load() {
         Ok(config) => match wasmgate_policy::Policy::load(&config.policy) {
@@ -90,7 +90,7 @@ fn way(kind: &ProviderKind, grant: &HostGrant) -> &'static str {
         (ProviderKind::Stdio, Granted::Address(_)) => "a plain connect to the address, or the proxy",
         (ProviderKind::Stdio, Granted::Any) => "a plain connect to any public address on the port, or the proxy",
         (ProviderKind::Stdio, Granted::Name(_) | Granted::Under(_)) => {
-            "through the proxy only (HTTPS_PROXY, CONNECT): clients that ignore it reach nothing"
+            "a plain connect to the addresses the gateway's name service answers for it, or the proxy"
         }
         (ProviderKind::Component, Granted::Under(_)) => {
             "nothing: a component's connection is judged by its address, which does not say the name"
@@ -261,7 +261,7 @@ mod tests {
         assert!(text.contains("in force  the egress proxy, and plain connects to addresses"), "{text}");
         assert!(text.contains("db: 127.0.0.1:5432: a plain connect to the address, or the proxy"), "{text}");
         assert!(text.contains("db: *:443: a plain connect to any public address on the port, or the proxy"), "{text}");
-        assert!(text.contains("db: db.example.com:5432: through the proxy only"), "{text}");
+        assert!(text.contains("db: db.example.com:5432: a plain connect to the addresses the gateway's name service"));
         assert!(text.contains("web: *.example.org:443: nothing: a component's connection is judged by its address"));
         let refused = ConfinementError::Unavailable { mechanism: Mechanism::NetworkNamespace, detail: "none".into() };
         let text = egress(Some(&refused), &Err("no configuration at wasmgate.toml".into()));

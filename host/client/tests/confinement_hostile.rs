@@ -446,6 +446,47 @@ async fn a_server_granted_an_address_reaches_it_by_a_plain_connect_and_nothing_e
     server.client.close().await;
 }
 
+/// A server granted a name asks the gateway's name service, whatever name server it is
+/// configured with: a name no grant names is refused at once, a granted one that does
+/// not resolve to a public address too (`localhost.`, which the server's hosts file does
+/// not hold with its dot, and the gateway resolves from its own: no outside resolver is
+/// asked), and each query is audited.
+#[tokio::test]
+async fn a_server_resolves_only_granted_names_through_the_gateway() {
+    use wasmgate_egress::{EgressGrant, EgressKind, EgressObserver, HostGrant};
+    let (sender, records) = std::sync::mpsc::channel();
+    let observer: EgressObserver = std::sync::Arc::new(move |record| {
+        let _ = sender.send(record);
+    });
+    let hosts = vec![HostGrant::parse("localhost:5432").unwrap()];
+    let started = confined::hostile_with(|c| c, Some(EgressGrant { hosts, observer: Some(observer) })).await;
+    if confined::mode().is_some_and(|mode| mode.starts_with("user-no-userns")) {
+        assert!(started.is_err(), "no namespace, no start");
+        return;
+    }
+    let server = started.unwrap();
+    for (name, why) in [
+        ("exfil.attacker.invalid", "exfil.attacker.invalid is not a granted name"),
+        ("localhost.", "localhost resolves to no public IPv4 address"),
+    ] {
+        let (ok, detail, _) = server.attack("resolve", json!({"name": name})).await;
+        assert!(!ok && detail.starts_with("gaierror"), "{name}: {detail}");
+        let record = records.recv_timeout(std::time::Duration::from_secs(30)).unwrap();
+        assert_eq!((record.kind, record.host.as_str()), (EgressKind::Lookup, name.trim_end_matches('.')), "{record:?}");
+        assert!(record.refused.as_deref().is_some_and(|r| r.contains(why)), "{name}: {record:?}");
+        // The resolver may ask again: those are refused alike.
+        while let Ok(again) = records.recv_timeout(std::time::Duration::from_millis(200)) {
+            assert!(again.host == name.trim_end_matches('.') && again.refused.is_some(), "{again:?}");
+        }
+    }
+    // A name the server's own hosts file has never reaches the gateway.
+    let (ok, detail, _) = server.attack("resolve", json!({"name": "localhost"})).await;
+    assert!(ok && detail == "127.0.0.1", "{detail}");
+    assert!(records.recv_timeout(std::time::Duration::from_millis(500)).is_err(), "no query for it");
+    server.assert_still_serving().await;
+    server.client.close().await;
+}
+
 /// A wildcard grant reaches public addresses only: a server granted any address on a
 /// port (`*:PORT`) and the names under `localhost` reaches none of this host's loopback
 /// or a private address through the proxy, by name or literally.

@@ -60,6 +60,9 @@ pub(crate) struct ChildPlan {
     /// For [`Network::Proxied`](crate::Network::Proxied): the ports a plain connect
     /// reaches the gateway on, whatever the address.
     pub(crate) transparent: Vec<u16>,
+    /// For [`Network::Proxied`](crate::Network::Proxied): whether a DNS query to any
+    /// address reaches the gateway.
+    pub(crate) dns: bool,
 }
 
 /// Byte offsets of the status record.
@@ -153,7 +156,7 @@ impl ChildPlan {
             // enforcement.
             let isolated = record[slot::NAMESPACE] == DONE || record[slot::NAMESPACE] == NETNS_ONLY;
             let outcome = if isolated {
-                hand_over_listeners(*port, &self.transparent, channel)
+                hand_over_listeners(*port, &self.transparent, self.dns, channel)
             } else {
                 Err(rustix::io::Errno::NETUNREACH.into())
             };
@@ -261,9 +264,10 @@ impl ChildPlan {
 /// `local 0.0.0.0/0` route, as `ip route add local 0.0.0.0/0 dev lo table local`) and
 /// sends a listener on `0.0.0.0:p` for each, one message each, in order: a connect to
 /// any address on such a port is accepted there, its destination the accepted socket's
-/// own address, and a connect on any other port is refused at once. Allocation-free:
-/// the messages live on the stack.
-fn hand_over_listeners(port: u16, transparent: &[u16], channel: &OwnedFd) -> io::Result<()> {
+/// own address, and a connect on any other port is refused at once. With `dns`, last, a
+/// UDP socket on `0.0.0.0:53`, where the server's resolver's queries arrive, whatever
+/// name server it is configured with. Allocation-free: the messages live on the stack.
+fn hand_over_listeners(port: u16, transparent: &[u16], dns: bool, channel: &OwnedFd) -> io::Result<()> {
     use rustix::net::{AddressFamily, SocketFlags, SocketType};
     use std::os::fd::AsRawFd as _;
     let control = rustix::net::socket_with(AddressFamily::INET, SocketType::DGRAM, SocketFlags::CLOEXEC, None)?;
@@ -277,24 +281,31 @@ fn hand_over_listeners(port: u16, transparent: &[u16], channel: &OwnedFd) -> io:
         return Err(io::Error::last_os_error());
     }
     drop(control);
-    send_listener(std::net::Ipv4Addr::LOCALHOST, port, channel)?;
-    if transparent.is_empty() {
+    send_socket(std::net::Ipv4Addr::LOCALHOST, port, true, channel)?;
+    if transparent.is_empty() && !dns {
         return Ok(());
     }
     route_everything_to_loopback()?;
     for &each in transparent {
-        send_listener(std::net::Ipv4Addr::UNSPECIFIED, each, channel)?;
+        send_socket(std::net::Ipv4Addr::UNSPECIFIED, each, true, channel)?;
+    }
+    if dns {
+        send_socket(std::net::Ipv4Addr::UNSPECIFIED, 53, false, channel)?;
     }
     Ok(())
 }
 
-/// Listens on `address:port` and sends the listener over `channel`, with one byte.
-fn send_listener(address: std::net::Ipv4Addr, port: u16, channel: &OwnedFd) -> io::Result<()> {
+/// Binds a socket to `address:port`, a listening TCP one (`stream`) or a UDP one, and
+/// sends it over `channel`, with one byte.
+fn send_socket(address: std::net::Ipv4Addr, port: u16, stream: bool, channel: &OwnedFd) -> io::Result<()> {
     use rustix::net::{AddressFamily, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType};
     use std::os::fd::AsFd as _;
-    let listener = rustix::net::socket_with(AddressFamily::INET, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
+    let kind = if stream { SocketType::STREAM } else { SocketType::DGRAM };
+    let listener = rustix::net::socket_with(AddressFamily::INET, kind, SocketFlags::CLOEXEC, None)?;
     rustix::net::bind(&listener, &std::net::SocketAddrV4::new(address, port))?;
-    rustix::net::listen(&listener, 64)?;
+    if stream {
+        rustix::net::listen(&listener, 64)?;
+    }
     let mut space = [std::mem::MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     let fds = [listener.as_fd()];

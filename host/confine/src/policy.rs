@@ -58,6 +58,9 @@ pub enum Network {
         /// [`MAX_TRANSPARENT_PORTS`](crate::MAX_TRANSPARENT_PORTS); the proxy's own port
         /// is not one).
         transparent: Vec<u16>,
+        /// Whether a DNS query to any address (UDP port 53) reaches the gateway's name
+        /// service ([`Confined::dns`](crate::Confined::dns)).
+        dns: bool,
     },
     /// No network restriction at all.
     Unrestricted,

@@ -74,7 +74,7 @@ pub(crate) fn build(
     let (connect, bind) = match &confinement.network {
         Network::Tcp { connect, bind } => (connect.clone(), bind.clone()),
         // The listener is bound before Landlock applies, so only the connect is granted.
-        Network::Proxied { port, transparent } => {
+        Network::Proxied { port, transparent, .. } => {
             (std::iter::once(*port).chain(transparent.iter().copied()).collect(), Vec::new())
         }
         Network::None | Network::Unrestricted => (Vec::new(), Vec::new()),

@@ -36,6 +36,8 @@ pub struct Prepared {
     proxy_channel: Option<OwnedFd>,
     /// How many listeners for direct connects follow the proxy's on it.
     transparent: usize,
+    /// Whether the name service's socket comes last.
+    dns: bool,
     plan: Option<ChildPlan>,
     status: OwnedFd,
     cgroup: Option<PidsCgroup>,
@@ -64,6 +66,9 @@ pub struct Confined {
     /// of its `transparent` ports, in order, where the gateway accepts the server's own
     /// connects to any address on that port.
     pub transparent: Vec<std::net::TcpListener>,
+    /// For [`Network::Proxied`] with `dns`: a UDP socket on `0.0.0.0:53` inside the
+    /// namespace, where the server's DNS queries to any address arrive.
+    pub dns: Option<std::net::UdpSocket>,
 }
 
 /// Prepares everything the child will apply: creates `workdir` (mode 0700) if missing,
@@ -96,9 +101,10 @@ pub fn prepare(confinement: &Confinement, program: &Path, workdir: &Path) -> Res
     let (cgroup, cgroup_procs) = cgroup.map_or((None, None), |(group, procs)| (Some(group), Some(procs)));
     let wants_namespace = matches!(confinement.network, Network::None | Network::Proxied { .. });
     // The proxy's listener comes back over a socket pair: the gateway keeps one end.
-    let mut transparent = Vec::new();
+    let (mut transparent, mut dns) = (Vec::new(), false);
     let (proxy_port, proxy_channel) = match &confinement.network {
-        Network::Proxied { port, transparent: ports } => {
+        Network::Proxied { port, transparent: ports, dns: name_service } => {
+            dns = *name_service;
             if ports.len() > crate::MAX_TRANSPARENT_PORTS || ports.contains(port) {
                 return Err(ConfinementError::Setup(format!(
                     "at most {} ports reach the gateway directly, and not the proxy's own ({port})",
@@ -137,10 +143,12 @@ pub fn prepare(confinement: &Confinement, program: &Path, workdir: &Path) -> Res
         root: child::is_root(),
         proxy: proxy_port,
         transparent: transparent.clone(),
+        dns,
     };
     Ok(Prepared {
         proxy_channel,
         transparent: transparent.len(),
+        dns,
         plan: Some(plan),
         status: status_read,
         cgroup,
@@ -242,23 +250,28 @@ impl Prepared {
             wants_process_bound: self.wants_process_bound,
             wanted_landlock_abi: self.wanted_landlock_abi,
         };
-        let proxy = self.proxy_channel.as_ref().and_then(receive_listener);
+        let proxy = self.proxy_channel.as_ref().and_then(receive_socket).map(std::net::TcpListener::from);
         if self.proxy_channel.is_some() && proxy.is_none() {
             return Err(ConfinementError::Setup("the proxy's listener did not arrive".into()));
         }
         let mut transparent = Vec::with_capacity(self.transparent);
         for _ in 0..self.transparent {
-            match self.proxy_channel.as_ref().and_then(receive_listener) {
-                Some(listener) => transparent.push(listener),
+            match self.proxy_channel.as_ref().and_then(receive_socket) {
+                Some(listener) => transparent.push(std::net::TcpListener::from(listener)),
                 None => return Err(ConfinementError::Setup("a listener for direct connects did not arrive".into())),
             }
         }
-        Ok(Confined { report, cgroup, proxy, transparent })
+        let dns = match (self.dns, self.proxy_channel.as_ref().and_then(receive_socket)) {
+            (false, _) => None,
+            (true, Some(socket)) => Some(std::net::UdpSocket::from(socket)),
+            (true, None) => return Err(ConfinementError::Setup("the name service's socket did not arrive".into())),
+        };
+        Ok(Confined { report, cgroup, proxy, transparent, dns })
     }
 }
 
-/// The listener the child sent over `channel`, if one arrived.
-fn receive_listener(channel: &OwnedFd) -> Option<std::net::TcpListener> {
+/// The socket the child sent over `channel` next, if one arrived.
+fn receive_socket(channel: &OwnedFd) -> Option<OwnedFd> {
     use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
     let mut space = [std::mem::MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
@@ -269,8 +282,7 @@ fn receive_listener(channel: &OwnedFd) -> Option<std::net::TcpListener> {
         RecvAncillaryMessage::ScmRights(fds) => Some(fds),
         _ => None,
     });
-    let fd = received.next()?.next()?;
-    Some(std::net::TcpListener::from(fd))
+    received.next()?.next()
 }
 
 /// Starts `true` (from `/usr/bin` or `/bin`) under `confinement` in `workdir` and returns

@@ -17,7 +17,7 @@ pub(crate) async fn resolve(host: &str, port: u16, any_address: bool) -> Result<
         return Ok(SocketAddr::new(ip, port));
     }
     #[cfg(test)]
-    if let Some(ip) = test::NAMES.with(|names| names.borrow().iter().find(|(n, _)| n == host).map(|(_, ip)| *ip)) {
+    if let Some(ip) = test::resolved(host) {
         let address = SocketAddr::new(ip, port);
         return (any_address || is_public(ip)).then_some(address).ok_or_else(|| format!("{host}: not public"));
     }
@@ -72,6 +72,11 @@ pub(crate) mod test {
     /// Resolves `name` to `ip` on this thread.
     pub(crate) fn resolve_as(name: &str, ip: IpAddr) {
         NAMES.with(|names| names.borrow_mut().push((name.to_owned(), ip)));
+    }
+
+    /// What `name` resolves to on this thread, if a test said.
+    pub(crate) fn resolved(name: &str) -> Option<IpAddr> {
+        NAMES.with(|names| names.borrow().iter().find(|(n, _)| n == name).map(|(_, ip)| *ip))
     }
 }
 

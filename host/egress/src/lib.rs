@@ -34,6 +34,8 @@
 mod address;
 #[cfg(feature = "net")]
 mod connect;
+#[cfg(feature = "net")]
+mod dns;
 mod grant;
 #[cfg(feature = "http")]
 mod http;
@@ -55,4 +57,4 @@ pub use proxy::{EgressGrant, EgressKind, EgressObserver, EgressRecord, PROXY_POR
 #[cfg(feature = "net")]
 pub use reach::{Reach, ReachError};
 #[cfg(feature = "net")]
-pub use transparent::transparent_ports;
+pub use transparent::{transparent_ports, wants_name_service};

@@ -34,6 +34,7 @@ use tokio::task::JoinHandle;
 
 use crate::address::is_public;
 use crate::connect::resolve;
+use crate::dns::Answered;
 use crate::grant::{HostGrant, split_authority};
 
 /// The port of the proxy inside a server's network namespace (the namespace is the
@@ -113,15 +114,16 @@ impl std::fmt::Debug for EgressGrant {
     }
 }
 
-/// Serves the proxy's `listener` and the `transparent` ones (inside server `name`'s
-/// namespace; see [`crate::transparent`]) until the task is aborted; `None` when a
-/// listener cannot be handed to the runtime. The bound on connections at once covers
-/// them all.
+/// Serves the proxy's `listener`, the `transparent` ones and the name service's `dns`
+/// socket (inside server `name`'s namespace; see [`crate::transparent`] and the `dns`
+/// module) until the task is aborted; `None` when a socket cannot be handed to the
+/// runtime. The bound on connections at once covers the proxy's and the direct ones.
 #[must_use]
 pub fn serve(
     name: String,
     listener: std::net::TcpListener,
     transparent: Vec<std::net::TcpListener>,
+    dns: Option<std::net::UdpSocket>,
     grant: EgressGrant,
 ) -> Option<JoinHandle<()>> {
     let tokio_listener = |listener: std::net::TcpListener| {
@@ -130,18 +132,28 @@ pub fn serve(
     };
     let listener = tokio_listener(listener)?;
     let transparent: Vec<TcpListener> = transparent.into_iter().map(tokio_listener).collect::<Option<_>>()?;
+    let dns = match dns {
+        Some(socket) => {
+            socket.set_nonblocking(true).ok()?;
+            Some(tokio::net::UdpSocket::from_std(socket).ok()?)
+        }
+        None => None,
+    };
     let grant = Arc::new(grant);
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let answered = Arc::new(Answered::default());
     let accepting = |listener: TcpListener, direct: bool| {
-        let (grant, slots, name) = (grant.clone(), slots.clone(), name.clone());
-        accept_loop(listener, grant, slots, name, direct)
+        let (grant, slots, name, answered) = (grant.clone(), slots.clone(), name.clone(), answered.clone());
+        accept_loop(listener, grant, slots, (name, answered), direct)
     };
     let direct: Vec<_> = transparent.into_iter().map(|l| accepting(l, true)).collect();
     let proxy = accepting(listener, false);
+    let names = dns.map(|socket| crate::dns::serve(socket, grant.clone(), answered.clone()));
     Some(tokio::spawn(async move {
-        let direct: Vec<_> = direct.into_iter().map(tokio::spawn).collect();
+        let mut others: Vec<_> = direct.into_iter().map(tokio::spawn).collect();
+        others.extend(names.map(tokio::spawn));
         // Aborting this task ends the others with it.
-        let _ends = AbortOnDrop(direct);
+        let _ends = AbortOnDrop(others);
         proxy.await;
     }))
 }
@@ -163,7 +175,7 @@ async fn accept_loop(
     listener: TcpListener,
     grant: Arc<EgressGrant>,
     slots: Arc<Semaphore>,
-    name: String,
+    (name, answered): (String, Arc<Answered>),
     direct: bool,
 ) {
     loop {
@@ -172,7 +184,7 @@ async fn accept_loop(
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         };
-        let (grant, name) = (grant.clone(), name.clone());
+        let (grant, name, answered) = (grant.clone(), name.clone(), answered.clone());
         let Ok(slot) = slots.clone().try_acquire_owned() else {
             match direct {
                 true => tokio::spawn(crate::transparent::refuse(stream, grant)),
@@ -182,7 +194,7 @@ async fn accept_loop(
         };
         tokio::spawn(async move {
             let record = match direct {
-                true => crate::transparent::connection(stream, &grant).await,
+                true => crate::transparent::connection(stream, &grant, &answered).await,
                 false => connection(stream, &grant).await,
             };
             tracing::debug!(server = %name, host = %record.host, port = record.port, refused = ?record.refused, "egress");
@@ -460,7 +472,7 @@ mod tests {
             hosts: vec![HostGrant::parse(&format!("127.0.0.1:{up_port}")).unwrap()],
             observer: Some(observer),
         };
-        let task = serve("t".into(), listener, Vec::new(), grant).unwrap();
+        let task = serve("t".into(), listener, Vec::new(), None, grant).unwrap();
 
         let mut s = TcpStream::connect(proxy).await.unwrap();
         s.write_all(format!("CONNECT 127.0.0.1:{up_port} HTTP/1.1\r\n\r\n").as_bytes()).await.unwrap();
@@ -530,7 +542,7 @@ mod tests {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             let address = listener.local_addr().unwrap();
             let hosts = hosts.iter().map(|h| HostGrant::parse(h).unwrap()).collect();
-            (address, serve("t".into(), listener, Vec::new(), EgressGrant { hosts, observer: None }).unwrap())
+            (address, serve("t".into(), listener, Vec::new(), None, EgressGrant { hosts, observer: None }).unwrap())
         };
         let connect = |host: &str| format!("CONNECT {host}:{port} HTTP/1.1\r\n\r\n");
 
@@ -574,7 +586,7 @@ mod tests {
         let hosts = vec![HostGrant::parse(&format!("127.0.0.1:{port}")).unwrap()];
         (
             address,
-            serve("t".into(), listener, Vec::new(), EgressGrant { hosts, observer: Some(observer) }).unwrap(),
+            serve("t".into(), listener, Vec::new(), None, EgressGrant { hosts, observer: Some(observer) }).unwrap(),
             records,
         )
     }

@@ -5,12 +5,13 @@
 //! (`wasmgate-confine`'s `Network::Proxied`, its `transparent` ports). A connect on any
 //! other port is refused by the kernel at once.
 //!
-//! The destination must be granted by address: listed literally (whatever kind of
-//! address it is), or public on a port granted to `*`. A host granted by name is
-//! reached through the proxy, which sees the name: an address alone does not say which
-//! name it was looked up by. The gateway connects to the address it checked, from its
-//! own network; a refused connection is reset before a byte goes anywhere. Every
-//! connection is reported once it ends, as the proxy's are ([`EgressKind::Direct`]).
+//! The destination must be granted: an address listed literally (whatever kind of
+//! address it is), public on a port granted to `*`, or an address the server's name
+//! service answered for a name granted on that port (the `dns` module: an address alone
+//! does not say which name it was looked up by, the name service's answers do). The
+//! gateway connects to the address it checked, from its own network; a refused
+//! connection is reset before a byte goes anywhere. Every connection is reported once it
+//! ends, as the proxy's are ([`EgressKind::Direct`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -19,39 +20,48 @@ use std::time::Instant;
 use tokio::net::TcpStream;
 
 use crate::address::is_public;
+use crate::dns::{Answered, grants_name};
 use crate::grant::{Granted, HostGrant};
 use crate::proxy::{CONNECT_TIMEOUT, EgressGrant, EgressKind, EgressRecord};
 
-/// The ports a server granted `hosts` reaches the gateway on by a plain connect: those
-/// of the grants by address and of `*`, without `skip` (the proxy's own), sorted, at most
-/// `most`. A port granted only by name is reached through the proxy.
+/// The ports a server granted `hosts` reaches the gateway on by a plain connect: every
+/// grant's, without `skip` (the proxy's own), sorted, at most `most`.
 #[must_use]
 pub fn transparent_ports(hosts: &[HostGrant], skip: u16, most: usize) -> Vec<u16> {
-    let mut ports: Vec<u16> = hosts
-        .iter()
-        .filter(|g| matches!(g.granted(), Granted::Address(_) | Granted::Any) && g.port != skip)
-        .map(|g| g.port)
-        .collect();
+    let mut ports: Vec<u16> = hosts.iter().filter(|g| g.port != skip).map(|g| g.port).collect();
     ports.sort_unstable();
     ports.dedup();
     ports.truncate(most);
     ports
 }
 
-/// Whether `hosts` let a connect to `destination` through, and why not.
-pub(crate) fn admits(hosts: &[HostGrant], destination: SocketAddr) -> Result<(), String> {
+/// Whether a server granted `hosts` has a name service: any grant of a name.
+#[must_use]
+pub fn wants_name_service(hosts: &[HostGrant]) -> bool {
+    hosts.iter().any(|g| !matches!(g.granted(), Granted::Address(_)))
+}
+
+/// Whether `hosts` let a connect to `destination` through, and why not; `answered` holds
+/// what the name service answered.
+pub(crate) fn admits(hosts: &[HostGrant], destination: SocketAddr, answered: &Answered) -> Result<(), String> {
     let ip = destination.ip().to_canonical();
     let (mut by_name, mut any) = (false, false);
+    let names = answered.names_of(ip);
     for grant in hosts.iter().filter(|g| g.port == destination.port()) {
         match grant.granted() {
             Granted::Address(granted) if granted.to_canonical() == ip => return Ok(()),
             Granted::Any if is_public(ip) => return Ok(()),
             Granted::Any => any = true,
+            Granted::Name(_) | Granted::Under(_) if names.iter().any(|n| grants_name(grant, n)) => return Ok(()),
             Granted::Name(_) | Granted::Under(_) => by_name = true,
             Granted::Address(_) => {}
         }
     }
-    let hint = if by_name { " (a host granted by name is reached through the proxy, HTTPS_PROXY)" } else { "" };
+    let hint = if by_name {
+        " (a granted name is reached at the addresses its name service answered, or through the proxy)"
+    } else {
+        ""
+    };
     match any {
         true => Err(format!("{ip} is not a public address, and no grant lists it{hint}")),
         false => Err(format!("{ip}:{} is not a granted address{hint}", destination.port())),
@@ -59,7 +69,7 @@ pub(crate) fn admits(hosts: &[HostGrant], destination: SocketAddr) -> Result<(),
 }
 
 /// Handles one direct connection of the server, and says how it went.
-pub(crate) async fn connection(mut stream: TcpStream, grant: &EgressGrant) -> EgressRecord {
+pub(crate) async fn connection(mut stream: TcpStream, grant: &EgressGrant, answered: &Answered) -> EgressRecord {
     let started = Instant::now();
     let mut record = EgressRecord { kind: EgressKind::Direct, ..EgressRecord::default() };
     let outcome = async {
@@ -67,7 +77,7 @@ pub(crate) async fn connection(mut stream: TcpStream, grant: &EgressGrant) -> Eg
             stream.local_addr().map_err(|e| format!("the connection's destination cannot be read: {e}"))?;
         record.host = destination.ip().to_canonical().to_string();
         record.port = destination.port();
-        admits(&grant.hosts, destination)?;
+        admits(&grant.hosts, destination, answered)?;
         record.address = Some(destination);
         match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(destination)).await {
             Ok(Ok(upstream)) => Ok(upstream),
@@ -121,10 +131,11 @@ mod tests {
     }
 
     #[test]
-    fn a_direct_connect_is_admitted_by_address_only() {
+    fn a_direct_connect_is_admitted_by_address_or_by_what_the_name_service_answered() {
         crate::address::test::count_as_public("127.0.0.2".parse().unwrap());
         let hosts = grants(&["127.0.0.1:5432", "*:443", "db.example.com:6379", "*.example.org:8443"]);
-        let admits = |to: &str| admits(&hosts, to.parse().unwrap());
+        let answered = Answered::default();
+        let admits = |to: &str| admits(&hosts, to.parse().unwrap(), &answered);
         assert_eq!(admits("127.0.0.1:5432"), Ok(()));
         assert_eq!(admits("[::ffff:127.0.0.1]:5432"), Ok(()), "the same address, mapped");
         assert_eq!(admits("127.0.0.2:443"), Ok(()), "public, on a port granted to `*`");
@@ -132,15 +143,21 @@ mod tests {
         assert_eq!(admits("10.0.0.1:5432").unwrap_err(), "10.0.0.1:5432 is not a granted address");
         assert_eq!(admits("127.0.0.2:5433").unwrap_err(), "127.0.0.2:5433 is not a granted address");
         let by_name = admits("127.0.0.2:6379").unwrap_err();
-        assert!(by_name.ends_with("(a host granted by name is reached through the proxy, HTTPS_PROXY)"), "{by_name}");
-        assert!(admits("127.0.0.2:8443").unwrap_err().contains("through the proxy"));
+        assert!(by_name.ends_with("at the addresses its name service answered, or through the proxy)"), "{by_name}");
+        // Once the name service has answered a granted name with an address, that
+        // address is the name's, on the name's port only.
+        answered.remember("127.0.0.2".parse().unwrap(), "db.example.com");
+        answered.remember("127.0.0.2".parse().unwrap(), "api.example.org");
+        assert_eq!(admits("127.0.0.2:6379"), Ok(()));
+        assert_eq!(admits("127.0.0.2:8443"), Ok(()), "a name under a granted domain");
+        assert!(admits("127.0.0.2:5432").is_err(), "not a port of the name's");
     }
 
     #[test]
-    fn the_ports_of_direct_connects_are_those_granted_by_address_but_the_proxys() {
+    fn the_ports_of_direct_connects_are_every_grants_but_the_proxys() {
         let hosts = grants(&["127.0.0.1:5432", "*:443", "10.0.0.1:5432", "db.example.com:6379", "127.0.0.1:3128"]);
-        assert_eq!(transparent_ports(&hosts, 3128, 32), [443, 5432]);
+        assert_eq!(transparent_ports(&hosts, 3128, 32), [443, 5432, 6379]);
         assert_eq!(transparent_ports(&hosts, 3128, 1), [443], "at most `most`");
-        assert!(transparent_ports(&grants(&["db.example.com:5432"]), 3128, 32).is_empty(), "names: the proxy");
+        assert!(wants_name_service(&hosts) && !wants_name_service(&grants(&["127.0.0.1:5432"])));
     }
 }

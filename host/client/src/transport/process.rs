@@ -48,8 +48,10 @@ pub(crate) struct Spawned {
     pub(crate) members: Option<NamespaceMembers>,
     /// The egress proxy's listener in its network namespace, if it was granted hosts.
     pub(crate) proxy: Option<std::net::TcpListener>,
-    /// The listeners of its plain connects there, one per port granted by address.
+    /// The listeners of its plain connects there, one per port granted.
     pub(crate) transparent: Vec<std::net::TcpListener>,
+    /// Where its DNS queries arrive there, when it is granted names.
+    pub(crate) dns: Option<std::net::UdpSocket>,
 }
 
 /// Spawns the server described by `config`, with piped stdin, stdout and stderr.
@@ -63,7 +65,8 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, TransportError> {
         let proxy = wasmgate_egress::PROXY_PORT;
         let hosts = config.egress.as_ref().map_or(&[][..], |grant| &grant.hosts);
         let transparent = wasmgate_egress::transparent_ports(hosts, proxy, wasmgate_confine::MAX_TRANSPARENT_PORTS);
-        confinement.network = wasmgate_confine::Network::Proxied { port: proxy, transparent };
+        let dns = wasmgate_egress::wants_name_service(hosts);
+        confinement.network = wasmgate_confine::Network::Proxied { port: proxy, transparent, dns };
     }
     let mut prepared = match &confinement {
         Some(confinement) => Some(wasmgate_confine::prepare(confinement, &program, &config.cwd).map_err(refused)?),
@@ -111,7 +114,7 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, TransportError> {
     let child = spawned.map_err(|e| {
         TransportError::Config(format!("cannot start {} in {}: {e}", program.display(), config.cwd.display()))
     })?;
-    let (confinement, cgroup, proxy, transparent) = match confined {
+    let (confinement, cgroup, proxy, transparent, dns) = match confined {
         Some(confined) => {
             let missing = confined.report.missing();
             if missing.is_empty() {
@@ -119,16 +122,16 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, TransportError> {
             } else {
                 tracing::warn!(server = %config.name, confinement = %confined.report, "STDIO SERVER NOT FULLY CONFINED");
             }
-            (Some(confined.report), confined.cgroup, confined.proxy, confined.transparent)
+            (Some(confined.report), confined.cgroup, confined.proxy, confined.transparent, confined.dns)
         }
         None => {
             tracing::warn!(server = %config.name, "STDIO SERVER UNCONFINED: its config turned confinement off");
-            (None, None, None, Vec::new())
+            (None, None, None, Vec::new(), None)
         }
     };
     let in_own_namespace = confinement.as_ref().is_some_and(|report| report.user_namespace);
     let members = if cgroup.is_none() && in_own_namespace { child.id().and_then(NamespaceMembers::of) } else { None };
-    Ok(Spawned { child, confinement, cgroup, members, proxy, transparent })
+    Ok(Spawned { child, confinement, cgroup, members, proxy, transparent, dns })
 }
 
 /// The absolute path of the program to run. A bare command name is looked up in the

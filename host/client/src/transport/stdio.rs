@@ -53,11 +53,12 @@ impl StdioTransport {
     pub fn spawn(config: &StdioConfig) -> Result<Self, TransportError> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| TransportError::Config("StdioTransport::spawn needs a tokio runtime".into()))?;
-        let process::Spawned { mut child, confinement, cgroup, members, proxy, transparent } = process::spawn(config)?;
+        let process::Spawned { mut child, confinement, cgroup, members, proxy, transparent, dns } =
+            process::spawn(config)?;
         let proxy = match (proxy, &config.egress) {
             (Some(listener), Some(grant)) => {
                 let _guard = runtime.enter();
-                wasmgate_egress::serve(config.name.clone(), listener, transparent, grant.clone())
+                wasmgate_egress::serve(config.name.clone(), listener, transparent, dns, grant.clone())
             }
             _ => None,
         };
