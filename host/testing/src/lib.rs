@@ -19,6 +19,7 @@ mod issuer;
 mod loopback;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod postgres;
 mod process;
 mod redis;
 
@@ -26,5 +27,6 @@ pub use issuer::{ISSUER, Issuer, Jwks, RESOURCE, SigningKey, now};
 pub use loopback::{Loopback, Request, Response, answer_once};
 #[cfg(feature = "mcp")]
 pub use mcp::http_client;
+pub use postgres::{POSTGRES_USER, Postgres};
 pub use process::{Killed, children, is_running};
 pub use redis::Redis;
