@@ -86,7 +86,14 @@ fn egress(refused: Option<&ConfinementError>, grants: &Result<Grants, String>) -
 
 /// How a provider of `kind` reaches what `grant` names.
 fn way(kind: &ProviderKind, grant: &HostGrant) -> &'static str {
+    let direct = grant.port != wasmgate_egress::PROXY_PORT;
     match (kind, grant.granted()) {
+        (ProviderKind::Stdio, Granted::Address(std::net::IpAddr::V6(_))) => {
+            "through the proxy only (HTTPS_PROXY, CONNECT): no plain connect reaches an IPv6 address"
+        }
+        (ProviderKind::Stdio, _) if !direct => {
+            "through the proxy only (HTTPS_PROXY, CONNECT): its port is the proxy's own in the namespace"
+        }
         (ProviderKind::Stdio, Granted::Address(_)) => "a plain connect to the address, or the proxy",
         (ProviderKind::Stdio, Granted::Any) => "a plain connect to any public address on the port, or the proxy",
         (ProviderKind::Stdio, Granted::Name(_) | Granted::Under(_)) => {
@@ -249,7 +256,7 @@ mod tests {
 
     #[test]
     fn each_grant_is_shown_with_the_way_it_is_reached() {
-        let hosts: Vec<HostGrant> = ["127.0.0.1:5432", "*:443", "db.example.com:5432", "*.example.org:443"]
+        let hosts: Vec<HostGrant> = ["127.0.0.1:5432", "*:443", "db.example.com:5432", "*.example.org:443", "[::1]:80"]
             .iter()
             .map(|h| HostGrant::parse(h).unwrap())
             .collect();
@@ -263,6 +270,7 @@ mod tests {
         assert!(text.contains("db: *:443: a plain connect to any public address on the port, or the proxy"), "{text}");
         assert!(text.contains("db: db.example.com:5432: a plain connect to the addresses the gateway's name service"));
         assert!(text.contains("web: *.example.org:443: nothing: a component's connection is judged by its address"));
+        assert!(text.contains("db: [::1]:80: through the proxy only"), "{text}");
         let refused = ConfinementError::Unavailable { mechanism: Mechanism::NetworkNamespace, detail: "none".into() };
         let text = egress(Some(&refused), &Err("no configuration at wasmgate.toml".into()));
         assert!(text.contains("MISSING   a stdio server granted hosts does not start here"), "{text}");

@@ -260,7 +260,7 @@ impl ChildPlan {
 /// Brings up the loopback interface of the fresh network namespace, listens on
 /// `127.0.0.1:port` there, and sends the listener to the gateway over `channel`
 /// (`SCM_RIGHTS`); the gateway accepts the server's connections on it from outside the
-/// namespace. With `transparent` ports, routes every IPv4 address to the loopback (a
+/// namespace. With `transparent` ports or `dns`, routes every IPv4 address to the loopback (a
 /// `local 0.0.0.0/0` route, as `ip route add local 0.0.0.0/0 dev lo table local`) and
 /// sends a listener on `0.0.0.0:p` for each, one message each, in order: a connect to
 /// any address on such a port is accepted there, its destination the accepted socket's
@@ -280,12 +280,18 @@ fn hand_over_listeners(port: u16, transparent: &[u16], dns: bool, channel: &Owne
     if unsafe { libc::ioctl(control.as_raw_fd(), libc::SIOCSIFFLAGS as _, &request) } < 0 {
         return Err(io::Error::last_os_error());
     }
+    // SAFETY: as above; SIOCGIFINDEX writes the index into the same `ifreq`.
+    if unsafe { libc::ioctl(control.as_raw_fd(), libc::SIOCGIFINDEX as _, &mut request) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: SIOCGIFINDEX filled the union's `ifru_ifindex`.
+    let lo = unsafe { request.ifr_ifru.ifru_ifindex };
     drop(control);
     send_socket(std::net::Ipv4Addr::LOCALHOST, port, true, channel)?;
     if transparent.is_empty() && !dns {
         return Ok(());
     }
-    route_everything_to_loopback()?;
+    route_everything_to_loopback(lo)?;
     for &each in transparent {
         send_socket(std::net::Ipv4Addr::UNSPECIFIED, each, true, channel)?;
     }
@@ -317,15 +323,11 @@ fn send_socket(address: std::net::Ipv4Addr, port: u16, stream: bool, channel: &O
     Ok(())
 }
 
-/// Adds the route `local 0.0.0.0/0 dev lo` to the namespace's `local` table over
-/// rtnetlink, and reads the kernel's acknowledgement. Allocation-free.
-fn route_everything_to_loopback() -> io::Result<()> {
+/// Adds the route `local 0.0.0.0/0 dev lo` (`lo` the loopback's interface index) to the
+/// namespace's `local` table over rtnetlink, and reads the kernel's acknowledgement.
+/// Allocation-free.
+fn route_everything_to_loopback(lo: libc::c_int) -> io::Result<()> {
     use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType, netlink::SocketAddrNetlink};
-    // SAFETY: a NUL-terminated name; if_nametoindex only reads it.
-    let lo = unsafe { libc::if_nametoindex(c"lo".as_ptr()) };
-    if lo == 0 {
-        return Err(io::Error::last_os_error());
-    }
     let socket = rustix::net::socket_with(AddressFamily::NETLINK, SocketType::RAW, SocketFlags::CLOEXEC, None)?;
     // nlmsghdr (16 bytes), rtmsg (12), one attribute: RTA_OIF (4 + 4).
     const LEN: usize = 36;
@@ -353,7 +355,7 @@ fn route_everything_to_loopback() -> io::Result<()> {
     }
     match i32::from_ne_bytes([answer[16], answer[17], answer[18], answer[19]]) {
         0 => Ok(()),
-        error => Err(io::Error::from_raw_os_error(-error)),
+        error => Err(io::Error::from_raw_os_error(error.checked_neg().unwrap_or(libc::EPROTO))),
     }
 }
 

@@ -33,14 +33,22 @@ pub fn is_public(ip: IpAddr) -> bool {
             if let Some(v4) = v6.to_ipv4_mapped() {
                 return is_public(IpAddr::V4(v4));
             }
-            let first = v6.segments()[0];
+            let [first, second, ..] = v6.segments();
+            // Ranges that carry an IPv4 address or lead nowhere public: IPv4-compatible
+            // (::/96), 6to4 (2002::/16), Teredo (2001::/32), NAT64 (64:ff9b::/96 and
+            // 64:ff9b:1::/48), discard (100::/64), ORCHID (2001:10::/28, 2001:20::/28).
+            let embeds_or_reserved = v6.segments()[..6].iter().all(|s| *s == 0)
+                || first == 0x2002
+                || first == 0x2001 && (second == 0 || (second & 0xfff0) == 0x0010 || (second & 0xfff0) == 0x0020)
+                || first == 0x0100 && v6.segments()[1..4].iter().all(|s| *s == 0);
             !(v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
                 || (first & 0xfe00) == 0xfc00
                 || (first & 0xffc0) == 0xfe80
-                || first == 0x2001 && v6.segments()[1] == 0x0db8
-                || first == 0x0064 && v6.segments()[1] == 0xff9b)
+                || first == 0x2001 && second == 0x0db8
+                || first == 0x0064 && second == 0xff9b
+                || embeds_or_reserved)
         }
     }
 }
@@ -93,7 +101,22 @@ mod tests {
         {
             assert!(!is_public(private.parse().unwrap()), "{private}");
         }
-        for private in ["::1", "fe80::1", "fd00::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "::"] {
+        for private in [
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "::",
+            "::a9fe:a9fe",
+            "2002:a9fe:a9fe::1",
+            "2001:0:4136:e378::1",
+            "64:ff9b::a9fe:a9fe",
+            "64:ff9b:1::a9fe:a9fe",
+            "100::1",
+            "2001:10::1",
+            "2001:20::1",
+        ] {
             assert!(!is_public(private.parse().unwrap()), "{private}");
         }
         for public in ["93.184.216.34", "1.1.1.1", "2606:4700::1111"] {

@@ -13,7 +13,8 @@
 //! ([`EgressKind::Lookup`]).
 //!
 //! Bounds: a query of at most 1,232 bytes (the DNS flag day's), one question, 32 queries
-//! at once (more are dropped, as a loaded name server's are), a resolution within 10 s.
+//! at once, a lookup not yet returned by the C library included (more are dropped, as a
+//! loaded name server's are), an answer within 10 s.
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
@@ -23,11 +24,11 @@ use std::time::{Duration, Instant};
 use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
 use hickory_proto::rr::{RData, Record, RecordType, rdata::A};
 use tokio::net::UdpSocket;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::address::is_public;
 use crate::connect::RESOLVE_TIMEOUT;
-use crate::grant::{Granted, HostGrant};
+use crate::grant::{Granted, HostGrant, is_host_name};
 use crate::proxy::{EgressGrant, EgressKind, EgressRecord};
 
 /// The largest query read.
@@ -89,8 +90,7 @@ pub(crate) async fn serve(socket: UdpSocket, grant: Arc<EgressGrant>, answered: 
         let (socket, grant, answered) = (socket.clone(), grant.clone(), answered.clone());
         tokio::spawn(async move {
             let started = Instant::now();
-            let (reply, record) = answer(&query, &grant.hosts, &answered).await;
-            drop(slot);
+            let (reply, record) = answer(&query, &grant.hosts, &answered, slot).await;
             if let Some(reply) = reply {
                 let _ = socket.send_to(&reply, peer).await;
             }
@@ -103,10 +103,13 @@ pub(crate) async fn serve(socket: UdpSocket, grant: Arc<EgressGrant>, answered: 
 }
 
 /// The reply to `query` (none to what is not a DNS query at all), and the record of it.
+/// `slot` is held until the lookup is over, whenever the answer goes: a lookup the
+/// resolver has not finished still counts against the queries at once.
 pub(crate) async fn answer(
     query: &[u8],
     hosts: &[HostGrant],
     answered: &Answered,
+    slot: OwnedSemaphorePermit,
 ) -> (Option<Vec<u8>>, Option<EgressRecord>) {
     let Ok(query) = Message::from_vec(query) else {
         // Nothing to answer by: not even a readable header.
@@ -125,7 +128,9 @@ pub(crate) async fn answer(
     reply.add_query(question.clone());
     let name = question.name().to_ascii().trim_end_matches('.').to_ascii_lowercase();
     let mut record = EgressRecord { kind: EgressKind::Lookup, host: name.clone(), ..EgressRecord::default() };
-    if !hosts.iter().any(|grant| grants_name(grant, &name)) {
+    // A label with a dot or anything else a host name has not (hickory writes it
+    // escaped) would be looked up as another name than the one judged.
+    if !is_host_name(&name) || !hosts.iter().any(|grant| grants_name(grant, &name)) {
         record.refused = Some(format!("{name} is not a granted name"));
         reply.metadata.response_code = ResponseCode::Refused;
         return (reply.to_vec().ok(), Some(record));
@@ -134,7 +139,7 @@ pub(crate) async fn answer(
         // Granted, but only IPv4 addresses are reached: no record of another type.
         return (reply.to_vec().ok(), None);
     }
-    match resolve(&name).await {
+    match resolve(&name, slot).await {
         Ok(addresses) => {
             record.address = addresses.first().map(|ip| SocketAddr::new(IpAddr::V4(*ip), 0));
             for ip in addresses {
@@ -150,8 +155,9 @@ pub(crate) async fn answer(
     (reply.to_vec().ok(), Some(record))
 }
 
-/// The public IPv4 addresses of `name`, as this gateway resolves it.
-async fn resolve(name: &str) -> Result<Vec<std::net::Ipv4Addr>, String> {
+/// The public IPv4 addresses of `name`, as this gateway resolves it, on a thread of the
+/// blocking pool that holds `slot` until the C library's lookup returns.
+async fn resolve(name: &str, slot: OwnedSemaphorePermit) -> Result<Vec<std::net::Ipv4Addr>, String> {
     #[cfg(test)]
     if let Some(ip) = crate::connect::test::resolved(name) {
         return match ip {
@@ -159,11 +165,18 @@ async fn resolve(name: &str) -> Result<Vec<std::net::Ipv4Addr>, String> {
             _ => Err(format!("{name} resolves to no public IPv4 address")),
         };
     }
-    let found = tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host((name, 0)))
+    let host = (name.to_owned(), 0u16);
+    let lookup = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        std::net::ToSocketAddrs::to_socket_addrs(&host).map(Iterator::collect::<Vec<_>>)
+    });
+    let found = tokio::time::timeout(RESOLVE_TIMEOUT, lookup)
         .await
         .map_err(|_| format!("resolving {name} timed out"))?
+        .map_err(|_| format!("resolving {name} failed"))?
         .map_err(|e| format!("cannot resolve {name}: {e}"))?;
     let public: Vec<std::net::Ipv4Addr> = found
+        .into_iter()
         .filter_map(|address| match address.ip() {
             IpAddr::V4(v4) if is_public(address.ip()) => Some(v4),
             _ => None,
@@ -191,6 +204,10 @@ mod tests {
         message.to_vec().unwrap()
     }
 
+    fn permit() -> OwnedSemaphorePermit {
+        Arc::new(Semaphore::new(1)).try_acquire_owned().unwrap()
+    }
+
     fn hosts(hosts: &[&str]) -> Vec<HostGrant> {
         hosts.iter().map(|h| HostGrant::parse(h).unwrap()).collect()
     }
@@ -208,7 +225,7 @@ mod tests {
             let query = query(name, kind);
             let (grants, answered) = (&grants, &answered);
             async move {
-                let (reply, record) = answer(&query, grants, answered).await;
+                let (reply, record) = answer(&query, grants, answered, permit()).await;
                 (Message::from_vec(&reply.unwrap()).unwrap(), record)
             }
         };
@@ -226,6 +243,7 @@ mod tests {
 
         for (name, why) in [
             ("exfil.attacker.test", "exfil.attacker.test is not a granted name"),
+            ("evil\\.example.org", "is not a granted name"),
             ("example.org", "example.org is not a granted name"),
             ("intranet.example.test", "resolves to no public IPv4 address"),
         ] {
@@ -241,11 +259,11 @@ mod tests {
     #[tokio::test]
     async fn what_is_not_one_plain_query_gets_no_answer_or_a_format_error() {
         let (grants, answered) = (hosts(&["*:443"]), Answered::default());
-        assert_eq!(answer(b"\x00\x07", &grants, &answered).await, (None, None), "no header to answer by");
+        assert_eq!(answer(b"\x00\x07", &grants, &answered, permit()).await, (None, None), "no header to answer by");
         let mut two = Message::query();
         two.add_query(Query::query("a.example.".parse().unwrap(), RecordType::A));
         two.add_query(Query::query("b.example.".parse().unwrap(), RecordType::A));
-        let (reply, record) = answer(&two.to_vec().unwrap(), &grants, &answered).await;
+        let (reply, record) = answer(&two.to_vec().unwrap(), &grants, &answered, permit()).await;
         let reply = Message::from_vec(&reply.unwrap()).unwrap();
         assert_eq!((reply.metadata.response_code, record), (ResponseCode::FormErr, None));
     }

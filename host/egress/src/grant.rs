@@ -58,8 +58,8 @@ pub enum HostGrantError {
         /// The text.
         text: String,
     },
-    /// The host is neither a DNS name nor an IP address.
-    #[error("{text:?}: {host:?} is neither a host name nor an IP address")]
+    /// The host is neither a DNS name nor an IP address of one host.
+    #[error("{text:?}: {host:?} is neither a host name nor the IP address of one host")]
     BadHost {
         /// The text.
         text: String,
@@ -81,23 +81,19 @@ impl HostGrant {
         if port == 0 {
             return Err(HostGrantError::PortZero { text: text.into() });
         }
-        let valid_name = |h: &str| {
-            !h.is_empty()
-                && h.len() <= 253
-                && h.split('.').all(|label| {
-                    !label.is_empty()
-                        && label.len() <= 63
-                        && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                        && !label.starts_with('-')
-                })
-        };
         // Brackets hold an IPv6 address, and nothing else.
         if text.starts_with('[') && host.parse::<std::net::Ipv6Addr>().is_err() {
             return Err(HostGrantError::BadHost { text: text.into(), host: host.into() });
         }
-        let wildcard = host == "*" || host.strip_prefix("*.").is_some_and(valid_name);
-        if !wildcard && host.parse::<IpAddr>().is_err() && !valid_name(host) {
-            return Err(HostGrantError::BadHost { text: text.into(), host: host.into() });
+        let wildcard = host == "*" || host.strip_prefix("*.").is_some_and(is_host_name);
+        match host.parse::<IpAddr>() {
+            // No one host: a connection to it reaches whatever listens on the gateway's own.
+            Ok(ip) if ip.is_unspecified() || ip.is_multicast() || ip == IpAddr::from([255, 255, 255, 255]) => {
+                return Err(HostGrantError::BadHost { text: text.into(), host: host.into() });
+            }
+            Ok(_) => {}
+            Err(_) if wildcard || is_host_name(host) => {}
+            Err(_) => return Err(HostGrantError::BadHost { text: text.into(), host: host.into() }),
         }
         Ok(Self { host: host.to_ascii_lowercase(), port, any_address: false })
     }
@@ -158,6 +154,20 @@ impl HostGrant {
     }
 }
 
+/// Whether `text` is a DNS host name: dot-separated labels of 1 to 63 letters, digits and
+/// hyphens, not starting with a hyphen, 253 bytes at most (without a trailing dot).
+#[must_use]
+pub fn is_host_name(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 253
+        && text.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !label.starts_with('-')
+        })
+}
+
 /// `host:port`, `[v6]:port` for an IPv6 address: as a grant is written.
 impl std::fmt::Display for HostGrant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -209,6 +219,10 @@ mod tests {
             "[*]:443",
             "*.*:443",
             "[example.com]:443",
+            "0.0.0.0:5432",
+            "[::]:5432",
+            "255.255.255.255:80",
+            "224.0.0.1:80",
         ] {
             assert!(HostGrant::parse(bad).is_err(), "{bad}");
         }
@@ -219,7 +233,7 @@ mod tests {
         assert_eq!((name.granted(), name.is_wildcard()), (Granted::Name("example.com"), false));
         assert_eq!(
             HostGrant::parse("a b:443").unwrap_err().to_string(),
-            "\"a b:443\": \"a b\" is neither a host name nor an IP address"
+            "\"a b:443\": \"a b\" is neither a host name nor the IP address of one host"
         );
     }
 

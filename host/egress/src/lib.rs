@@ -20,8 +20,9 @@
 //! * `proxy` (feature `net`): the egress proxy ([`serve`], [`EgressGrant`],
 //!   [`PROXY_PORT`]) and what every egress path reports ([`EgressRecord`],
 //!   [`EgressKind`], [`EgressObserver`]);
-//! * `transparent` (feature `net`): a stdio server's own connects to an address granted
-//!   literally or under `*`, caught in its namespace ([`transparent_ports`]);
+//! * `transparent` (feature `net`): a stdio server's own connects, caught in its
+//!   namespace ([`transparent_ports`]), and `dns`: its name service
+//!   ([`wants_name_service`]);
 //! * `reach` (feature `net`): where the gateway's own requests may go ([`Reach`]): what
 //!   the configuration names, and what a server names at run time only over `https` to
 //!   a public address or a granted host, checked by the resolver it connects with;
@@ -44,12 +45,14 @@ mod proxy;
 #[cfg(feature = "net")]
 mod reach;
 #[cfg(feature = "net")]
+mod splice;
+#[cfg(feature = "net")]
 mod transparent;
 
 pub use address::{is_loopback, is_public, is_secure};
 #[cfg(feature = "net")]
 pub use connect::permits;
-pub use grant::{Granted, HostGrant, HostGrantError};
+pub use grant::{Granted, HostGrant, HostGrantError, is_host_name};
 #[cfg(feature = "http")]
 pub use http::{BodyError, read_bounded};
 #[cfg(feature = "net")]

@@ -35,7 +35,7 @@ use tokio::task::JoinHandle;
 use crate::address::is_public;
 use crate::connect::resolve;
 use crate::dns::Answered;
-use crate::grant::{HostGrant, split_authority};
+use crate::grant::{HostGrant, is_host_name, split_authority};
 
 /// The port of the proxy inside a server's network namespace (the namespace is the
 /// server's alone, so any port will do).
@@ -142,9 +142,11 @@ pub fn serve(
     let grant = Arc::new(grant);
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let answered = Arc::new(Answered::default());
+    // Dropped with the serve task, when the server is gone: its connections end then.
+    let (alive, watching) = tokio::sync::watch::channel(());
     let accepting = |listener: TcpListener, direct: bool| {
         let (grant, slots, name, answered) = (grant.clone(), slots.clone(), name.clone(), answered.clone());
-        accept_loop(listener, grant, slots, (name, answered), direct)
+        accept_loop(listener, grant, slots, (name, answered, watching.clone()), direct)
     };
     let direct: Vec<_> = transparent.into_iter().map(|l| accepting(l, true)).collect();
     let proxy = accepting(listener, false);
@@ -152,8 +154,9 @@ pub fn serve(
     Some(tokio::spawn(async move {
         let mut others: Vec<_> = direct.into_iter().map(tokio::spawn).collect();
         others.extend(names.map(tokio::spawn));
-        // Aborting this task ends the others with it.
+        // Aborting this task ends the others with it, and its connections.
         let _ends = AbortOnDrop(others);
+        let _alive = alive;
         proxy.await;
     }))
 }
@@ -175,7 +178,7 @@ async fn accept_loop(
     listener: TcpListener,
     grant: Arc<EgressGrant>,
     slots: Arc<Semaphore>,
-    (name, answered): (String, Arc<Answered>),
+    (name, answered, alive): (String, Arc<Answered>, tokio::sync::watch::Receiver<()>),
     direct: bool,
 ) {
     loop {
@@ -184,7 +187,7 @@ async fn accept_loop(
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         };
-        let (grant, name, answered) = (grant.clone(), name.clone(), answered.clone());
+        let (grant, name, answered, mut alive) = (grant.clone(), name.clone(), answered.clone(), alive.clone());
         let Ok(slot) = slots.clone().try_acquire_owned() else {
             match direct {
                 true => tokio::spawn(crate::transparent::refuse(stream, grant)),
@@ -194,8 +197,8 @@ async fn accept_loop(
         };
         tokio::spawn(async move {
             let record = match direct {
-                true => crate::transparent::connection(stream, &grant, &answered).await,
-                false => connection(stream, &grant).await,
+                true => crate::transparent::connection(stream, &grant, &answered, &mut alive).await,
+                false => connection(stream, &grant, &mut alive).await,
             };
             tracing::debug!(server = %name, host = %record.host, port = record.port, refused = ?record.refused, "egress");
             drop(slot);
@@ -269,11 +272,18 @@ fn target(head: &[u8]) -> Result<Target, String> {
     if host.is_empty() {
         return Err("an empty host".into());
     }
+    if host.parse::<std::net::IpAddr>().is_err() && !is_host_name(host.trim_end_matches('.')) {
+        return Err(format!("{host:?} is not a host name"));
+    }
     Ok(Target { host: host.to_ascii_lowercase(), port, tunnel })
 }
 
 /// Handles one connection from the server, and says how it went.
-async fn connection(mut stream: TcpStream, grant: &EgressGrant) -> EgressRecord {
+async fn connection(
+    mut stream: TcpStream,
+    grant: &EgressGrant,
+    alive: &mut tokio::sync::watch::Receiver<()>,
+) -> EgressRecord {
     let started = Instant::now();
     let mut record = EgressRecord::default();
     let outcome = async {
@@ -316,7 +326,7 @@ async fn connection(mut stream: TcpStream, grant: &EgressGrant) -> EgressRecord 
             upstream.write_all(&head).await.map_err(|e| (0, e.to_string()))?;
             record.bytes_up = head.len() as u64;
         }
-        let (up, down) = tokio::io::copy_bidirectional(&mut stream, &mut upstream).await.unwrap_or((0, 0));
+        let (up, down) = crate::splice::splice(&mut stream, &mut upstream, alive).await;
         record.bytes_up += up;
         record.bytes_down = down;
         Ok(())
@@ -422,6 +432,8 @@ mod tests {
             "CONNECT a.com:443 HTTP/2",
             "CONNECT a.com:443  HTTP/1.1",
             "GET http://a.com:99999/ HTTP/1.1",
+            "CONNECT evil\\.a.com:443 HTTP/1.1",
+            "CONNECT a_b.com:443 HTTP/1.1",
         ] {
             assert!(t(bad).is_err(), "{bad}");
         }

@@ -1,12 +1,14 @@
 //! A stdio server's own connections, without the proxy: in its network namespace every
-//! IPv4 address is routed to the loopback, where a listener on each port that an address
-//! grant names (`127.0.0.1:5432`, `*:443`) accepts the server's connect to any address;
+//! IPv4 address is routed to the loopback, where a listener on each granted port
+//! (`127.0.0.1:5432`, `db.example.com:5432`, `*:443`) accepts the server's connect to any
+//! address;
 //! the accepted socket's own address is where the server meant to go
 //! (`wasmgate-confine`'s `Network::Proxied`, its `transparent` ports). A connect on any
 //! other port is refused by the kernel at once.
 //!
-//! The destination must be granted: an address listed literally (whatever kind of
-//! address it is), public on a port granted to `*`, or an address the server's name
+//! The destination must be granted: an IPv4 address listed literally (loopback and
+//! private ones too; an IPv6 one is reached through the proxy only), public on a port
+//! granted to `*`, or an address the server's name
 //! service answered for a name granted on that port (the `dns` module: an address alone
 //! does not say which name it was looked up by, the name service's answers do). The
 //! gateway connects to the address it checked, from its own network; a refused
@@ -69,7 +71,12 @@ pub(crate) fn admits(hosts: &[HostGrant], destination: SocketAddr, answered: &An
 }
 
 /// Handles one direct connection of the server, and says how it went.
-pub(crate) async fn connection(mut stream: TcpStream, grant: &EgressGrant, answered: &Answered) -> EgressRecord {
+pub(crate) async fn connection(
+    mut stream: TcpStream,
+    grant: &EgressGrant,
+    answered: &Answered,
+    alive: &mut tokio::sync::watch::Receiver<()>,
+) -> EgressRecord {
     let started = Instant::now();
     let mut record = EgressRecord { kind: EgressKind::Direct, ..EgressRecord::default() };
     let outcome = async {
@@ -88,7 +95,7 @@ pub(crate) async fn connection(mut stream: TcpStream, grant: &EgressGrant, answe
     .await;
     match outcome {
         Ok(mut upstream) => {
-            let (up, down) = tokio::io::copy_bidirectional(&mut stream, &mut upstream).await.unwrap_or((0, 0));
+            let (up, down) = crate::splice::splice(&mut stream, &mut upstream, alive).await;
             (record.bytes_up, record.bytes_down) = (up, down);
         }
         Err(reason) => {

@@ -65,6 +65,13 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, TransportError> {
         let proxy = wasmgate_egress::PROXY_PORT;
         let hosts = config.egress.as_ref().map_or(&[][..], |grant| &grant.hosts);
         let transparent = wasmgate_egress::transparent_ports(hosts, proxy, wasmgate_confine::MAX_TRANSPARENT_PORTS);
+        if wasmgate_egress::transparent_ports(hosts, proxy, usize::MAX).len() > transparent.len() {
+            tracing::warn!(
+                server = %config.name,
+                most = wasmgate_confine::MAX_TRANSPARENT_PORTS,
+                "more granted ports than a plain connect can reach: the highest are reached through the proxy only"
+            );
+        }
         let dns = wasmgate_egress::wants_name_service(hosts);
         confinement.network = wasmgate_confine::Network::Proxied { port: proxy, transparent, dns };
     }
