@@ -22,7 +22,7 @@
 //!   [`EgressKind`], [`EgressObserver`]);
 //! * `transparent` (feature `net`): a stdio server's own connects, caught in its
 //!   namespace ([`transparent_ports`]), and `dns`: its name service
-//!   ([`wants_name_service`]);
+//!   ([`wants_name_service`]); `splice`: the copying both kinds of connection share;
 //! * `reach` (feature `net`): where the gateway's own requests may go ([`Reach`]): what
 //!   the configuration names, and what a server names at run time only over `https` to
 //!   a public address or a granted host, checked by the resolver it connects with;
