@@ -8,6 +8,8 @@
 //! * `loopback`: HTTP servers on loopback: [`Loopback`], which answers every request
 //!   with a handler, and [`answer_once`], which answers one request on a thread;
 //! * `mcp` (feature `mcp`): `http_client`, an MCP client of a gateway over HTTP;
+//! * `postgres`: [`Postgres`], a PostgreSQL of a test's own on a loopback port (as the
+//!   `postgres` user when the tests run as root);
 //! * `process`: child processes: [`Killed`] (killed when dropped), [`children`],
 //!   [`is_running`];
 //! * `redis`: [`Redis`], a `redis-server` of a test's own on a Unix socket.
