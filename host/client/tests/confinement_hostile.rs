@@ -387,17 +387,37 @@ impl Drop for DelegatedCgroup {
     }
 }
 
+/// The hostile server granted `hosts`, and the records of its connections and lookups;
+/// `None` in the mode without user namespaces, where a server granted hosts must not
+/// start (it is checked here).
+async fn granted(
+    hosts: &[String],
+) -> Option<(confined::Hostile, std::sync::mpsc::Receiver<wasmgate_egress::EgressRecord>)> {
+    use wasmgate_egress::{EgressGrant, EgressObserver, HostGrant};
+    let (sender, records) = std::sync::mpsc::channel();
+    let observer: EgressObserver = std::sync::Arc::new(move |record| {
+        let _ = sender.send(record);
+    });
+    let hosts = hosts.iter().map(|h| HostGrant::parse(h).unwrap()).collect();
+    let started = confined::hostile_with(|c| c, Some(EgressGrant { hosts, observer: Some(observer) })).await;
+    if confined::mode().is_some_and(|mode| mode.starts_with("user-no-userns")) {
+        assert!(started.is_err(), "no namespace, no start");
+        return None;
+    }
+    Some((started.unwrap(), records))
+}
+
 /// A server granted an address reaches it by a plain connect, without the proxy (a
 /// database client, Node's `fetch` without the proxy variables): in its namespace every
 /// address routes to listeners the gateway holds, one per port granted by address. The
 /// gateway connects to what it admits; anything else is reset or refused at once.
 #[tokio::test]
 async fn a_server_granted_an_address_reaches_it_by_a_plain_connect_and_nothing_else() {
-    use wasmgate_egress::{EgressGrant, EgressKind, EgressObserver, HostGrant};
-    let granted = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
-    let port = granted.local_addr().unwrap().port();
+    use wasmgate_egress::EgressKind;
+    let listening = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
+    let port = listening.local_addr().unwrap().port();
     tokio::spawn(async move {
-        while let Ok((mut stream, _)) = granted.accept().await {
+        while let Ok((mut stream, _)) = listening.accept().await {
             let mut ping = [0u8; 5];
             if tokio::io::AsyncReadExt::read_exact(&mut stream, &mut ping).await.is_ok() {
                 let _ = tokio::io::AsyncWriteExt::write_all(&mut stream, b"pong!").await;
@@ -408,18 +428,9 @@ async fn a_server_granted_an_address_reaches_it_by_a_plain_connect_and_nothing_e
     wild.set_nonblocking(true).unwrap();
     let wild_port = wild.local_addr().unwrap().port();
     let closed_port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap().local_addr().unwrap().port();
-    let (sender, records) = std::sync::mpsc::channel();
-    let observer: EgressObserver = std::sync::Arc::new(move |record| {
-        let _ = sender.send(record);
-    });
-    let hosts = [format!("127.0.0.1:{port}"), format!("*:{wild_port}")];
-    let hosts = hosts.iter().map(|h| HostGrant::parse(h).unwrap()).collect();
-    let started = confined::hostile_with(|c| c, Some(EgressGrant { hosts, observer: Some(observer) })).await;
-    if confined::mode().is_some_and(|mode| mode.starts_with("user-no-userns")) {
-        assert!(started.is_err(), "no namespace, no start");
+    let Some((server, records)) = granted(&[format!("127.0.0.1:{port}"), format!("*:{wild_port}")]).await else {
         return;
-    }
-    let server = started.unwrap();
+    };
     let exchange = |host: &str, port: u16| server.attack("tcp_exchange", json!({"host": host, "port": port}));
     let (ok, answer, _) = exchange("127.0.0.1", port).await;
     assert!(ok && answer == "pong!", "the granted address, by a plain connect: {answer}");
@@ -453,18 +464,8 @@ async fn a_server_granted_an_address_reaches_it_by_a_plain_connect_and_nothing_e
 /// asked), and each query is audited.
 #[tokio::test]
 async fn a_server_resolves_only_granted_names_through_the_gateway() {
-    use wasmgate_egress::{EgressGrant, EgressKind, EgressObserver, HostGrant};
-    let (sender, records) = std::sync::mpsc::channel();
-    let observer: EgressObserver = std::sync::Arc::new(move |record| {
-        let _ = sender.send(record);
-    });
-    let hosts = vec![HostGrant::parse("localhost:5432").unwrap()];
-    let started = confined::hostile_with(|c| c, Some(EgressGrant { hosts, observer: Some(observer) })).await;
-    if confined::mode().is_some_and(|mode| mode.starts_with("user-no-userns")) {
-        assert!(started.is_err(), "no namespace, no start");
-        return;
-    }
-    let server = started.unwrap();
+    use wasmgate_egress::EgressKind;
+    let Some((server, records)) = granted(&["localhost:5432".to_owned()]).await else { return };
     for (name, why) in [
         ("exfil.attacker.invalid", "exfil.attacker.invalid is not a granted name"),
         ("localhost.", "localhost resolves to no public IPv4 address"),
@@ -492,22 +493,12 @@ async fn a_server_resolves_only_granted_names_through_the_gateway() {
 /// or a private address through the proxy, by name or literally.
 #[tokio::test]
 async fn a_server_granted_any_public_address_reaches_no_loopback_or_private_one() {
-    use wasmgate_egress::{EgressGrant, EgressObserver, HostGrant};
     let listening = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     listening.set_nonblocking(true).unwrap();
     let port = listening.local_addr().unwrap().port();
-    let (sender, records) = std::sync::mpsc::channel();
-    let observer: EgressObserver = std::sync::Arc::new(move |record| {
-        let _ = sender.send(record);
-    });
-    let hosts = [format!("*:{port}"), format!("*.localhost:{port}")];
-    let hosts = hosts.iter().map(|h| HostGrant::parse(h).unwrap()).collect();
-    let started = confined::hostile_with(|c| c, Some(EgressGrant { hosts, observer: Some(observer) })).await;
-    if confined::mode().is_some_and(|mode| mode.starts_with("user-no-userns")) {
-        assert!(started.is_err(), "no namespace, no start");
+    let Some((server, records)) = granted(&[format!("*:{port}"), format!("*.localhost:{port}")]).await else {
         return;
-    }
-    let server = started.unwrap();
+    };
     let targets = [
         (format!("127.0.0.1:{port}"), "127.0.0.1 is not a public address"),
         (format!("localhost:{port}"), "not public"),
