@@ -341,6 +341,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn too_many_direct_ports_or_the_proxys_own_are_refused_before_anything_starts() {
+        let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let workdir = state.path().join("w");
+        let with = |transparent: Vec<u16>| Confinement {
+            network: Network::Proxied { port: 3128, transparent, dns: false },
+            ..Confinement::default().best_effort()
+        };
+        let program = Path::new("/bin/true");
+        let too_many: Vec<u16> = (1..=u16::try_from(crate::MAX_TRANSPARENT_PORTS).unwrap_or(u16::MAX) + 1).collect();
+        for ports in [too_many, vec![443, 3128]] {
+            match prepare(&with(ports.clone()), program, &workdir) {
+                Err(ConfinementError::Setup(why)) => assert!(why.contains("reach the gateway directly"), "{why}"),
+                other => panic!("{ports:?}: {:?}", other.map(|_| ())),
+            }
+        }
+        let most: Vec<u16> = (1..=u16::try_from(crate::MAX_TRANSPARENT_PORTS).unwrap_or(u16::MAX)).collect();
+        assert!(prepare(&with(most), program, &workdir).is_ok());
+    }
+
+    #[test]
     fn a_provider_workdir_is_private_and_its_name_cannot_escape() {
         let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let dir = provider_workdir(state.path(), "calendar").unwrap_or_else(|e| panic!("{e}"));
