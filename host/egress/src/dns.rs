@@ -77,8 +77,13 @@ pub(crate) fn grants_name(grant: &HostGrant, name: &str) -> bool {
 
 /// Answers the queries arriving at `socket` until the task is aborted.
 pub(crate) async fn serve(socket: UdpSocket, grant: Arc<EgressGrant>, answered: Arc<Answered>) {
+    serve_with(socket, grant, answered, MAX_QUERIES).await;
+}
+
+/// [`serve`] with `at_once` queries answered at once: past that, a query is dropped.
+async fn serve_with(socket: UdpSocket, grant: Arc<EgressGrant>, answered: Arc<Answered>, at_once: usize) {
     let socket = Arc::new(socket);
-    let slots = Arc::new(Semaphore::new(MAX_QUERIES));
+    let slots = Arc::new(Semaphore::new(at_once));
     let mut buffer = vec![0u8; MAX_QUERY];
     loop {
         let Ok((read, peer)) = socket.recv_from(&mut buffer).await else {
@@ -266,6 +271,28 @@ mod tests {
         let (reply, record) = answer(&two.to_vec().unwrap(), &grants, &answered, permit()).await;
         let reply = Message::from_vec(&reply.unwrap()).unwrap();
         assert_eq!((reply.metadata.response_code, record), (ResponseCode::FormErr, None));
+    }
+
+    #[tokio::test]
+    async fn a_query_past_the_bound_on_queries_at_once_is_dropped() {
+        let grant = Arc::new(EgressGrant { hosts: hosts(&["db.example.test:5432"]), observer: None });
+        let ask = |at_once: usize| {
+            let grant = grant.clone();
+            async move {
+                let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+                let address = socket.local_addr().unwrap();
+                let server = tokio::spawn(serve_with(socket, grant, Arc::default(), at_once));
+                let client = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+                client.send_to(&query("other.example.test", RecordType::A), address).await.unwrap();
+                let mut reply = [0u8; 512];
+                let answered = tokio::time::timeout(Duration::from_millis(300), client.recv(&mut reply)).await;
+                server.abort();
+                answered.ok().and_then(Result::ok).map(|n| Message::from_vec(&reply[..n]).unwrap())
+            }
+        };
+        let answered = ask(1).await.expect("answered within the bound");
+        assert_eq!(answered.metadata.response_code, ResponseCode::Refused);
+        assert!(ask(0).await.is_none(), "no slot free: dropped, as a loaded name server drops it");
     }
 
     #[test]
