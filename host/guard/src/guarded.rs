@@ -218,11 +218,13 @@ impl Guarded {
                 return Err(self.unavailable("what this conversation read cannot be recalled", &unavailable));
             }
         };
+        let steered = sequence.steered.is_some();
         let judged = flow::judge(&policy, (&self.provider, &self.tool), sink, carried, sequence);
         // A call that carries a value of an injected passage, whatever it gets, shows the
         // model doing what that passage asked: the conversation's later sinks are judged
-        // by `sink_after_steered`.
-        if let Some(flagged) = judged.carried.iter().find(|c| c.origin.flagged)
+        // by `sink_after_steered` (noted once: the first such result is the one kept).
+        if !steered
+            && let Some(flagged) = judged.carried.iter().find(|c| c.origin.flagged)
             && let Err(unavailable) = guard.provenance().steer(&conversation, &flagged.origin.source).await
         {
             return Err(self.unavailable("what this call shows of its conversation cannot be remembered", &unavailable));

@@ -64,8 +64,9 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, TransportError> {
     if let (Some(confinement), Some(_)) = (confinement.as_mut(), &config.egress) {
         let proxy = wasmgate_egress::PROXY_PORT;
         let hosts = config.egress.as_ref().map_or(&[][..], |grant| &grant.hosts);
-        let transparent = wasmgate_egress::transparent_ports(hosts, proxy, wasmgate_confine::MAX_TRANSPARENT_PORTS);
-        if wasmgate_egress::transparent_ports(hosts, proxy, usize::MAX).len() > transparent.len() {
+        let mut transparent = wasmgate_egress::transparent_ports(hosts, proxy, usize::MAX);
+        if transparent.len() > wasmgate_confine::MAX_TRANSPARENT_PORTS {
+            transparent.truncate(wasmgate_confine::MAX_TRANSPARENT_PORTS);
             tracing::warn!(
                 server = %config.name,
                 most = wasmgate_confine::MAX_TRANSPARENT_PORTS,
