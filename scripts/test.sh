@@ -4,6 +4,9 @@
 # host/guests/build.rs as part of the cargo build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# One-shot builds gain nothing from incremental caches, which took more disk than the
+# build itself (tens of GB over a few runs); a developer can set CARGO_INCREMENTAL=1.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 scripts/setup.sh
 scripts/install-peers.sh # interop peers (Python mcp SDK, server-everything, Inspector, conformance) into target/peers
