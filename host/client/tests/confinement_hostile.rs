@@ -448,10 +448,20 @@ async fn a_server_granted_an_address_reaches_it_by_a_plain_connect_and_nothing_e
         let record = records.recv_timeout(std::time::Duration::from_secs(30)).unwrap();
         assert!(record.refused.as_deref().is_some_and(|r| r.contains(&why)), "{host}:{port}: {record:?}");
     }
-    // A port no grant names: refused at once in the namespace (by Landlock, or for want
-    // of a listener), before anything reaches the gateway.
-    let (ok, detail, _) = exchange("127.0.0.1", closed_port).await;
-    assert!(!ok && (detail == "EACCES" || detail == "ECONNREFUSED"), "{detail}");
+    // A port no grant names, and an IPv6 address on a granted port: refused at once in
+    // the namespace by the gateway's answer to the connect, before a packet is sent,
+    // and reported.
+    for (host, port, why) in [
+        ("127.0.0.1", closed_port, format!("no grant names port {closed_port}")),
+        ("::1", closed_port, "an IPv6 address is reached through the proxy only".to_owned()),
+        ("2001:db8::1", port, "an IPv6 address is reached through the proxy only".to_owned()),
+    ] {
+        let (ok, detail, _) = exchange(host, port).await;
+        assert!(!ok && detail == "ECONNREFUSED", "{host}:{port}: {detail}");
+        let record = records.recv_timeout(std::time::Duration::from_secs(30)).unwrap();
+        assert_eq!((record.kind, record.address.map(|a| a.port())), (EgressKind::Direct, Some(port)), "{record:?}");
+        assert!(record.refused.as_deref().is_some_and(|r| r.contains(&why)), "{host}:{port}: {record:?}");
+    }
     assert_eq!(wild.accept().map(|_| ()).unwrap_err().kind(), ErrorKind::WouldBlock, "nothing reached it");
     server.assert_still_serving().await;
     server.client.close().await;
@@ -569,10 +579,13 @@ async fn a_server_granted_one_host_reaches_it_through_the_proxy_and_nothing_else
     server.client.close().await;
     // One record per connection, each sent when its connection has ended.
     let wait = std::time::Duration::from_secs(30);
-    let records: Vec<_> = (0..4).map_while(|_| records.recv_timeout(wait).ok()).collect();
+    let records: Vec<_> = (0..5).map_while(|_| records.recv_timeout(wait).ok()).collect();
     let allowed: Vec<_> = records.iter().filter(|r| r.refused.is_none()).collect();
     assert_eq!(allowed.len(), 1, "{records:?}");
     assert_eq!(allowed[0].address, Some(std::net::SocketAddr::from((Ipv4Addr::LOCALHOST, port))));
     assert!(allowed[0].bytes_up > 0 && allowed[0].bytes_down > 0, "{:?}", allowed[0]);
-    assert_eq!(records.iter().filter(|r| r.refused.is_some()).count(), 3, "{records:?}");
+    // The three the proxy refused, and the direct connect to the other port.
+    assert_eq!(records.iter().filter(|r| r.refused.is_some()).count(), 4, "{records:?}");
+    let other = format!("no grant names port {other_port}");
+    assert!(records.iter().any(|r| r.refused.as_deref().is_some_and(|why| why.starts_with(&other))), "{records:?}");
 }

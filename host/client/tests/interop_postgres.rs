@@ -2,7 +2,8 @@
 //! PostgreSQL MCP server (`@modelcontextprotocol/server-postgres` 0.6.2 from npm, a Node
 //! process using `pg`, which knows nothing of proxies) granted one PostgreSQL on loopback
 //! (`network_hosts = ["127.0.0.1:PORT"]`). Its plain connect reaches the database through
-//! the gateway (`direct`), and with the grant naming another port it reaches nothing.
+//! the gateway (`direct`), and with the grant naming another port it reaches nothing: the
+//! connect is refused at once, and reported.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod peers;
@@ -90,11 +91,17 @@ async fn a_postgres_mcp_server_granted_its_database_queries_it_and_reaches_nothi
     assert_eq!(connection.address, Some(granted.parse().unwrap()));
     assert!(connection.refused.is_none() && connection.bytes_up > 0 && connection.bytes_down > 0, "{connection:?}");
 
-    // Granted another port only: its connect to the database is refused in its namespace.
+    // Granted another port only: its connect to the database is refused at once in its
+    // namespace, and the gateway hears of it.
     let elsewhere = format!("127.0.0.1:{}", postgres.port.wrapping_add(1));
     let (client, records, _workdir) = server(&postgres.url(), &elsewhere).await;
     let refused = fails(&client, "SELECT title FROM events").await;
-    assert!(refused.contains("EACCES") || refused.contains("ECONNREFUSED"), "{refused}");
+    assert!(refused.contains("ECONNREFUSED"), "{refused}");
+    let record = next(&records, Duration::from_secs(10)).await.expect("the refused connect reported");
+    assert_eq!(record.kind, EgressKind::Direct, "{record:?}");
+    assert_eq!(record.address, Some(format!("127.0.0.1:{}", postgres.port).parse().unwrap()), "{record:?}");
+    let why = record.refused.unwrap_or_default();
+    assert!(why.contains(&format!("no grant names port {}", postgres.port)), "{why}");
     client.close().await;
-    assert!(next(&records, Duration::from_millis(500)).await.is_none(), "nothing reached the gateway");
+    assert!(next(&records, Duration::from_millis(500)).await.is_none(), "no connection reached the gateway");
 }

@@ -156,7 +156,13 @@ impl ChildPlan {
             // enforcement.
             let isolated = record[slot::NAMESPACE] == DONE || record[slot::NAMESPACE] == NETNS_ONLY;
             let outcome = if isolated {
-                hand_over_listeners(*port, &self.transparent, self.dns, channel)
+                hand_over_listeners(*port, &self.transparent, self.dns, channel).map(|()| {
+                    // Last on the channel, and best effort: without it the kernel's rules
+                    // still decide every connect, only unreported (see `connects`).
+                    if let Ok(listener) = crate::connects::install() {
+                        let _ = send_fd(&listener, channel);
+                    }
+                })
             } else {
                 Err(rustix::io::Errno::NETUNREACH.into())
             };
@@ -304,17 +310,23 @@ fn hand_over_listeners(port: u16, transparent: &[u16], dns: bool, channel: &Owne
 /// Binds a socket to `address:port`, a listening TCP one (`stream`) or a UDP one, and
 /// sends it over `channel`, with one byte.
 fn send_socket(address: std::net::Ipv4Addr, port: u16, stream: bool, channel: &OwnedFd) -> io::Result<()> {
-    use rustix::net::{AddressFamily, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType};
-    use std::os::fd::AsFd as _;
+    use rustix::net::{AddressFamily, SocketFlags, SocketType};
     let kind = if stream { SocketType::STREAM } else { SocketType::DGRAM };
     let listener = rustix::net::socket_with(AddressFamily::INET, kind, SocketFlags::CLOEXEC, None)?;
     rustix::net::bind(&listener, &std::net::SocketAddrV4::new(address, port))?;
     if stream {
         rustix::net::listen(&listener, 64)?;
     }
+    send_fd(&listener, channel)
+}
+
+/// Sends `fd` over `channel` (`SCM_RIGHTS`), with one byte.
+fn send_fd(fd: &OwnedFd, channel: &OwnedFd) -> io::Result<()> {
+    use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+    use std::os::fd::AsFd as _;
     let mut space = [std::mem::MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut control = SendAncillaryBuffer::new(&mut space);
-    let fds = [listener.as_fd()];
+    let fds = [fd.as_fd()];
     if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
         return Err(rustix::io::Errno::NOBUFS.into());
     }

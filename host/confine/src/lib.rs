@@ -14,7 +14,10 @@
 //!   or best effort) and [`Network`].
 //! * `paths`: the default path lists. `limits`: [`ResourceLimits`].
 //! * `ruleset`: the Landlock ruleset, built in the gateway before the fork.
-//! * `child`: the `pre_exec` hook, the crate's only unsafe code, allocation-free.
+//! * `child`: the `pre_exec` hook, allocation-free; with `connects`, the crate's only
+//!   unsafe code.
+//! * `connects`: [`ConnectWatch`], the gateway's answer to each connect of a server
+//!   granted hosts (a seccomp user notification), which reports those it refuses.
 //! * `seccomp`: the seccomp filter (socket families, the riskiest system calls), which
 //!   [`install_on_this_thread`] also puts on the calling thread (the benchmark's way in).
 //! * `cgroup`: a `pids` cgroup per server where one can be created; `members`: a
@@ -25,6 +28,7 @@
 
 mod cgroup;
 mod child;
+mod connects;
 mod limits;
 mod members;
 mod paths;
@@ -35,6 +39,7 @@ mod seccomp;
 mod spawn;
 
 pub use cgroup::{PidsCgroup, own_cgroups};
+pub use connects::{ConnectWatch, RefusedConnect};
 pub use limits::ResourceLimits;
 pub use members::NamespaceMembers;
 pub use policy::{Confinement, Enforcement, LandlockAbi, MAX_TRANSPARENT_PORTS, Network};

@@ -23,6 +23,7 @@ use rustix::pipe::{PipeFlags, pipe_with};
 
 use crate::cgroup::PidsCgroup;
 use crate::child::{self, ChildPlan, DONE, MAGIC, NETNS_ONLY, Record, USERNS_ONLY, slot};
+use crate::connects::ConnectWatch;
 use crate::limits;
 use crate::policy::{Confinement, Enforcement, Network};
 use crate::report::{ConfinementError, ConfinementReport, Mechanism, ProcessBound};
@@ -34,8 +35,10 @@ use crate::{paths, ruleset};
 pub struct Prepared {
     /// The gateway's end of the socket pair that brings back the proxy's listener.
     proxy_channel: Option<OwnedFd>,
-    /// How many listeners for direct connects follow the proxy's on it.
-    transparent: usize,
+    /// The ports of the listeners for direct connects that follow the proxy's on it, in order.
+    transparent: Vec<u16>,
+    /// The proxy's port.
+    proxy_port: u16,
     /// Whether the name service's socket comes last.
     dns: bool,
     plan: Option<ChildPlan>,
@@ -69,6 +72,10 @@ pub struct Confined {
     /// For [`Network::Proxied`] with `dns`: a UDP socket on `0.0.0.0:53` inside the
     /// namespace, where the server's DNS queries to any address arrive.
     pub dns: Option<std::net::UdpSocket>,
+    /// For [`Network::Proxied`]: the server's connects, for the gateway to answer
+    /// ([`ConnectWatch::watch`], which must run for as long as the server does); `None`
+    /// where this kernel has no such filter.
+    pub connects: Option<ConnectWatch>,
 }
 
 /// Prepares everything the child will apply: creates `workdir` (mode 0700) if missing,
@@ -124,6 +131,7 @@ pub fn prepare(confinement: &Confinement, program: &Path, workdir: &Path) -> Res
         }
         _ => (None, None),
     };
+    let port_of_proxy = proxy_port.as_ref().map_or(0, |(port, _)| *port);
     let hidden = paths::hideable(ruleset::granted(confinement, program, workdir), !wants_namespace);
     let hides_run = !Path::new("/run").is_dir() || hidden.iter().any(|dir| dir == Path::new("/run"));
     let hide: Vec<CString> =
@@ -147,7 +155,8 @@ pub fn prepare(confinement: &Confinement, program: &Path, workdir: &Path) -> Res
     };
     Ok(Prepared {
         proxy_channel,
-        transparent: transparent.len(),
+        proxy_port: port_of_proxy,
+        transparent: transparent.clone(),
         dns,
         plan: Some(plan),
         status: status_read,
@@ -254,19 +263,25 @@ impl Prepared {
         if self.proxy_channel.is_some() && proxy.is_none() {
             return Err(ConfinementError::Setup("the proxy's listener did not arrive".into()));
         }
-        let mut transparent = Vec::with_capacity(self.transparent);
-        for _ in 0..self.transparent {
+        let mut transparent = Vec::with_capacity(self.transparent.len());
+        for _ in 0..self.transparent.len() {
             match self.proxy_channel.as_ref().and_then(receive_socket) {
                 Some(listener) => transparent.push(std::net::TcpListener::from(listener)),
                 None => return Err(ConfinementError::Setup("a listener for direct connects did not arrive".into())),
             }
         }
-        let dns = match (self.dns, self.proxy_channel.as_ref().and_then(receive_socket)) {
-            (false, _) => None,
-            (true, Some(socket)) => Some(std::net::UdpSocket::from(socket)),
-            (true, None) => return Err(ConfinementError::Setup("the name service's socket did not arrive".into())),
+        let dns = match self.dns.then(|| self.proxy_channel.as_ref().and_then(receive_socket)) {
+            None => None,
+            Some(Some(socket)) => Some(std::net::UdpSocket::from(socket)),
+            Some(None) => return Err(ConfinementError::Setup("the name service's socket did not arrive".into())),
         };
-        Ok(Confined { report, cgroup, proxy, transparent, dns })
+        // Last, where the kernel has the filter: the server's connects to answer.
+        let connects = self.proxy_channel.as_ref().and_then(receive_socket).map(|listener| {
+            let mut ports = self.transparent.clone();
+            ports.push(self.proxy_port);
+            ConnectWatch { listener, ports }
+        });
+        Ok(Confined { report, cgroup, proxy, transparent, dns, connects })
     }
 }
 

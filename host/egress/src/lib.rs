@@ -60,4 +60,4 @@ pub use proxy::{EgressGrant, EgressKind, EgressObserver, EgressRecord, PROXY_POR
 #[cfg(feature = "net")]
 pub use reach::{Reach, ReachError};
 #[cfg(feature = "net")]
-pub use transparent::{transparent_ports, wants_name_service};
+pub use transparent::{refused_connect, transparent_ports, wants_name_service};

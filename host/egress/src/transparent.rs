@@ -37,6 +37,26 @@ pub fn transparent_ports(hosts: &[HostGrant], skip: u16, most: usize) -> Vec<u16
     ports
 }
 
+/// The record of a connect to `destination` that the server's connect filter refused: no
+/// grant names its port, or it is an IPv6 address, so no listener of the gateway's is
+/// there to hear it.
+#[must_use]
+pub fn refused_connect(destination: SocketAddr) -> EgressRecord {
+    let why = match destination {
+        SocketAddr::V6(_) => "an IPv6 address is reached through the proxy only".to_owned(),
+        SocketAddr::V4(_) => format!("no grant names port {}", destination.port()),
+    };
+    let reason = format!("{why}: the connect was refused in the server's namespace");
+    EgressRecord {
+        kind: EgressKind::Direct,
+        host: destination.ip().to_string(),
+        port: destination.port(),
+        address: Some(destination),
+        refused: Some(reason),
+        ..EgressRecord::default()
+    }
+}
+
 /// Whether a server granted `hosts` has a name service: any grant of a name.
 #[must_use]
 pub fn wants_name_service(hosts: &[HostGrant]) -> bool {

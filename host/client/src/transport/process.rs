@@ -31,7 +31,7 @@ use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 use tokio::time::timeout;
-use wasmgate_confine::{ConfinementReport, NamespaceMembers, PidsCgroup};
+use wasmgate_confine::{Confined, ConfinementReport, NamespaceMembers, PidsCgroup};
 
 use super::stdio_config::StdioConfig;
 use crate::error::{CloseReason, TransportError};
@@ -52,6 +52,8 @@ pub(crate) struct Spawned {
     pub(crate) transparent: Vec<std::net::TcpListener>,
     /// Where its DNS queries arrive there, when it is granted names.
     pub(crate) dns: Option<std::net::UdpSocket>,
+    /// Its connects, for the gateway to answer while it runs.
+    pub(crate) connects: Option<wasmgate_confine::ConnectWatch>,
 }
 
 /// Spawns the server described by `config`, with piped stdin, stdout and stderr.
@@ -122,7 +124,7 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, TransportError> {
     let child = spawned.map_err(|e| {
         TransportError::Config(format!("cannot start {} in {}: {e}", program.display(), config.cwd.display()))
     })?;
-    let (confinement, cgroup, proxy, transparent, dns) = match confined {
+    let (confinement, cgroup, proxy, transparent, dns, connects) = match confined {
         Some(confined) => {
             let missing = confined.report.missing();
             if missing.is_empty() {
@@ -130,16 +132,17 @@ pub(crate) fn spawn(config: &StdioConfig) -> Result<Spawned, TransportError> {
             } else {
                 tracing::warn!(server = %config.name, confinement = %confined.report, "STDIO SERVER NOT FULLY CONFINED");
             }
-            (Some(confined.report), confined.cgroup, confined.proxy, confined.transparent, confined.dns)
+            let Confined { report, cgroup, proxy, transparent, dns, connects } = confined;
+            (Some(report), cgroup, proxy, transparent, dns, connects)
         }
         None => {
             tracing::warn!(server = %config.name, "STDIO SERVER UNCONFINED: its config turned confinement off");
-            (None, None, None, Vec::new(), None)
+            (None, None, None, Vec::new(), None, None)
         }
     };
     let in_own_namespace = confinement.as_ref().is_some_and(|report| report.user_namespace);
     let members = if cgroup.is_none() && in_own_namespace { child.id().and_then(NamespaceMembers::of) } else { None };
-    Ok(Spawned { child, confinement, cgroup, members, proxy, transparent, dns })
+    Ok(Spawned { child, confinement, cgroup, members, proxy, transparent, dns, connects })
 }
 
 /// The absolute path of the program to run. A bare command name is looked up in the

@@ -53,8 +53,21 @@ impl StdioTransport {
     pub fn spawn(config: &StdioConfig) -> Result<Self, TransportError> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| TransportError::Config("StdioTransport::spawn needs a tokio runtime".into()))?;
-        let process::Spawned { mut child, confinement, cgroup, members, proxy, transparent, dns } =
+        let process::Spawned { mut child, confinement, cgroup, members, proxy, transparent, dns, connects } =
             process::spawn(config)?;
+        if let Some(connects) = connects {
+            // Each connect the server makes waits for this answer: started before anything
+            // else can fail, and it ends by itself once the server's processes are gone.
+            let observer = config.egress.as_ref().and_then(|grant| grant.observer.clone());
+            let refused: wasmgate_confine::RefusedConnect = Box::new(move |destination| {
+                if let Some(observer) = &observer {
+                    observer(wasmgate_egress::refused_connect(destination));
+                }
+            });
+            connects
+                .watch(refused)
+                .map_err(|e| TransportError::Config(format!("cannot answer server {}'s connects: {e}", config.name)))?;
+        }
         let proxy = match (proxy, &config.egress) {
             (Some(listener), Some(grant)) => {
                 let _guard = runtime.enter();
