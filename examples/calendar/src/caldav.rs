@@ -2,7 +2,7 @@
 //! seeded with a calendar whose events carry hostile text, and caldav-mcp, someone
 //! else's CalDAV MCP server, put in front of it by a configuration written from
 //! `examples/calendar/caldav/`. Both come from the package registries at pinned versions
-//! (`scripts/install-peers.sh caldav`); nothing written here is on the data path.
+//! (`scripts/install-peers.sh demo`); nothing written here is on the data path.
 
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -45,7 +45,7 @@ pub struct Peers {
 }
 
 impl Peers {
-    /// The peers `scripts/install-peers.sh caldav` installed.
+    /// The peers `scripts/install-peers.sh demo` installed.
     ///
     /// # Errors
     ///
@@ -53,7 +53,7 @@ impl Peers {
     pub fn find() -> anyhow::Result<Peers> {
         let dir = peers_dir();
         let missing = |what: &str, path: &Path| {
-            anyhow::anyhow!("{what} is not installed at {}: run scripts/install-peers.sh caldav", path.display())
+            anyhow::anyhow!("{what} is not installed at {}: run scripts/install-peers.sh demo", path.display())
         };
         let radicale = dir.join("radicale/bin/python");
         if !radicale.exists() {

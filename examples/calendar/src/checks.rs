@@ -149,6 +149,71 @@ pub fn caldav(
     ]
 }
 
+/// The third act's checklist over the tools `serve` listed, the scripted client's
+/// `calls`, the `failures` the audit log gives as `(provider, error)`, the servers'
+/// `connections`, and the `status` of the order the injected row asked to change, read
+/// from the database afterwards.
+#[must_use]
+pub fn postgres(
+    tools: &[String],
+    calls: &[crate::postgres::Call],
+    failures: &[(String, String)],
+    connections: &[Connection],
+    status: &str,
+) -> Vec<Check> {
+    let failed = |provider: &str, text: &str| failures.iter().any(|(p, e)| p == provider && e.contains(text));
+    let call = |n: usize| calls.get(n);
+    let payroll = calls.iter().find(|c| c.tool == "payroll__query");
+    let warehouse = calls.iter().find(|c| c.tool == "warehouse__query");
+    let refused_at =
+        |target: &dyn Fn(&str) -> bool| connections.iter().any(|c| target(&c.target) && c.refused.is_some());
+    let shop = connections.iter().find(|c| c.refused.is_none()).map(|c| c.target.clone()).unwrap_or_default();
+    let port_of = |target: &str| target.rsplit(':').next().map(str::to_owned).unwrap_or_default();
+    let shop_port = port_of(&shop);
+    vec![
+        Check {
+            claim: "the server's one tool was served for each of its three configurations",
+            holds: ["shop__query", "payroll__query", "warehouse__query"].iter().all(|t| tools.iter().any(|n| n == t)),
+        },
+        Check {
+            claim: "the tables were listed and the orders read, framed, through `wasmgate serve`",
+            holds: call(0).is_some_and(|c| !c.error && c.text.contains("customers") && c.text.contains("orders"))
+                && call(1).is_some_and(|c| !c.error && c.text.contains(FRAME) && c.text.contains("Leave at the door")),
+        },
+        Check {
+            claim: "the injected instruction in order 2's note reached the client flagged",
+            holds: call(1)
+                .is_some_and(|c| c.text.contains(FLAG_WARNING) && c.text.contains("Ignore previous instructions")),
+        },
+        Check {
+            claim: "the write the injected row asked for was refused by the guard before it reached the server",
+            holds: call(2).is_some_and(|c| {
+                c.error && c.text.starts_with("denied:") && c.text.contains("flagged result of shop `query`")
+            }),
+        },
+        Check {
+            claim: "a write of the client's own was refused by the server's read-only transaction",
+            holds: call(3).is_some_and(|c| c.error) && failed("shop", "read-only transaction"),
+        },
+        Check { claim: "the order is unchanged in the database", holds: status == "paid" },
+        Check {
+            claim: "the shop's database was reached by a plain connect, and only it",
+            holds: !shop.is_empty() && connections.iter().filter(|c| c.refused.is_none()).all(|c| c.target == shop),
+        },
+        Check {
+            claim: "the payroll database, on another port, was not reached: refused at once, recorded",
+            holds: payroll.is_some_and(|c| c.error)
+                && failed("payroll", "ECONNREFUSED")
+                && refused_at(&|t| t.starts_with("127.0.0.1:") && port_of(t) != shop_port),
+        },
+        Check {
+            claim: "another host on the granted port was not reached: refused, recorded",
+            holds: warehouse.is_some_and(|c| c.error)
+                && refused_at(&|t| t == format!("{}:{shop_port}", crate::postgres::WAREHOUSE_HOST)),
+        },
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -194,6 +259,56 @@ mod tests {
         assert!(!run(&ran)[4].holds);
         let denied = [exchange("calendar__calendar_delete", "alice", "denied: never", true)];
         assert!(run(&denied)[4].holds);
+    }
+}
+
+#[cfg(test)]
+mod postgres_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::{Connection, postgres};
+    use crate::postgres::Call;
+
+    #[test]
+    fn a_connection_that_went_elsewhere_or_a_write_that_ran_fails_its_check() {
+        let call =
+            |tool: &str, text: &str, error| Call { tool: tool.into(), sql: String::new(), text: text.into(), error };
+        let ok = |target: &str| Connection { target: target.into(), refused: None };
+        let refused = |target: &str| Connection { target: target.into(), refused: Some("no grant".into()) };
+        let calls = [
+            call("shop__query", "customers\norders", false),
+            call("shop__query", "", false),
+            call(
+                "shop__query",
+                "denied: argument `/sql` carries an e-mail address first seen in the flagged result of shop `query`",
+                true,
+            ),
+            call("shop__query", "tool execution failed", true),
+            call("payroll__query", "tool execution failed", true),
+            call("warehouse__query", "tool execution failed", true),
+        ];
+        let failures = [
+            ("shop".to_owned(), "cannot execute UPDATE in a read-only transaction".to_owned()),
+            ("payroll".to_owned(), "connect ECONNREFUSED 127.0.0.1:5433".to_owned()),
+        ];
+        let held = postgres(
+            &[],
+            &calls,
+            &failures,
+            &[ok("127.0.0.1:5432"), refused("127.0.0.1:5433"), refused("192.0.2.10:5432")],
+            "paid",
+        );
+        assert!(held[3].holds && held[4].holds && held[5].holds && held[6].holds && held[7].holds && held[8].holds);
+        let leaked = postgres(
+            &[],
+            &calls,
+            &failures[1..],
+            &[ok("127.0.0.1:5432"), ok("127.0.0.1:5433"), refused("192.0.2.10:5432")],
+            "refunded",
+        );
+        assert!(!leaked[4].holds && !leaked[5].holds && !leaked[6].holds && !leaked[7].holds && leaked[8].holds);
+        let ran =
+            [call("shop__query", "", false), call("shop__query", "", false), call("shop__query", "UPDATE 1", false)];
+        assert!(!postgres(&[], &ran, &[], &[], "paid")[3].holds);
     }
 }
 

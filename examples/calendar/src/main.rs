@@ -1,11 +1,13 @@
 //! `calendar-demo [STATE_DIR]`: the calendar scenario end to end, in-process through the
-//! gateway library, in two acts. Each writes its bundled configuration into a fresh state
+//! gateway library, in two acts, and a third through `wasmgate serve`. Each writes its bundled configuration into a fresh state
 //! directory (default `target/calendar-demo`), starts a gateway with nobody present to
 //! approve anything, runs a scripted agent turn over the guarded tools, prints what the
 //! model saw, checks the trust checklist, and verifies the audit log. The first act's
 //! providers are this project's (a hostile calendar server, the WASM calendar); the
 //! second's are real and someone else's: caldav-mcp from npm in front of Radicale from
-//! PyPI, granted that one host. `scripts/demo.sh` installs them, builds and runs it.
+//! PyPI, granted that one host; the third's are server-postgres from npm on the machine's
+//! PostgreSQL, used by a scripted MCP client of the `wasmgate` binary built beside this
+//! one. `scripts/demo.sh` installs them, builds and runs it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,17 +16,22 @@ use anyhow::{Context as _, bail};
 use wasmgate_agent::{AgentConfig, AllowAll, run_agent};
 use wasmgate_core::CancellationToken;
 use wasmgate_example_calendar::setup::Setup;
-use wasmgate_example_calendar::{caldav, checks, scenario, show};
+use wasmgate_example_calendar::{caldav, checks, postgres, scenario, show};
 use wasmgate_gateway::{Config, Gateway, ToolState};
 use wasmgate_guard::Unattended;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false).with_env_filter("warn").init();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter("warn,wasmgate_client::transport::process=error")
+        .init();
     let state_dir = std::env::args_os().nth(1).map_or_else(Setup::default_state_dir, PathBuf::from);
     let first = first_act(&state_dir).await?;
     let second = second_act(&state_dir).await?;
-    if !(first && second) {
+    let third = third_act(&state_dir).await?;
+    if !(first && second && third) {
         bail!("the scenario did not go as the checklist says (see above)");
     }
     Ok(())
@@ -108,6 +115,51 @@ async fn second_act(state_dir: &Path) -> anyhow::Result<bool> {
     conversation.1.context("the agent's turn")?;
     second_line.1.context("the second line's turn")?;
     Ok(checks.iter().all(|c| c.holds) && unreviewed.is_empty())
+}
+
+/// The third act: someone else's PostgreSQL MCP server on a real PostgreSQL, through
+/// `wasmgate serve` as a user's MCP client runs it. Whether every check held.
+async fn third_act(state_dir: &Path) -> anyhow::Result<bool> {
+    show::heading("Third act: a third-party PostgreSQL MCP server on a real PostgreSQL, through `wasmgate serve`");
+    let peers = caldav::Peers::find()?;
+    let databases = postgres::Databases::start().context("starting PostgreSQL")?;
+    println!("  shop database:    PostgreSQL at {} (loopback), tables customers and orders;", databases.shop_host());
+    println!("                    order 2's note carries an injected instruction");
+    println!("  payroll database: PostgreSQL at 127.0.0.1:{} (loopback), granted to nobody", databases.payroll.port);
+    println!("  MCP server:       @modelcontextprotocol/server-postgres 0.6.2 (npm), three times: shop, payroll");
+    println!(
+        "                    and warehouse ({}), each with its own database on its command line",
+        postgres::WAREHOUSE_HOST
+    );
+    let config_path = postgres::write_config(&state_dir.join("postgres"), &peers, &databases)?;
+    let config = Config::load(&config_path)?;
+    println!("  config:           {} (examples/calendar/postgres/, filled in)", show::short(&config_path));
+    println!(
+        "  egress grant:     network_hosts = [\"{}\"] for all three: a plain connect, no proxy",
+        databases.shop_host()
+    );
+    println!("  client:           a scripted MCP client of `wasmgate serve --config {}`", show::short(&config_path));
+    show::heading("The client's session");
+    let client = postgres::serve(&config_path).await?;
+    let session = postgres::session(&client).await;
+    client.close().await;
+    let (tools, calls) = session?;
+    let status = databases.shop.psql("SELECT status FROM orders WHERE id = 2").trim().to_owned();
+    drop(databases);
+
+    show::heading("Why the failed calls failed, from the audit log (the client reads only that they did)");
+    let failures = postgres::failures(&config.audit.path).context("reading the audit log")?;
+    for (provider, error) in &failures {
+        println!("  {provider:<10} {error}");
+    }
+    show::heading("Connections the servers made");
+    let connections = show::connections(&config.audit.path).context("reading the audit log")?;
+    show::connection_summary(&connections);
+    show::heading("The trust checklist, checked against what the client read, the log and the connections made");
+    let checks = checks::postgres(&tools, &calls, &failures, &connections, &status);
+    print_checks(&checks);
+    verify(&config)?;
+    Ok(checks.iter().all(|c| c.holds))
 }
 
 /// Prints every tool's state; returns those withheld until reviewed.

@@ -1,7 +1,8 @@
-//! The demo binary, run as `scripts/demo.sh` runs it: both acts on the bundled
-//! configurations, and the lines a newcomer should see. The second act needs the peers
-//! `scripts/install-peers.sh` installs (Radicale, caldav-mcp); the test command runs it
-//! first.
+//! The demo binary, run as `scripts/demo.sh` runs it: the three acts on the bundled
+//! configurations, and the lines a newcomer should see. The second and third acts need
+//! the peers `scripts/install-peers.sh` installs (Radicale, caldav-mcp, PostgreSQL,
+//! server-postgres), and the third the `wasmgate` binary, which `cargo test --workspace`
+//! builds beside the demo's; the test command runs both first.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;
@@ -41,7 +42,7 @@ fn the_demo_shows_the_scenario_and_ends_with_a_verified_audit_log() {
     assert!(!stdout.contains("confidential") && !stdout.contains("surprise party"), "other users' events leaked");
     assert!(!stdout.contains(['\u{1b}', '\u{202e}', '\u{200b}']), "control characters reached the output");
     assert!(!stdout.contains("FAIL"), "{stdout}");
-    assert_eq!(lines.iter().filter(|l| l.starts_with("  ok    ")).count(), 16, "both acts' checks: {stdout}");
+    assert_eq!(lines.iter().filter(|l| l.starts_with("  ok    ")).count(), 25, "the three acts' checks: {stdout}");
     // The data-flow rules: the call that carries the injected address is refused in the
     // guard, naming where the address came from, in both acts.
     for line in [
@@ -97,4 +98,27 @@ fn the_demo_shows_the_scenario_and_ends_with_a_verified_audit_log() {
     let records = std::fs::read_to_string(&caldav_audit).unwrap();
     assert!(wasmgate_audit::verify(&caldav_audit).unwrap().records > 10);
     assert!(records.contains("\"event\":\"egress\",\"host\":\"198.51.100.7\",\"port\":8080,\"refused\""), "{records}");
+
+    // The third act: someone else's PostgreSQL MCP server, through `wasmgate serve`.
+    for line in [
+        "  tools served: payroll__query, shop__query, warehouse__query",
+        "    | - table_name: customers",
+        "    | denied: argument `sql` carries an email address first seen in the flagged result of shop `query`, \
+         audit record 5; the policy's flow rule `flagged` refuses it",
+        "  shop       JSON-RPC error -32603: cannot execute UPDATE in a read-only transaction",
+        "  ok    the payroll database, on another port, was not reached: refused at once, recorded",
+        "  ok    another host on the granted port was not reached: refused, recorded",
+    ] {
+        assert!(has(line), "missing {line:?} in:\n{stdout}");
+    }
+    assert!(
+        has_start("    | warning: this result contains text that looks like instructions (asks to ignore"),
+        "{stdout}"
+    );
+    assert!(has_start("  payroll    JSON-RPC error -32603: connect ECONNREFUSED 127.0.0.1:"), "{stdout}");
+    let postgres_audit = state.join("postgres/audit.jsonl");
+    let records = std::fs::read_to_string(&postgres_audit).unwrap();
+    assert!(wasmgate_audit::verify(&postgres_audit).unwrap().records >= 19, "{records}");
+    assert!(records.contains("\"host\":\"192.0.2.10\""), "{records}");
+    assert!(records.contains("no grant names port"), "{records}");
 }

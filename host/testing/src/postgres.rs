@@ -28,6 +28,12 @@ impl std::fmt::Debug for Postgres {
 }
 
 impl Postgres {
+    /// Whether the machine has PostgreSQL's programs.
+    #[must_use]
+    pub fn installed() -> bool {
+        bin_dir().is_some()
+    }
+
     /// Makes a cluster and starts it on a free loopback port; waits until it answers.
     ///
     /// # Panics
