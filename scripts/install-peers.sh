@@ -15,6 +15,8 @@
 #   target/peers/caldav-mcp    caldav-mcp, a third-party CalDAV MCP server from npm (the same)
 #   target/peers/postgres-mcp  @modelcontextprotocol/server-postgres, the reference PostgreSQL MCP
 #                              server (the demo's third act, host/client/tests/interop_postgres.rs)
+#   target/peers/fetch         Python venv with mcp-server-fetch, the reference fetch MCP server
+#                              (host/cli/tests/public_world.rs: wildcard grants)
 #   target/peers/prometheus    Python venv with prometheus_client, whose parser reads the
 #                              gateway's /metrics in the tests
 #   target/peers/agentdojo/venv
@@ -45,6 +47,7 @@ RADICALE_VERSION="3.9.0"
 CALDAV_MCP_VERSION="0.10.0"
 POSTGRES_MCP_VERSION="0.6.2"
 PROMETHEUS_CLIENT_VERSION="0.23.1"
+FETCH_VERSION="2026.10.24"
 AGENTDOJO_VERSION="0.1.35"
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -127,6 +130,19 @@ npm_peer "$peers/postgres-mcp" "@modelcontextprotocol/server-postgres" "$POSTGRE
 [ "$only" = demo ] && exit 0
 
 python_peer "$peers/prometheus" "prometheus_client" "$PROMETHEUS_CLIENT_VERSION"
+python_peer "$peers/fetch" "mcp-server-fetch" "$FETCH_VERSION"
+# Its HTML extraction (readabilipy) runs Readability.js when `node` is on the machine,
+# and installs that into its own package directory at the first fetch if it is missing:
+# which a confined server cannot (its packages are read-only to it), so the first fetch
+# would fail. Installed here, pinned, once.
+readabilipy_js="$(echo "$peers"/fetch/lib/python3*/site-packages/readabilipy/javascript)"
+if [ -d "$readabilipy_js/node_modules/jsdom" ]; then
+    echo "install-peers: readabilipy's Readability.js already in $readabilipy_js"
+else
+    npm install --silent --no-audit --no-fund --no-save --prefix "$readabilipy_js" \
+        @mozilla/readability@0.6.0 jsdom@29.1.1 minimist@1.2.8
+    echo "install-peers: installed readabilipy's Readability.js into $readabilipy_js"
+fi
 npm_peer "$peers/npm" "@modelcontextprotocol/server-everything" "$EVERYTHING_VERSION"
 npm_peer "$peers/inspector" "@modelcontextprotocol/inspector" "$INSPECTOR_VERSION"
 for version in "${CONFORMANCE_VERSIONS[@]}"; do
