@@ -88,8 +88,11 @@ fn egress(refused: Option<&ConfinementError>, grants: &Result<Grants, String>) -
 fn way(kind: &ProviderKind, grant: &HostGrant) -> &'static str {
     let direct = grant.port != wasmgate_egress::PROXY_PORT;
     match (kind, grant.granted()) {
-        (ProviderKind::Stdio, Granted::Address(std::net::IpAddr::V6(_))) => {
-            "through the proxy only (HTTPS_PROXY, CONNECT): no plain connect reaches an IPv6 address"
+        // The server's namespace has IPv6 where the kernel does.
+        (ProviderKind::Stdio, Granted::Address(std::net::IpAddr::V6(_)))
+            if !std::path::Path::new("/proc/net/if_inet6").exists() =>
+        {
+            "through the proxy only (HTTPS_PROXY, CONNECT): this kernel has no IPv6 for a plain connect"
         }
         (ProviderKind::Stdio, _) if !direct => {
             "through the proxy only (HTTPS_PROXY, CONNECT): its port is the proxy's own in the namespace"
@@ -270,7 +273,12 @@ mod tests {
         assert!(text.contains("db: *:443: a plain connect to any public address on the port, or the proxy"), "{text}");
         assert!(text.contains("db: db.example.com:5432: a plain connect to the addresses the gateway's name service"));
         assert!(text.contains("web: *.example.org:443: nothing: a component's connection is judged by its address"));
-        assert!(text.contains("db: [::1]:80: through the proxy only"), "{text}");
+        let v6 = if std::path::Path::new("/proc/net/if_inet6").exists() {
+            "db: [::1]:80: a plain connect to the address, or the proxy"
+        } else {
+            "db: [::1]:80: through the proxy only"
+        };
+        assert!(text.contains(v6), "{text}");
         let refused = ConfinementError::Unavailable { mechanism: Mechanism::NetworkNamespace, detail: "none".into() };
         let text = egress(Some(&refused), &Err("no configuration at wasmgate.toml".into()));
         assert!(text.contains("MISSING   a stdio server granted hosts does not start here"), "{text}");

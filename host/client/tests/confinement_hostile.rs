@@ -414,47 +414,57 @@ async fn granted(
 #[tokio::test]
 async fn a_server_granted_an_address_reaches_it_by_a_plain_connect_and_nothing_else() {
     use wasmgate_egress::EgressKind;
-    let listening = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
-    let port = listening.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listening.accept().await {
-            let mut ping = [0u8; 5];
-            if tokio::io::AsyncReadExt::read_exact(&mut stream, &mut ping).await.is_ok() {
-                let _ = tokio::io::AsyncWriteExt::write_all(&mut stream, b"pong!").await;
+    // "pong!" to each "ping!", at `address`; its port.
+    let pong = async |address: std::net::IpAddr| {
+        let listening = tokio::net::TcpListener::bind((address, 0)).await.unwrap();
+        let port = listening.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listening.accept().await {
+                let mut ping = [0u8; 5];
+                if tokio::io::AsyncReadExt::read_exact(&mut stream, &mut ping).await.is_ok() {
+                    let _ = tokio::io::AsyncWriteExt::write_all(&mut stream, b"pong!").await;
+                }
             }
-        }
-    });
+        });
+        port
+    };
+    let port = pong(Ipv4Addr::LOCALHOST.into()).await;
+    let v6_port = pong(std::net::Ipv6Addr::LOCALHOST.into()).await;
     let wild = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     wild.set_nonblocking(true).unwrap();
     let wild_port = wild.local_addr().unwrap().port();
     let closed_port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap().local_addr().unwrap().port();
-    let Some((server, records)) = granted(&[format!("127.0.0.1:{port}"), format!("*:{wild_port}")]).await else {
+    let hosts = [format!("127.0.0.1:{port}"), format!("*:{wild_port}"), format!("[::1]:{v6_port}")];
+    let Some((server, records)) = granted(&hosts).await else {
         return;
     };
     let exchange = |host: &str, port: u16| server.attack("tcp_exchange", json!({"host": host, "port": port}));
-    let (ok, answer, _) = exchange("127.0.0.1", port).await;
-    assert!(ok && answer == "pong!", "the granted address, by a plain connect: {answer}");
-    let record = records.recv_timeout(std::time::Duration::from_secs(30)).unwrap();
-    assert_eq!((record.kind, record.port, record.bytes_up, record.bytes_down), (EgressKind::Direct, port, 5, 5));
-    assert!(record.refused.is_none(), "{record:?}");
+    for (host, port) in [("127.0.0.1", port), ("::1", v6_port)] {
+        let (ok, answer, _) = exchange(host, port).await;
+        assert!(ok && answer == "pong!", "the granted address {host}, by a plain connect: {answer}");
+        let record = records.recv_timeout(std::time::Duration::from_secs(30)).unwrap();
+        assert_eq!((record.kind, record.port, record.bytes_up, record.bytes_down), (EgressKind::Direct, port, 5, 5));
+        assert_eq!(record.address.map(|a| a.ip().to_string()).as_deref(), Some(host), "{record:?}");
+        assert!(record.refused.is_none(), "{record:?}");
+    }
     // The same port at another address, and a wildcard's port at a loopback address:
     // accepted in the namespace, then reset by the gateway.
     for (host, port, why) in [
         ("10.0.0.1", port, format!("10.0.0.1:{port} is not a granted address")),
         ("127.0.0.1", wild_port, "127.0.0.1 is not a public address".to_owned()),
+        ("2001:db8::1", port, format!("[2001:db8::1]:{port} is not a granted address")),
+        ("::1", port, format!("[::1]:{port} is not a granted address")),
     ] {
         let (ok, detail, _) = exchange(host, port).await;
         assert!(!ok && (detail == "ECONNRESET" || detail == "EPIPE"), "{host}:{port}: {detail}");
         let record = records.recv_timeout(std::time::Duration::from_secs(30)).unwrap();
         assert!(record.refused.as_deref().is_some_and(|r| r.contains(&why)), "{host}:{port}: {record:?}");
     }
-    // A port no grant names, and an IPv6 address on a granted port: refused at once in
-    // the namespace by the gateway's answer to the connect, before a packet is sent,
-    // and reported.
+    // A port no grant names, by IPv4 or IPv6: refused at once in the namespace by the
+    // gateway's answer to the connect, before a packet is sent, and reported.
     for (host, port, why) in [
         ("127.0.0.1", closed_port, format!("no grant names port {closed_port}")),
-        ("::1", closed_port, "an IPv6 address is reached through the proxy only".to_owned()),
-        ("2001:db8::1", port, "an IPv6 address is reached through the proxy only".to_owned()),
+        ("::1", closed_port, format!("no grant names port {closed_port}")),
     ] {
         let (ok, detail, _) = exchange(host, port).await;
         assert!(!ok && detail == "ECONNREFUSED", "{host}:{port}: {detail}");

@@ -297,14 +297,39 @@ fn hand_over_listeners(port: u16, transparent: &[u16], dns: bool, channel: &Owne
     if transparent.is_empty() && !dns {
         return Ok(());
     }
-    route_everything_to_loopback(lo)?;
+    route_everything_to_loopback(lo, libc::AF_INET)?;
+    // IPv6 too where the namespace has it: then each listener takes both families.
+    let both = route_everything_to_loopback(lo, libc::AF_INET6).is_ok();
     for &each in transparent {
-        send_socket(std::net::Ipv4Addr::UNSPECIFIED, each, true, channel)?;
+        send_direct_socket(each, true, both, channel)?;
     }
     if dns {
-        send_socket(std::net::Ipv4Addr::UNSPECIFIED, 53, false, channel)?;
+        send_direct_socket(53, false, both, channel)?;
     }
     Ok(())
+}
+
+/// [`send_socket`] on every address: `[::]:port` taking IPv4 too (`both`), or
+/// `0.0.0.0:port` where that cannot be had.
+fn send_direct_socket(port: u16, stream: bool, both: bool, channel: &OwnedFd) -> io::Result<()> {
+    if both && let Ok(socket) = dual_stack_socket(port, stream) {
+        return send_fd(&socket, channel);
+    }
+    send_socket(std::net::Ipv4Addr::UNSPECIFIED, port, stream, channel)
+}
+
+/// A socket bound to `[::]:port` that takes IPv4 connections too (as mapped addresses),
+/// listening if `stream`.
+fn dual_stack_socket(port: u16, stream: bool) -> io::Result<OwnedFd> {
+    use rustix::net::{AddressFamily, SocketFlags, SocketType};
+    let kind = if stream { SocketType::STREAM } else { SocketType::DGRAM };
+    let socket = rustix::net::socket_with(AddressFamily::INET6, kind, SocketFlags::CLOEXEC, None)?;
+    rustix::net::sockopt::set_ipv6_v6only(&socket, false)?;
+    rustix::net::bind(&socket, &std::net::SocketAddrV6::new(std::net::Ipv6Addr::UNSPECIFIED, port, 0, 0))?;
+    if stream {
+        rustix::net::listen(&socket, 64)?;
+    }
+    Ok(socket)
 }
 
 /// Binds a socket to `address:port`, a listening TCP one (`stream`) or a UDP one, and
@@ -335,10 +360,10 @@ fn send_fd(fd: &OwnedFd, channel: &OwnedFd) -> io::Result<()> {
     Ok(())
 }
 
-/// Adds the route `local 0.0.0.0/0 dev lo` (`lo` the loopback's interface index) to the
-/// namespace's `local` table over rtnetlink, and reads the kernel's acknowledgement.
-/// Allocation-free.
-fn route_everything_to_loopback(lo: libc::c_int) -> io::Result<()> {
+/// Adds the route `local 0.0.0.0/0 dev lo` (or, for `family` `AF_INET6`, `local ::/0 dev
+/// lo`; `lo` the loopback's interface index) to the namespace's `local` table over
+/// rtnetlink, and reads the kernel's acknowledgement. Allocation-free.
+fn route_everything_to_loopback(lo: libc::c_int, family: libc::c_int) -> io::Result<()> {
     use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType, netlink::SocketAddrNetlink};
     let socket = rustix::net::socket_with(AddressFamily::NETLINK, SocketType::RAW, SocketFlags::CLOEXEC, None)?;
     // nlmsghdr (16 bytes), rtmsg (12), one attribute: RTA_OIF (4 + 4).
@@ -350,7 +375,7 @@ fn route_everything_to_loopback(lo: libc::c_int) -> io::Result<()> {
     message[6..8].copy_from_slice(&(flags as u16).to_ne_bytes());
     message[8..12].copy_from_slice(&1u32.to_ne_bytes());
     // rtmsg: family, dst_len 0 (every address), src_len, tos, table, protocol, scope, type.
-    message[16] = libc::AF_INET as u8;
+    message[16] = u8::try_from(family).map_err(|_| io::Error::from(rustix::io::Errno::AFNOSUPPORT))?;
     message[20] = libc::RT_TABLE_LOCAL;
     message[21] = libc::RTPROT_BOOT;
     message[22] = libc::RT_SCOPE_HOST;

@@ -3,9 +3,9 @@
 //! the child, its listener sent to the gateway with the other sockets ([`install`]). The
 //! gateway reads the destination from the server's memory and lets the call go on when
 //! a grant names its port (the proxy's, a direct port, or UDP to the name service); a
-//! TCP connect on any other port, or to an IPv6 address (IPv4-mapped ones are IPv4), is
-//! refused at once (`ECONNREFUSED`) and reported, so the audit shows an attempt that no
-//! listener of the gateway's would ever see.
+//! TCP connect on any other port, IPv4 or IPv6, is refused at once (`ECONNREFUSED`) and
+//! reported, so the audit shows an attempt that no listener of the gateway's would ever
+//! see.
 //!
 //! This is the gateway's view, not the boundary. The call goes on with the arguments the
 //! kernel reads again after the answer (another thread of the server may change them in
@@ -122,11 +122,8 @@ impl ConnectWatch {
                 }
             }
             let refuse = match self.destination(&notice) {
-                // No listener of the gateway's is there: the namespace routes only IPv4
-                // to them.
-                Some((destination, true)) if destination.is_ipv6() || !self.ports.contains(&destination.port()) => {
-                    Some(destination)
-                }
+                // No listener of the gateway's is there.
+                Some((destination, true)) if !self.ports.contains(&destination.port()) => Some(destination),
                 _ => None,
             };
             let mut answer = libc::seccomp_notif_resp { id: notice.id, val: 0, error: 0, flags: 0 };

@@ -9,7 +9,7 @@
 //! ([`Answered`]; the connection goes to the address the gateway checked, so a
 //! rebinding answer gains nothing). Any other name is refused (`REFUSED`), a name that
 //! resolves to no public address too, and a query for another type of record than `A`
-//! gets no record (there is no IPv6 path). Every query is reported
+//! gets no record (a name is reached at its IPv4 addresses). Every query is reported
 //! ([`EgressKind::Lookup`]).
 //!
 //! Bounds: a query of at most 1,232 bytes (the DNS flag day's), one question, 32 queries
@@ -256,7 +256,7 @@ mod tests {
             assert_eq!((reply.metadata.response_code, reply.answers.len()), (ResponseCode::Refused, 0), "{name}");
             assert!(record.unwrap().refused.unwrap().contains(why), "{name}");
         }
-        // Granted, but no IPv6 path: no record, and nothing to report.
+        // Granted, but a name is reached at its IPv4 addresses: no record, nothing to report.
         let (reply, record) = ask("db.example.test", RecordType::AAAA).await;
         assert_eq!((reply.metadata.response_code, reply.answers.len(), record), (ResponseCode::NoError, 0, None));
     }

@@ -1,19 +1,18 @@
 //! A stdio server's own connections, without the proxy: in its network namespace every
-//! IPv4 address is routed to the loopback, where a listener on each granted port
-//! (`127.0.0.1:5432`, `db.example.com:5432`, `*:443`) accepts the server's connect to any
-//! address;
-//! the accepted socket's own address is where the server meant to go
-//! (`wasmgate-confine`'s `Network::Proxied`, its `transparent` ports). A connect on any
-//! other port is refused by the kernel at once.
+//! address, IPv4 and (where the namespace has it) IPv6, is routed to the loopback, where
+//! a listener on each granted port (`127.0.0.1:5432`, `db.example.com:5432`, `*:443`)
+//! accepts the server's connect to any address; the accepted socket's own address is
+//! where the server meant to go (`wasmgate-confine`'s `Network::Proxied`, its
+//! `transparent` ports). A connect on any other port is refused at once in the namespace,
+//! and reported ([`refused_connect`]).
 //!
-//! The destination must be granted: an IPv4 address listed literally (loopback and
-//! private ones too; an IPv6 one is reached through the proxy only), public on a port
-//! granted to `*`, or an address the server's name
-//! service answered for a name granted on that port (the `dns` module: an address alone
-//! does not say which name it was looked up by, the name service's answers do). The
-//! gateway connects to the address it checked, from its own network; a refused
-//! connection is reset before a byte goes anywhere. Every connection is reported once it
-//! ends, as the proxy's are ([`EgressKind::Direct`]).
+//! The destination must be granted: an address listed literally (loopback and private
+//! ones too; an IPv4-mapped IPv6 address is the IPv4 one), public on a port granted to
+//! `*`, or an address the server's name service answered for a name granted on that port
+//! (the `dns` module: an address alone does not say which name it was looked up by, the
+//! name service's answers do). The gateway connects to the address it checked, from its
+//! own network; a refused connection is reset before a byte goes anywhere. Every
+//! connection is reported once it ends, as the proxy's are ([`EgressKind::Direct`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -38,15 +37,11 @@ pub fn transparent_ports(hosts: &[HostGrant], skip: u16, most: usize) -> Vec<u16
 }
 
 /// The record of a connect to `destination` that the server's connect filter refused: no
-/// grant names its port, or it is an IPv6 address, so no listener of the gateway's is
-/// there to hear it.
+/// grant names its port, so no listener of the gateway's is there to hear it.
 #[must_use]
 pub fn refused_connect(destination: SocketAddr) -> EgressRecord {
-    let why = match destination {
-        SocketAddr::V6(_) => "an IPv6 address is reached through the proxy only".to_owned(),
-        SocketAddr::V4(_) => format!("no grant names port {}", destination.port()),
-    };
-    let reason = format!("{why}: the connect was refused in the server's namespace");
+    let reason =
+        format!("no grant names port {}: the connect was refused in the server's namespace", destination.port());
     EgressRecord {
         kind: EgressKind::Direct,
         host: destination.ip().to_string(),
@@ -86,7 +81,7 @@ pub(crate) fn admits(hosts: &[HostGrant], destination: SocketAddr, answered: &An
     };
     match any {
         true => Err(format!("{ip} is not a public address, and no grant lists it{hint}")),
-        false => Err(format!("{ip}:{} is not a granted address{hint}", destination.port())),
+        false => Err(format!("{} is not a granted address{hint}", SocketAddr::new(ip, destination.port()))),
     }
 }
 
@@ -102,7 +97,9 @@ pub(crate) async fn connection(
     let outcome = async {
         let destination =
             stream.local_addr().map_err(|e| format!("the connection's destination cannot be read: {e}"))?;
-        record.host = destination.ip().to_canonical().to_string();
+        // A listener of both families sees an IPv4 destination as a mapped IPv6 one.
+        let destination = SocketAddr::new(destination.ip().to_canonical(), destination.port());
+        record.host = destination.ip().to_string();
         record.port = destination.port();
         admits(&grant.hosts, destination, answered)?;
         record.address = Some(destination);
