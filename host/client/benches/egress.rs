@@ -1,11 +1,12 @@
 //! What a plain connect through the gateway costs a confined server: the hostile test
-//! server (`tests/fixtures/hostile_server.py`) sends 100 MB to a sink and makes 1,000
-//! one-byte round trips with an echo, both on this host's loopback, timed inside the
-//! server; once confined and granted the sink's address (its connect goes through the
+//! server (`tests/fixtures/hostile_server.py`) sends 100 MB to a sink, makes 1,000
+//! one-byte round trips with an echo, and opens 200 new connections of one round trip
+//! each, all on this host's loopback, timed inside the server; once confined and granted the sink's address (its connect goes through the
 //! route in its namespace and the gateway's splice, the `direct` path), once unconfined
 //! (the same code, its network unrestricted: straight to the loopback). Five interleaved
-//! rounds; the medians, the
-//! throughput ratio and the time the gateway adds to a round trip.
+//! rounds; the medians, the throughput ratio and the time the gateway adds to a round trip
+//! and to a new connection (its accept, its own connect, and its answer to the server's
+//! `connect`).
 //!
 //! `cargo bench -p wasmgate-client --bench egress` (needs user namespaces, or root).
 
@@ -22,6 +23,7 @@ use wasmgate_egress::{EgressGrant, HostGrant};
 
 const BYTES: u64 = 100 << 20;
 const ROUNDS: u32 = 1_000;
+const CONNECTIONS: u32 = 200;
 const REPEATS: usize = 5;
 
 /// A sink (`T`: reads to the end, answers the count) and an echo (`R`: one byte back
@@ -63,13 +65,14 @@ fn serve(mut stream: TcpStream) {
     }
 }
 
-/// Seconds for the transfer and for the round trips, as the server timed them.
-async fn measure(server: &confined::Hostile, port: u16) -> (f64, f64) {
-    let args = json!({"host": "127.0.0.1", "port": port, "bytes": BYTES, "rounds": ROUNDS});
+/// Seconds for the transfer, the round trips and the new connections, as the server
+/// timed them.
+async fn measure(server: &confined::Hostile, port: u16) -> (f64, f64, f64) {
+    let args = json!({"host": "127.0.0.1", "port": port, "bytes": BYTES, "rounds": ROUNDS, "connections": CONNECTIONS});
     let (ok, detail, _) = server.attack("tcp_bench", args).await;
     assert!(ok, "{detail}");
     let mut times = detail.split(' ').map(|t| t.parse::<f64>().unwrap());
-    (times.next().unwrap(), times.next().unwrap())
+    (times.next().unwrap(), times.next().unwrap(), times.next().unwrap())
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -99,18 +102,25 @@ async fn main() {
     let mut round_trip = (Vec::new(), Vec::new());
     let mut ratios = Vec::new();
     let mut added = Vec::new();
+    let mut fresh = (Vec::new(), Vec::new());
     for round in 0..REPEATS {
-        let (direct_transfer, direct_trips) = measure(&confined, port).await;
-        let (plain_transfer, plain_trips) = measure(&unconfined, port).await;
+        let (direct_transfer, direct_trips, direct_fresh) = measure(&confined, port).await;
+        let (plain_transfer, plain_trips, plain_fresh) = measure(&unconfined, port).await;
         let mb_per_s = |seconds: f64| BYTES as f64 / seconds / 1e6;
         let micros = |seconds: f64| seconds * 1e6 / f64::from(ROUNDS);
+        let per_connection = |seconds: f64| seconds * 1e6 / f64::from(CONNECTIONS);
         eprintln!(
-            "round {round}: 100 MB {:.0} vs {:.0} MB/s; a round trip {:.1} vs {:.1} µs (through the gateway vs unconfined)",
+            "round {round}: 100 MB {:.0} vs {:.0} MB/s; a round trip {:.1} vs {:.1} µs; a new connection {:.0} vs {:.0} µs \
+             (through the gateway vs unconfined)",
             mb_per_s(direct_transfer),
             mb_per_s(plain_transfer),
             micros(direct_trips),
-            micros(plain_trips)
+            micros(plain_trips),
+            per_connection(direct_fresh),
+            per_connection(plain_fresh)
         );
+        fresh.0.push(per_connection(direct_fresh));
+        fresh.1.push(per_connection(plain_fresh));
         throughput.0.push(mb_per_s(direct_transfer));
         throughput.1.push(mb_per_s(plain_transfer));
         round_trip.0.push(micros(direct_trips));
@@ -128,6 +138,11 @@ async fn main() {
         median(round_trip.0),
         median(round_trip.1),
         median(added)
+    );
+    let (through, plain) = (median(fresh.0), median(fresh.1));
+    println!(
+        "  a new connection (connect, one round trip, close): {through:.0} vs {plain:.0} µs, {:.0} µs added",
+        through - plain
     );
     confined.client.close().await;
     unconfined.client.close().await;
