@@ -40,6 +40,7 @@ use crate::budgets::BudgetRefusal;
 use crate::flow;
 use crate::guard::{Access, Admission, Guard};
 use crate::metrics;
+use crate::provenance::Carried;
 use crate::provenance::{Marks, Source};
 use crate::screen::{Screened, screen};
 use crate::trace;
@@ -223,8 +224,15 @@ impl Guarded {
         // A call that carries a value of an injected passage, whatever it gets, shows the
         // model doing what that passage asked: the conversation's later sinks are judged
         // by `sink_after_steered` (noted once: the first such result is the one kept).
+        // A read whose argument holds the injected words themselves names the thing the
+        // passage sits in (reads the channel whose name it is) rather than doing what it
+        // asks: that does not.
+        let follows = |c: &&Carried| {
+            c.origin.flagged
+                && (sink || !input.pointer(&c.pointer).and_then(Value::as_str).is_some_and(holds_injection))
+        };
         if !steered
-            && let Some(flagged) = judged.carried.iter().find(|c| c.origin.flagged)
+            && let Some(flagged) = judged.carried.iter().find(follows)
             && let Err(unavailable) = guard.provenance().steer(&conversation, &flagged.origin.source).await
         {
             return Err(self.unavailable("what this call shows of its conversation cannot be remembered", &unavailable));
@@ -384,4 +392,10 @@ impl Guarded {
         self.guard.note(Entry::call(call, &self.provider, &self.tool, Event::Approval { approved, approver }));
         approved
     }
+}
+
+/// Whether `argument` holds text the detector flags: an injection itself, not a value one
+/// mentions.
+fn holds_injection(argument: &str) -> bool {
+    !wasmgate_policy::detect(argument).is_empty()
 }
