@@ -460,13 +460,15 @@ async fn a_server_granted_an_address_reaches_it_by_a_plain_connect_and_nothing_e
         let record = records.recv_timeout(std::time::Duration::from_secs(30)).unwrap();
         assert!(record.refused.as_deref().is_some_and(|r| r.contains(&why)), "{host}:{port}: {record:?}");
     }
-    // A port no grant names, by IPv4 or IPv6: refused at once in the namespace by the
-    // gateway's answer to the connect, before a packet is sent, and reported.
-    for (host, port, why) in [
-        ("127.0.0.1", closed_port, format!("no grant names port {closed_port}")),
-        ("::1", closed_port, format!("no grant names port {closed_port}")),
-    ] {
-        let (ok, detail, _) = exchange(host, port).await;
+    // A port no grant names, by IPv4 or IPv6, and from a thread that is not the
+    // server's main one: refused at once in the namespace by the gateway's answer to the
+    // connect, before a packet is sent, and reported.
+    for (host, port, thread) in
+        [("127.0.0.1", closed_port, false), ("::1", closed_port, false), ("127.0.0.1", closed_port, true)]
+    {
+        let why = format!("no grant names port {closed_port}");
+        let args = json!({"host": host, "port": port, "thread": thread});
+        let (ok, detail, _) = server.attack("tcp_exchange", args).await;
         assert!(!ok && detail == "ECONNREFUSED", "{host}:{port}: {detail}");
         let record = records.recv_timeout(std::time::Duration::from_secs(30)).unwrap();
         assert_eq!((record.kind, record.address.map(|a| a.port())), (EgressKind::Direct, Some(port)), "{record:?}");

@@ -63,6 +63,9 @@ pub(crate) struct ChildPlan {
     /// For [`Network::Proxied`](crate::Network::Proxied): whether a DNS query to any
     /// address reaches the gateway.
     pub(crate) dns: bool,
+    /// Whether to install the connect filter ([`crate::connects`]) with the proxy's
+    /// listener: where this kernel can answer it.
+    pub(crate) connects: bool,
 }
 
 /// Byte offsets of the status record.
@@ -80,16 +83,18 @@ pub(crate) mod slot {
     pub(crate) const HIDDEN: usize = 13;
     pub(crate) const SECCOMP: usize = 14;
     pub(crate) const PROXY: usize = 15;
+    /// The connect filter's listener, sent with the proxy's.
+    pub(crate) const CONNECTS: usize = 16;
     /// Not a byte of the record: the step "a process bound", as the one that failed.
-    pub(crate) const PROCESS_BOUND: usize = 16;
+    pub(crate) const PROCESS_BOUND: usize = 17;
 }
 
 /// The status record: one byte per step (0 not tried, 1 done, 2 failed; the namespace
 /// step: 1 user and network namespace, 3 network namespace only, 4 user namespace only),
 /// the enforced Landlock ABI, the step that stopped the spawn, its errno (four bytes),
-/// the capabilities step, the hiding of socket directories, the seccomp filter and the
-/// proxy listener.
-pub(crate) type Record = [u8; 16];
+/// the capabilities step, the hiding of socket directories, the seccomp filter, the
+/// proxy listener and the connect filter's listener.
+pub(crate) type Record = [u8; 17];
 pub(crate) const MAGIC: u8 = b'W';
 pub(crate) const DONE: u8 = 1;
 pub(crate) const FAILED: u8 = 2;
@@ -156,12 +161,17 @@ impl ChildPlan {
             // enforcement.
             let isolated = record[slot::NAMESPACE] == DONE || record[slot::NAMESPACE] == NETNS_ONLY;
             let outcome = if isolated {
-                hand_over_listeners(*port, &self.transparent, self.dns, channel).map(|()| {
-                    // Last on the channel, and best effort: without it the kernel's rules
-                    // still decide every connect, only unreported (see `connects`).
-                    if let Ok(listener) = crate::connects::install() {
-                        let _ = send_fd(&listener, channel);
+                hand_over_listeners(*port, &self.transparent, self.dns, channel).and_then(|()| {
+                    // Last on the channel. Installed, its listener must reach the gateway,
+                    // or every connect would fail; not installed, the kernel's rules still
+                    // decide every connect, only unreported (see `connects`).
+                    if self.connects
+                        && let Ok(listener) = crate::connects::install()
+                    {
+                        send_fd(&listener, channel)?;
+                        record[slot::CONNECTS] = DONE;
                     }
+                    Ok(())
                 })
             } else {
                 Err(rustix::io::Errno::NETUNREACH.into())
@@ -301,34 +311,34 @@ fn hand_over_listeners(port: u16, transparent: &[u16], dns: bool, channel: &Owne
     // IPv6 too where the namespace has it: then each listener takes both families.
     let both = route_everything_to_loopback(lo, libc::AF_INET6).is_ok();
     for &each in transparent {
-        send_direct_socket(each, true, both, channel)?;
+        send_direct_socket(each, both, channel)?;
     }
+    // The name service's socket takes IPv4 alone: an IPv6 query to an address of the
+    // namespace's would be answered from another (the loopback's), which resolvers drop,
+    // where a query with no listener fails at once.
     if dns {
-        send_direct_socket(53, false, both, channel)?;
+        send_socket(std::net::Ipv4Addr::UNSPECIFIED, 53, false, channel)?;
     }
     Ok(())
 }
 
 /// [`send_socket`] on every address: `[::]:port` taking IPv4 too (`both`), or
 /// `0.0.0.0:port` where that cannot be had.
-fn send_direct_socket(port: u16, stream: bool, both: bool, channel: &OwnedFd) -> io::Result<()> {
-    if both && let Ok(socket) = dual_stack_socket(port, stream) {
+fn send_direct_socket(port: u16, both: bool, channel: &OwnedFd) -> io::Result<()> {
+    if both && let Ok(socket) = dual_stack_socket(port) {
         return send_fd(&socket, channel);
     }
-    send_socket(std::net::Ipv4Addr::UNSPECIFIED, port, stream, channel)
+    send_socket(std::net::Ipv4Addr::UNSPECIFIED, port, true, channel)
 }
 
-/// A socket bound to `[::]:port` that takes IPv4 connections too (as mapped addresses),
-/// listening if `stream`.
-fn dual_stack_socket(port: u16, stream: bool) -> io::Result<OwnedFd> {
+/// A listening socket on `[::]:port` that takes IPv4 connections too (as mapped
+/// addresses).
+fn dual_stack_socket(port: u16) -> io::Result<OwnedFd> {
     use rustix::net::{AddressFamily, SocketFlags, SocketType};
-    let kind = if stream { SocketType::STREAM } else { SocketType::DGRAM };
-    let socket = rustix::net::socket_with(AddressFamily::INET6, kind, SocketFlags::CLOEXEC, None)?;
+    let socket = rustix::net::socket_with(AddressFamily::INET6, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
     rustix::net::sockopt::set_ipv6_v6only(&socket, false)?;
     rustix::net::bind(&socket, &std::net::SocketAddrV6::new(std::net::Ipv6Addr::UNSPECIFIED, port, 0, 0))?;
-    if stream {
-        rustix::net::listen(&socket, 64)?;
-    }
+    rustix::net::listen(&socket, 64)?;
     Ok(socket)
 }
 

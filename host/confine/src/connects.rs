@@ -26,6 +26,29 @@ const AUDIT_ARCH: u32 = 0xC000_003E;
 #[cfg(target_arch = "aarch64")]
 const AUDIT_ARCH: u32 = 0xC000_00B7;
 
+/// The x32 ABI's `connect`; elsewhere a number no call has.
+#[cfg(target_arch = "x86_64")]
+const X32_CONNECT: u32 = libc::SYS_connect as u32 | 0x4000_0000;
+#[cfg(not(target_arch = "x86_64"))]
+const X32_CONNECT: u32 = u32::MAX;
+
+/// Whether this kernel can answer the filter as [`ConnectWatch`] does: let a call go on
+/// (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`, Linux 5.5) and copy a descriptor of another
+/// process (`pidfd_getfd`, 5.6). Without the first every connect would wait for ever;
+/// without the filter the kernel's rules decide, unreported. Asked once.
+pub(crate) fn supported() -> bool {
+    static SUPPORTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SUPPORTED.get_or_init(|| {
+        let Ok(me) = rustix::process::pidfd_open(rustix::process::getpid(), rustix::process::PidfdFlags::empty())
+        else {
+            return false;
+        };
+        let target = me.as_raw_fd();
+        cfg!(any(target_arch = "x86_64", target_arch = "aarch64"))
+            && rustix::process::pidfd_getfd(&me, target, rustix::process::PidfdGetfdFlags::empty()).is_ok()
+    })
+}
+
 /// The largest socket address the gateway reads (`sockaddr_storage`).
 const MAX_ADDRESS: usize = 128;
 
@@ -41,12 +64,14 @@ pub(crate) fn install() -> io::Result<OwnedFd> {
     const fn jump(code: u32, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
         libc::sock_filter { code: code as u16, jt, jf, k }
     }
-    // `seccomp_data`: `nr` at offset 0, `arch` at 4.
+    // `seccomp_data`: `nr` at offset 0, `arch` at 4. The native `connect`, and on x86-64
+    // the x32 ABI's (the same number with bit 30 set, the same arguments).
     let program = [
         statement(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 4),
-        jump(libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K, AUDIT_ARCH, 0, 3),
+        jump(libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K, AUDIT_ARCH, 0, 4),
         statement(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0),
-        jump(libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K, libc::SYS_connect as u32, 0, 1),
+        jump(libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K, libc::SYS_connect as u32, 1, 0),
+        jump(libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K, X32_CONNECT, 0, 1),
         statement(libc::BPF_RET | libc::BPF_K, libc::SECCOMP_RET_USER_NOTIF),
         statement(libc::BPF_RET | libc::BPF_K, libc::SECCOMP_RET_ALLOW),
     ];
@@ -87,28 +112,31 @@ pub struct ConnectWatch {
 }
 
 impl ConnectWatch {
-    /// Answers the server's connects on a thread of its own until every process of the
-    /// server is gone, telling `refused` of each it refuses. The server's connects wait
-    /// for the answer, so this must run for as long as the server does.
+    /// Answers the server's connects on a thread of its own, telling `refused` of each
+    /// it refuses, until every process under the filter is gone or `ended` (the read end
+    /// of a pipe whose write end the gateway drops when the server ends) reads as closed.
+    /// The server's connects wait for the answer, so this must run for as long as the
+    /// server does.
     ///
     /// # Errors
     ///
     /// When no thread can be started: the server's connects then fail (`ENOSYS`).
-    pub fn watch(self, refused: RefusedConnect) -> io::Result<std::thread::JoinHandle<()>> {
-        std::thread::Builder::new().name("wasmgate-connects".into()).spawn(move || self.serve(&refused))
+    pub fn watch(self, refused: RefusedConnect, ended: OwnedFd) -> io::Result<std::thread::JoinHandle<()>> {
+        std::thread::Builder::new().name("wasmgate-connects".into()).spawn(move || self.serve(&refused, &ended))
     }
 
-    fn serve(&self, refused: &RefusedConnect) {
+    fn serve(&self, refused: &RefusedConnect, ended: &OwnedFd) {
+        use rustix::event::{PollFd, PollFlags};
         loop {
-            let mut poll = [rustix::event::PollFd::new(&self.listener, rustix::event::PollFlags::IN)];
+            let mut poll = [PollFd::new(&self.listener, PollFlags::IN), PollFd::new(ended, PollFlags::IN)];
             match rustix::event::poll(&mut poll, None) {
                 Ok(_) => {}
                 Err(rustix::io::Errno::INTR) => continue,
                 Err(_) => return,
             }
-            let events = poll[0].revents();
-            if !events.contains(rustix::event::PollFlags::IN) {
-                // HUP: the last process under the filter is gone.
+            // HUP: the last process under the filter is gone (on kernels that say so);
+            // or the server has ended, whatever its escaped descendants do.
+            if !poll[1].revents().is_empty() || !poll[0].revents().contains(PollFlags::IN) {
                 return;
             }
             // SAFETY: `seccomp_notif` is plain data; the kernel wants it zeroed.
@@ -132,9 +160,13 @@ impl ConnectWatch {
                 None => answer.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
             }
             // SAFETY: the listener and a live `seccomp_notif_resp`. A caller gone since
-            // (ENOENT) needs no answer.
+            // (ENOENT) needs no answer; any other failure would leave every connect
+            // waiting, so the thread ends and the kernel fails them (`ENOSYS`) instead.
             let sent =
                 unsafe { libc::ioctl(self.listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_SEND, &raw const answer) };
+            if sent != 0 && io::Error::last_os_error().raw_os_error() != Some(libc::ENOENT) {
+                return;
+            }
             if let (Some(destination), true) = (refuse, sent == 0) {
                 refused(destination);
             }
@@ -144,8 +176,10 @@ impl ConnectWatch {
     /// Where the noticed `connect` goes and whether its socket is a stream one, read
     /// from the calling process; `None` for another family or what cannot be read.
     fn destination(&self, notice: &libc::seccomp_notif) -> Option<(SocketAddr, bool)> {
+        // The calling thread's id; the kernel reads the descriptor and the length as
+        // 32-bit values, whatever the upper bits of the registers hold.
         let pid = libc::pid_t::try_from(notice.pid).ok().filter(|pid| *pid > 0)?;
-        let length = usize::try_from(notice.data.args[2]).ok()?.min(MAX_ADDRESS);
+        let length = usize::try_from(notice.data.args[2] as u32).ok()?.min(MAX_ADDRESS);
         let mut bytes = [0u8; MAX_ADDRESS];
         let local = libc::iovec { iov_base: bytes.as_mut_ptr().cast(), iov_len: length };
         let remote =
@@ -154,7 +188,7 @@ impl ConnectWatch {
         // side is only read, by the kernel, which checks it.
         let read = unsafe { libc::process_vm_readv(pid, &raw const local, 1, &raw const remote, 1, 0) };
         let address = parse(bytes.get(..usize::try_from(read).ok()?)?)?;
-        let socket = libc::c_int::try_from(notice.data.args[0]).ok()?;
+        let socket = notice.data.args[0] as u32 as libc::c_int;
         let stream = is_stream(pid, socket)?;
         // The process read may have been another that took the pid: only a notice still
         // pending answers for it.
@@ -178,13 +212,24 @@ fn parse(bytes: &[u8]) -> Option<SocketAddr> {
     Some(SocketAddr::new(ip, port))
 }
 
-/// Whether descriptor `socket` of process `pid` is a stream socket, from a copy of it.
-fn is_stream(pid: libc::pid_t, socket: libc::c_int) -> Option<bool> {
-    let pid = rustix::process::Pid::from_raw(pid)?;
-    let process = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()?;
+/// Whether descriptor `socket` of thread `tid` is a stream socket, from a copy of it.
+fn is_stream(tid: libc::pid_t, socket: libc::c_int) -> Option<bool> {
+    use rustix::process::{Pid, PidfdFlags, pidfd_open};
+    // A thread's own pidfd (`PIDFD_THREAD`, Linux 6.9), or its process's.
+    let thread = pidfd_open(Pid::from_raw(tid)?, PidfdFlags::from_bits_retain(libc::O_EXCL as u32));
+    let process = match thread {
+        Ok(process) => process,
+        Err(_) => pidfd_open(Pid::from_raw(process_of(tid)?)?, PidfdFlags::empty()).ok()?,
+    };
     let copy = rustix::process::pidfd_getfd(&process, socket, rustix::process::PidfdGetfdFlags::empty()).ok()?;
     let kind = rustix::net::sockopt::socket_type(&copy).ok()?;
     Some(kind == rustix::net::SocketType::STREAM)
+}
+
+/// The process (thread group) of thread `tid`, from `/proc`.
+fn process_of(tid: libc::pid_t) -> Option<libc::pid_t> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    status.lines().find_map(|line| line.strip_prefix("Tgid:")).and_then(|id| id.trim().parse().ok())
 }
 
 #[cfg(test)]

@@ -152,6 +152,7 @@ pub fn prepare(confinement: &Confinement, program: &Path, workdir: &Path) -> Res
         proxy: proxy_port,
         transparent: transparent.clone(),
         dns,
+        connects: crate::connects::supported(),
     };
     Ok(Prepared {
         proxy_channel,
@@ -281,6 +282,10 @@ impl Prepared {
             ports.push(self.proxy_port);
             ConnectWatch { listener, ports }
         });
+        // Sent but lost, the filter would fail every connect of the server.
+        if record[slot::CONNECTS] == DONE && connects.is_none() {
+            return Err(ConfinementError::Setup("the connect filter's listener did not arrive".into()));
+        }
         Ok(Confined { report, cgroup, proxy, transparent, dns, connects })
     }
 }

@@ -55,19 +55,31 @@ impl StdioTransport {
             .map_err(|_| TransportError::Config("StdioTransport::spawn needs a tokio runtime".into()))?;
         let process::Spawned { mut child, confinement, cgroup, members, proxy, transparent, dns, connects } =
             process::spawn(config)?;
-        if let Some(connects) = connects {
-            // Each connect the server makes waits for this answer: started before anything
-            // else can fail, and it ends by itself once the server's processes are gone.
-            let observer = config.egress.as_ref().and_then(|grant| grant.observer.clone());
-            let refused: wasmgate_confine::RefusedConnect = Box::new(move |destination| {
-                if let Some(observer) = &observer {
-                    observer(wasmgate_egress::refused_connect(destination));
-                }
-            });
-            connects
-                .watch(refused)
-                .map_err(|e| TransportError::Config(format!("cannot answer server {}'s connects: {e}", config.name)))?;
-        }
+        // Each connect the server makes waits for the watcher's answer: started before
+        // anything else can fail. It ends once the server's processes are gone, or the
+        // server has ended (the supervisor drops `ended`).
+        let ended = match connects {
+            Some(connects) => {
+                let observer = config.egress.as_ref().and_then(|grant| grant.observer.clone());
+                let reporting = runtime.clone();
+                let refused: wasmgate_confine::RefusedConnect = Box::new(move |destination| {
+                    if let Some(observer) = &observer {
+                        // In the runtime: a flood of refusals withholds the server, which
+                        // spawns its closing.
+                        let _entered = reporting.enter();
+                        observer(wasmgate_egress::refused_connect(destination));
+                    }
+                });
+                let cannot = |e: std::io::Error| {
+                    TransportError::Config(format!("cannot answer server {}'s connects: {e}", config.name))
+                };
+                let (watching, ended) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+                    .map_err(|e| cannot(std::io::Error::from(e)))?;
+                connects.watch(refused, watching).map_err(cannot)?;
+                Some(ended)
+            }
+            None => None,
+        };
         let proxy = match (proxy, &config.egress) {
             (Some(listener), Some(grant)) => {
                 let _guard = runtime.enter();
@@ -101,6 +113,7 @@ impl StdioTransport {
         let name = config.name.clone();
         runtime.spawn(async move {
             let reason = process::supervise(child, reader_end, shutdown, graces, cgroup, members).await;
+            drop(ended);
             if let Some(proxy) = proxy {
                 proxy.abort();
             }
