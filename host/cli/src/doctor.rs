@@ -54,21 +54,32 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<bool> {
         },
         Err(e) => Err(e.to_string()),
     };
-    print!("{}", egress(granted.as_ref().err(), &grants));
+    print!("{}", egress(granted.as_ref().err(), wasmgate_confine::connects_answered(), &grants));
     Ok(required.is_ok())
 }
 
 /// A provider's grants: its name, its kind, its `network_hosts`.
 type Grants = Vec<(String, ProviderKind, Vec<HostGrant>)>;
 
-/// Egress by host on this machine, and the way each grant is reached.
-fn egress(refused: Option<&ConfinementError>, grants: &Result<Grants, String>) -> String {
+/// Egress by host on this machine (whether the gateway `answers` each connect), and the
+/// way each grant is reached.
+fn egress(refused: Option<&ConfinementError>, answers: bool, grants: &Result<Grants, String>) -> String {
     let mut out = String::from("\nEgress by host (a stdio server granted `network_hosts`):\n");
     match refused {
         None => out.push_str(
             "  in force  the egress proxy, and plain connects to addresses (measured by starting `true` granted hosts)\n",
         ),
         Some(e) => out.push_str(&format!("  MISSING   a stdio server granted hosts does not start here: {e}\n")),
+    }
+    match (refused, answers) {
+        (Some(_), _) => {}
+        (None, true) => out.push_str(
+            "  in force  every connect answered by the gateway: one to a port no grant names is refused and audited\n",
+        ),
+        (None, false) => out.push_str(
+            "  partly    a connect to a port no grant names is refused by the kernel, unaudited (the gateway answers \
+             connects on Linux 5.6 and later, x86-64 and aarch64)\n",
+        ),
     }
     match grants {
         Ok(grants) if grants.is_empty() => out.push_str("  (no provider of the configuration is granted hosts)\n"),
@@ -267,7 +278,7 @@ mod tests {
             ("db".to_owned(), ProviderKind::Stdio, hosts.clone()),
             ("web".into(), ProviderKind::Component, hosts),
         ]);
-        let text = egress(None, &grants);
+        let text = egress(None, true, &grants);
         assert!(text.contains("in force  the egress proxy, and plain connects to addresses"), "{text}");
         assert!(text.contains("db: 127.0.0.1:5432: a plain connect to the address, or the proxy"), "{text}");
         assert!(text.contains("db: *:443: a plain connect to any public address on the port, or the proxy"), "{text}");
@@ -279,8 +290,11 @@ mod tests {
             "db: [::1]:80: through the proxy only"
         };
         assert!(text.contains(v6), "{text}");
+        assert!(text.contains("in force  every connect answered by the gateway"), "{text}");
+        let text = egress(None, false, &grants);
+        assert!(text.contains("partly    a connect to a port no grant names is refused by the kernel, unaudited"));
         let refused = ConfinementError::Unavailable { mechanism: Mechanism::NetworkNamespace, detail: "none".into() };
-        let text = egress(Some(&refused), &Err("no configuration at wasmgate.toml".into()));
+        let text = egress(Some(&refused), true, &Err("no configuration at wasmgate.toml".into()));
         assert!(text.contains("MISSING   a stdio server granted hosts does not start here"), "{text}");
         assert!(text.contains("(the grants of a configuration are shown with one: no configuration at"), "{text}");
     }

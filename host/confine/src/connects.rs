@@ -36,7 +36,7 @@ const X32_CONNECT: u32 = u32::MAX;
 /// (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`, Linux 5.5) and copy a descriptor of another
 /// process (`pidfd_getfd`, 5.6). Without the first every connect would wait for ever;
 /// without the filter the kernel's rules decide, unreported. Asked once.
-pub(crate) fn supported() -> bool {
+pub fn supported() -> bool {
     static SUPPORTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *SUPPORTED.get_or_init(|| {
         let Ok(me) = rustix::process::pidfd_open(rustix::process::getpid(), rustix::process::PidfdFlags::empty())

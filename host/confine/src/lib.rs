@@ -39,7 +39,7 @@ mod seccomp;
 mod spawn;
 
 pub use cgroup::{PidsCgroup, own_cgroups};
-pub use connects::{ConnectWatch, RefusedConnect};
+pub use connects::{ConnectWatch, RefusedConnect, supported as connects_answered};
 pub use limits::ResourceLimits;
 pub use members::NamespaceMembers;
 pub use policy::{Confinement, Enforcement, LandlockAbi, MAX_TRANSPARENT_PORTS, Network};
