@@ -60,10 +60,14 @@ impl StdioTransport {
         // server has ended (the supervisor drops `ended`).
         let ended = match connects {
             Some(connects) => {
-                let observer = config.egress.as_ref().and_then(|grant| grant.observer.clone());
+                // Weak: what the observer holds is written when the provider's last
+                // holder lets go of it, which the watcher, ending a moment after the
+                // server, must not delay.
+                let observer =
+                    config.egress.as_ref().and_then(|grant| grant.observer.as_ref()).map(std::sync::Arc::downgrade);
                 let reporting = runtime.clone();
                 let refused: wasmgate_confine::RefusedConnect = Box::new(move |destination| {
-                    if let Some(observer) = &observer {
+                    if let Some(observer) = observer.as_ref().and_then(std::sync::Weak::upgrade) {
                         // In the runtime: a flood of refusals withholds the server, which
                         // spawns its closing.
                         let _entered = reporting.enter();
