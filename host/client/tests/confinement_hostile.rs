@@ -387,24 +387,6 @@ impl Drop for DelegatedCgroup {
     }
 }
 
-/// The next record within `millis`, waited for without blocking the runtime: the tasks
-/// that end a connection and report it run on this test's own thread.
-async fn next_record(
-    records: &std::sync::mpsc::Receiver<wasmgate_egress::EgressRecord>,
-    millis: u64,
-) -> Option<wasmgate_egress::EgressRecord> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(millis);
-    loop {
-        if let Ok(record) = records.try_recv() {
-            return Some(record);
-        }
-        if std::time::Instant::now() > deadline {
-            return None;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-}
-
 /// The hostile server granted `hosts`, and the records of its connections and lookups;
 /// `None` in the mode without user namespaces, where a server granted hosts must not
 /// start (it is checked here).
@@ -460,7 +442,7 @@ async fn a_server_granted_an_address_reaches_it_by_a_plain_connect_and_nothing_e
     for (host, port) in [("127.0.0.1", port), ("::1", v6_port)] {
         let (ok, answer, _) = exchange(host, port).await;
         assert!(ok && answer == "pong!", "the granted address {host}, by a plain connect: {answer}");
-        let record = next_record(&records, 30_000).await.unwrap();
+        let record = confined::next_record(&records, 30_000).await.unwrap();
         assert_eq!((record.kind, record.port, record.bytes_up, record.bytes_down), (EgressKind::Direct, port, 5, 5));
         assert_eq!(record.address.map(|a| a.ip().to_string()).as_deref(), Some(host), "{record:?}");
         assert!(record.refused.is_none(), "{record:?}");
@@ -475,7 +457,7 @@ async fn a_server_granted_an_address_reaches_it_by_a_plain_connect_and_nothing_e
     ] {
         let (ok, detail, _) = exchange(host, port).await;
         assert!(!ok && (detail == "ECONNRESET" || detail == "EPIPE"), "{host}:{port}: {detail}");
-        let record = next_record(&records, 30_000).await.unwrap();
+        let record = confined::next_record(&records, 30_000).await.unwrap();
         assert!(record.refused.as_deref().is_some_and(|r| r.contains(&why)), "{host}:{port}: {record:?}");
     }
     // A port no grant names, by IPv4 or IPv6, and from a thread that is not the
@@ -488,7 +470,7 @@ async fn a_server_granted_an_address_reaches_it_by_a_plain_connect_and_nothing_e
         let args = json!({"host": host, "port": port, "thread": thread});
         let (ok, detail, _) = server.attack("tcp_exchange", args).await;
         assert!(!ok && detail == "ECONNREFUSED", "{host}:{port}: {detail}");
-        let record = next_record(&records, 30_000).await.unwrap();
+        let record = confined::next_record(&records, 30_000).await.unwrap();
         assert_eq!((record.kind, record.address.map(|a| a.port())), (EgressKind::Direct, Some(port)), "{record:?}");
         assert!(record.refused.as_deref().is_some_and(|r| r.contains(&why)), "{host}:{port}: {record:?}");
     }
@@ -512,18 +494,18 @@ async fn a_server_resolves_only_granted_names_through_the_gateway() {
     ] {
         let (ok, detail, _) = server.attack("resolve", json!({"name": name})).await;
         assert!(!ok && detail.starts_with("gaierror"), "{name}: {detail}");
-        let record = next_record(&records, 30_000).await.unwrap();
+        let record = confined::next_record(&records, 30_000).await.unwrap();
         assert_eq!((record.kind, record.host.as_str()), (EgressKind::Lookup, name.trim_end_matches('.')), "{record:?}");
         assert!(record.refused.as_deref().is_some_and(|r| r.contains(why)), "{name}: {record:?}");
         // The resolver may ask again: those are refused alike.
-        while let Some(again) = next_record(&records, 200).await {
+        while let Some(again) = confined::next_record(&records, 200).await {
             assert!(again.host == name.trim_end_matches('.') && again.refused.is_some(), "{again:?}");
         }
     }
     // A name the server's own hosts file has never reaches the gateway.
     let (ok, detail, _) = server.attack("resolve", json!({"name": "localhost"})).await;
     assert!(ok && detail == "127.0.0.1", "{detail}");
-    assert!(next_record(&records, 500).await.is_none(), "no query for it");
+    assert!(confined::next_record(&records, 500).await.is_none(), "no query for it");
     server.assert_still_serving().await;
     server.client.close().await;
 }
@@ -548,7 +530,7 @@ async fn a_server_granted_any_public_address_reaches_no_loopback_or_private_one(
     for (target, why) in &targets {
         let (ok, detail, _) = server.attack("proxy_connect", json!({"target": target})).await;
         assert!(!ok && detail.contains("403"), "{target}: {detail}");
-        let record = next_record(&records, 30_000).await.unwrap();
+        let record = confined::next_record(&records, 30_000).await.unwrap();
         assert!(record.refused.as_deref().is_some_and(|r| r.contains(why)), "{target}: {record:?}");
     }
     assert_eq!(listening.accept().map(|_| ()).unwrap_err().kind(), ErrorKind::WouldBlock, "nothing reached it");
@@ -611,7 +593,7 @@ async fn a_server_granted_one_host_reaches_it_through_the_proxy_and_nothing_else
     let wait = std::time::Duration::from_secs(30);
     let mut collected = Vec::new();
     while collected.len() < 5
-        && let Some(record) = next_record(&records, wait.as_millis() as u64).await
+        && let Some(record) = confined::next_record(&records, wait.as_millis() as u64).await
     {
         collected.push(record);
     }

@@ -6,11 +6,11 @@
 //! connect is refused at once, and reported.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod confined;
 mod peers;
 
 use std::sync::Arc;
 use std::sync::mpsc::Receiver;
-use std::time::Duration;
 
 use peers::{call, first_text, peer};
 use serde_json::json;
@@ -47,21 +47,6 @@ async fn fails(client: &McpClient, sql: &str) -> String {
     }
 }
 
-/// The next record within `within`, waited for without blocking the runtime whose tasks
-/// report them.
-async fn next(records: &Receiver<EgressRecord>, within: Duration) -> Option<EgressRecord> {
-    let deadline = std::time::Instant::now() + within;
-    loop {
-        if let Ok(record) = records.try_recv() {
-            return Some(record);
-        }
-        if std::time::Instant::now() > deadline {
-            return None;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 #[tokio::test]
 async fn a_postgres_mcp_server_granted_its_database_queries_it_and_reaches_nothing_else() {
     let postgres = Postgres::start();
@@ -86,7 +71,7 @@ async fn a_postgres_mcp_server_granted_its_database_queries_it_and_reaches_nothi
     assert_eq!(postgres.psql("SELECT count(*) FROM events").trim(), "2");
     client.close().await;
     // Each connection is reported when it ends: `pg` keeps its pool's open until then.
-    let connection = next(&records, Duration::from_secs(30)).await.expect("a direct connection reported");
+    let connection = confined::next_record(&records, 30_000).await.expect("a direct connection reported");
     assert_eq!(connection.kind, EgressKind::Direct, "{connection:?}");
     assert_eq!(connection.address, Some(granted.parse().unwrap()));
     assert!(connection.refused.is_none() && connection.bytes_up > 0 && connection.bytes_down > 0, "{connection:?}");
@@ -97,11 +82,11 @@ async fn a_postgres_mcp_server_granted_its_database_queries_it_and_reaches_nothi
     let (client, records, _workdir) = server(&postgres.url(), &elsewhere).await;
     let refused = fails(&client, "SELECT title FROM events").await;
     assert!(refused.contains("ECONNREFUSED"), "{refused}");
-    let record = next(&records, Duration::from_secs(10)).await.expect("the refused connect reported");
+    let record = confined::next_record(&records, 10_000).await.expect("the refused connect reported");
     assert_eq!(record.kind, EgressKind::Direct, "{record:?}");
     assert_eq!(record.address, Some(format!("127.0.0.1:{}", postgres.port).parse().unwrap()), "{record:?}");
     let why = record.refused.unwrap_or_default();
     assert!(why.contains(&format!("no grant names port {}", postgres.port)), "{why}");
     client.close().await;
-    assert!(next(&records, Duration::from_millis(500)).await.is_none(), "no connection reached the gateway");
+    assert!(confined::next_record(&records, 500).await.is_none(), "no connection reached the gateway");
 }

@@ -157,7 +157,7 @@ pub fn prepare(confinement: &Confinement, program: &Path, workdir: &Path) -> Res
     Ok(Prepared {
         proxy_channel,
         proxy_port: port_of_proxy,
-        transparent: transparent.clone(),
+        transparent,
         dns,
         plan: Some(plan),
         status: status_read,

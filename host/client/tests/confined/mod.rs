@@ -170,3 +170,21 @@ pub async fn gone(pid: i32) -> bool {
     }
     false
 }
+
+/// The next record within `millis`, waited for without blocking the runtime: the tasks
+/// that end a connection and report it run on this test's own thread.
+pub async fn next_record(
+    records: &std::sync::mpsc::Receiver<wasmgate_egress::EgressRecord>,
+    millis: u64,
+) -> Option<wasmgate_egress::EgressRecord> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(millis);
+    loop {
+        if let Ok(record) = records.try_recv() {
+            return Some(record);
+        }
+        if std::time::Instant::now() > deadline {
+            return None;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
