@@ -21,7 +21,9 @@
 //! number's groups). A value is one word, or groups of such words, so the scanner skips
 //! the words of ordinary prose with one table lookup a byte, and tries the patterns only
 //! inside the runs, by hand, each written as the pattern's own leftmost-first, greedy,
-//! backtracking match. A failed attempt that says
+//! backtracking match. A pattern is tried only where its first byte can stand, with room
+//! for its shortest match, in a run holding the bytes it cannot match without (an email
+//! its `@` and a dot, a URL its `:` and `/`). A failed attempt that says
 //! no later start before some place can succeed either lets the scanner skip the
 //! attempts there, so a hostile text costs time linear in its length.
 
@@ -39,18 +41,23 @@ pub(crate) enum Kind {
     Domain,
 }
 
-const SPACE: u8 = 1; // ASCII white space, as `u8::is_ascii_whitespace`
-const DIGIT: u8 = 2;
-const MARK: u8 = 4; // `@ / \ : ~`: a word holding one is a candidate
-const UPPER: u8 = 8;
-const LOWER: u8 = 16;
-const HEX: u8 = 32;
-const LOCAL: u8 = 64; // what an email's local part holds after its first character
-const START: u8 = 128; // what a pattern can start with
+const SPACE: u16 = 1; // ASCII white space, as `u8::is_ascii_whitespace`
+const DIGIT: u16 = 2;
+const MARK: u16 = 4; // `@ / \ : ~`: a word holding one is a candidate
+const UPPER: u16 = 8;
+const LOWER: u16 = 16;
+const HEX: u16 = 32;
+const LOCAL: u16 = 64; // what an email's local part holds after its first character
+const START: u16 = 128; // what a pattern can start with
+// Bytes some pattern cannot match without: a run holding none is not tried for it.
+const AT: u16 = 256;
+const DOT: u16 = 512;
+const COLON: u16 = 1024;
+const SLASH: u16 = 2048; // `/` or `\`
 
 /// The classes of each byte.
-static CLASS: [u8; 256] = {
-    let mut table = [0u8; 256];
+static CLASS: [u16; 256] = {
+    let mut table = [0u16; 256];
     let mut i = 0;
     while i < 256 {
         let b = i as u8;
@@ -79,64 +86,76 @@ static CLASS: [u8; 256] = {
         if matches!(b, b':' | b'+' | b'(' | b'~' | b'/' | b'\\') {
             class |= START;
         }
+        match b {
+            b'@' => class |= AT,
+            b'.' => class |= DOT,
+            b':' => class |= COLON,
+            b'/' | b'\\' => class |= SLASH,
+            _ => {}
+        }
         table[i] = class;
         i += 1;
     }
     table
 };
 
-fn class(b: u8) -> u8 {
+fn class(b: u8) -> u16 {
     CLASS[usize::from(b)]
 }
 
 /// Calls `each` with every match in `text`'s candidate runs, in order, until it returns
 /// `false`.
 pub(crate) fn matches(text: &str, mut each: impl FnMut(Kind, Range<usize>) -> bool) {
-    runs(text.as_bytes(), |run| Run::new(text, run.end).matches(run.start, &mut each));
+    // No pattern matches fewer than three bytes (`::1`).
+    runs(text.as_bytes(), |run, classes| {
+        run.len() < 3 || Run::new(text, run.end, classes).matches(run.start, &mut each)
+    });
 }
 
-/// Calls `each` with every candidate run of `bytes`, until it returns `false`.
-fn runs(bytes: &[u8], mut each: impl FnMut(Range<usize>) -> bool) {
+/// Calls `each` with every candidate run of `bytes` and the classes of its bytes, until
+/// it returns `false`.
+fn runs(bytes: &[u8], mut each: impl FnMut(Range<usize>, u16) -> bool) {
     let mut at = 0;
-    let mut run: Option<Range<usize>> = None;
+    let mut run: Option<(Range<usize>, u16)> = None;
     while at < bytes.len() {
         while let Some(&b) = bytes.get(at).filter(|b| class(**b) & SPACE != 0) {
             // A run goes on across spaces only (not a tab, not a line break).
             if b != b' '
-                && let Some(run) = run.take()
-                && !each(run)
+                && let Some((run, classes)) = run.take()
+                && !each(run, classes)
             {
                 return;
             }
             at += 1;
         }
         let start = at;
-        let (mut classes, mut dotted, mut previous) = (0, false, 0);
+        let mut classes = 0;
         while let Some(&b) = bytes.get(at) {
             let c = class(b);
             if c & SPACE != 0 {
                 break;
             }
             classes |= c;
-            // A dot between two characters, the one after it a letter or digit.
-            dotted |= previous == b'.' && at > start + 1 && c & (DIGIT | UPPER | LOWER) != 0;
-            previous = b;
             at += 1;
         }
         if start == at {
             break;
         }
-        let group = at - start <= 4 && bytes[start..at].iter().all(|b| class(*b) & (UPPER | DIGIT) != 0);
-        if group || dotted || classes & (DIGIT | MARK) != 0 {
-            run = Some(run.map_or(start..at, |r| r.start..at));
-        } else if let Some(run) = run.take()
-            && !each(run)
+        let word = &bytes[start..at];
+        // A dot between two characters, the one after it a letter or digit.
+        let dotted =
+            || classes & DOT != 0 && word[1..].windows(2).any(|w| w[0] == b'.' && w[1].is_ascii_alphanumeric());
+        let group = || word.len() <= 4 && word.iter().all(|b| class(*b) & (UPPER | DIGIT) != 0);
+        if classes & (DIGIT | MARK) != 0 || dotted() || group() {
+            run = Some(run.map_or((start..at, classes), |(r, c)| (r.start..at, c | classes)));
+        } else if let Some((run, classes)) = run.take()
+            && !each(run, classes)
         {
             return;
         }
     }
-    if let Some(run) = run {
-        each(run);
+    if let Some((run, classes)) = run {
+        each(run, classes);
     }
 }
 
@@ -144,11 +163,19 @@ fn runs(bytes: &[u8], mut each: impl FnMut(Range<usize>) -> bool) {
 struct Run<'a> {
     text: &'a str,
     end: usize,
+    /// The classes of its bytes.
+    classes: u16,
 }
 
 impl<'a> Run<'a> {
-    fn new(text: &'a str, end: usize) -> Self {
-        Self { text, end: end.min(text.len()) }
+    fn new(text: &'a str, end: usize, classes: u16) -> Self {
+        Self { text, end: end.min(text.len()), classes }
+    }
+
+    /// Whether the run holds a byte of each of `classes`, and `len` bytes from `p`: what
+    /// a pattern needs to start at `p`.
+    fn room(&self, p: usize, classes: u16, len: usize) -> bool {
+        self.classes & classes == classes && self.end - p >= len
     }
 
     /// The byte at `i`, or 0 (in no class) past the run.
@@ -190,20 +217,40 @@ impl<'a> Run<'a> {
                 continue;
             }
             let b = self.text.as_bytes()[p];
-            let mut found =
-                if matches!(b, b'h' | b'H' | b'f' | b'F') { self.url(p).map(|end| (Kind::Url, end)) } else { None };
-            if found.is_none() && p >= email_from {
+            let c = class(b);
+            let alnum = c & (DIGIT | UPPER | LOWER) != 0;
+            // Each pattern is tried only where its first byte can stand.
+            // (`ftp://x`, `a@b.cc`, `AB12 CDEF GHIJ`, `1.2.3.4`, `::1`, `1234567`,
+            // `/a/b` and `a.bc` are the shortest of each.)
+            let mut found = if matches!(b, b'h' | b'H' | b'f' | b'F') && self.room(p, COLON | SLASH, 7) {
+                self.url(p).map(|end| (Kind::Url, end))
+            } else {
+                None
+            };
+            if found.is_none() && alnum && p >= email_from && self.room(p, AT | DOT, 6) {
                 match self.email(p) {
                     Ok(end) => found = Some((Kind::Email, end)),
                     Err(from) => email_from = from,
                 }
             }
-            found = found
-                .or_else(|| self.iban(p).map(|end| (Kind::Iban, end)))
-                .or_else(|| self.ip(p).map(|end| (Kind::Ip, end)))
-                .or_else(|| self.number(p).map(|end| (Kind::Number, end)))
-                .or_else(|| self.path(p).map(|end| (Kind::Path, end)));
-            if found.is_none() && p >= domain_from && self.boundary(p) {
+            if found.is_none() && c & UPPER != 0 && self.room(p, DIGIT, 12) {
+                found = self.iban(p).map(|end| (Kind::Iban, end));
+            }
+            if found.is_none()
+                && (c & DIGIT != 0 && self.room(p, DOT, 7) || (c & HEX != 0 || b == b':') && self.room(p, COLON, 3))
+            {
+                found = self.ip(p).map(|end| (Kind::Ip, end));
+            }
+            if found.is_none() && (c & DIGIT != 0 || b == b'+' || b == b'(') && self.room(p, DIGIT, 7) {
+                found = self.number(p).map(|end| (Kind::Number, end));
+            }
+            if found.is_none()
+                && (matches!(b, b'~' | b'/' | b'\\') || c & (UPPER | LOWER) != 0 && self.at(p + 1) == b':')
+                && self.room(p, SLASH, 4)
+            {
+                found = self.path(p).map(|end| (Kind::Path, end));
+            }
+            if found.is_none() && alnum && p >= domain_from && self.room(p, DOT, 4) && self.boundary(p) {
                 match self.domain(p, true) {
                     Ok(end) => found = Some((Kind::Domain, end)),
                     Err(from) => domain_from = from,
@@ -534,7 +581,7 @@ mod tests {
 
     fn runs_of(text: &str) -> Vec<Range<usize>> {
         let mut found = Vec::new();
-        runs(text.as_bytes(), |run| {
+        runs(text.as_bytes(), |run, _| {
             found.push(run);
             true
         });

@@ -156,9 +156,9 @@ pub fn visit(text: &str, mut each: impl FnMut(ValueKind, &str, Range<usize>)) {
         match kind {
             Kind::Url => {
                 let raw = trim_trailing(raw);
-                normalise_url(raw, &mut buf);
+                let authority = normalise_url(raw, &mut buf);
                 emit(ValueKind::Url, &buf, span.start..span.start + raw.len());
-                if let Some(host) = host_of_url(&buf) {
+                if let Some(host) = buf.get(authority).and_then(host_of_authority) {
                     emit(ValueKind::Host, host, span.start..span.start);
                 }
             }
@@ -233,10 +233,10 @@ pub fn in_prose(text: &str, span: Range<usize>) -> bool {
 #[derive(Debug)]
 pub struct Prose<'a> {
     text: &'a str,
-    /// The last line looked at (empty: none), and the items its content is, bare, with
-    /// the length each had: one, and those of a comma-separated list.
+    /// The last line looked at (empty: none), and the items its content is: one, and
+    /// those of a comma-separated list; each made [`bare`] when first compared.
     line: Range<usize>,
-    items: Vec<(&'a str, usize)>,
+    items: Vec<(&'a str, Option<&'a str>)>,
 }
 
 impl<'a> Prose<'a> {
@@ -255,17 +255,21 @@ impl<'a> Prose<'a> {
             };
             let rest = content(&self.text[line.clone()]);
             self.items.clear();
-            self.items.push((bare(rest), rest.len()));
-            if rest.contains(',') {
-                self.items.extend(rest.split(',').map(|item| (bare(item), item.len())));
+            self.items.push((rest, None));
+            if memchr::memchr(b',', rest.as_bytes()).is_some() {
+                self.items.extend(rest.split(',').map(|item| (item, None)));
             }
             // A line longer than the look either side could be judged another way for a
             // value far from its ends: it is kept for no other value.
             self.line = if line.len() <= MAX_LINE_LOOK { line } else { 0..0 };
         }
         let value = bare(value);
-        // Quotes, brackets and punctuation around a value take a few bytes, no more.
-        !self.items.iter().any(|(item, len)| *len <= value.len() + 8 && *item == value)
+        // Quotes, brackets and punctuation around a value take a few bytes, no more: an
+        // item longer than that holds more than the value, and is not made bare.
+        !self
+            .items
+            .iter_mut()
+            .any(|(item, bared)| item.len() <= value.len() + 8 && *bared.get_or_insert_with(|| bare(item)) == value)
     }
 }
 
@@ -274,13 +278,13 @@ impl<'a> Prose<'a> {
 fn line_around(text: &str, span: Range<usize>) -> Option<Range<usize>> {
     let bytes = text.as_bytes();
     let before = bytes.get(span.start.saturating_sub(MAX_LINE_LOOK)..span.start)?;
-    let start = match before.iter().rposition(|b| *b == b'\n') {
+    let start = match memchr::memrchr(b'\n', before) {
         Some(at) => span.start - (before.len() - at - 1),
         None if span.start <= MAX_LINE_LOOK => 0,
         None => return None,
     };
     let after = bytes.get(span.end..bytes.len().min(span.end + MAX_LINE_LOOK))?;
-    let end = match after.iter().position(|b| *b == b'\n') {
+    let end = match memchr::memchr(b'\n', after) {
         Some(ahead) => span.end + ahead,
         None if span.end + MAX_LINE_LOOK >= bytes.len() => bytes.len(),
         None => return None,
@@ -310,7 +314,7 @@ fn content(line: &str) -> &str {
 /// A value or list item without what writes it around: white space, the punctuation a
 /// sentence adds, quotes and brackets.
 fn bare(item: &str) -> &str {
-    let wrapping = |b: &u8| b"\"'`[](){}<>".contains(b);
+    let wrapping = |b: &u8| matches!(b, b'"' | b'\'' | b'`' | b'[' | b']' | b'(' | b')' | b'{' | b'}' | b'<' | b'>');
     let item = trim_trailing(item.trim());
     let bytes = item.as_bytes();
     let start = bytes.iter().take_while(|b| wrapping(b)).count();
@@ -464,7 +468,8 @@ fn cut(mut value: String) -> String {
 fn trim_trailing(text: &str) -> &str {
     let bytes = text.as_bytes();
     let sentence = |b: &u8| matches!(b, b'.' | b',' | b';' | b':' | b'!' | b'?');
-    let mut end = bytes.len() - bytes.iter().rev().take_while(|b| sentence(b) || b"'\"*_".contains(b)).count();
+    let mut end =
+        bytes.len() - bytes.iter().rev().take_while(|b| sentence(b) || matches!(b, b'\'' | b'"' | b'*' | b'_')).count();
     // A closing bracket belongs to the value only if the value opened one.
     for (open, close) in [(b'(', b')'), (b'[', b']'), (b'{', b'}')] {
         if bytes[..end].last() == Some(&close) {
@@ -482,26 +487,31 @@ fn trim_trailing(text: &str) -> &str {
 }
 
 /// `url` into `buf` with its scheme and host in lower case, percent-encoding decoded,
-/// and a bare trailing `/` dropped.
-fn normalise_url(url: &str, buf: &mut String) {
+/// and a bare trailing `/` dropped; where its authority stands in `buf`.
+fn normalise_url(url: &str, buf: &mut String) -> Range<usize> {
     buf.clear();
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    // The scanner's URLs have no `:` before their `://`.
+    let (scheme, rest) = match memchr::memchr(b':', url.as_bytes()) {
+        Some(colon) if url[colon..].starts_with("://") => (&url[..colon], &url[colon + 3..]),
+        _ => url.split_once("://").unwrap_or(("", url)),
+    };
     let (authority, path) = rest.find(['/', '?', '#']).map_or((rest, ""), |i| rest.split_at(i));
     let path = if path == "/" { "" } else { path };
     push_lower(buf, scheme);
     buf.push_str("://");
+    let start = buf.len();
     push_lower(buf, authority);
+    let authority = start..buf.len();
     if path.contains('%') {
         buf.push_str(&percent_decode(path));
     } else {
         buf.push_str(path);
     }
+    authority
 }
 
-/// The host of a normalised URL: without user, port or brackets.
-fn host_of_url(url: &str) -> Option<&str> {
-    let rest = url.split_once("://")?.1;
-    let authority = rest.split(['/', '?', '#']).next()?;
+/// The host of a URL's `authority`: without user, port or brackets.
+fn host_of_authority(authority: &str) -> Option<&str> {
     let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     let host = match host.strip_prefix('[') {
         Some(v6) => v6.split(']').next()?,
