@@ -69,3 +69,11 @@ cargo test --manifest-path guest-tools/Cargo.toml --workspace --lib --tests --lo
 
 echo "== the workspace" >&2
 cargo test --workspace --locked
+
+echo "== the installed binary" >&2
+# Installed as the README says (a debug build here, from the artifacts the tests just
+# built), into a temporary root, and run from outside the clone.
+root=$(mktemp -d "${TMPDIR:-/tmp}/wasmgate-install.XXXXXX")
+trap 'rm -rf "$root"' EXIT
+cargo install --locked --debug --quiet --path host/cli --root "$root" --target-dir target
+WASMGATE_INSTALLED_ROOT="$root" cargo test --workspace --locked --test installed -- --ignored

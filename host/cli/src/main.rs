@@ -40,8 +40,12 @@ mod stdio;
 mod tools;
 mod traces;
 
+/// `wasmgate --version`: the package's version and the commit it was built from
+/// (`build.rs`).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("WASMGATE_COMMIT"), ")");
+
 #[derive(Debug, Parser)]
-#[command(name = "wasmgate", version, about = "Let an agent use tools written by strangers without trusting them")]
+#[command(name = "wasmgate", version = VERSION, about = "Let an agent use tools written by strangers without trusting them")]
 struct Cli {
     /// How log lines on stderr look: `text` (one line per event; coloured only on a
     /// terminal) or `json` (one JSON object per line). `WASMGATE_LOG` sets the level.
