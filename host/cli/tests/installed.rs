@@ -12,17 +12,14 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
-use wasmgate_client::{
-    ClientConfig, InputDeclined, InputHandler, InputRequest, McpClient, StdioConfig, StdioTransport,
-};
+use serde_json::{Map, json};
+use wasmgate_client::{ClientConfig, McpClient, StdioConfig, StdioTransport};
 use wasmgate_core::CancellationToken;
 
 /// The installed binary, from `WASMGATE_INSTALLED_ROOT`.
@@ -50,24 +47,6 @@ fn run(binary: &Path, home: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
-
-/// Approves every question a call asks, as the person at the client would.
-#[derive(Debug)]
-struct Person;
-
-impl InputHandler for Person {
-    fn answer(&self, request: InputRequest) -> wasmgate_core::BoxFuture<'_, Result<Value, InputDeclined>> {
-        let answer = match request.method.as_str() {
-            "elicitation/create" => Ok(json!({"action": "accept", "content": {"approve": true}})),
-            _ => Err(InputDeclined::Unsupported),
-        };
-        Box::pin(std::future::ready(answer))
-    }
-}
-
 #[tokio::test]
 #[ignore = "needs the installed binary: scripts/test.sh installs it and runs this"]
 async fn the_installed_binary_names_its_commit_and_serves_from_anywhere() {
@@ -76,15 +55,15 @@ async fn the_installed_binary_names_its_commit_and_serves_from_anywhere() {
     let home = home.path();
 
     // The version names the commit of the checkout it was built from.
-    let version = text(&run(&binary, home, &["--version"]));
+    let version = common::text(&run(&binary, home, &["--version"]));
     let head = Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output().unwrap();
     let head = String::from_utf8(head.stdout).unwrap();
     assert!(!head.trim().is_empty(), "the test runs in a checkout");
     assert_eq!(version.trim(), format!("wasmgate {} (commit {})", env!("CARGO_PKG_VERSION"), head.trim()));
 
     let doctor = run(&binary, home, &["doctor"]);
-    assert!(doctor.status.success(), "{}", text(&doctor));
-    assert!(text(&doctor).contains("The system:"), "{}", text(&doctor));
+    assert!(doctor.status.success(), "{}", common::text(&doctor));
+    assert!(common::text(&doctor).contains("The system:"), "{}", common::text(&doctor));
 
     // A client's configuration with one stdio server, copied out of the clone.
     let server = home.join("stdio_server.py");
@@ -94,7 +73,7 @@ async fn the_installed_binary_names_its_commit_and_serves_from_anywhere() {
     let claude = json!({"mcpServers": {"echo": {"command": python, "args": [server]}}});
     std::fs::write(home.join("claude.json"), claude.to_string()).unwrap();
     let init = run(&binary, home, &["init", "--from", "claude.json", "--dir", "gateway"]);
-    assert!(init.status.success(), "{}", text(&init));
+    assert!(init.status.success(), "{}", common::text(&init));
     // The interpreter's own directories, as the gateway's error advises when they are
     // outside what a confined server may read (a pyenv under a home directory).
     let config = home.join("gateway/wasmgate.toml");
@@ -106,7 +85,11 @@ async fn the_installed_binary_names_its_commit_and_serves_from_anywhere() {
     std::fs::write(&config, written).unwrap();
     let config = config.display().to_string();
     let review = run(&binary, home, &["review", "--config", &config, "--yes"]);
-    assert!(review.status.success() && text(&review).contains("approved: echo__echo"), "{}", text(&review));
+    assert!(
+        review.status.success() && common::text(&review).contains("approved: echo__echo"),
+        "{}",
+        common::text(&review)
+    );
 
     // `serve`, started as a client would start it, answers a call (asked, approved).
     let serve = StdioConfig::new("wasmgate", &binary, home)
@@ -118,7 +101,8 @@ async fn the_installed_binary_names_its_commit_and_serves_from_anywhere() {
         .confinement(None);
     let mut capabilities = Map::new();
     capabilities.insert("elicitation".into(), json!({}));
-    let client_config = ClientConfig { capabilities, input_handler: Some(Arc::new(Person)), ..ClientConfig::default() };
+    let client_config =
+        ClientConfig { capabilities, input_handler: Some(Arc::new(common::Person)), ..ClientConfig::default() };
     let client = McpClient::connect("wasmgate", StdioTransport::spawn(&serve).unwrap(), client_config).await.unwrap();
     let mut arguments = Map::new();
     arguments.insert("text".into(), json!("hello from an installed gateway"));

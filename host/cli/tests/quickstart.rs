@@ -7,14 +7,14 @@
 //! command runs it first): no test uses the network.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use wasmgate_client::{
-    ClientConfig, InputDeclined, InputHandler, InputRequest, McpClient, StdioConfig, StdioTransport,
-};
+use wasmgate_client::{ClientConfig, McpClient, StdioConfig, StdioTransport};
 use wasmgate_core::CancellationToken;
 use wasmgate_protocol::ProtocolVersion;
 
@@ -24,24 +24,6 @@ const EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
 fn wasmgate(args: &[&str]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_wasmgate")).args(args).env("npm_config_offline", "true").output();
     out.unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
-
-/// Approves every question a call asks, as the person at the client would.
-#[derive(Debug)]
-struct Person;
-
-impl InputHandler for Person {
-    fn answer(&self, request: InputRequest) -> wasmgate_core::BoxFuture<'_, Result<Value, InputDeclined>> {
-        let answer = match request.method.as_str() {
-            "elicitation/create" => Ok(json!({"action": "accept", "content": {"approve": true}})),
-            _ => Err(InputDeclined::Unsupported),
-        };
-        Box::pin(std::future::ready(answer))
-    }
 }
 
 #[tokio::test]
@@ -55,11 +37,11 @@ async fn the_quick_start_puts_a_clients_server_behind_wasmgate_in_five_commands(
 
     // 1. Import, installing the server once.
     let init = wasmgate(&["init", "--from", &claude.display().to_string(), "--dir", &dir_arg, "--install"]);
-    assert!(init.status.success(), "{}", text(&init));
+    assert!(init.status.success(), "{}", common::text(&init));
     assert!(
-        text(&init).contains("installed @modelcontextprotocol/server-everything 2026.8.31 (npm)"),
+        common::text(&init).contains("installed @modelcontextprotocol/server-everything 2026.8.31 (npm)"),
         "{}",
-        text(&init)
+        common::text(&init)
     );
     let policy = std::fs::read_to_string(dir.join("policy.toml")).unwrap();
     assert!(policy.contains("unlisted = \"ask\"") && policy.contains("confinement = \"required\""), "{policy}");
@@ -67,18 +49,18 @@ async fn the_quick_start_puts_a_clients_server_behind_wasmgate_in_five_commands(
     let lock = dir.join("state/packages/everything/package-lock.json");
     assert!(std::fs::read_to_string(&lock).unwrap().contains("\"version\": \"2026.8.31\""), "exact versions recorded");
     let again = wasmgate(&["init", "--from", &claude.display().to_string(), "--dir", &dir_arg]);
-    assert!(!again.status.success() && text(&again).contains("pass --force"), "{}", text(&again));
+    assert!(!again.status.success() && common::text(&again).contains("pass --force"), "{}", common::text(&again));
 
     // 2. Look: confined, every tool unreviewed.
     let tools = wasmgate(&["tools", "--config", &config]);
-    let listed = text(&tools);
+    let listed = common::text(&tools);
     assert!(listed.contains("confinement: confined"), "{listed}");
     assert!(listed.contains("everything__echo") && listed.contains("unreviewed"), "{listed}");
 
     // 3. Review and pin (here without a terminal: --yes).
     let review = wasmgate(&["review", "--config", &config, "--yes"]);
-    assert!(review.status.success(), "{}", text(&review));
-    let tools = text(&wasmgate(&["tools", "--config", &config]));
+    assert!(review.status.success(), "{}", common::text(&review));
+    let tools = common::text(&wasmgate(&["tools", "--config", &config]));
     assert!(tools.lines().any(|l| l.contains("everything__echo") && l.trim_end().ends_with("ask")), "{tools}");
 
     // 4. The client's JSON.
@@ -96,7 +78,7 @@ async fn the_quick_start_puts_a_clients_server_behind_wasmgate_in_five_commands(
     let client_config = ClientConfig {
         versions: vec![ProtocolVersion::V2025_11_25],
         capabilities,
-        input_handler: Some(Arc::new(Person)),
+        input_handler: Some(Arc::new(common::Person)),
         ..ClientConfig::default()
     };
     let transport = StdioTransport::spawn(&serve.confinement(None)).unwrap();

@@ -134,3 +134,25 @@ echo = "allow"
     std::fs::write(dir.path().join("policy.toml"), policy).unwrap();
     dir
 }
+
+/// Everything `out` printed, stdout then stderr.
+pub fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// Approves every question a call asks (elicitation), as the person at the client would.
+#[derive(Debug)]
+pub struct Person;
+
+impl wasmgate_client::InputHandler for Person {
+    fn answer(
+        &self,
+        request: wasmgate_client::InputRequest,
+    ) -> wasmgate_core::BoxFuture<'_, Result<serde_json::Value, wasmgate_client::InputDeclined>> {
+        let answer = match request.method.as_str() {
+            "elicitation/create" => Ok(serde_json::json!({"action": "accept", "content": {"approve": true}})),
+            _ => Err(wasmgate_client::InputDeclined::Unsupported),
+        };
+        Box::pin(std::future::ready(answer))
+    }
+}
