@@ -137,6 +137,18 @@ pub enum Event {
         #[serde(skip_serializing_if = "Vec::is_empty")]
         stopped: Vec<String>,
     },
+    /// A reviewer decided on a tool definition (the record names its provider and
+    /// tool) or on a provider's code (the provider only), through a running gateway.
+    Review {
+        /// `definition` or `code`.
+        subject: String,
+        /// The hash of what was shown and decided on.
+        hash: String,
+        /// Approved (pinned in the lock file), or refused (left withheld).
+        approved: bool,
+        /// Who decided (the local user of the control socket, `local user alice (uid 1000)`).
+        reviewer: String,
+    },
     /// A provider's way out: a stdio server's connection through the egress proxy, once it
     /// ended; a component's connection or name lookup, once decided (`kind`).
     Egress {
@@ -246,6 +258,11 @@ impl Entry {
                 }
             }
             Event::Approval { approver, .. } => cut(approver),
+            Event::Review { subject, hash, reviewer, .. } => {
+                cut(subject);
+                cut(hash);
+                cut(reviewer);
+            }
             Event::Carried { values } => {
                 values.truncate(MAX_CARRIED_VALUES);
                 for value in values {

@@ -322,6 +322,12 @@ fn every_event_kind_is_written_and_verifies() {
         c(Event::Cancelled { reason: "caller cancelled".into() }),
         c(Event::Withheld { reason: "formatter trapped".into(), flags: vec![] }),
         Entry::log(Event::Warning { message: "best-effort confinement for calendar".into() }),
+        Entry::log(Event::Review {
+            subject: "definition".into(),
+            hash: "ab".repeat(32),
+            approved: true,
+            reviewer: "local user alice (uid 1000)".into(),
+        }),
     ];
     log.submit(events).unwrap().wait().unwrap();
     drop(log);
@@ -329,8 +335,11 @@ fn every_event_kind_is_written_and_verifies() {
         .iter()
         .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(kinds, ["requested", "approval", "started", "finished", "failed", "cancelled", "withheld", "warning"]);
-    assert_eq!(verify(&path).unwrap().records, 8);
+    assert_eq!(
+        kinds,
+        ["requested", "approval", "started", "finished", "failed", "cancelled", "withheld", "warning", "review"]
+    );
+    assert_eq!(verify(&path).unwrap().records, 9);
 }
 
 #[test]

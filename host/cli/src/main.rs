@@ -23,6 +23,7 @@ use logs::LogFormat;
 
 mod audit;
 mod call;
+mod control;
 mod doctor;
 mod format;
 mod init;
@@ -31,7 +32,6 @@ mod login;
 mod logs;
 mod metrics;
 mod open;
-mod reload;
 mod review;
 mod scan;
 mod serve;
@@ -66,7 +66,7 @@ enum Command {
     /// policy and the lock again (as SIGHUP does), starting and stopping providers as it
     /// now says, and print each one's answer; files that do not load are refused and the
     /// rules in force stay (exit status 2).
-    Reload(reload::ReloadArgs),
+    Reload(control::ReloadArgs),
     /// List every provider's tools and their state: allowed, ask, denied, unreviewed or
     /// changed, and how each stdio server is confined.
     Tools(open::ConfigArgs),
@@ -109,7 +109,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => {
             args.runtime().and_then(|rt| rt.block_on(serve::run(args, cli.log_format))).map(|()| true)
         }
-        Command::Reload(args) => runtime().and_then(|rt| rt.block_on(reload::run(args))),
+        Command::Reload(args) => runtime().and_then(|rt| rt.block_on(control::run(args))),
         Command::Tools(args) => runtime().and_then(|rt| rt.block_on(tools::run(args))).map(|()| true),
         Command::Review(args) => runtime().and_then(|rt| rt.block_on(review::run(args))).map(|()| true),
         Command::Call(args) => runtime().and_then(|rt| rt.block_on(call::run(args))),

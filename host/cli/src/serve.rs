@@ -12,9 +12,9 @@ use wasmgate_guard::{CallerApprover, Unattended};
 use wasmgate_protocol::server::ServerIdentity;
 use wasmgate_server::{Authenticator, HttpConfig, ServerConfig, serve_http, serve_stdio};
 
+use crate::control::{self, Controller};
 use crate::logs::LogFormat;
 use crate::open::ConfigArgs;
-use crate::reload::{self, Reloader};
 use crate::spin;
 use crate::traces::Traces;
 
@@ -163,7 +163,7 @@ async fn serve(args: ServeArgs, loaded: wasmgate_gateway::Config) -> anyhow::Res
     // Installed before any provider starts too, so a SIGTERM is never the default exit.
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("cannot watch for SIGTERM")?;
-    let hangup = reload::hangups()?;
+    let hangup = control::hangups()?;
     // A SIGTERM while providers start stops there: those started so far are dropped,
     // which kills their processes and cgroups.
     let gateway = tokio::select! {
@@ -173,10 +173,13 @@ async fn serve(args: ServeArgs, loaded: wasmgate_gateway::Config) -> anyhow::Res
     let gateway = Arc::new(gateway);
     let backend = gateway.backend();
     // SIGHUP and `wasmgate reload` read the rules again (docs/SERVER.md).
-    let reloader =
-        Arc::new(Reloader { gateway: Arc::clone(&gateway), backend: Arc::clone(&backend), path: loaded.path.clone() });
-    reload::on_hangup(hangup, Arc::clone(&reloader));
-    let control = reload::listen(&loaded.state_dir, reloader);
+    let controller = Arc::new(Controller {
+        gateway: Arc::clone(&gateway),
+        backend: Arc::clone(&backend),
+        path: loaded.path.clone(),
+    });
+    control::on_hangup(hangup, Arc::clone(&controller));
+    let control = control::listen(&loaded.state_dir, controller);
     let mut config = ServerConfig::new(ServerIdentity::new("wasmgate", env!("CARGO_PKG_VERSION")));
     // `[cluster]`: request states signed with the shared key, spent in the shared store.
     config.cluster = gateway.member.as_ref().map(|member| member.server());

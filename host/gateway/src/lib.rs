@@ -49,6 +49,7 @@ mod oauth_settings;
 mod providers;
 mod reload;
 mod resource_server;
+mod review;
 mod status;
 
 pub use backend::GatewayBackend;
@@ -66,4 +67,5 @@ pub use oauth_settings::{OAuthSettings, SecretConfig, SecretForm};
 pub use providers::ProviderInfo;
 pub use reload::Reloaded;
 pub use resource_server::{JwtAuthenticator, ResourceServerError};
+pub use review::{CodeReview, Decided, Decision, DefinitionReview, ReviewError, Reviews, code_reviews};
 pub use status::{ToolState, ToolStatus};

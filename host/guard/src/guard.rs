@@ -3,7 +3,7 @@
 //! with the write-ahead recording every call and read goes through ([`Access`] for a
 //! read that is not a call). What one call goes through is the `guarded` module.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -11,7 +11,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use serde_json::Value;
 use wasmgate_audit::{AuditLog, Entry, Event};
 use wasmgate_core::{CallContext, Offer, Tool, ToolError, ToolErrorKind};
-use wasmgate_policy::{Lock, LockError, Policy, ReviewState, Verdict};
+use wasmgate_policy::{CodePin, Lock, LockError, Policy, ReviewState, Verdict};
 
 use crate::approver::Approver;
 use crate::budgets::Budgets;
@@ -192,6 +192,24 @@ impl Guard {
         }
         *lock = approved;
         Ok(hash)
+    }
+
+    /// Pins `pins` as `provider`'s reviewed code, and saves the lock file, as
+    /// [`approve_definition`](Self::approve_definition) does a definition: the lock in
+    /// force and the file stay one.
+    ///
+    /// # Errors
+    ///
+    /// The lock's, when the file cannot be written (nothing changed then).
+    pub fn approve_code(&self, provider: &str, pins: BTreeMap<String, CodePin>) -> Result<(), LockError> {
+        let mut lock = self.lock.write().unwrap_or_else(PoisonError::into_inner);
+        let mut approved = lock.clone();
+        approved.approve_code(provider, pins)?;
+        if let Some(path) = &self.lock_path {
+            approved.save(path)?;
+        }
+        *lock = approved;
+        Ok(())
     }
 
     pub(crate) fn call_id(&self) -> String {
