@@ -157,22 +157,7 @@ fn a_provider_that_cannot_start_is_withheld_and_the_others_served_unless_it_is_r
 fn a_server_script_that_changes_after_review_does_not_run_until_its_code_is_reviewed_again() {
     let dir = setup();
     let dir = dir.path();
-    // The echo server from a copy this test can change.
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../client/tests/fixtures/stdio_server.py");
-    std::fs::create_dir(dir.join("server")).unwrap();
-    let script = dir.join("server/stdio_server.py");
-    std::fs::copy(&fixture, &script).unwrap();
-    let fixtures = fixture.parent().unwrap().canonicalize().unwrap();
-    for file in ["wasmgate.toml", "policy.toml"] {
-        let text = std::fs::read_to_string(dir.join(file)).unwrap();
-        let text = text
-            .replace(&fixture.canonicalize().unwrap().display().to_string(), &script.display().to_string())
-            .replace(
-                &format!("{:?}", fixtures.display().to_string()),
-                &format!("{:?}", dir.join("server").display().to_string()),
-            );
-        std::fs::write(dir.join(file), text).unwrap();
-    }
+    let script = common::own_echo_server(dir);
     let review = wasmgate(dir, &["review", "--yes"]);
     assert!(review.status.success(), "{}", stderr(&review));
     let shown = stdout(&review);

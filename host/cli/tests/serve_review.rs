@@ -11,7 +11,7 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{serve_stdio, setup, stderr, stdout, wasmgate};
+use common::{own_echo_server, serve_stdio, setup, stderr, stdout, wasmgate};
 use serde_json::{Value, json};
 use wasmgate_client::{ClientConfig, McpClient, StdioTransport, ToolsWatch};
 use wasmgate_core::CancellationToken;
@@ -122,5 +122,43 @@ async fn a_review_through_the_running_gateway_is_served_at_once_and_audited_with
     // Nothing waits now.
     let reviews: Value = serde_json::from_str(&ask(&socket, "reviews")).unwrap();
     assert_eq!(reviews["definitions"].as_array().unwrap().len(), 0, "{reviews}");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn code_approved_through_the_running_gateway_starts_its_provider() {
+    let dir = setup();
+    let script = own_echo_server(dir.path());
+    let review = wasmgate(dir.path(), &["review", "--yes"]);
+    assert!(review.status.success(), "{}", stderr(&review));
+    std::fs::write(&script, std::fs::read_to_string(&script).unwrap() + "\n# changed after review\n").unwrap();
+
+    // The gateway starts without it: its code changed since review.
+    let transport = StdioTransport::spawn(&serve_stdio(dir.path())).unwrap();
+    let client = McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap();
+    let served = names(&client).await;
+    assert!(served.contains(&"calendar__calendar_query".to_owned()), "{served:?}");
+    assert!(!served.contains(&"echo__echo".to_owned()), "{served:?}");
+    let mut watch = client.tools_watch();
+    let active = tokio::time::timeout(Duration::from_secs(30), watch.wait_for(|s| *s == ToolsWatch::Active)).await;
+    assert!(active.is_ok_and(|r| r.is_ok()), "the client follows the tool list");
+    let mut changes = client.tool_list_changes();
+    changes.borrow_and_update();
+    let socket = socket(dir.path());
+    let reviews: Value = serde_json::from_str(&ask(&socket, "reviews")).unwrap();
+    let code = reviews["code"].as_array().unwrap().iter().find(|c| c["provider"] == "echo").unwrap().clone();
+    assert_eq!(code["changed"], true, "{code}");
+
+    // A stale hash is refused; the one shown starts the provider.
+    let decide = |hash: &str| format!("decide {}", json!({"provider": "echo", "hash": hash, "approve": true}));
+    assert!(ask(&socket, &decide(&"1".repeat(64))).contains("changed since it was shown"));
+    let approved = ask(&socket, &decide(code["hash"].as_str().unwrap()));
+    assert_eq!(approved, "approved: the code of echo; started echo");
+    let heard = tokio::time::timeout(Duration::from_secs(30), changes.changed()).await;
+    assert!(heard.is_ok_and(|r| r.is_ok()), "a tools/list_changed notice");
+    assert!(names(&client).await.contains(&"echo__echo".to_owned()), "its definition was reviewed before");
+    let again = stdout(&wasmgate(dir.path(), &["review", "--yes"]));
+    assert!(again.contains("nothing to review"), "{again}");
+    assert!(records(dir.path(), "review").iter().any(|r| r["subject"] == "code" && r["approved"] == true));
     client.close().await;
 }

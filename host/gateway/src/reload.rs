@@ -58,9 +58,15 @@ impl Gateway {
     /// A [`StartError`], why the reload was refused (the rules and providers in force
     /// stay).
     pub async fn reload(&self, path: &Path) -> Result<Reloaded, StartError> {
+        self.reload_anew(path, None).await
+    }
+
+    /// [`reload`](Self::reload), with the provider `anew` started anew even if its
+    /// settings did not change (its code was approved since it was refused).
+    pub(crate) async fn reload_anew(&self, path: &Path, anew: Option<&str>) -> Result<Reloaded, StartError> {
         // One at a time: each reads the providers the last one left.
         let _one = self.reloading.lock().await;
-        let outcome = self.apply(path).await;
+        let outcome = self.apply(path, anew).await;
         let event = match &outcome {
             Ok(r) => Event::Reload {
                 refused: None,
@@ -97,7 +103,7 @@ impl Gateway {
         outcome
     }
 
-    async fn apply(&self, path: &Path) -> Result<Reloaded, StartError> {
+    async fn apply(&self, path: &Path, anew: Option<&str>) -> Result<Reloaded, StartError> {
         let (config, policy, lock) = load(path, &self.config.lock)?;
         let running_policy = self.guard.policy();
         // Which providers to start and stop, and those that run on. Reloads run one at a
@@ -107,9 +113,10 @@ impl Gateway {
             let mut to_start = BTreeSet::new();
             let mut to_stop = BTreeSet::new();
             for (name, provider) in &config.providers {
-                let changed = running.configs.get(name).is_none_or(|old| {
-                    old != provider || start_rules_differ(running_policy.provider(name), policy.provider(name))
-                });
+                let changed = anew == Some(name.as_str())
+                    || running.configs.get(name).is_none_or(|old| {
+                        old != provider || start_rules_differ(running_policy.provider(name), policy.provider(name))
+                    });
                 if changed {
                     to_start.insert(name.clone());
                     if running.configs.contains_key(name) {

@@ -13,8 +13,9 @@
 //!   who made it. A refused definition stays withheld; it is shown again at the next
 //!   review.
 //! * An approved definition is served from the next look at the tools (the server face
-//!   tells clients the list changed); approved code is pinned and its provider started,
-//!   as a reload would.
+//!   tells clients the list changed); approved code is pinned, and a provider whose
+//!   changed code kept it from starting is started, with a reload of the
+//!   configuration (new code runs already, and runs on).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -182,8 +183,8 @@ impl Gateway {
 
     /// Takes `decision`, made by `reviewer`, on what waits for review now (the
     /// configuration at `path`): pins the definition or code approved in the lock file,
-    /// or leaves a refused one withheld; either way audited. Approved code has its
-    /// provider started, as a reload of `path` would.
+    /// or leaves a refused one withheld; either way audited. Approved code that had
+    /// changed since review has its provider started, with a reload of `path`.
     ///
     /// # Errors
     ///
@@ -248,8 +249,12 @@ impl Gateway {
                 self.guard
                     .approve_code(&decision.provider, pending.pins.clone())
                     .map_err(|e| self.unsaved(&subject, e))?;
+                // New code runs already; changed code kept its provider from starting.
+                if !pending.changed {
+                    return Ok(Decided::default());
+                }
                 drop(one);
-                let reloaded = self.reload(path).await?;
+                let reloaded = self.reload_anew(path, Some(&decision.provider)).await?;
                 Ok(Decided { reloaded: Some(reloaded) })
             }
         }

@@ -42,6 +42,27 @@ pub fn serve_http_at(dir: &Path, addr: &str, extra: &[&str], env: &[(&str, &str)
     (Killed(child), url)
 }
 
+/// Points the echo provider of the configuration in `dir` at a copy of its server, in
+/// `dir/server`, that a test can change; the copy's path.
+pub fn own_echo_server(dir: &Path) -> PathBuf {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../client/tests/fixtures/stdio_server.py");
+    std::fs::create_dir(dir.join("server")).unwrap();
+    let script = dir.join("server/stdio_server.py");
+    std::fs::copy(&fixture, &script).unwrap();
+    let fixtures = fixture.parent().unwrap().canonicalize().unwrap();
+    for file in ["wasmgate.toml", "policy.toml"] {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        let text = text
+            .replace(&fixture.canonicalize().unwrap().display().to_string(), &script.display().to_string())
+            .replace(
+                &format!("{:?}", fixtures.display().to_string()),
+                &format!("{:?}", dir.join("server").display().to_string()),
+            );
+        std::fs::write(dir.join(file), text).unwrap();
+    }
+    script
+}
+
 /// `wasmgate ARGS` on the configuration in `dir`.
 pub fn wasmgate(dir: &Path, args: &[&str]) -> Output {
     command(dir).args(args).output().unwrap()
