@@ -147,6 +147,13 @@ impl AuditLog {
         Ok(log)
     }
 
+    /// `arguments` redacted as this log writes a call's arguments (its
+    /// [`Redaction`]), for showing them elsewhere.
+    #[must_use]
+    pub fn redact(&self, arguments: &serde_json::Value) -> serde_json::Value {
+        self.redaction.apply(arguments)
+    }
+
     /// The log file.
     pub fn path(&self) -> &Path {
         &self.shared.path

@@ -14,8 +14,14 @@
 //! * `reviews`: what waits for review, as one line of JSON (`wasmgate_gateway::Reviews`),
 //!   or `refused: WHY`.
 //! * `decide {JSON}` (a `wasmgate_gateway::Decision`): `approved: WHAT`, `refused as
-//!   asked: WHAT`, or `refused: WHY`. The reviewer the audit log names is the user the
-//!   kernel says is at the other end of the socket (`local user alice (uid 1000)`).
+//!   asked: WHAT`, or `refused: WHY`.
+//! * `approvals`: the calls waiting for a reviewer's answer (the policy's
+//!   `ask_reviewers`), as one line of JSON (`wasmgate_guard::PendingAsk`s).
+//! * `answer {"id": ..., "approve": true}`: `approved: ID`, `denied: ID`, or `refused:
+//!   WHY` (nothing waits under that id, or it is the reviewer's own call).
+//!
+//! The reviewer a decision or an answer is made by is the user the kernel says is at the
+//! other end of the socket (`local user alice (uid 1000)` in the audit log).
 
 use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
@@ -27,6 +33,7 @@ use clap::Args;
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use wasmgate_gateway::{Decision, Gateway, GatewayBackend};
+use wasmgate_guard::Reviewer;
 
 use crate::open::ConfigArgs;
 
@@ -34,6 +41,9 @@ use crate::open::ConfigArgs;
 const RELOAD: &str = "reload";
 const REVIEWS: &str = "reviews";
 const DECIDE: &str = "decide ";
+/// The request lines about asks routed to reviewers.
+pub const APPROVALS: &str = "approvals";
+const ANSWER: &str = "answer ";
 /// The most bytes of a request line read, and of an answer but for `reviews`.
 pub const MAX_LINE: u64 = 64 * 1024;
 /// The most bytes of an answer to `reviews` read (definitions are bounded by the
@@ -83,8 +93,16 @@ impl Controller {
                 Err(error) => format!("refused: {}", error.one_line()),
             };
         }
+        if request == APPROVALS {
+            let pending = self.gateway.guard.reviewers().pending();
+            return serde_json::to_string(&pending).unwrap_or_else(|e| format!("refused: {e}"));
+        }
+        if let Some(answer) = request.strip_prefix(ANSWER) {
+            return self.answer_ask(answer, uid);
+        }
         let Some(decision) = request.strip_prefix(DECIDE) else {
-            return "refused: the requests are `reload`, `reviews` and `decide {JSON}`".to_owned();
+            return "refused: the requests are `reload`, `reviews`, `decide {JSON}`, `approvals` and `answer {JSON}`"
+                .to_owned();
         };
         let decision: Decision = match serde_json::from_str(decision) {
             Ok(decision) => decision,
@@ -97,7 +115,7 @@ impl Controller {
             Some(tool) => format!("{}__{tool}", decision.provider),
             None => format!("the code of {}", decision.provider),
         };
-        match self.gateway.decide(&self.path, &decision, &local_user(uid)).await {
+        match self.gateway.decide(&self.path, &decision, &local_reviewer(uid).shown).await {
             Ok(decided) => {
                 let reloaded = decided.reloaded.unwrap_or_default();
                 self.backend.reloaded(&self.gateway, &reloaded).await;
@@ -112,6 +130,39 @@ impl Controller {
     }
 }
 
+impl Controller {
+    /// Answers a pending ask as the local user `uid`: `approved: ID`, `denied: ID`, or
+    /// `refused: WHY`.
+    fn answer_ask(&self, answer: &str, uid: Option<u32>) -> String {
+        let answer: AskAnswer = match serde_json::from_str(answer) {
+            Ok(answer) => answer,
+            Err(e) => return format!("refused: not an answer: {e}"),
+        };
+        let Some(uid) = uid else {
+            return "refused: the kernel does not say who is asking, and an answer needs a reviewer".to_owned();
+        };
+        match self.gateway.guard.reviewers().answer(&answer.id, answer.approve, &local_reviewer(uid)) {
+            Ok(()) if answer.approve => format!("approved: {}", answer.id),
+            Ok(()) => format!("denied: {}", answer.id),
+            Err(error) => format!("refused: {error}"),
+        }
+    }
+}
+
+/// A reviewer's answer to a pending ask (`answer {JSON}`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AskAnswer {
+    /// The ask's id, as `approvals` shows it.
+    pub id: String,
+    /// Let the call run, or deny it.
+    pub approve: bool,
+}
+
+/// The request line answering a pending ask.
+pub fn answer_request(answer: &AskAnswer) -> String {
+    format!("{ANSWER}{}", serde_json::to_string(answer).unwrap_or_default())
+}
+
 /// `text` on one line.
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -120,9 +171,9 @@ fn one_line(text: &str) -> String {
 /// The most bytes of `/etc/passwd` read to name a user.
 const MAX_PASSWD_BYTES: u64 = 4 * 1024 * 1024;
 
-/// The local user `uid` as a reviewer: `local user NAME (uid N)`, the name from
-/// `/etc/passwd` (`local user (uid N)` when it has none).
-pub fn local_user(uid: u32) -> String {
+/// The local user `uid` as a reviewer: named by their login name from `/etc/passwd`
+/// (`uid N` when it has none), shown as `local user NAME (uid N)`.
+pub fn local_reviewer(uid: u32) -> Reviewer {
     let mut passwd = String::new();
     let read = std::fs::File::open("/etc/passwd")
         .and_then(|file| std::io::Read::read_to_string(&mut std::io::Read::take(file, MAX_PASSWD_BYTES), &mut passwd));
@@ -135,8 +186,8 @@ pub fn local_user(uid: u32) -> String {
         })
     });
     match name {
-        Some(name) => format!("local user {name} (uid {uid})"),
-        None => format!("local user (uid {uid})"),
+        Some(name) => Reviewer { shown: format!("local user {name} (uid {uid})"), name },
+        None => Reviewer { name: format!("uid {uid}"), shown: format!("local user (uid {uid})") },
     }
 }
 

@@ -21,6 +21,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use logs::LogFormat;
 
+mod approvals;
 mod audit;
 mod call;
 mod control;
@@ -70,8 +71,12 @@ enum Command {
     /// List every provider's tools and their state: allowed, ask, denied, unreviewed or
     /// changed, and how each stdio server is confined.
     Tools(open::ConfigArgs),
-    /// Review new and changed tool definitions; approved ones are pinned in the lock file.
+    /// Review new and changed tool definitions and code; approved ones are pinned in the
+    /// lock file (by the running gateway, when one runs: it serves them at once).
     Review(review::ReviewArgs),
+    /// List the calls waiting at the running gateways for a reviewer's answer (the
+    /// policy's `ask_reviewers`), or answer one with `--approve ID` or `--deny ID`.
+    Approvals(approvals::ApprovalsArgs),
     /// Call one tool through the whole pipeline and print what an agent would see.
     Call(call::CallArgs),
     /// Run the injection detector on a text (exit status 2 when it flags it), or on a
@@ -112,6 +117,7 @@ fn main() -> ExitCode {
         Command::Reload(args) => runtime().and_then(|rt| rt.block_on(control::run(args))),
         Command::Tools(args) => runtime().and_then(|rt| rt.block_on(tools::run(args))).map(|()| true),
         Command::Review(args) => runtime().and_then(|rt| rt.block_on(review::run(args))).map(|()| true),
+        Command::Approvals(args) => runtime().and_then(|rt| rt.block_on(approvals::run(args))),
         Command::Call(args) => runtime().and_then(|rt| rt.block_on(call::run(args))),
         Command::Login(args) => runtime().and_then(|rt| rt.block_on(login::login(args))).map(|()| true),
         Command::Logout(args) => login::logout(&args).map(|()| true),

@@ -99,7 +99,7 @@ pub async fn run(args: ReviewArgs) -> anyhow::Result<()> {
     let gateway = args.config.start(Arc::new(Unattended)).await?;
     let reviews = gateway.reviews(&config.path).await?;
     refuse_without_terminal(&args, interactive, &reviews)?;
-    let reviewer = crate::control::local_user(rustix::process::getuid().as_raw());
+    let reviewer = crate::control::local_reviewer(rustix::process::getuid().as_raw()).shown;
     let target = Target::Local { gateway: &gateway, path: &config.path, reviewer: &reviewer };
     let outcome = review_definitions(&args, &target, &reviews.definitions).await;
     gateway.close().await;

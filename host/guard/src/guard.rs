@@ -13,9 +13,10 @@ use wasmgate_audit::{AuditLog, Entry, Event};
 use wasmgate_core::{CallContext, Offer, Tool, ToolError, ToolErrorKind};
 use wasmgate_policy::{CodePin, Lock, LockError, Policy, ReviewState, Verdict};
 
-use crate::approver::Approver;
+use crate::approver::{Approval, ApprovalRequest, Approver};
 use crate::budgets::Budgets;
 use crate::provenance::Provenance;
+use crate::reviewers::Reviewers;
 use crate::screen::Screener;
 
 /// The policy, the reviewed definitions, the approver and the audit log, shared by
@@ -35,6 +36,8 @@ pub struct Guard {
     pub(crate) budgets: Budgets,
     /// What untrusted results said, per conversation: the data-flow rules' memory.
     provenance: Provenance,
+    /// The asks the policy routes to the gateway's reviewers, while they wait.
+    reviewers: Reviewers,
     /// A random prefix, so call ids do not repeat across restarts.
     session: String,
     next_call: AtomicU64,
@@ -107,6 +110,7 @@ impl Guard {
             screeners: RwLock::default(),
             budgets,
             provenance,
+            reviewers: Reviewers::default(),
             session,
             next_call: AtomicU64::new(1),
         })
@@ -210,6 +214,25 @@ impl Guard {
         }
         *lock = approved;
         Ok(())
+    }
+
+    /// The asks waiting for the gateway's reviewers, to be shown and answered.
+    #[must_use]
+    pub fn reviewers(&self) -> &Reviewers {
+        &self.reviewers
+    }
+
+    /// Asks whoever answers `request`: the gateway's reviewers when the policy routes
+    /// the tool's asks to them (`ask_reviewers`), else the approver. The answer, and who
+    /// gave it, as the audit log names them.
+    pub(crate) async fn approve(&self, request: &ApprovalRequest) -> (Approval, String) {
+        let policy = self.policy();
+        if policy.asks_reviewers(&request.provider, &request.tool) {
+            let caller = CallContext::caller().map(|caller| caller.subject.clone());
+            let redacted = self.audit.redact(&request.arguments);
+            return self.reviewers.ask(request, caller, redacted, policy.approval_deadline()).await;
+        }
+        (self.approver.approve(request).await, self.approver.name().to_owned())
     }
 
     pub(crate) fn call_id(&self) -> String {

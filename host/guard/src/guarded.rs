@@ -285,10 +285,10 @@ impl Guarded {
             Verdict::Ask => {
                 let request = self.request(&call, &input, &decision.reason, Subject::Call);
                 let asked = Instant::now();
-                let approval = guard.approver.approve(&request).instrument(trace::approval()).await;
+                let (approval, approver) = guard.approve(&request).instrument(trace::approval()).await;
                 metrics::stage("approval", asked);
                 let approved = approval == Approval::Approved;
-                records.push(entry(Event::Approval { approved, approver: guard.approver.name().to_owned() }));
+                records.push(entry(Event::Approval { approved, approver }));
                 match approval {
                     Approval::Approved => None,
                     Approval::Denied { reason } => Some(reason),
@@ -387,8 +387,8 @@ impl Guarded {
     async fn release(&self, call: &str, input: &Value, flags: Vec<String>) -> bool {
         let reason = "the result looks like it carries instructions, and the policy asks before showing it";
         let request = self.request(call, input, reason, Subject::Release { flags });
-        let approved = self.guard.approver.approve(&request).await == Approval::Approved;
-        let approver = self.guard.approver.name().to_owned();
+        let (approval, approver) = self.guard.approve(&request).await;
+        let approved = approval == Approval::Approved;
         self.guard.note(Entry::call(call, &self.provider, &self.tool, Event::Approval { approved, approver }));
         approved
     }

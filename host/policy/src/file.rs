@@ -17,6 +17,14 @@ pub(crate) struct RawPolicy {
     #[serde(default)]
     pub budgets: Vec<Spanned<RawBudget>>,
     pub flow: Option<Spanned<RawFlow>>,
+    pub approvals: Option<Spanned<RawApprovals>>,
+}
+
+/// The `[approvals]` table: how asks routed to the gateway's reviewers wait.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawApprovals {
+    pub deadline_seconds: Option<u64>,
 }
 
 /// A `flow` table, at any scope: the policy's, a provider's, a tool's. Which keys a scope
@@ -128,6 +136,8 @@ pub(crate) struct RawProvider {
     pub sinks: Vec<Spanned<String>>,
     #[serde(default)]
     pub fetches: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub ask_reviewers: Vec<Spanned<String>>,
     pub flow: Option<Spanned<RawFlow>>,
 }
 

@@ -21,13 +21,33 @@ use toml::Spanned;
 use wasmgate_egress::HostGrant;
 
 /// The whole policy: one [`ProviderPolicy`] per configured provider.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Policy {
     providers: BTreeMap<String, ProviderPolicy>,
     budgets: Vec<Budget>,
     /// The `[flow]` rules, over the defaults.
     flow: FlowRules,
+    /// How long an ask routed to reviewers waits for an answer (`[approvals]`).
+    approval_deadline: std::time::Duration,
 }
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            providers: BTreeMap::new(),
+            budgets: Vec::new(),
+            flow: FlowRules::default(),
+            approval_deadline: std::time::Duration::from_secs(DEFAULT_APPROVAL_DEADLINE_SECONDS),
+        }
+    }
+}
+
+/// How long an ask routed to reviewers waits, unless `[approvals] deadline_seconds` says.
+pub const DEFAULT_APPROVAL_DEADLINE_SECONDS: u64 = 300;
+
+/// The longest `[approvals] deadline_seconds` (a day): a call holds its caller's
+/// request open while it waits.
+pub const MAX_APPROVAL_DEADLINE_SECONDS: u64 = 86_400;
 
 impl Policy {
     /// Reads and validates a policy file. Relative formatter paths are resolved against the file's
@@ -89,7 +109,36 @@ impl Policy {
             Some(raw) => crate::flow::validated(&src, "flow", raw, Scope::Policy)?.0,
             None => FlowRules::default(),
         };
-        Ok(Policy { providers, budgets, flow })
+        let deadline = match raw.approvals {
+            Some(raw) => match raw.get_ref().deadline_seconds {
+                Some(seconds) if !(1..=MAX_APPROVAL_DEADLINE_SECONDS).contains(&seconds) => {
+                    return Err(src.error(
+                        raw.span(),
+                        "approvals.deadline_seconds",
+                        format!("{seconds} seconds is out of range"),
+                        format!("write 1 to {MAX_APPROVAL_DEADLINE_SECONDS} (a day)"),
+                    ));
+                }
+                Some(seconds) => seconds,
+                None => DEFAULT_APPROVAL_DEADLINE_SECONDS,
+            },
+            None => DEFAULT_APPROVAL_DEADLINE_SECONDS,
+        };
+        let approval_deadline = std::time::Duration::from_secs(deadline);
+        Ok(Policy { providers, budgets, flow, approval_deadline })
+    }
+
+    /// Whether an `ask` of `provider`'s `tool` goes to the gateway's reviewers (the
+    /// provider's `ask_reviewers`) instead of the caller's client.
+    #[must_use]
+    pub fn asks_reviewers(&self, provider: &str, tool: &str) -> bool {
+        self.providers.get(provider).is_some_and(|p| p.asks_reviewers(tool))
+    }
+
+    /// How long an ask routed to reviewers waits for an answer before it is denied.
+    #[must_use]
+    pub fn approval_deadline(&self) -> std::time::Duration {
+        self.approval_deadline
     }
 
     /// The `[flow]` rules as written (unset keys take [`FlowRules::DEFAULTS`]).
@@ -530,6 +579,7 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
     let callers = caller_rules(src, &format!("{key}.callers"), raw.callers)?;
     let sinks = raw.sinks.iter().map(|glob| Glob::new(glob.get_ref())).collect();
     let fetches = raw.fetches.iter().map(|glob| Glob::new(glob.get_ref())).collect();
+    let ask_reviewers = raw.ask_reviewers.iter().map(|glob| Glob::new(glob.get_ref())).collect();
     let (flow, flow_after, _) = match raw.flow {
         Some(raw) => crate::flow::validated(src, &format!("{key}.flow"), raw, Scope::Provider)?,
         None => Default::default(),
@@ -561,6 +611,7 @@ fn provider(src: &Source<'_>, provider_name: &str, key: &str, raw: RawProvider) 
         prompts,
         sinks,
         fetches,
+        ask_reviewers,
         flow,
         flow_after,
     })

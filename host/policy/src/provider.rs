@@ -173,6 +173,9 @@ pub struct ProviderPolicy {
     /// Globs over the provider's own tool names that are sinks (they send, write, pay,
     /// share or fetch a URL).
     pub(crate) sinks: Vec<Glob>,
+    /// Globs over the provider's own tool names whose `ask` goes to the gateway's
+    /// reviewers (out of band) instead of the caller's client.
+    pub(crate) ask_reviewers: Vec<Glob>,
     /// Globs over its tools that fetch the URL they are given and send nothing else
     /// (sinks too): following a link a result wrote is `sink_link`'s to decide.
     pub(crate) fetches: Vec<Glob>,
@@ -252,6 +255,11 @@ impl ProviderPolicy {
     /// Whether the policy names `tool` a fetch (`fetches`).
     pub fn names_fetch(&self, tool: &str) -> bool {
         self.fetches.iter().any(|g| g.matches(tool))
+    }
+
+    /// Whether an `ask` of `tool` goes to the gateway's reviewers (`ask_reviewers`).
+    pub fn asks_reviewers(&self, tool: &str) -> bool {
+        self.ask_reviewers.iter().any(|g| g.matches(tool))
     }
 
     /// The `sinks` globs as written.

@@ -453,3 +453,19 @@ fn sampling_is_denied_unless_allowed_and_roots_are_file_uris_checked_at_load() {
     let (_, key, problem, _) = invalid("[providers.c]\nsampling_max_tokens = 0\n");
     assert_eq!((key.as_str(), problem.as_str()), ("providers.c.sampling_max_tokens", "0 would allow no completion"));
 }
+
+#[test]
+fn asks_go_to_reviewers_only_for_the_tools_named_and_wait_for_a_bounded_deadline() {
+    let policy = parse("[approvals]\ndeadline_seconds = 60\n\n[providers.pay]\nask_reviewers = [\"send_*\"]\n");
+    assert!(policy.asks_reviewers("pay", "send_money"));
+    assert!(!policy.asks_reviewers("pay", "balance") && !policy.asks_reviewers("other", "send_money"));
+    assert_eq!(policy.approval_deadline(), std::time::Duration::from_secs(60));
+    assert_eq!(parse("").approval_deadline().as_secs(), wasmgate_policy::DEFAULT_APPROVAL_DEADLINE_SECONDS);
+    assert_eq!(Policy::default().approval_deadline(), parse("").approval_deadline());
+    for seconds in [0, wasmgate_policy::MAX_APPROVAL_DEADLINE_SECONDS + 1] {
+        let (line, key, problem, _) = invalid(&format!("[approvals]\ndeadline_seconds = {seconds}\n"));
+        assert_eq!((line, key.as_str()), (1, "approvals.deadline_seconds"), "{problem}");
+    }
+    let (_, _, problem, _) = invalid("[approvals]\nwebhook = 3\n");
+    assert!(problem.contains("webhook"), "{problem}");
+}

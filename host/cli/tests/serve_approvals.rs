@@ -1,0 +1,133 @@
+//! Asks answered out of band: with `ask_reviewers`, a caller's `ask` waits at the
+//! gateway for a reviewer (`wasmgate approvals`) instead of asking the caller's client;
+//! an approval lets it run, a denial fails it, nobody answering by the deadline denies
+//! it, nobody answers their own call, and the audit log names who answered.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Person, serve_http, setup, stderr, stdout, wasmgate};
+use serde_json::{Map, Value, json};
+use wasmgate_client::{ClientConfig, HttpConfig, HttpTransport, InputHandler, McpClient};
+use wasmgate_core::CancellationToken;
+use wasmgate_oauth::SecretSource;
+use wasmgate_testing::Issuer;
+
+/// A client of the gateway at `url` with `token`, whose person approves every question
+/// put to them (so an ask that reached them would run).
+async fn client(url: &str, token: &str) -> McpClient {
+    let mut capabilities = Map::new();
+    capabilities.insert("elicitation".into(), json!({}));
+    let config = ClientConfig {
+        capabilities,
+        input_handler: Some(Arc::new(Person) as Arc<dyn InputHandler>),
+        ..ClientConfig::default()
+    };
+    let http = HttpConfig { bearer: Some(SecretSource::Value(token.to_owned())), ..HttpConfig::new("wasmgate", url) };
+    McpClient::connect("wasmgate", HttpTransport::new(&http).unwrap(), config).await.unwrap()
+}
+
+/// Starts `client`'s call of calendar_create; its outcome: error or not, and the text.
+fn create(client: &Arc<McpClient>, title: &str) -> tokio::task::JoinHandle<(bool, String)> {
+    let client = Arc::clone(client);
+    let arguments = json!({"user": "bob", "title": title, "start": "2026-12-03T12:00", "end": "2026-12-03T13:00"});
+    tokio::spawn(async move {
+        let arguments = arguments.as_object().cloned().unwrap();
+        let result = client.call_tool("calendar__calendar_create", arguments, CancellationToken::new()).await.unwrap();
+        (result.is_error, result.content.iter().filter_map(|b| b.text()).collect())
+    })
+}
+
+/// The asks waiting at the gateway on `dir`, once there are `count` (at most 60 s).
+async fn waiting(dir: &std::path::Path, count: usize) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = wasmgate(dir, &["approvals"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let shown: Vec<String> = stdout(&out).lines().filter(|l| l.contains(" wants to ")).map(str::to_owned).collect();
+        if shown.len() == count {
+            return shown.into_iter().map(Value::String).collect();
+        }
+        assert!(std::time::Instant::now() < deadline, "{count} asks did not come: {}", stdout(&out));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The id an `approvals` line starts with.
+fn id(line: &Value) -> String {
+    line.as_str().unwrap().split_once(' ').unwrap().0.to_owned()
+}
+
+fn approvals(dir: &std::path::Path) -> Vec<Value> {
+    let audit = std::fs::read_to_string(dir.join("state/audit.jsonl")).unwrap_or_default();
+    audit.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["event"] == "approval").collect()
+}
+
+#[tokio::test]
+async fn an_ask_routed_to_reviewers_waits_for_one_who_did_not_make_the_call() {
+    let dir = setup();
+    let issuer = Issuer::start().await;
+    let config = dir.path().join("wasmgate.toml");
+    std::fs::write(&config, std::fs::read_to_string(&config).unwrap() + &issuer.serve_oauth()).unwrap();
+    let policy = dir.path().join("policy.toml");
+    let rules = std::fs::read_to_string(&policy).unwrap();
+    assert!(rules.contains("calendar_create = \"ask\""), "{rules}");
+    let routed =
+        rules.replacen("[providers.calendar]\n", "[providers.calendar]\nask_reviewers = [\"calendar_create\"]\n", 1);
+    std::fs::write(&policy, format!("{routed}\n[approvals]\ndeadline_seconds = 600\n")).unwrap();
+    let review = wasmgate(dir.path(), &["review", "--yes"]);
+    assert!(review.status.success(), "{}", stderr(&review));
+    let (_served, url) = serve_http(dir.path(), &[]);
+    let bob = Arc::new(client(&url, &issuer.token("bob", &["staff"])).await);
+    let none = wasmgate(dir.path(), &["approvals"]);
+    assert_eq!(stdout(&none), "no call waits for a reviewer\n");
+
+    // Approved by a reviewer: the call runs, though bob's client was never asked.
+    let approved = create(&bob, "approved");
+    let shown = waiting(dir.path(), 1).await;
+    let line = shown[0].as_str().unwrap();
+    assert!(line.contains("bob wants to run calendar_create of calendar with {"), "{line}");
+    assert!(line.contains("\"title\":\"approved\"") && line.contains("the policy says: "), "{line}");
+    let out = wasmgate(dir.path(), &["approvals", "--approve", &id(&shown[0])]);
+    assert_eq!(stdout(&out), format!("approved: {}\n", id(&shown[0])));
+    let (is_error, text) = approved.await.unwrap();
+    assert!(!is_error, "{text}");
+
+    // Denied by a reviewer: the call fails as denied.
+    let denied = create(&bob, "denied");
+    let shown = waiting(dir.path(), 1).await;
+    let out = wasmgate(dir.path(), &["approvals", "--deny", &id(&shown[0])]);
+    assert_eq!(stdout(&out), format!("denied: {}\n", id(&shown[0])));
+    let (is_error, text) = denied.await.unwrap();
+    assert!(is_error && text.contains("denied") && text.contains("a reviewer declined"), "{text}");
+    let again = wasmgate(dir.path(), &["approvals", "--approve", &id(&shown[0])]);
+    assert_eq!(again.status.code(), Some(2), "answered once: {}", stdout(&again));
+
+    // Nobody answers their own call, and nobody answering by the deadline denies it.
+    std::fs::write(&policy, format!("{routed}\n[approvals]\ndeadline_seconds = 2\n")).unwrap();
+    let reload = wasmgate(dir.path(), &["reload"]);
+    assert!(reload.status.success(), "{}", stdout(&reload));
+    let me = String::from_utf8(std::process::Command::new("id").arg("-un").output().unwrap().stdout).unwrap();
+    let mine = Arc::new(client(&url, &issuer.token(me.trim(), &["staff"])).await);
+    let own = create(&mine, "own");
+    let shown = waiting(dir.path(), 1).await;
+    let out = wasmgate(dir.path(), &["approvals", "--approve", &id(&shown[0])]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stdout(&out).contains("nobody answers their own call"), "{}", stdout(&out));
+    let (is_error, text) = own.await.unwrap();
+    assert!(is_error && text.contains("no reviewer answered within 2 s"), "{text}");
+
+    // The audit log names who answered, and nobody for the deadline.
+    let uid = rustix::process::getuid().as_raw();
+    let answered: Vec<(bool, String)> = approvals(dir.path())
+        .iter()
+        .map(|r| (r["approved"].as_bool().unwrap(), r["approver"].as_str().unwrap().to_owned()))
+        .collect();
+    let reviewer = format!("local user {} (uid {uid})", me.trim());
+    assert_eq!(answered, [(true, reviewer.clone()), (false, reviewer), (false, "nobody".to_owned())]);
+    bob.close().await;
+    mine.close().await;
+}

@@ -1,0 +1,269 @@
+//! Asks answered out of band: a call whose `ask` the policy routes to the gateway's
+//! reviewers (a provider's `ask_reviewers`) waits here, instead of asking the caller's
+//! client, until a reviewer answers or its deadline passes.
+//!
+//! * A pending ask is shown with its caller, provider, tool, arguments (redacted as the
+//!   audit log redacts them) and the reason the policy asks.
+//! * Nobody answers their own call: a reviewer whose name is the caller's is refused.
+//! * Nobody answering by the deadline is a denial; so is a full queue
+//!   ([`MAX_PENDING`]). A call whose caller goes away takes its ask with it.
+//! * The answer names who gave it, for the audit log's `approval` record.
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::approver::{Approval, ApprovalRequest, Subject};
+
+/// The most asks waiting at once; past them, an ask is denied at once.
+pub const MAX_PENDING: usize = 1024;
+
+/// One ask waiting for a reviewer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingAsk {
+    /// What an answer names.
+    pub id: String,
+    /// The call's audit id.
+    pub call: String,
+    /// Who made the call (absent when nobody is named).
+    pub caller: Option<String>,
+    /// The provider.
+    pub provider: String,
+    /// The provider's tool name.
+    pub tool: String,
+    /// The call's arguments, redacted as in the audit log.
+    pub arguments: Value,
+    /// Why the policy asks.
+    pub reason: String,
+    /// `call`, or `result` (a flagged result to be shown to the model).
+    pub subject: String,
+    /// When it was asked, and when it is denied unless answered (Unix milliseconds).
+    pub asked_ms: u64,
+    /// See `asked_ms`.
+    pub deadline_ms: u64,
+}
+
+/// A reviewer: the name compared with a caller's (no one answers their own call), and
+/// how the audit log names them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reviewer {
+    /// The name a caller of the same person has (a local user's login name, a token's
+    /// subject).
+    pub name: String,
+    /// How the audit log names them (`local user alice (uid 1000)`).
+    pub shown: String,
+}
+
+/// Why an answer was not taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnswerError {
+    /// Nothing waits under that id (answered already, past its deadline, or abandoned).
+    #[error("no ask {0} waits (answered already, past its deadline, or its caller went away)")]
+    NotPending(String),
+    /// The reviewer made the call.
+    #[error("ask {0} is {1}'s own call, and nobody answers their own call; another reviewer must")]
+    OwnCall(String, String),
+}
+
+struct Waiting {
+    ask: PendingAsk,
+    answer: oneshot::Sender<(bool, String)>,
+}
+
+/// The asks waiting for reviewers; see the module docs.
+#[derive(Default)]
+pub struct Reviewers {
+    waiting: Mutex<BTreeMap<String, Waiting>>,
+}
+
+impl std::fmt::Debug for Reviewers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reviewers").field("pending", &self.pending().len()).finish()
+    }
+}
+
+/// Removes an ask from the queue when its call stops waiting, however it stops.
+struct Unqueue<'a> {
+    reviewers: &'a Reviewers,
+    id: String,
+}
+
+impl Drop for Unqueue<'_> {
+    fn drop(&mut self) {
+        self.reviewers.waiting.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.id);
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Reviewers {
+    /// The asks waiting now, oldest first.
+    #[must_use]
+    pub fn pending(&self) -> Vec<PendingAsk> {
+        let waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut asks: Vec<PendingAsk> = waiting.values().map(|w| w.ask.clone()).collect();
+        asks.sort_by_key(|a| a.asked_ms);
+        asks
+    }
+
+    /// Answers the ask `id` as `reviewer`: the call it holds goes on, or is denied.
+    ///
+    /// # Errors
+    ///
+    /// [`AnswerError`]: nothing waits under `id`, or it is the reviewer's own call
+    /// (it waits on for another).
+    pub fn answer(&self, id: &str, approve: bool, reviewer: &Reviewer) -> Result<(), AnswerError> {
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(found) = waiting.get(id) else { return Err(AnswerError::NotPending(id.to_owned())) };
+        if found.ask.caller.as_deref() == Some(reviewer.name.as_str()) {
+            return Err(AnswerError::OwnCall(id.to_owned(), reviewer.name.clone()));
+        }
+        let Some(found) = waiting.remove(id) else { return Err(AnswerError::NotPending(id.to_owned())) };
+        // A call that stopped waiting between the look and now is answered by nobody.
+        found.answer.send((approve, reviewer.shown.clone())).map_err(|_| AnswerError::NotPending(id.to_owned()))
+    }
+
+    /// Puts `request` (of `caller`, its arguments `redacted`) before the reviewers and
+    /// waits at most `deadline` for an answer: the approval, and who gave it.
+    pub(crate) async fn ask(
+        &self,
+        request: &ApprovalRequest,
+        caller: Option<String>,
+        redacted: Value,
+        deadline: Duration,
+    ) -> (Approval, String) {
+        let asked_ms = now_ms();
+        let id = format!("{}{}", request.call, if matches!(request.subject, Subject::Call) { "" } else { "-result" });
+        let ask = PendingAsk {
+            id: id.clone(),
+            call: request.call.clone(),
+            caller,
+            provider: request.provider.clone(),
+            tool: request.tool.clone(),
+            arguments: redacted,
+            reason: request.reason.clone(),
+            subject: if matches!(request.subject, Subject::Call) { "call" } else { "result" }.to_owned(),
+            asked_ms,
+            deadline_ms: asked_ms.saturating_add(u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX)),
+        };
+        let (answer, answered) = oneshot::channel();
+        {
+            let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+            if waiting.len() >= MAX_PENDING {
+                let reason = format!("{MAX_PENDING} calls wait for reviewers already; try again later");
+                return (Approval::Denied { reason }, "nobody".to_owned());
+            }
+            waiting.insert(id.clone(), Waiting { ask, answer });
+        }
+        let _unqueue = Unqueue { reviewers: self, id };
+        match tokio::time::timeout(deadline, answered).await {
+            Ok(Ok((true, by))) => (Approval::Approved, by),
+            Ok(Ok((false, by))) => (Approval::Denied { reason: "a reviewer declined".into() }, by),
+            Ok(Err(_)) | Err(_) => {
+                let reason = format!("no reviewer answered within {} s", deadline.as_secs());
+                (Approval::Denied { reason }, "nobody".to_owned())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn request(call: &str) -> ApprovalRequest {
+        ApprovalRequest {
+            call: call.into(),
+            provider: "pay".into(),
+            tool: "send_money".into(),
+            arguments: serde_json::json!({"to": "DE89370400440532013000"}),
+            reason: "the policy asks".into(),
+            subject: Subject::Call,
+        }
+    }
+
+    fn reviewer(name: &str) -> Reviewer {
+        Reviewer { name: name.into(), shown: format!("local user {name} (uid 1)") }
+    }
+
+    /// Waits until `reviewers` holds `count` asks.
+    async fn until(reviewers: &Reviewers, count: usize) -> Vec<PendingAsk> {
+        loop {
+            let pending = reviewers.pending();
+            if pending.len() == count {
+                return pending;
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_reviewer_answers_but_never_their_own_call_and_nobody_answering_is_a_denial() {
+        let reviewers = Arc::new(Reviewers::default());
+        let asking = Arc::clone(&reviewers);
+        let waiting = tokio::spawn(async move {
+            let redacted = serde_json::json!({"to": "[redacted]"});
+            asking.ask(&request("c-1"), Some("bob".into()), redacted, Duration::from_secs(600)).await
+        });
+        let pending = until(&reviewers, 1).await;
+        assert_eq!((pending[0].id.as_str(), pending[0].caller.as_deref()), ("c-1", Some("bob")));
+        assert_eq!(pending[0].arguments["to"], "[redacted]", "shown as the audit log shows it");
+        assert_eq!(
+            reviewers.answer("c-1", true, &reviewer("bob")),
+            Err(AnswerError::OwnCall("c-1".into(), "bob".into()))
+        );
+        assert_eq!(reviewers.answer("c-9", true, &reviewer("ann")), Err(AnswerError::NotPending("c-9".into())));
+        reviewers.answer("c-1", true, &reviewer("ann")).unwrap();
+        assert_eq!(waiting.await.unwrap(), (Approval::Approved, "local user ann (uid 1)".to_owned()));
+        assert!(reviewers.pending().is_empty());
+        assert!(reviewers.answer("c-1", false, &reviewer("ann")).is_err(), "answered once");
+
+        let (denied, by) = reviewers.ask(&request("c-2"), None, Value::Null, Duration::from_millis(20)).await;
+        assert_eq!(by, "nobody");
+        assert!(matches!(denied, Approval::Denied { reason } if reason.contains("no reviewer answered")));
+        assert!(reviewers.pending().is_empty(), "past its deadline, it is gone");
+    }
+
+    #[tokio::test]
+    async fn a_declined_or_abandoned_ask_leaves_nothing_waiting_and_the_queue_is_bounded() {
+        let reviewers = Arc::new(Reviewers::default());
+        let asking = Arc::clone(&reviewers);
+        let waiting = tokio::spawn(async move {
+            asking.ask(&request("c-1"), Some("bob".into()), Value::Null, Duration::from_secs(600)).await
+        });
+        until(&reviewers, 1).await;
+        reviewers.answer("c-1", false, &reviewer("ann")).unwrap();
+        let (declined, by) = waiting.await.unwrap();
+        assert!(matches!(declined, Approval::Denied { .. }) && by == "local user ann (uid 1)");
+
+        let asking = Arc::clone(&reviewers);
+        let abandoned =
+            tokio::spawn(async move { asking.ask(&request("c-2"), None, Value::Null, Duration::from_secs(600)).await });
+        until(&reviewers, 1).await;
+        abandoned.abort();
+        until(&reviewers, 0).await;
+
+        let mut held = Vec::new();
+        for i in 0..MAX_PENDING {
+            let asking = Arc::clone(&reviewers);
+            held.push(tokio::spawn(async move {
+                asking.ask(&request(&format!("h-{i}")), None, Value::Null, Duration::from_secs(600)).await
+            }));
+        }
+        until(&reviewers, MAX_PENDING).await;
+        let (full, _) = reviewers.ask(&request("one-more"), None, Value::Null, Duration::from_secs(600)).await;
+        assert!(matches!(full, Approval::Denied { reason } if reason.contains("wait for reviewers already")));
+        for task in held {
+            task.abort();
+        }
+    }
+}
