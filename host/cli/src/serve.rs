@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
-use wasmgate_gateway::JwtAuthenticator;
-use wasmgate_guard::{CallerApprover, Unattended};
+use wasmgate_gateway::{ApprovalsConfig, JwtAuthenticator, Webhook};
+use wasmgate_guard::{CallerApprover, PendingAsk, Unattended};
 use wasmgate_protocol::server::ServerIdentity;
 use wasmgate_server::{Authenticator, HttpConfig, ServerConfig, serve_http, serve_stdio};
 
@@ -79,6 +79,18 @@ const MIN_TOKEN_CHARS: usize = 16;
 
 /// The bearer token in the environment variable `var`: set, and not short. `what` names
 /// the setting that named it.
+/// The webhook of `[serve.approvals]`, if it names one.
+fn approvals_webhook(config: &ApprovalsConfig) -> anyhow::Result<Option<Webhook>> {
+    let Some(url) = &config.webhook else { return Ok(None) };
+    let var = config.secret_env.as_deref().context(
+        "[serve.approvals] webhook needs secret_env: the environment variable holding the secret announcements are \
+         signed with",
+    )?;
+    let secret =
+        std::env::var(var).with_context(|| format!("[serve.approvals] secret_env {var}: the variable is not set"))?;
+    Ok(Some(Webhook::new(url, secret.trim().as_bytes())?))
+}
+
 fn bearer_token(what: &str, var: &str) -> anyhow::Result<String> {
     let token = std::env::var(var).with_context(|| format!("{what} {var}: the variable is not set"))?;
     let length = token.trim().chars().count();
@@ -160,6 +172,8 @@ async fn serve(args: ServeArgs, loaded: wasmgate_gateway::Config) -> anyhow::Res
         (Some(_), Some(var)) => Some(bearer_token("[serve.metrics] token_env", var)?),
         _ => None,
     };
+    // Checked before any provider starts: a webhook that cannot be used stops start-up.
+    let webhook = approvals_webhook(&loaded.serve.approvals)?;
     // Installed before any provider starts too, so a SIGTERM is never the default exit.
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("cannot watch for SIGTERM")?;
@@ -171,6 +185,9 @@ async fn serve(args: ServeArgs, loaded: wasmgate_gateway::Config) -> anyhow::Res
         _ = terminate.recv() => bail!("stopped by SIGTERM while starting the providers"),
     };
     let gateway = Arc::new(gateway);
+    if let Some(webhook) = webhook {
+        gateway.guard.reviewers().announce_with(Arc::new(move |ask: &PendingAsk| webhook.announce(ask)));
+    }
     let backend = gateway.backend();
     // SIGHUP and `wasmgate reload` read the rules again (docs/SERVER.md).
     let controller = Arc::new(Controller {

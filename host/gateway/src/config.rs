@@ -111,6 +111,21 @@ pub struct ServeConfig {
     /// header names. None by default: the header is ignored.
     #[serde(default)]
     pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// How calls waiting for a reviewer are announced (`[serve.approvals]`).
+    #[serde(default)]
+    pub approvals: ApprovalsConfig,
+}
+
+/// `[serve.approvals]`: the webhook announcing each call that waits for a reviewer
+/// (the policy's `ask_reviewers`); none by default.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalsConfig {
+    /// Where each announcement is POSTed: `https`, or `http` to a loopback host.
+    pub webhook: Option<String>,
+    /// The environment variable holding the secret announcements are signed with (at
+    /// least 32 bytes); required with `webhook`.
+    pub secret_env: Option<String>,
 }
 
 /// `[serve.traces]`: a span per stage of every call, sent over OTLP/HTTP. The spans carry

@@ -29,6 +29,10 @@
 //! * `resource_server`: [`JwtAuthenticator`], the gateway as an OAuth resource server
 //!   for `serve --http`;
 //! * `reload`: [`Gateway::reload`], the rules read again while running ([`Reloaded`]);
+//! * `review`: [`Gateway::reviews`] and [`Gateway::decide`], reviewing through a
+//!   running gateway ([`Reviews`], [`Decision`]);
+//! * `webhook`: [`Webhook`], announcing each call that waits for a reviewer
+//!   (`[serve.approvals]`), signed;
 //! * `cluster`: [`Member`], a gateway as one replica of several, sharing a store
 //!   (`[cluster]`);
 //! * `status`: every tool's state (allowed, ask, denied, unreviewed, changed);
@@ -51,13 +55,15 @@ mod reload;
 mod resource_server;
 mod review;
 mod status;
+mod webhook;
 
 pub use backend::GatewayBackend;
 pub use cluster::{Anchoring, Member};
 pub use code::{Code, CodeError, MAX_CODE_BYTES, Review, approve_code, review_code};
 pub use config::{
-    AuditConfig, ClusterConfig, Config, DirConfig, HeaderConfig, LimitsConfig, MAX_PREPARED_INSTANCES, MetricsConfig,
-    ProviderConfig, ProviderKind, ResourceServerConfig, SandboxSettings, ServeConfig, TracesConfig, TracesProtocol,
+    ApprovalsConfig, AuditConfig, ClusterConfig, Config, DirConfig, HeaderConfig, LimitsConfig, MAX_PREPARED_INSTANCES,
+    MetricsConfig, ProviderConfig, ProviderKind, ResourceServerConfig, SandboxSettings, ServeConfig, TracesConfig,
+    TracesProtocol,
 };
 pub use error::StartError;
 pub use gateway::{Gateway, Readiness};
@@ -69,3 +75,4 @@ pub use reload::Reloaded;
 pub use resource_server::{JwtAuthenticator, ResourceServerError};
 pub use review::{CodeReview, Decided, Decision, DefinitionReview, ReviewError, Reviews, code_reviews};
 pub use status::{ToolState, ToolStatus};
+pub use webhook::{MAX_IN_FLIGHT, MIN_SECRET_BYTES, Webhook, WebhookError, signature};

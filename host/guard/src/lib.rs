@@ -34,7 +34,9 @@
 //! * `trace`: the spans of a call, for a traces exporter ([`TRACE_TARGET`]);
 //! * `screen`: detection, the policy's injection action, framing ([`Screener`]);
 //! * `approver`: the [`Approver`] trait, [`Unattended`], [`TerminalApprover`] and
-//!   [`CallerApprover`].
+//!   [`CallerApprover`];
+//! * `reviewers`: [`Reviewers`], the asks the policy routes to the gateway's reviewers
+//!   while they wait for an answer ([`PendingAsk`]).
 
 mod approver;
 mod bridge;
@@ -58,7 +60,7 @@ pub use budgets::{BudgetRefusal, Budgets, Limited};
 pub use content::GuardedContent;
 pub use guard::{Access, Admission, Guard};
 pub use provenance::{Carried, Limits as ProvenanceLimits, Marks, Origin, Provenance, Sequence, Source};
-pub use reviewers::{AnswerError, MAX_PENDING, PendingAsk, Reviewer, Reviewers};
+pub use reviewers::{Announcer, AnswerError, MAX_PENDING, PendingAsk, Reviewer, Reviewers};
 pub use screen::{INJECTION_WITHHELD, SCREEN_FAILED, Screener, UNFRAMED};
 pub use shaping::UNKNOWN_CONTENT;
 pub use toolset::{GuardedToolset, REPORTED_PER_TOOL, REPORTED_TOOLS_PER_PROVIDER, WithheldTool};

@@ -10,7 +10,7 @@
 //! * The answer names who gave it, for the audit log's `approval` record.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -69,6 +69,9 @@ pub enum AnswerError {
     OwnCall(String, String),
 }
 
+/// What announces each ask as it starts to wait (the gateway's webhook).
+pub type Announcer = Arc<dyn Fn(&PendingAsk) + Send + Sync>;
+
 struct Waiting {
     ask: PendingAsk,
     answer: oneshot::Sender<(bool, String)>,
@@ -78,6 +81,7 @@ struct Waiting {
 #[derive(Default)]
 pub struct Reviewers {
     waiting: Mutex<BTreeMap<String, Waiting>>,
+    announcer: Mutex<Option<Announcer>>,
 }
 
 impl std::fmt::Debug for Reviewers {
@@ -103,6 +107,11 @@ fn now_ms() -> u64 {
 }
 
 impl Reviewers {
+    /// Has `announcer` told of each ask as it starts to wait, from now on.
+    pub fn announce_with(&self, announcer: Announcer) {
+        *self.announcer.lock().unwrap_or_else(PoisonError::into_inner) = Some(announcer);
+    }
+
     /// The asks waiting now, oldest first.
     #[must_use]
     pub fn pending(&self) -> Vec<PendingAsk> {
@@ -159,7 +168,11 @@ impl Reviewers {
                 let reason = format!("{MAX_PENDING} calls wait for reviewers already; try again later");
                 return (Approval::Denied { reason }, "nobody".to_owned());
             }
-            waiting.insert(id.clone(), Waiting { ask, answer });
+            waiting.insert(id.clone(), Waiting { ask: ask.clone(), answer });
+        }
+        let announcer = self.announcer.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        if let Some(announce) = announcer {
+            announce(&ask);
         }
         let _unqueue = Unqueue { reviewers: self, id };
         match tokio::time::timeout(deadline, answered).await {
@@ -176,8 +189,6 @@ impl Reviewers {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use std::sync::Arc;
-
     use super::*;
 
     fn request(call: &str) -> ApprovalRequest {
@@ -209,6 +220,9 @@ mod tests {
     #[tokio::test]
     async fn a_reviewer_answers_but_never_their_own_call_and_nobody_answering_is_a_denial() {
         let reviewers = Arc::new(Reviewers::default());
+        let announced = Arc::new(Mutex::new(Vec::new()));
+        let told = Arc::clone(&announced);
+        reviewers.announce_with(Arc::new(move |ask: &PendingAsk| told.lock().unwrap().push(ask.id.clone())));
         let asking = Arc::clone(&reviewers);
         let waiting = tokio::spawn(async move {
             let redacted = serde_json::json!({"to": "[redacted]"});
@@ -217,6 +231,7 @@ mod tests {
         let pending = until(&reviewers, 1).await;
         assert_eq!((pending[0].id.as_str(), pending[0].caller.as_deref()), ("c-1", Some("bob")));
         assert_eq!(pending[0].arguments["to"], "[redacted]", "shown as the audit log shows it");
+        assert_eq!(*announced.lock().unwrap(), ["c-1"], "announced as it started to wait");
         assert_eq!(
             reviewers.answer("c-1", true, &reviewer("bob")),
             Err(AnswerError::OwnCall("c-1".into(), "bob".into()))
