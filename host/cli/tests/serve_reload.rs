@@ -7,9 +7,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{serve_http, serve_stdio, setup, stderr, stdout, wasmgate};
+use common::{changed, following, serve_http, serve_stdio, setup, stderr, stdout, wasmgate};
 use serde_json::{Value, json};
-use wasmgate_client::{ClientConfig, McpClient, StdioTransport, ToolsWatch};
+use wasmgate_client::{ClientConfig, McpClient, StdioTransport};
 use wasmgate_core::CancellationToken;
 use wasmgate_testing::children;
 
@@ -30,24 +30,6 @@ fn text(result: &wasmgate_protocol::CallToolResult) -> String {
 
 async fn names(client: &McpClient) -> Vec<String> {
     client.list_tools().await.unwrap().into_iter().map(|t| t.name).collect()
-}
-
-/// Waits (at most 30 s) until `client` follows the tool list, and returns its change
-/// counter, seen.
-async fn following(client: &McpClient) -> tokio::sync::watch::Receiver<u64> {
-    let mut watch = client.tools_watch();
-    let active = tokio::time::timeout(Duration::from_secs(30), watch.wait_for(|s| *s == ToolsWatch::Active)).await;
-    assert!(active.is_ok_and(|r| r.is_ok()), "the client follows the tool list");
-    let mut changes = client.tool_list_changes();
-    changes.borrow_and_update();
-    changes
-}
-
-/// Waits (at most 30 s) for the next tools/list_changed notice on `changes`.
-async fn changed(changes: &mut tokio::sync::watch::Receiver<u64>) {
-    let heard = tokio::time::timeout(Duration::from_secs(30), changes.changed()).await;
-    assert!(heard.is_ok_and(|r| r.is_ok()), "a tools/list_changed notice");
-    changes.borrow_and_update();
 }
 
 fn edit_policy(dir: &std::path::Path, from: &str, to: &str) {

@@ -11,9 +11,9 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{own_echo_server, serve_stdio, setup, stderr, stdout, wasmgate};
+use common::{changed, following, own_echo_server, serve_stdio, setup, stderr, stdout, wasmgate};
 use serde_json::{Value, json};
-use wasmgate_client::{ClientConfig, McpClient, StdioTransport, ToolsWatch};
+use wasmgate_client::{ClientConfig, McpClient, StdioTransport};
 use wasmgate_core::CancellationToken;
 
 /// The control socket of the one gateway running on `dir`, once it listens (at most 30 s).
@@ -56,11 +56,7 @@ async fn a_review_through_the_running_gateway_is_served_at_once_and_audited_with
     let transport = StdioTransport::spawn(&serve_stdio(dir.path())).unwrap();
     let client = McpClient::connect("wasmgate", transport, ClientConfig::default()).await.unwrap();
     assert!(names(&client).await.is_empty(), "nothing is reviewed yet");
-    let mut watch = client.tools_watch();
-    let active = tokio::time::timeout(Duration::from_secs(30), watch.wait_for(|s| *s == ToolsWatch::Active)).await;
-    assert!(active.is_ok_and(|r| r.is_ok()), "the client follows the tool list");
-    let mut changes = client.tool_list_changes();
-    changes.borrow_and_update();
+    let mut changes = following(&client).await;
     let socket = socket(dir.path());
 
     // What waits, as the gateway shows it.
@@ -96,8 +92,7 @@ async fn a_review_through_the_running_gateway_is_served_at_once_and_audited_with
     assert!(shown.contains("approved: echo__echo") && shown.contains("approved: calendar__calendar_query"), "{shown}");
 
     // Served without a restart: the client heard the list change, and the call runs.
-    let heard = tokio::time::timeout(Duration::from_secs(30), changes.changed()).await;
-    assert!(heard.is_ok_and(|r| r.is_ok()), "a tools/list_changed notice");
+    changed(&mut changes).await;
     assert!(names(&client).await.contains(&"echo__echo".to_owned()));
     let arguments = json!({"text": "reviewed"}).as_object().cloned().unwrap();
     let echoed = client.call_tool("echo__echo", arguments, CancellationToken::new()).await.unwrap();
@@ -139,11 +134,7 @@ async fn code_approved_through_the_running_gateway_starts_its_provider() {
     let served = names(&client).await;
     assert!(served.contains(&"calendar__calendar_query".to_owned()), "{served:?}");
     assert!(!served.contains(&"echo__echo".to_owned()), "{served:?}");
-    let mut watch = client.tools_watch();
-    let active = tokio::time::timeout(Duration::from_secs(30), watch.wait_for(|s| *s == ToolsWatch::Active)).await;
-    assert!(active.is_ok_and(|r| r.is_ok()), "the client follows the tool list");
-    let mut changes = client.tool_list_changes();
-    changes.borrow_and_update();
+    let mut changes = following(&client).await;
     let socket = socket(dir.path());
     let reviews: Value = serde_json::from_str(&ask(&socket, "reviews")).unwrap();
     let code = reviews["code"].as_array().unwrap().iter().find(|c| c["provider"] == "echo").unwrap().clone();
@@ -154,8 +145,7 @@ async fn code_approved_through_the_running_gateway_starts_its_provider() {
     assert!(ask(&socket, &decide(&"1".repeat(64))).contains("changed since it was shown"));
     let approved = ask(&socket, &decide(code["hash"].as_str().unwrap()));
     assert_eq!(approved, "approved: the code of echo; started echo");
-    let heard = tokio::time::timeout(Duration::from_secs(30), changes.changed()).await;
-    assert!(heard.is_ok_and(|r| r.is_ok()), "a tools/list_changed notice");
+    changed(&mut changes).await;
     assert!(names(&client).await.contains(&"echo__echo".to_owned()), "its definition was reviewed before");
     let again = stdout(&wasmgate(dir.path(), &["review", "--yes"]));
     assert!(again.contains("nothing to review"), "{again}");

@@ -63,6 +63,28 @@ pub fn own_echo_server(dir: &Path) -> PathBuf {
     script
 }
 
+/// Waits (at most 30 s) until `client` follows the tool list, and returns its change
+/// counter, seen.
+pub async fn following(client: &wasmgate_client::McpClient) -> tokio::sync::watch::Receiver<u64> {
+    let mut watch = client.tools_watch();
+    let active = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        watch.wait_for(|s| *s == wasmgate_client::ToolsWatch::Active),
+    )
+    .await;
+    assert!(active.is_ok_and(|r| r.is_ok()), "the client follows the tool list");
+    let mut changes = client.tool_list_changes();
+    changes.borrow_and_update();
+    changes
+}
+
+/// Waits (at most 30 s) for the next tools/list_changed notice on `changes`.
+pub async fn changed(changes: &mut tokio::sync::watch::Receiver<u64>) {
+    let heard = tokio::time::timeout(std::time::Duration::from_secs(30), changes.changed()).await;
+    assert!(heard.is_ok_and(|r| r.is_ok()), "a tools/list_changed notice");
+    changes.borrow_and_update();
+}
+
 /// `wasmgate ARGS` on the configuration in `dir`.
 pub fn wasmgate(dir: &Path, args: &[&str]) -> Output {
     command(dir).args(args).output().unwrap()
