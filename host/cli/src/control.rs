@@ -172,7 +172,9 @@ fn one_line(text: &str) -> String {
 const MAX_PASSWD_BYTES: u64 = 4 * 1024 * 1024;
 
 /// The local user `uid` as a reviewer: named by their login name from `/etc/passwd`
-/// (`uid N` when it has none), shown as `local user NAME (uid N)`.
+/// (`uid N` when it has none), shown as `local user NAME (uid N)`. The gateway's own
+/// user also carries the names it gives its stdio caller (`$USER`, `$LOGNAME`,
+/// `local`), so they cannot answer the calls they make over stdio.
 pub fn local_reviewer(uid: u32) -> Reviewer {
     let mut passwd = String::new();
     let read = std::fs::File::open("/etc/passwd")
@@ -185,10 +187,16 @@ pub fn local_reviewer(uid: u32) -> Reviewer {
             (id.parse::<u32>().ok() == Some(uid) && !name.is_empty()).then(|| name.to_owned())
         })
     });
-    match name {
-        Some(name) => Reviewer { shown: format!("local user {name} (uid {uid})"), name },
-        None => Reviewer { name: format!("uid {uid}"), shown: format!("local user (uid {uid})") },
+    let (name, shown) = match name {
+        Some(name) => (name.clone(), format!("local user {name} (uid {uid})")),
+        None => (format!("uid {uid}"), format!("local user (uid {uid})")),
+    };
+    let mut names = vec![name];
+    if uid == rustix::process::geteuid().as_raw() {
+        let stdio = ["USER", "LOGNAME"].iter().filter_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()));
+        names.extend(stdio.chain(std::iter::once("local".to_owned())));
     }
+    Reviewer { names, shown }
 }
 
 /// The directory of the control sockets of `state_dir`'s gateways.

@@ -47,13 +47,14 @@ pub struct PendingAsk {
     pub deadline_ms: u64,
 }
 
-/// A reviewer: the name compared with a caller's (no one answers their own call), and
+/// A reviewer: the names compared with a caller's (no one answers their own call), and
 /// how the audit log names them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reviewer {
-    /// The name a caller of the same person has (a local user's login name, a token's
+    /// Every name a call of the same person carries as its caller (a local user's login
+    /// name, and the names the gateway gives its own user's stdio calls; a token's
     /// subject).
-    pub name: String,
+    pub names: Vec<String>,
     /// How the audit log names them (`local user alice (uid 1000)`).
     pub shown: String,
 }
@@ -130,8 +131,8 @@ impl Reviewers {
     pub fn answer(&self, id: &str, approve: bool, reviewer: &Reviewer) -> Result<(), AnswerError> {
         let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(found) = waiting.get(id) else { return Err(AnswerError::NotPending(id.to_owned())) };
-        if found.ask.caller.as_deref() == Some(reviewer.name.as_str()) {
-            return Err(AnswerError::OwnCall(id.to_owned(), reviewer.name.clone()));
+        if let Some(caller) = found.ask.caller.as_ref().filter(|caller| reviewer.names.contains(caller)) {
+            return Err(AnswerError::OwnCall(id.to_owned(), caller.clone()));
         }
         let Some(found) = waiting.remove(id) else { return Err(AnswerError::NotPending(id.to_owned())) };
         // A call that stopped waiting between the look and now is answered by nobody.
@@ -203,7 +204,7 @@ mod tests {
     }
 
     fn reviewer(name: &str) -> Reviewer {
-        Reviewer { name: name.into(), shown: format!("local user {name} (uid 1)") }
+        Reviewer { names: vec![name.into(), "local".into()], shown: format!("local user {name} (uid 1)") }
     }
 
     /// Waits until `reviewers` holds `count` asks.
@@ -237,6 +238,15 @@ mod tests {
             Err(AnswerError::OwnCall("c-1".into(), "bob".into()))
         );
         assert_eq!(reviewers.answer("c-9", true, &reviewer("ann")), Err(AnswerError::NotPending("c-9".into())));
+        let other = Arc::clone(&reviewers);
+        let local = tokio::spawn(async move {
+            other.ask(&request("c-3"), Some("local".into()), Value::Null, Duration::from_secs(600)).await
+        });
+        until(&reviewers, 2).await;
+        let refused = reviewers.answer("c-3", true, &reviewer("ann"));
+        assert_eq!(refused, Err(AnswerError::OwnCall("c-3".into(), "local".into())), "any of the reviewer's names");
+        local.abort();
+        until(&reviewers, 1).await;
         reviewers.answer("c-1", true, &reviewer("ann")).unwrap();
         assert_eq!(waiting.await.unwrap(), (Approval::Approved, "local user ann (uid 1)".to_owned()));
         assert!(reviewers.pending().is_empty());
