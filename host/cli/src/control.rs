@@ -296,13 +296,22 @@ pub struct Connection {
 
 impl Connection {
     /// Every running gateway of `state_dir` that accepts a connection. A socket nobody
-    /// listens on was left by a gateway that did not end cleanly: it is removed.
+    /// listens on (the connection refused) was left by a gateway that did not end
+    /// cleanly: it is removed. One that fails otherwise (a gateway too busy to accept)
+    /// is left alone.
     pub async fn all(state_dir: &Path) -> Vec<Connection> {
         let mut found = Vec::new();
         for socket in sockets(state_dir) {
-            if UnixStream::connect(&socket).await.is_err() {
-                let _ = std::fs::remove_file(&socket);
-                continue;
+            match UnixStream::connect(&socket).await {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    let _ = std::fs::remove_file(&socket);
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(socket = %socket.display(), error = %e, "a gateway's control socket cannot be reached");
+                    continue;
+                }
             }
             let pid = socket.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
             found.push(Connection { pid, socket });

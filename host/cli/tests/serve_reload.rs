@@ -204,6 +204,21 @@ fn reload_without_a_running_gateway_says_so() {
     assert!(stderr(&out).contains("wasmgate serve"), "{}", stderr(&out));
 }
 
+#[test]
+fn a_control_socket_left_by_a_gateway_that_did_not_end_cleanly_is_removed() {
+    let dir = setup();
+    let control = dir.path().join("state/control");
+    std::fs::create_dir_all(&control).unwrap();
+    let stale = control.join("1.sock");
+    // Bound, then closed: the file stays, and nothing listens on it.
+    drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+    assert!(stale.exists());
+    let out = wasmgate(dir.path(), &["reload"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("no running gateway of"), "{}", stderr(&out));
+    assert!(!stale.exists(), "the socket nobody listens on is removed");
+}
+
 #[tokio::test]
 async fn sighup_reloads_and_a_stdio_client_hears_the_tool_list_changed() {
     let dir = reviewed();
