@@ -25,13 +25,7 @@ pub struct ApprovalsArgs {
 /// Lists what waits, or answers one ask; false (exit status 2) when an answer was refused.
 pub async fn run(args: ApprovalsArgs) -> anyhow::Result<bool> {
     let config = args.config.load()?;
-    let gateways = Connection::all(&config.state_dir).await;
-    if gateways.is_empty() {
-        bail!(
-            "no running gateway of {} answered, so no call waits; start one with `wasmgate serve`",
-            config.path.display()
-        );
-    }
+    let gateways = Connection::running(&config).await?;
     let answer = match (args.approve, args.deny) {
         (Some(id), _) => Some(AskAnswer { id, approve: true }),
         (None, Some(id)) => Some(AskAnswer { id, approve: false }),

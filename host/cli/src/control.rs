@@ -128,9 +128,7 @@ impl Controller {
             Err(error) => format!("refused: {}", one_line(&error.to_string())),
         }
     }
-}
 
-impl Controller {
     /// Answers a pending ask as the local user `uid`: `approved: ID`, `denied: ID`, or
     /// `refused: WHY`.
     fn answer_ask(&self, answer: &str, uid: Option<u32>) -> String {
@@ -295,6 +293,24 @@ pub struct Connection {
 }
 
 impl Connection {
+    /// Every running gateway of `config` that accepts a connection, or an error saying
+    /// none does and how to start one.
+    ///
+    /// # Errors
+    ///
+    /// No gateway of `config` answered.
+    pub async fn running(config: &wasmgate_gateway::Config) -> anyhow::Result<Vec<Connection>> {
+        let gateways = Self::all(&config.state_dir).await;
+        if gateways.is_empty() {
+            bail!(
+                "no running gateway of {} answered (looked for control sockets in {}); start one with `wasmgate serve`",
+                config.path.display(),
+                control_dir(&config.state_dir).display()
+            );
+        }
+        Ok(gateways)
+    }
+
     /// Every running gateway of `state_dir` that accepts a connection. A socket nobody
     /// listens on (the connection refused) was left by a gateway that did not end
     /// cleanly: it is removed. One that fails otherwise (a gateway too busy to accept)
@@ -348,14 +364,7 @@ pub struct ReloadArgs {
 /// rules again, and prints each answer. False (exit status 2) when one refused.
 pub async fn run(args: ReloadArgs) -> anyhow::Result<bool> {
     let config = args.config.load()?;
-    let gateways = Connection::all(&config.state_dir).await;
-    if gateways.is_empty() {
-        bail!(
-            "no running gateway of {} answered (looked for control sockets in {}); start one with `wasmgate serve`",
-            config.path.display(),
-            control_dir(&config.state_dir).display()
-        );
-    }
+    let gateways = Connection::running(&config).await?;
     let mut all_taken = true;
     for gateway in gateways {
         let answer = gateway.ask(RELOAD, MAX_LINE).await.unwrap_or_else(|e| format!("refused: {e:#}"));

@@ -193,7 +193,6 @@ impl Gateway {
         // One decision at a time, and none during a reload: each starts from the lock
         // the last one left.
         let one = self.reloading.lock().await;
-        let reviews = self.reviews(path).await?;
         let subject = match &decision.tool {
             Some(tool) => format!("the definition of {tool} of provider {}", decision.provider),
             None => format!("the code of provider {}", decision.provider),
@@ -212,21 +211,17 @@ impl Gateway {
         };
         match &decision.tool {
             Some(tool) => {
-                let pending = reviews
-                    .definitions
-                    .iter()
-                    .find(|d| d.provider == decision.provider && d.tool == *tool && d.unusable.is_none())
-                    .ok_or_else(|| ReviewError::NotPending(subject.clone()))?;
-                if pending.hash != decision.hash {
-                    return Err(ReviewError::Changed(subject));
-                }
+                // What the tool's provider offers now.
+                self.toolset.refresh().await;
                 let withheld = self.toolset.withheld();
                 let offer = withheld
                     .iter()
-                    .find(|w| w.offer.provider == decision.provider && w.offer.name == *tool)
+                    .find(|w| w.offer.provider == decision.provider && w.offer.name == *tool && w.unusable.is_none())
                     .map(|w| &w.offer)
-                    .filter(|offer| definition_hash(&offer.definition) == decision.hash)
-                    .ok_or_else(|| ReviewError::Changed(subject.clone()))?;
+                    .ok_or_else(|| ReviewError::NotPending(subject.clone()))?;
+                if definition_hash(&offer.definition) != decision.hash {
+                    return Err(ReviewError::Changed(subject));
+                }
                 self.audited(record(decision.approve)).await?;
                 if decision.approve {
                     self.guard.approve_definition(offer).map_err(|e| self.unsaved(&subject, e))?;
@@ -234,8 +229,8 @@ impl Gateway {
                 Ok(Decided::default())
             }
             None => {
-                let pending = reviews
-                    .code
+                let code = self.code_reviews(path)?;
+                let pending = code
                     .iter()
                     .find(|c| c.provider == decision.provider)
                     .ok_or_else(|| ReviewError::NotPending(subject.clone()))?;
