@@ -156,6 +156,12 @@ impl Chain {
         Self { key }
     }
 
+    /// Its key, when it is keyed.
+    #[must_use]
+    pub fn key(&self) -> Option<&ChainKey> {
+        self.key.as_ref()
+    }
+
     /// Whether the chain is keyed.
     #[must_use]
     pub fn is_keyed(&self) -> bool {

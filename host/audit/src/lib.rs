@@ -24,6 +24,8 @@
 //! * `pending`: [`Pending`], waiting for durability (blocking, or as a `Future`).
 //! * `tail`: continuing an existing log and cutting off a torn last record (no record
 //!   longer than [`MAX_LINE_BYTES`]).
+//! * `index`: reading a log a page at a time, newest first, with filters, verifying
+//!   what was appended since the last page ([`Index`]), for the web console.
 //! * `verify`: checking a log and naming its first bad record ([`verify()`]), and
 //!   whether a log holds an anchored record ([`holds`]).
 //! * `clock`: where record times come from ([`Clock`]).
@@ -34,6 +36,7 @@ mod clock;
 mod durability;
 mod error;
 mod event;
+mod index;
 mod log;
 mod pending;
 mod redact;
@@ -50,6 +53,7 @@ pub use clock::{Clock, FixedClock, SystemClock};
 pub use durability::Durability;
 pub use error::AuditError;
 pub use event::{CarriedValue, Entry, Event, MAX_CARRIED_VALUES};
+pub use index::{Filter, Index, MAX_INDEXED, MAX_PAGE, Page, Verified};
 pub use log::{AuditLog, Options};
 pub use pending::Pending;
 pub use redact::Redaction;

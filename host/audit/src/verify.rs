@@ -300,30 +300,10 @@ fn chain_file(
             };
         }
         let line = &buf[..buf.len() - 1];
-        let record: Value =
-            serde_json::from_slice(line).map_err(|e| err(line_no, None, Problem::NotJson(e.to_string())))?;
-        if !record.is_object() {
-            return Err(err(line_no, None, Problem::NotJson("not an object".into())));
-        }
-        let seq = record.get("seq").and_then(Value::as_u64).ok_or(err(line_no, None, Problem::MissingField("seq")))?;
-        let expected = summary.last_seq + 1;
-        if seq != expected {
-            return Err(err(line_no, Some(seq), Problem::Sequence { expected }));
-        }
-        let prev =
-            record.get("prev").and_then(Value::as_str).ok_or(err(line_no, Some(seq), Problem::MissingField("prev")))?;
-        if prev != summary.last_hash {
-            return Err(match line_no {
-                1 if first_file => err(1, Some(seq), Problem::NotGenesis),
-                1 => err(1, Some(seq), Problem::Unlinked),
-                _ => err(line_no - 1, Some(summary.last_seq), Problem::Altered { next_line: line_no }),
-            });
-        }
-        for field in ["time", "event"] {
-            if !record.get(field).is_some_and(Value::is_string) {
-                return Err(err(line_no, Some(seq), Problem::MissingField(field)));
-            }
-        }
+        let (_, seq) = check_record(line, line_no, first_file, &summary).map_err(|(seq, problem)| {
+            let at = if matches!(problem, Problem::Altered { .. }) { line_no - 1 } else { line_no };
+            err(at, seq, problem)
+        })?;
         let hash = line_hash(line);
         if options.anchor.as_ref().is_some_and(|a| a.seq == seq && a.hash != hash) {
             return Err(err(line_no, Some(seq), Problem::AnchorMismatch));
@@ -333,4 +313,39 @@ fn chain_file(
         summary.last_hash = chain.link(line);
         summary.anchor = Anchor { seq, hash };
     }
+}
+
+/// Checks one complete record (`line`, without its newline, at `line_no` of its file)
+/// against the chain so far (`summary`): a JSON object whose `seq` follows, whose
+/// `prev` is the last hash, with `time` and `event`. `first_file`: whether no record came
+/// before its file (a bad `prev` on its first line is then [`Problem::NotGenesis`]).
+/// Returns the record and its `seq`, or the `seq` (if read) and what is wrong; an
+/// [`Problem::Altered`] names the record before (`line_no - 1`).
+pub(crate) fn check_record(
+    line: &[u8],
+    line_no: u64,
+    first_file: bool,
+    summary: &Summary,
+) -> Result<(serde_json::Map<String, Value>, u64), (Option<u64>, Problem)> {
+    let record: Value = serde_json::from_slice(line).map_err(|e| (None, Problem::NotJson(e.to_string())))?;
+    let Value::Object(record) = record else { return Err((None, Problem::NotJson("not an object".into()))) };
+    let seq = record.get("seq").and_then(Value::as_u64).ok_or((None, Problem::MissingField("seq")))?;
+    let expected = summary.last_seq + 1;
+    if seq != expected {
+        return Err((Some(seq), Problem::Sequence { expected }));
+    }
+    let prev = record.get("prev").and_then(Value::as_str).ok_or((Some(seq), Problem::MissingField("prev")))?;
+    if prev != summary.last_hash {
+        return Err(match line_no {
+            1 if first_file => (Some(seq), Problem::NotGenesis),
+            1 => (Some(seq), Problem::Unlinked),
+            _ => (Some(summary.last_seq), Problem::Altered { next_line: line_no }),
+        });
+    }
+    for field in ["time", "event"] {
+        if !record.get(field).is_some_and(Value::is_string) {
+            return Err((Some(seq), Problem::MissingField(field)));
+        }
+    }
+    Ok((record, seq))
 }

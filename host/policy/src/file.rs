@@ -18,6 +18,29 @@ pub(crate) struct RawPolicy {
     pub budgets: Vec<Spanned<RawBudget>>,
     pub flow: Option<Spanned<RawFlow>>,
     pub approvals: Option<Spanned<RawApprovals>>,
+    pub console: Option<Spanned<RawConsole>>,
+}
+
+/// The `[console]` table: who may use the web console, as caller matches.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawConsole {
+    #[serde(default)]
+    pub reviewers: Vec<Spanned<RawCallerMatch>>,
+    #[serde(default)]
+    pub admins: Vec<Spanned<RawCallerMatch>>,
+}
+
+/// Who a `[console]` entry is for: at least one key (checked when the policy is built).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCallerMatch {
+    #[serde(default)]
+    pub subjects: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub groups: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub claims: BTreeMap<String, Spanned<toml::Value>>,
 }
 
 /// The `[approvals]` table: how asks routed to the gateway's reviewers wait.

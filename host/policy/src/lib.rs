@@ -72,7 +72,7 @@ pub use frame::{FrameError, Framed, frame};
 pub use glob::Glob;
 pub use lock::{CodeChange, CodePin, CodeState, Lock, LockError, MAX_LOCK_BYTES, ReviewState};
 pub use name::{NameError, exposed_name, is_valid_tool_name, prefixed_name, split_prefixed, validate_provider};
-pub use policy::{DEFAULT_APPROVAL_DEADLINE_SECONDS, MAX_APPROVAL_DEADLINE_SECONDS, Policy};
+pub use policy::{ConsoleRole, DEFAULT_APPROVAL_DEADLINE_SECONDS, MAX_APPROVAL_DEADLINE_SECONDS, Policy};
 pub use provider::{
     ConfinementLevel, DEFAULT_MEDIA_MAX_BYTES, DEFAULT_MEDIA_TYPES, DEFAULT_SAMPLING_MAX_TOKENS, FetchedCode,
     FormatterRule, InjectionAction, LimitOverrides, MediaMode, ProviderPolicy, ToolRule, climbs,

@@ -29,6 +29,25 @@ pub struct Policy {
     flow: FlowRules,
     /// How long an ask routed to reviewers waits for an answer (`[approvals]`).
     approval_deadline: std::time::Duration,
+    /// Who may use the web console (`[console]`).
+    console: ConsoleRoles,
+}
+
+/// What a caller may do in the web console: a reviewer decides reviews and answers
+/// asks; an admin does that and reads the audit log too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ConsoleRole {
+    /// Reviews and approvals.
+    Reviewer,
+    /// Reviews, approvals and the audit log.
+    Admin,
+}
+
+/// The `[console]` table: the callers who are reviewers, and those who are admins.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct ConsoleRoles {
+    reviewers: Vec<CallerMatch>,
+    admins: Vec<CallerMatch>,
 }
 
 impl Default for Policy {
@@ -38,6 +57,7 @@ impl Default for Policy {
             budgets: Vec::new(),
             flow: FlowRules::default(),
             approval_deadline: std::time::Duration::from_secs(DEFAULT_APPROVAL_DEADLINE_SECONDS),
+            console: ConsoleRoles::default(),
         }
     }
 }
@@ -125,7 +145,32 @@ impl Policy {
             None => DEFAULT_APPROVAL_DEADLINE_SECONDS,
         };
         let approval_deadline = std::time::Duration::from_secs(deadline);
-        Ok(Policy { providers, budgets, flow, approval_deadline })
+        let console = match raw.console {
+            Some(raw) => {
+                let raw = raw.into_inner();
+                ConsoleRoles {
+                    reviewers: console_matches(&src, "console.reviewers", raw.reviewers)?,
+                    admins: console_matches(&src, "console.admins", raw.admins)?,
+                }
+            }
+            None => ConsoleRoles::default(),
+        };
+        Ok(Policy { providers, budgets, flow, approval_deadline, console })
+    }
+
+    /// What the caller with `facts` (`subject` and its token's claims) may do in the web
+    /// console (`[console]`): `None` when the policy names them neither reviewer nor
+    /// admin. An admin is a reviewer too.
+    #[must_use]
+    pub fn console_role(&self, facts: &serde_json::Map<String, Value>) -> Option<ConsoleRole> {
+        let named = |matches: &[CallerMatch]| matches.iter().any(|m| m.matches(Some(facts)));
+        if named(&self.console.admins) {
+            Some(ConsoleRole::Admin)
+        } else if named(&self.console.reviewers) {
+            Some(ConsoleRole::Reviewer)
+        } else {
+            None
+        }
     }
 
     /// Whether an `ask` of `provider`'s `tool` goes to the gateway's reviewers (the
@@ -679,6 +724,33 @@ fn caller_match(
         facts.insert(name, json);
     }
     Ok(CallerMatch { subjects, groups, claims: facts })
+}
+
+/// The `[console]` entries at `key`: each names someone, since an entry that names
+/// nothing would match every caller.
+fn console_matches(
+    src: &Source<'_>,
+    key: &str,
+    raw: Vec<Spanned<crate::file::RawCallerMatch>>,
+) -> Result<Vec<CallerMatch>, PolicyError> {
+    raw.into_iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            let span = entry.span();
+            let entry = entry.into_inner();
+            let at = format!("{key}[{i}]");
+            let callers = caller_match(src, &at, entry.subjects, entry.groups, entry.claims)?;
+            if callers.is_everyone() {
+                return Err(src.error(
+                    span,
+                    &at,
+                    "the entry names nobody, so it would match every caller",
+                    "name `subjects`, `groups` or `claims`",
+                ));
+            }
+            Ok(callers)
+        })
+        .collect()
 }
 
 /// The budget `budgets[i]`: a positive rate and burst, a provider the policy names.

@@ -469,3 +469,30 @@ fn asks_go_to_reviewers_only_for_the_tools_named_and_wait_for_a_bounded_deadline
     let (_, _, problem, _) = invalid("[approvals]\nwebhook = 3\n");
     assert!(problem.contains("webhook"), "{problem}");
 }
+
+#[test]
+fn the_console_names_reviewers_and_admins_and_nobody_else() {
+    use wasmgate_policy::ConsoleRole;
+    let policy = parse(
+        "[console]\nreviewers = [{ groups = [\"security\"] }, { subjects = [\"carol\"] }]\n\
+         admins = [{ claims = { dept = \"ops\" } }]\n",
+    );
+    let facts = |v: serde_json::Value| v.as_object().cloned().unwrap_or_default();
+    let role = |v| policy.console_role(&facts(v));
+    assert_eq!(role(serde_json::json!({"subject": "alice", "groups": ["security"]})), Some(ConsoleRole::Reviewer));
+    assert_eq!(role(serde_json::json!({"subject": "carol"})), Some(ConsoleRole::Reviewer));
+    assert_eq!(role(serde_json::json!({"subject": "dan", "dept": "ops"})), Some(ConsoleRole::Admin));
+    assert_eq!(
+        role(serde_json::json!({"subject": "dan", "groups": ["security"], "dept": "ops"})),
+        Some(ConsoleRole::Admin)
+    );
+    assert_eq!(role(serde_json::json!({"subject": "mallory", "groups": ["staff"]})), None);
+    assert_eq!(parse("").console_role(&facts(serde_json::json!({"subject": "root"}))), None, "nobody by default");
+    let (line, key, problem, fix) = invalid("[console]\nreviewers = [{ subjects = [\"a\"] }, {}]\n");
+    assert_eq!((line, key.as_str()), (2, "console.reviewers[1]"), "{problem}");
+    assert!(problem.contains("every caller") && fix.contains("subjects"), "{problem} {fix}");
+    let (_, key, _, _) = invalid("[console]\nadmins = [{ groups = [\"\"] }]\n");
+    assert_eq!(key, "console.admins[0].groups[0]");
+    let (_, _, problem, _) = invalid("[console]\nviewers = []\n");
+    assert!(problem.contains("viewers"), "{problem}");
+}
