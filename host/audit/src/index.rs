@@ -378,7 +378,7 @@ impl Index {
         let limit = limit.clamp(1, MAX_PAGE);
         let ids = [&filter.caller, &filter.provider, &filter.tool, &filter.event, &filter.verdict]
             .map(|wanted| self.names.find(wanted.as_ref()));
-        if ids.iter().any(|id| *id == Some(None)) {
+        if ids.contains(&Some(None)) {
             // A value no record has.
             return Ok(Page::default());
         }

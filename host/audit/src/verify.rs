@@ -315,6 +315,9 @@ fn chain_file(
     }
 }
 
+/// What is wrong with a record: its `seq` (if read), and the problem.
+pub(crate) type BadRecord = (Option<u64>, Problem);
+
 /// Checks one complete record (`line`, without its newline, at `line_no` of its file)
 /// against the chain so far (`summary`): a JSON object whose `seq` follows, whose
 /// `prev` is the last hash, with `time` and `event`. `first_file`: whether no record came
@@ -326,7 +329,7 @@ pub(crate) fn check_record(
     line_no: u64,
     first_file: bool,
     summary: &Summary,
-) -> Result<(serde_json::Map<String, Value>, u64), (Option<u64>, Problem)> {
+) -> Result<(serde_json::Map<String, Value>, u64), BadRecord> {
     let record: Value = serde_json::from_slice(line).map_err(|e| (None, Problem::NotJson(e.to_string())))?;
     let Value::Object(record) = record else { return Err((None, Problem::NotJson("not an object".into()))) };
     let seq = record.get("seq").and_then(Value::as_u64).ok_or((None, Problem::MissingField("seq")))?;
