@@ -452,7 +452,7 @@ mod tests {
 
     fn call(log: &AuditLog, i: usize) {
         let (caller, provider) = (["alice", "bob"][i % 2], ["mail", "calendar", "files"][i % 3]);
-        let verdict = if i % 5 == 0 { "deny" } else { "allow" }.to_owned();
+        let verdict = if i.is_multiple_of(5) { "deny" } else { "allow" }.to_owned();
         let mut entry = Entry::call(
             format!("c{i}"),
             provider,
