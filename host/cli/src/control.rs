@@ -111,20 +111,8 @@ impl Controller {
         let Some(uid) = uid else {
             return "refused: the kernel does not say who is asking, and a decision needs a reviewer".to_owned();
         };
-        let what = match &decision.tool {
-            Some(tool) => format!("{}__{tool}", decision.provider),
-            None => format!("the code of {}", decision.provider),
-        };
-        match self.gateway.decide(&self.path, &decision, &local_reviewer(uid).shown).await {
-            Ok(decided) => {
-                let reloaded = decided.reloaded.unwrap_or_default();
-                self.backend.reloaded(&self.gateway, &reloaded).await;
-                match (decision.approve, reloaded.started.is_empty()) {
-                    (true, true) => format!("approved: {what}"),
-                    (true, false) => format!("approved: {what}; started {}", reloaded.started.join(", ")),
-                    (false, _) => format!("refused as asked: {what}"),
-                }
-            }
+        match self.backend.decide(&self.gateway, &self.path, &decision, &local_reviewer(uid).shown).await {
+            Ok(outcome) => outcome,
             Err(error) => format!("refused: {}", one_line(&error.to_string())),
         }
     }

@@ -91,6 +91,34 @@ fn approvals_webhook(config: &ApprovalsConfig) -> anyhow::Result<Option<Webhook>
     Ok(Some(Webhook::new(url, secret.trim().as_bytes())?))
 }
 
+/// The web console of `[serve.console]`, as routes of the HTTP face.
+fn console(
+    settings: &wasmgate_gateway::ConsoleConfig,
+    bound: SocketAddr,
+    loaded: &wasmgate_gateway::Config,
+    gateway: &Arc<wasmgate_gateway::Gateway>,
+    backend: &Arc<wasmgate_gateway::GatewayBackend>,
+    authenticator: &Arc<dyn Authenticator>,
+) -> anyhow::Result<axum::Router> {
+    let audit_key = match &loaded.audit.key_file {
+        Some(path) => {
+            Some(wasmgate_audit::ChainKey::load(path).with_context(|| format!("[audit] key_file {}", path.display()))?)
+        }
+        None => None,
+    };
+    let resource = loaded.serve.oauth.as_ref().map(|oauth| oauth.resource.clone()).unwrap_or_default();
+    let parts = wasmgate_console::Parts {
+        gateway: Arc::clone(gateway),
+        backend: Arc::clone(backend),
+        config_path: loaded.path.clone(),
+        authenticator: Arc::clone(authenticator),
+        resource,
+        audit_key,
+    };
+    let console = wasmgate_console::Console::new(settings, bound, parts)?;
+    Ok(Arc::new(console).router())
+}
+
 fn bearer_token(what: &str, var: &str) -> anyhow::Result<String> {
     let token = std::env::var(var).with_context(|| format!("{what} {var}: the variable is not set"))?;
     let length = token.trim().chars().count();
@@ -210,6 +238,18 @@ async fn serve(args: ServeArgs, loaded: wasmgate_gateway::Config) -> anyhow::Res
     };
     let served = match listener {
         Some((listener, bound)) => {
+            let routes = match (&loaded.serve.console, &authenticator) {
+                (Some(settings), Some(authenticator)) => {
+                    let console = console(settings, bound, &loaded, &gateway, &backend, authenticator)?;
+                    eprintln!("wasmgate: the console is at http://{bound}{}", wasmgate_console::PATH);
+                    Some(console)
+                }
+                (Some(_), None) => bail!(
+                    "[serve.console] needs [serve.oauth]: the console signs people in through the authorization \
+                     server whose tokens the gateway takes"
+                ),
+                (None, _) => None,
+            };
             let defaults = HttpConfig::new();
             let http = HttpConfig {
                 metrics: metrics.map(|handle| crate::metrics::render(handle, Arc::clone(&gateway))),
@@ -219,6 +259,7 @@ async fn serve(args: ServeArgs, loaded: wasmgate_gateway::Config) -> anyhow::Res
                 allowed_origins: args.allow_origin,
                 per_client_concurrency: args.per_client_requests.unwrap_or(defaults.per_client_concurrency),
                 trusted_proxies: loaded.serve.trusted_proxies.clone(),
+                routes,
                 ..defaults
             };
             eprintln!("wasmgate: serving MCP on http://{bound}{}", http.path);

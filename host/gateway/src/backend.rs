@@ -96,6 +96,34 @@ impl GatewayBackend {
         });
     }
 
+    /// Takes one reviewer's decision ([`Gateway::decide`]), tells clients what it changed,
+    /// and says what it did: `approved: WHAT` (with `; started PROVIDER` when approved code
+    /// started its provider) or `refused as asked: WHAT`.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::ReviewError`]: the decision was not taken.
+    pub async fn decide(
+        self: &Arc<Self>,
+        gateway: &Gateway,
+        path: &std::path::Path,
+        decision: &crate::Decision,
+        reviewer: &str,
+    ) -> Result<String, crate::ReviewError> {
+        let decided = gateway.decide(path, decision, reviewer).await?;
+        let reloaded = decided.reloaded.unwrap_or_default();
+        self.reloaded(gateway, &reloaded).await;
+        let what = match &decision.tool {
+            Some(tool) => format!("{}__{tool}", decision.provider),
+            None => format!("the code of {}", decision.provider),
+        };
+        Ok(match (decision.approve, reloaded.started.is_empty()) {
+            (true, true) => format!("approved: {what}"),
+            (true, false) => format!("approved: {what}; started {}", reloaded.started.join(", ")),
+            (false, _) => format!("refused as asked: {what}"),
+        })
+    }
+
     /// Tells clients what a reload of `gateway` changed: the providers it started are
     /// followed and their resources and prompts served, the served tools are looked at
     /// again (a list-changed notice when they differ), and resource and prompt lists

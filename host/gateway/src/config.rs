@@ -114,6 +114,32 @@ pub struct ServeConfig {
     /// How calls waiting for a reviewer are announced (`[serve.approvals]`).
     #[serde(default)]
     pub approvals: ApprovalsConfig,
+    /// The web console at `/console` (`[serve.console]`); off by default.
+    pub console: Option<ConsoleConfig>,
+}
+
+/// `[serve.console]`: the web console at `/console` of `serve --http`, for the callers
+/// the policy's `[console]` names, signed in through the authorization server that
+/// issues the gateway's tokens (authorization code with PKCE).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ConsoleConfig {
+    /// The console's client id at the authorization server (a public client).
+    pub client_id: String,
+    /// The authorization server's authorization endpoint.
+    pub authorization_endpoint: String,
+    /// Its token endpoint: `https`, or `http` to a loopback host (the gateway's own
+    /// egress rules).
+    pub token_endpoint: String,
+    /// Where the authorization server sends the browser back: the gateway's public URL
+    /// and `/console/callback`. Default: `http://ADDR/console/callback` for the address
+    /// `--http` binds.
+    pub redirect_uri: Option<String>,
+    /// The scopes asked for (default: none named).
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// How long a sign-in lasts, in minutes (default 60; 1 to 1440).
+    pub session_minutes: Option<u64>,
 }
 
 /// `[serve.approvals]`: the webhook announcing each call that waits for a reviewer

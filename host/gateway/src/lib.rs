@@ -61,9 +61,9 @@ pub use backend::GatewayBackend;
 pub use cluster::{Anchoring, Member};
 pub use code::{Code, CodeError, MAX_CODE_BYTES, Review, approve_code, review_code};
 pub use config::{
-    ApprovalsConfig, AuditConfig, ClusterConfig, Config, DirConfig, HeaderConfig, LimitsConfig, MAX_PREPARED_INSTANCES,
-    MetricsConfig, ProviderConfig, ProviderKind, ResourceServerConfig, SandboxSettings, ServeConfig, TracesConfig,
-    TracesProtocol,
+    ApprovalsConfig, AuditConfig, ClusterConfig, Config, ConsoleConfig, DirConfig, HeaderConfig, LimitsConfig,
+    MAX_PREPARED_INSTANCES, MetricsConfig, ProviderConfig, ProviderKind, ResourceServerConfig, SandboxSettings,
+    ServeConfig, TracesConfig, TracesProtocol,
 };
 pub use error::StartError;
 pub use gateway::{Gateway, Readiness};

@@ -57,5 +57,6 @@ pub use agent::{FollowRedirect, LoopbackBrowser, UserAgent};
 pub use authorizer::{Authorizer, ClientIdentity, Grant, LoginStatus, OAuthConfig, PrivateKey, Retry, TokenAuth};
 pub use challenge::Challenge;
 pub use error::AuthError;
+pub use http::AuthHttp;
 pub use secret::{SecretSource, UnsetVariable};
 pub use store::{PrivateFileError, Stored, TokenStore, read_private};

@@ -40,23 +40,46 @@ pub struct Response {
     pub content_type: &'static str,
     /// The body.
     pub body: Vec<u8>,
+    /// More headers (name, value).
+    pub headers: Vec<(String, String)>,
 }
 
 impl Response {
     /// `200 OK` with `value` as its JSON body.
     #[must_use]
     pub fn json(value: &Value) -> Self {
-        Self { status: 200, content_type: "application/json", body: value.to_string().into_bytes() }
+        Self {
+            status: 200,
+            content_type: "application/json",
+            body: value.to_string().into_bytes(),
+            headers: Vec::new(),
+        }
+    }
+
+    /// `status` with `value` as its JSON body.
+    #[must_use]
+    pub fn json_status(status: u16, value: &Value) -> Self {
+        Self { status, ..Self::json(value) }
+    }
+
+    /// `200 OK` with an HTML page.
+    #[must_use]
+    pub fn html(page: String) -> Self {
+        Self { status: 200, content_type: "text/html; charset=utf-8", body: page.into_bytes(), headers: Vec::new() }
+    }
+
+    /// `302 Found` to `location`.
+    #[must_use]
+    pub fn redirect(location: String) -> Self {
+        Self { status: 302, content_type: "text/plain", body: Vec::new(), headers: vec![("location".into(), location)] }
     }
 
     fn bytes(&self) -> Vec<u8> {
-        let mut out = format!(
-            "HTTP/1.1 {} X\r\ncontent-type: {}\r\ncontent-length: {}\r\n\r\n",
-            self.status,
-            self.content_type,
-            self.body.len()
-        )
-        .into_bytes();
+        let mut head = format!("HTTP/1.1 {} X\r\ncontent-type: {}\r\n", self.status, self.content_type);
+        for (name, value) in &self.headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        let mut out = format!("{head}content-length: {}\r\n\r\n", self.body.len()).into_bytes();
         out.extend_from_slice(&self.body);
         out
     }

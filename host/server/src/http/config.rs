@@ -55,6 +55,10 @@ pub struct HttpConfig {
     /// in these networks), for every per-client bound. Default: none, and the header is
     /// ignored, as any client could send it.
     pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// More routes served on the same listener, outside the MCP endpoint's guard (the
+    /// embedder's own pages, such as the gateway's web console): they do their own
+    /// authentication, and are bounded by the same header limits and shutdown.
+    pub routes: Option<axum::Router>,
 }
 
 impl HttpConfig {
@@ -76,6 +80,7 @@ impl HttpConfig {
             metrics: None,
             metrics_token: None,
             trusted_proxies: Vec::new(),
+            routes: None,
         }
     }
 }
@@ -103,6 +108,7 @@ impl fmt::Debug for HttpConfig {
             .field("metrics", &self.metrics.as_ref().map(|_| "<set>"))
             .field("metrics_token", &self.metrics_token.as_ref().map(|_| "<redacted>"))
             .field("trusted_proxies", &self.trusted_proxies)
+            .field("routes", &self.routes.as_ref().map(|_| "<set>"))
             .finish()
     }
 }

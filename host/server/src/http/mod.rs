@@ -112,10 +112,13 @@ where
     }
     // Probes for an orchestrator or a load balancer, served without a token (they say
     // nothing but whether the server lives and is ready).
-    let router = router
+    let mut router = router
         .route("/healthz", axum::routing::get(healthz))
         .route("/readyz", axum::routing::get(readyz))
         .with_state(Arc::clone(&shared));
+    if let Some(routes) = shared.http.routes.clone() {
+        router = router.merge(routes);
+    }
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.max_buf_size(buffer).timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
     tokio::pin!(shutdown);

@@ -1,0 +1,349 @@
+//! The web console of `serve --http`: a reviewer signs in through the issuer (PKCE),
+//! approves a tool definition (served at once) and a call another caller waits on; an
+//! admin reads the audit log with filters; anyone else gets 403 on every page and
+//! action; a form without its CSRF token is refused; a provider's hostile text is shown
+//! as text; every response carries the security headers.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{own_echo_server, serve_http, setup, stderr};
+use serde_json::json;
+use wasmgate_client::{ClientConfig, HttpConfig, HttpTransport, McpClient};
+use wasmgate_core::CancellationToken;
+use wasmgate_oauth::SecretSource;
+use wasmgate_testing::Issuer;
+
+/// A description no console may run.
+pub const HOSTILE: &str = "Echoes. <script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\"> \
+                           <a href=\"javascript:window.__pwned = 3\">docs</a>";
+
+/// A browser without a cookie jar: the test carries the cookies.
+fn http() -> reqwest::Client {
+    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()
+}
+
+/// The value of `name` among `response`'s `Set-Cookie` headers, and the whole header.
+fn set_cookie(response: &reqwest::Response, name: &str) -> Option<(String, String)> {
+    response.headers().get_all("set-cookie").iter().find_map(|v| {
+        let text = v.to_str().unwrap();
+        let value = text.strip_prefix(&format!("{name}="))?.split(';').next()?.to_owned();
+        Some((value, text.to_owned()))
+    })
+}
+
+fn location(response: &reqwest::Response) -> String {
+    response.headers()["location"].to_str().unwrap().to_owned()
+}
+
+/// The value of the first `name="FIELD" value="..."` after `from` in `page`.
+fn field(page: &str, from: &str, name: &str) -> String {
+    let start = page.find(from).unwrap_or_else(|| panic!("{from} is not on the page: {page}"));
+    let marker = format!("name=\"{name}\" value=\"");
+    let at = start + page[start..].find(&marker).unwrap() + marker.len();
+    page[at..at + page[at..].find('"').unwrap()].to_owned()
+}
+
+fn form(pairs: &[(&str, &str)]) -> String {
+    let mut body = url::form_urlencoded::Serializer::new(String::new());
+    for (k, v) in pairs {
+        body.append_pair(k, v);
+    }
+    body.finish()
+}
+
+/// Signs `user` in to the console at `base` through `issuer`: the callback's response.
+async fn sign_in(base: &str, user: &str) -> reqwest::Response {
+    let http = http();
+    let login = http.get(format!("{base}/console/login")).send().await.unwrap();
+    assert_eq!(login.status(), 303);
+    let (browser, cookie) = set_cookie(&login, "wasmgate_login").unwrap();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax") && cookie.contains("Path=/console/callback")
+    );
+    let authorize = url::Url::parse(&location(&login)).unwrap();
+    let params: Vec<(String, String)> = authorize.query_pairs().into_owned().collect();
+    let get = |name: &str| params.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap_or_default();
+    assert_eq!((get("response_type").as_str(), get("code_challenge_method").as_str()), ("code", "S256"));
+    assert_eq!(get("resource"), wasmgate_testing::RESOURCE);
+    let mut pairs: Vec<(&str, &str)> = params.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    pairs.push(("user", user));
+    let mut endpoint = authorize.clone();
+    endpoint.set_query(None);
+    let signed = http
+        .post(endpoint)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form(&pairs))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed.status(), 302);
+    let back = location(&signed);
+    assert!(back.starts_with(&format!("{base}/console/callback?")), "{back}");
+    // Without the browser's sign-in cookie, the code is refused; the sign-in is spent.
+    let stolen = http.get(&back).send().await.unwrap();
+    assert_eq!(stolen.status(), 400);
+    // So start again, and come back with the cookie.
+    let login = http.get(format!("{base}/console/login")).send().await.unwrap();
+    let (browser_again, _) = set_cookie(&login, "wasmgate_login").unwrap();
+    assert_ne!(browser, browser_again);
+    let authorize = url::Url::parse(&location(&login)).unwrap();
+    let mut pairs: Vec<(String, String)> = authorize.query_pairs().into_owned().collect();
+    pairs.push(("user".into(), user.into()));
+    let pairs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut endpoint = authorize.clone();
+    endpoint.set_query(None);
+    let signed = http.post(endpoint).header("content-type", "application/x-www-form-urlencoded").body(form(&pairs));
+    let back = location(&signed.send().await.unwrap());
+    http.get(&back).header("cookie", format!("wasmgate_login={browser_again}")).send().await.unwrap()
+}
+
+/// The session cookie of a sign-in that opened one.
+fn session(response: &reqwest::Response) -> String {
+    let (id, header) = set_cookie(response, "wasmgate_console").expect("a session cookie");
+    assert!(
+        header.contains("HttpOnly") && header.contains("SameSite=Strict") && header.contains("Max-Age="),
+        "{header}"
+    );
+    format!("wasmgate_console={id}")
+}
+
+async fn page(base: &str, path: &str, cookie: &str) -> (u16, String) {
+    let response = http().get(format!("{base}{path}")).header("cookie", cookie).send().await.unwrap();
+    let csp = response.headers().get("content-security-policy").map(|v| v.to_str().unwrap().to_owned());
+    let csp = csp.unwrap_or_else(|| panic!("{path} has no CSP"));
+    assert!(csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"), "{csp}");
+    assert_eq!(response.headers()["x-content-type-options"], "nosniff");
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+async fn post(base: &str, path: &str, cookie: &str, pairs: &[(&str, &str)]) -> reqwest::Response {
+    http()
+        .post(format!("{base}{path}"))
+        .header("cookie", cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form(pairs))
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn client(url: &str, token: &str) -> McpClient {
+    let http = HttpConfig { bearer: Some(SecretSource::Value(token.to_owned())), ..HttpConfig::new("wasmgate", url) };
+    McpClient::connect("wasmgate", HttpTransport::new(&http).unwrap(), ClientConfig::default()).await.unwrap()
+}
+
+/// The console's configuration on `dir`: the issuer's tokens, its sign-in, reviewers in
+/// `security`, admins in `ops`, calendar_create's asks routed to reviewers, and the
+/// echo server's echo described with [`HOSTILE`].
+pub fn console_setup(issuer: &Issuer) -> tempfile::TempDir {
+    let dir = setup();
+    let script = own_echo_server(dir.path());
+    let server = std::fs::read_to_string(&script).unwrap();
+    let hostile = server.replacen(
+        "{\"name\": name, \"inputSchema\": {\"type\": \"object\"}}",
+        &format!("{{\"name\": name, \"description\": {HOSTILE:?} if name == \"echo\" else name, \"inputSchema\": {{\"type\": \"object\"}}}}"),
+        1,
+    );
+    assert_ne!(hostile, server);
+    std::fs::write(&script, hostile).unwrap();
+    let config = dir.path().join("wasmgate.toml");
+    let text = std::fs::read_to_string(&config).unwrap() + &issuer.serve_oauth() + &issuer.serve_console("console");
+    std::fs::write(&config, text).unwrap();
+    let policy = dir.path().join("policy.toml");
+    let rules = std::fs::read_to_string(&policy).unwrap().replacen(
+        "[providers.calendar]\n",
+        "[providers.calendar]\nask_reviewers = [\"calendar_create\"]\n",
+        1,
+    );
+    let console = "\n[approvals]\ndeadline_seconds = 600\n\n[console]\nreviewers = [{ groups = [\"security\"] }]\nadmins = [{ groups = [\"ops\"] }]\n";
+    std::fs::write(&policy, rules + console).unwrap();
+    issuer.set_groups("alice", &["security"]);
+    issuer.set_groups("dave", &["ops"]);
+    issuer.set_groups("mallory", &["staff"]);
+    dir
+}
+
+/// The id of the first ask on the approvals page at `base`, once one waits (at most 60 s).
+async fn first_ask(base: &str, cookie: &str) -> (String, String) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, shown) = page(base, "/console/approvals", cookie).await;
+        if let Some(at) = shown.find("id=\"ask-") {
+            let id = shown[at + 8..at + 8 + shown[at + 8..].find('"').unwrap()].to_owned();
+            return (id, shown);
+        }
+        assert!(std::time::Instant::now() < deadline, "no ask came: {shown}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Starts `client`'s call of calendar_create; its outcome: error or not, and the text.
+fn create(client: &Arc<McpClient>, title: &str) -> tokio::task::JoinHandle<(bool, String)> {
+    let client = Arc::clone(client);
+    let arguments = json!({"user": "bob", "title": title, "start": "2026-12-03T12:00", "end": "2026-12-03T13:00"});
+    tokio::spawn(async move {
+        let arguments = arguments.as_object().cloned().unwrap();
+        let result = client.call_tool("calendar__calendar_create", arguments, CancellationToken::new()).await.unwrap();
+        (result.is_error, result.content.iter().filter_map(|b| b.text()).collect())
+    })
+}
+
+#[tokio::test]
+async fn reviewers_sign_in_decide_reviews_and_answer_asks_and_admins_read_the_audit_log() {
+    let issuer = Issuer::start().await;
+    let dir = console_setup(&issuer);
+    let (_served, url) = serve_http(dir.path(), &[]);
+    let base = url.trim_end_matches("/mcp").to_owned();
+
+    // Nobody signed in: a page sends the browser to sign in, an action is refused.
+    let response = http().get(format!("{base}/console")).send().await.unwrap();
+    assert_eq!((response.status().as_u16(), location(&response).as_str()), (303, "/console/login"));
+    assert_eq!(post(&base, "/console/approvals/answer", "", &[("id", "x"), ("approve", "true")]).await.status(), 403);
+    assert_eq!(page(&base, "/console/nosuch", "").await.0, 404);
+
+    // A caller who is no reviewer: 403 at sign-in, and on every page and action with a token.
+    let refused = sign_in(&base, "mallory").await;
+    assert_eq!(refused.status(), 403);
+    assert!(set_cookie(&refused, "wasmgate_console").is_none(), "no session for mallory");
+    let mallory = issuer.token("mallory", &["staff"]);
+    for path in ["/console", "/console/reviews", "/console/approvals", "/console/audit"] {
+        let response = http().get(format!("{base}{path}")).bearer_auth(&mallory).send().await.unwrap();
+        assert_eq!(response.status(), 403, "{path}");
+    }
+    for path in ["/console/reviews/decide", "/console/approvals/answer"] {
+        let response = http()
+            .post(format!("{base}{path}"))
+            .bearer_auth(&mallory)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("approve=true")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 403, "{path}");
+    }
+
+    // alice, a reviewer, signs in; the audit log is not hers to read.
+    let signed = sign_in(&base, "alice").await;
+    assert_eq!(signed.status(), 200);
+    let alice = session(&signed);
+    let body = signed.text().await.unwrap();
+    assert!(body.contains("http-equiv=\"refresh\" content=\"0; url=/console\""), "{body}");
+    let (status, overview) = page(&base, "/console", &alice).await;
+    assert_eq!(status, 200, "{overview}");
+    assert!(overview.contains("alice (reviewer)") && overview.contains("calendar__calendar_query"), "{overview}");
+    assert!(overview.contains("unreviewed"), "{overview}");
+    assert_eq!(page(&base, "/console/audit", &alice).await.0, 403, "the audit log is for admins");
+    // A bearer token reads pages, but takes no action.
+    let token = issuer.token("alice", &["security"]);
+    let response = http().get(format!("{base}/console/reviews")).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+
+    // The reviews page shows the hostile description as text.
+    let (_, reviews) = page(&base, "/console/reviews", &alice).await;
+    assert!(reviews.contains("&#60;script&#62;window.__pwned = 1&#60;/script&#62;"), "{reviews}");
+    assert!(!reviews.contains("<script") && !reviews.contains("<img") && !reviews.contains("<a href=\"javascript"));
+
+    // Approving calendar_create: refused without the form's CSRF token, or with another;
+    // with it, the tool is served at once.
+    let card = "id=\"review-calendar-calendar_create\"";
+    let (hash, csrf) = (field(&reviews, card, "hash"), field(&reviews, card, "csrf"));
+    let decision =
+        [("provider", "calendar"), ("tool", "calendar_create"), ("hash", hash.as_str()), ("approve", "true")];
+    assert_eq!(post(&base, "/console/reviews/decide", &alice, &decision).await.status(), 403);
+    let forged = "A".repeat(43);
+    fn with<'a>(decision: &[(&'a str, &'a str)], csrf: &'a str) -> Vec<(&'a str, &'a str)> {
+        [decision, &[("csrf", csrf)]].concat()
+    }
+    assert_eq!(post(&base, "/console/reviews/decide", &alice, &with(&decision, &forged)).await.status(), 403);
+    let response = post(&base, "/console/reviews/decide", &alice, &with(&decision, &csrf)).await;
+    assert_eq!((response.status().as_u16(), location(&response).as_str()), (303, "/console/reviews"));
+    let (_, after) = page(&base, "/console/reviews", &alice).await;
+    assert!(after.contains("approved: calendar__calendar_create"), "{after}");
+    assert!(!after.contains(card), "decided: no longer waiting");
+
+    // bob's calls wait for a reviewer: alice approves one, then denies one.
+    let bob = Arc::new(client(&url, &issuer.token("bob", &["staff"])).await);
+    let approved = create(&bob, "approved");
+    let (id, shown) = first_ask(&base, &alice).await;
+    assert!(shown.contains("asked by bob") && shown.contains("&#34;title&#34;: &#34;approved&#34;"), "{shown}");
+    let answer =
+        |id: &str, approve: &'static str| [("id", id.to_owned()), ("approve", approve.into()), ("csrf", csrf.clone())];
+    let pairs = answer(&id, "true");
+    let pairs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    assert_eq!(post(&base, "/console/approvals/answer", &alice, &pairs).await.status(), 303);
+    let (is_error, text) = approved.await.unwrap();
+    assert!(!is_error, "{text}");
+    let denied = create(&bob, "denied");
+    let (id, _) = first_ask(&base, &alice).await;
+    let pairs = answer(&id, "false");
+    let pairs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    post(&base, "/console/approvals/answer", &alice, &pairs).await;
+    let (is_error, text) = denied.await.unwrap();
+    assert!(is_error && text.contains("denied"), "{text}");
+
+    // alice's own call is not hers to answer.
+    let mine = Arc::new(client(&url, &token).await);
+    let own = create(&mine, "own");
+    let (id, shown) = first_ask(&base, &alice).await;
+    assert!(shown.contains("This is your own call"), "{shown}");
+    let pairs = answer(&id, "true");
+    let pairs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    post(&base, "/console/approvals/answer", &alice, &pairs).await;
+    let (_, shown) = page(&base, "/console/approvals", &alice).await;
+    assert!(shown.contains("nobody answers their own call"), "{shown}");
+    own.abort();
+    mine.close().await;
+
+    // dave, an admin, filters the audit log.
+    let dave = session(&sign_in(&base, "dave").await);
+    let (status, audit) = page(&base, "/console/audit?caller=bob&event=approval", &dave).await;
+    assert_eq!(status, 200, "{audit}");
+    assert!(audit.contains("Chain intact"), "{audit}");
+    assert_eq!(audit.matches("alice (console)").count(), 2, "{audit}");
+    assert_eq!(audit.matches("<td>approval</td>").count(), 2, "{audit}");
+    let (_, decisions) = page(&base, "/console/audit?event=review", &dave).await;
+    assert!(decisions.contains("calendar_create") && decisions.contains("alice (console)"), "{decisions}");
+    let (_, none) = page(&base, "/console/audit?caller=nobody-at-all", &dave).await;
+    assert!(none.contains("No record matches."), "{none}");
+
+    // Signing out needs the form's token, and ends the session.
+    let (_, overview) = page(&base, "/console", &alice).await;
+    let csrf = field(&overview, "action=\"/console/logout\"", "csrf");
+    assert_eq!(post(&base, "/console/logout", &alice, &[]).await.status(), 403);
+    let out = post(&base, "/console/logout", &alice, &[("csrf", &csrf)]).await;
+    assert_eq!(out.status(), 200);
+    assert!(set_cookie(&out, "wasmgate_console").unwrap().1.contains("Max-Age=0"));
+    let response = http().get(format!("{base}/console")).header("cookie", &alice).send().await.unwrap();
+    assert_eq!(response.status(), 303, "the session is over");
+    bob.close().await;
+}
+
+#[test]
+fn a_console_without_oauth_or_with_an_insecure_endpoint_stops_start_up() {
+    let dir = setup();
+    let config = dir.path().join("wasmgate.toml");
+    let base = std::fs::read_to_string(&config).unwrap();
+    let oauth = "\n[serve.oauth]\nissuer = \"https://as.example\"\nresource = \"https://gw.example/mcp\"\njwks_uri = \"http://127.0.0.1:9/jwks\"\n";
+    let console = |authorize: &str, extra: &str| {
+        format!(
+            "\n[serve.console]\nclient_id = \"c\"\nauthorization_endpoint = {authorize:?}\ntoken_endpoint = \"http://127.0.0.1:9/token\"\n{extra}"
+        )
+    };
+    for (text, says) in [
+        (console("http://127.0.0.1:9/authorize", ""), "needs [serve.oauth]"),
+        (format!("{oauth}{}", console("http://as.example/authorize", "")), "authorization_endpoint"),
+        (
+            format!("{oauth}{}", console("http://127.0.0.1:9/a", "redirect_uri = \"http://127.0.0.1:9/elsewhere\"\n")),
+            "redirect_uri",
+        ),
+        (format!("{oauth}{}", console("http://127.0.0.1:9/a", "session_minutes = 0\n")), "session_minutes"),
+    ] {
+        std::fs::write(&config, format!("{base}{text}")).unwrap();
+        let out = common::command(dir.path()).args(["serve", "--http", "127.0.0.1:0"]).output().unwrap();
+        assert!(!out.status.success() && stderr(&out).contains(says), "{text}: {}", stderr(&out));
+    }
+}

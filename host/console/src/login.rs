@@ -1,0 +1,176 @@
+//! Signing in and out: `/console/login` sends the browser to the authorization server
+//! (code flow, PKCE S256, `state`, the gateway's resource indicator), `/console/callback`
+//! redeems the code and opens a session for a reviewer or an admin, `/console/logout`
+//! ends it.
+//!
+//! The sign-in under way is bound to the browser that started it by a random cookie
+//! (`SameSite=Lax`, as the authorization server's redirect back is a cross-site
+//! navigation, and sent to the callback only). The session cookie is `SameSite=Strict`,
+//! so the callback answers with a page that moves on to the console from the console's
+//! own site, where the browser sends it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Form, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use oauth2::{AuthorizationCode, CsrfToken, PkceCodeChallenge, PkceCodeVerifier, Scope, TokenResponse as _};
+use subtle::ConstantTimeEq as _;
+use wasmgate_policy::ConsoleRole;
+
+use crate::Console;
+use crate::html::{Frame, Message, message, render};
+use crate::pages::{SESSION_COOKIE, cookie};
+use crate::sessions::{LOGIN_TTL, random};
+
+/// The cookie binding a sign-in under way to its browser.
+const LOGIN_COOKIE: &str = "wasmgate_login";
+
+impl Console {
+    /// A `Set-Cookie` value: `name=value` for `path`, `HttpOnly`, with `same_site`, for
+    /// `max_age` seconds (0: removed), `Secure` behind https.
+    fn cookie(&self, name: &str, value: &str, path: &str, same_site: &str, max_age: u64) -> Option<HeaderValue> {
+        let secure = if self.secure { "; Secure" } else { "" };
+        HeaderValue::from_str(&format!(
+            "{name}={value}; Path={path}; HttpOnly; SameSite={same_site}; Max-Age={max_age}{secure}"
+        ))
+        .ok()
+    }
+}
+
+/// `/console/login`: to the authorization server.
+pub(crate) async fn login(State(console): State<Arc<Console>>) -> Response {
+    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+    let mut request = console
+        .oauth
+        .authorize_url(CsrfToken::new_random)
+        .set_pkce_challenge(challenge)
+        .add_extra_param("resource", &console.parts.resource);
+    for scope in &console.scopes {
+        request = request.add_scope(Scope::new(scope.clone()));
+    }
+    let (url, state) = request.url();
+    let browser = random();
+    console.sessions.start_login(state.secret().clone(), verifier.secret().clone(), browser.clone());
+    let mut response = Redirect::to(url.as_str()).into_response();
+    if let Some(cookie) = console.cookie(LOGIN_COOKIE, &browser, "/console/callback", "Lax", LOGIN_TTL.as_secs()) {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+/// `/console/callback`: the code redeemed, the token checked, a session opened for a
+/// reviewer or an admin.
+pub(crate) async fn callback(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    if let Some(error) = query.get("error") {
+        let detail = query.get("error_description").map(|d| format!(": {d}")).unwrap_or_default();
+        return message(
+            StatusCode::FORBIDDEN,
+            "Not signed in",
+            format!("The authorization server said {error}{detail}."),
+        );
+    }
+    let again = "This sign-in is unknown, expired or from another browser: sign in again.";
+    let (Some(code), Some(state)) = (query.get("code"), query.get("state")) else {
+        return message(StatusCode::BAD_REQUEST, "Not signed in", again);
+    };
+    let Some(login) = console.sessions.take_login(state) else {
+        return message(StatusCode::BAD_REQUEST, "Not signed in", again);
+    };
+    let browser = cookie(&headers, LOGIN_COOKIE).unwrap_or_default();
+    if !bool::from(browser.as_bytes().ct_eq(login.browser.as_bytes())) || login.browser.is_empty() {
+        return message(StatusCode::BAD_REQUEST, "Not signed in", again);
+    }
+    let exchange = console
+        .oauth
+        .exchange_code(AuthorizationCode::new(code.clone()))
+        .set_pkce_verifier(PkceCodeVerifier::new(login.verifier))
+        .add_extra_param("resource", &console.parts.resource)
+        .request_async(&console.http)
+        .await;
+    let token = match exchange {
+        Ok(answer) => answer.access_token().secret().clone(),
+        Err(error) => {
+            tracing::warn!(error = %wasmgate_core::report(&error), "the console's token exchange failed");
+            return message(
+                StatusCode::BAD_GATEWAY,
+                "Not signed in",
+                "The authorization server did not give a token; the gateway's log says why.",
+            );
+        }
+    };
+    let caller = match console.parts.authenticator.authenticate(Some(&token)).await {
+        Ok(caller) => caller,
+        Err(failure) => {
+            return message(
+                StatusCode::FORBIDDEN,
+                "Not signed in",
+                format!("The token is not one this gateway takes: {failure}"),
+            );
+        }
+    };
+    let Some(role) = console.role(&caller.facts()) else {
+        return message(
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+            format!("{} is neither a reviewer nor an admin of this gateway (the policy's [console]).", caller.subject),
+        );
+    };
+    let id = console.sessions.open(caller.subject.clone(), caller.facts(), console.session_ttl);
+    tracing::info!(subject = %caller.subject, ?role, "signed in to the console");
+    let page = Message {
+        frame: Frame { title: "Signed in", ..Frame::default() },
+        heading: "Signed in".into(),
+        text: format!(
+            "Signed in as {} ({}).",
+            caller.subject,
+            if role == ConsoleRole::Admin { "admin" } else { "reviewer" }
+        ),
+        link: Some(("/console".into(), "Go to the console".into())),
+        refresh: Some("/console".into()),
+    };
+    let mut response = render(StatusCode::OK, &page);
+    let ttl = console.session_ttl.as_secs();
+    for cookie in [
+        console.cookie(SESSION_COOKIE, &id, "/console", "Strict", ttl),
+        console.cookie(LOGIN_COOKIE, "", "/console/callback", "Lax", 0),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+/// `POST /console/logout`: the session ends, with its CSRF token only (another site
+/// cannot sign a user out).
+pub(crate) async fn logout(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    if let Some(id) = cookie(&headers, SESSION_COOKIE)
+        && let Some(session) = console.sessions.get(id)
+    {
+        let sent = form.get("csrf").map(String::as_bytes).unwrap_or_default();
+        if !bool::from(sent.ct_eq(session.csrf.as_bytes())) {
+            return message(
+                StatusCode::FORBIDDEN,
+                "Forbidden",
+                "The form carries no valid CSRF token: load the page again and resubmit.",
+            );
+        }
+        console.sessions.close(id);
+    }
+    let mut response = message(StatusCode::OK, "Signed out", "You are signed out of the console.");
+    if let Some(cookie) = console.cookie(SESSION_COOKIE, "", "/console", "Strict", 0) {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
