@@ -30,8 +30,12 @@
 # and, for the demo's third act and host/client/tests/interop_postgres.rs, which start
 # their own on loopback:
 #   postgresql                 PostgreSQL (Debian 12: 15)
+# and, for the console's browser test (host/cli/tests/console_browser.rs), which starts its
+# own headless browser:
+#   chromium, chromium-driver  Chromium and its WebDriver, chromedriver
 # `install-peers.sh demo` installs only Radicale, caldav-mcp, PostgreSQL and
 # server-postgres (scripts/demo.sh needs no more); `install-peers.sh cluster` only the two Debian packages; `install-peers.sh
+# console` only Chromium and chromedriver; `install-peers.sh
 # agentdojo` only AgentDojo (which `all` leaves out).
 # Idempotent: a peer whose pinned version is already installed is left alone.
 # Needs python3 (>= 3.10) and npm, and the PyPI and npm registries. The tests never use
@@ -79,6 +83,11 @@ fi
 if { [ "$only" = all ] || [ "$only" = demo ]; } && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     debian_peer pg_ctlcluster postgresql
 fi
+if [ "$only" = all ] || [ "$only" = console ]; then
+    debian_peer chromium chromium
+    debian_peer chromedriver chromium-driver
+fi
+[ "$only" = console ] && exit 0
 [ "$only" = cluster ] && exit 0
 
 # python_peer DIR PACKAGE VERSION: a venv in DIR with PACKAGE==VERSION, unless already there.

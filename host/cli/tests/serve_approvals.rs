@@ -9,11 +9,11 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::console::create;
 use common::{Person, serve_http_with, setup, stderr, stdout, wasmgate};
 use hmac::Mac as _;
 use serde_json::{Map, Value, json};
 use wasmgate_client::{ClientConfig, HttpConfig, HttpTransport, InputHandler, McpClient};
-use wasmgate_core::CancellationToken;
 use wasmgate_oauth::SecretSource;
 use wasmgate_testing::{Issuer, Loopback, Response};
 
@@ -32,17 +32,6 @@ async fn client(url: &str, token: &str) -> McpClient {
     };
     let http = HttpConfig { bearer: Some(SecretSource::Value(token.to_owned())), ..HttpConfig::new("wasmgate", url) };
     McpClient::connect("wasmgate", HttpTransport::new(&http).unwrap(), config).await.unwrap()
-}
-
-/// Starts `client`'s call of calendar_create; its outcome: error or not, and the text.
-fn create(client: &Arc<McpClient>, title: &str) -> tokio::task::JoinHandle<(bool, String)> {
-    let client = Arc::clone(client);
-    let arguments = json!({"user": "bob", "title": title, "start": "2026-12-03T12:00", "end": "2026-12-03T13:00"});
-    tokio::spawn(async move {
-        let arguments = arguments.as_object().cloned().unwrap();
-        let result = client.call_tool("calendar__calendar_create", arguments, CancellationToken::new()).await.unwrap();
-        (result.is_error, result.content.iter().filter_map(|b| b.text()).collect())
-    })
 }
 
 /// The asks waiting at the gateway on `dir`, once there are `count` (at most 60 s).

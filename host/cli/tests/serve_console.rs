@@ -10,16 +10,11 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{own_echo_server, serve_http, setup, stderr};
-use serde_json::json;
+use common::console::{HOSTILE, console_setup, create};
+use common::{serve_http, setup, stderr};
 use wasmgate_client::{ClientConfig, HttpConfig, HttpTransport, McpClient};
-use wasmgate_core::CancellationToken;
 use wasmgate_oauth::SecretSource;
 use wasmgate_testing::Issuer;
-
-/// A description no console may run.
-pub const HOSTILE: &str = "Echoes. <script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\"> \
-                           <a href=\"javascript:window.__pwned = 3\">docs</a>";
 
 /// A browser without a cookie jar: the test carries the cookies.
 fn http() -> reqwest::Client {
@@ -136,37 +131,6 @@ async fn client(url: &str, token: &str) -> McpClient {
     McpClient::connect("wasmgate", HttpTransport::new(&http).unwrap(), ClientConfig::default()).await.unwrap()
 }
 
-/// The console's configuration on `dir`: the issuer's tokens, its sign-in, reviewers in
-/// `security`, admins in `ops`, calendar_create's asks routed to reviewers, and the
-/// echo server's echo described with [`HOSTILE`].
-pub fn console_setup(issuer: &Issuer) -> tempfile::TempDir {
-    let dir = setup();
-    let script = own_echo_server(dir.path());
-    let server = std::fs::read_to_string(&script).unwrap();
-    let hostile = server.replacen(
-        "{\"name\": name, \"inputSchema\": {\"type\": \"object\"}}",
-        &format!("{{\"name\": name, \"description\": {HOSTILE:?} if name == \"echo\" else name, \"inputSchema\": {{\"type\": \"object\"}}}}"),
-        1,
-    );
-    assert_ne!(hostile, server);
-    std::fs::write(&script, hostile).unwrap();
-    let config = dir.path().join("wasmgate.toml");
-    let text = std::fs::read_to_string(&config).unwrap() + &issuer.serve_oauth() + &issuer.serve_console("console");
-    std::fs::write(&config, text).unwrap();
-    let policy = dir.path().join("policy.toml");
-    let rules = std::fs::read_to_string(&policy).unwrap().replacen(
-        "[providers.calendar]\n",
-        "[providers.calendar]\nask_reviewers = [\"calendar_create\"]\n",
-        1,
-    );
-    let console = "\n[approvals]\ndeadline_seconds = 600\n\n[console]\nreviewers = [{ groups = [\"security\"] }]\nadmins = [{ groups = [\"ops\"] }]\n";
-    std::fs::write(&policy, rules + console).unwrap();
-    issuer.set_groups("alice", &["security"]);
-    issuer.set_groups("dave", &["ops"]);
-    issuer.set_groups("mallory", &["staff"]);
-    dir
-}
-
 /// The id of the first ask on the approvals page at `base`, once one waits (at most 60 s).
 async fn first_ask(base: &str, cookie: &str) -> (String, String) {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
@@ -181,21 +145,10 @@ async fn first_ask(base: &str, cookie: &str) -> (String, String) {
     }
 }
 
-/// Starts `client`'s call of calendar_create; its outcome: error or not, and the text.
-fn create(client: &Arc<McpClient>, title: &str) -> tokio::task::JoinHandle<(bool, String)> {
-    let client = Arc::clone(client);
-    let arguments = json!({"user": "bob", "title": title, "start": "2026-12-03T12:00", "end": "2026-12-03T13:00"});
-    tokio::spawn(async move {
-        let arguments = arguments.as_object().cloned().unwrap();
-        let result = client.call_tool("calendar__calendar_create", arguments, CancellationToken::new()).await.unwrap();
-        (result.is_error, result.content.iter().filter_map(|b| b.text()).collect())
-    })
-}
-
 #[tokio::test]
 async fn reviewers_sign_in_decide_reviews_and_answer_asks_and_admins_read_the_audit_log() {
     let issuer = Issuer::start().await;
-    let dir = console_setup(&issuer);
+    let dir = console_setup(&issuer, HOSTILE);
     let (_served, url) = serve_http(dir.path(), &[]);
     let base = url.trim_end_matches("/mcp").to_owned();
 

@@ -494,7 +494,7 @@ pub(crate) async fn audit(
     };
     let (intact, verified) = match verified {
         Verified::Intact { records, anchor } => {
-            (true, format!("{records} records verified since the gateway started reading; the last is {anchor}"))
+            (true, format!("{records} records verified from the first; the last is {anchor}"))
         }
         Verified::Broken(error) => (false, error.to_string()),
     };

@@ -4,6 +4,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod cluster;
+pub mod console;
 
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
