@@ -16,6 +16,7 @@
 mod common;
 
 use std::io::{BufRead as _, BufReader};
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -32,10 +33,20 @@ use wasmgate_testing::{Issuer, Killed};
 /// How long the browser waits for what a page should show.
 const WAIT: Duration = Duration::from_secs(30);
 
-/// chromedriver, on a port it chose, until dropped.
+/// chromedriver, on a port it chose, in a process group of its own with the browsers it
+/// starts: the whole group is killed when it is dropped, so a failed test leaves no
+/// browser behind.
 struct Driver {
-    _child: Killed,
+    child: Killed,
     url: String,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if let Some(group) = rustix::process::Pid::from_raw(self.child.0.id() as i32) {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
+    }
 }
 
 fn installed(name: &str) -> PathBuf {
@@ -51,6 +62,7 @@ fn installed(name: &str) -> PathBuf {
 fn chromedriver() -> Driver {
     let mut child = Command::new(installed("chromedriver"))
         .arg("--port=0")
+        .process_group(0)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -62,7 +74,7 @@ fn chromedriver() -> Driver {
         .find_map(|line| line.split("started successfully on port ").nth(1).map(|p| p.trim_end_matches('.').to_owned()))
         .expect("chromedriver says its port");
     std::thread::spawn(move || lines.for_each(drop));
-    Driver { _child: Killed(child), url: format!("http://127.0.0.1:{port}") }
+    Driver { child: Killed(child), url: format!("http://127.0.0.1:{port}") }
 }
 
 /// A headless Chromium with a profile of its own in `profile`.

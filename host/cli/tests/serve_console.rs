@@ -158,6 +158,13 @@ async fn reviewers_sign_in_decide_reviews_and_answer_asks_and_admins_read_the_au
     assert_eq!(post(&base, "/console/approvals/answer", "", &[("id", "x"), ("approve", "true")]).await.status(), 403);
     assert_eq!(page(&base, "/console/nosuch", "").await.0, 404);
 
+    // An authorization server's refusal is shown as text, and short.
+    let long = format!("<b>{}</b>", "x".repeat(1000));
+    let query = form(&[("error", "access_denied"), ("error_description", &long)]);
+    let (status, said) = page(&base, &format!("/console/callback?{query}"), "").await;
+    assert_eq!(status, 403);
+    assert!(said.contains("said access_denied: &#60;b&#62;xxx") && !said.contains(&"x".repeat(200)), "{said}");
+
     // A caller who is no reviewer: 403 at sign-in, and on every page and action with a token.
     let refused = sign_in(&base, "mallory").await;
     assert_eq!(refused.status(), 403);
@@ -199,6 +206,10 @@ async fn reviewers_sign_in_decide_reviews_and_answer_asks_and_admins_read_the_au
     let (_, reviews) = page(&base, "/console/reviews", &alice).await;
     assert!(reviews.contains("&#60;script&#62;window.__pwned = 1&#60;/script&#62;"), "{reviews}");
     assert!(!reviews.contains("<script") && !reviews.contains("<img") && !reviews.contains("<a href=\"javascript"));
+
+    // A form body past 16 KiB is not read.
+    let long = "x".repeat(17 * 1024);
+    assert_eq!(post(&base, "/console/reviews/decide", &alice, &[("provider", long.as_str())]).await.status(), 413);
 
     // Approving calendar_create: refused without the form's CSRF token, or with another;
     // with it, the tool is served at once.

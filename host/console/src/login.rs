@@ -24,6 +24,9 @@ use crate::html::{Frame, Message, message, render};
 use crate::pages::{SESSION_COOKIE, cookie};
 use crate::sessions::{LOGIN_TTL, random};
 
+/// The most characters of an authorization server's error shown.
+const MAX_ERROR_CHARS: usize = 200;
+
 /// The cookie binding a sign-in under way to its browser.
 const LOGIN_COOKIE: &str = "wasmgate_login";
 
@@ -68,12 +71,11 @@ pub(crate) async fn callback(
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
     if let Some(error) = query.get("error") {
-        let detail = query.get("error_description").map(|d| format!(": {d}")).unwrap_or_default();
-        return message(
-            StatusCode::FORBIDDEN,
-            "Not signed in",
-            format!("The authorization server said {error}{detail}."),
-        );
+        // Anyone can send a browser here with any text: it is shown short, and as text.
+        let short = |text: &str| text.chars().take(MAX_ERROR_CHARS).collect::<String>();
+        let detail = query.get("error_description").map(|d| format!(": {}", short(d))).unwrap_or_default();
+        let said = format!("The authorization server said {}{detail}.", short(error));
+        return message(StatusCode::FORBIDDEN, "Not signed in", said);
     }
     let again = "This sign-in is unknown, expired or from another browser: sign in again.";
     let (Some(code), Some(state)) = (query.get("code"), query.get("state")) else {
