@@ -5,6 +5,7 @@
 //! only the records it shows.
 //!
 //! `cargo bench -p wasmgate-console --bench pages`
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
