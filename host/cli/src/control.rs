@@ -94,11 +94,11 @@ impl Controller {
             };
         }
         if request == APPROVALS {
-            let pending = self.gateway.guard.reviewers().pending();
+            let pending = self.gateway.guard.reviewers().pending_anywhere().await;
             return serde_json::to_string(&pending).unwrap_or_else(|e| format!("refused: {e}"));
         }
         if let Some(answer) = request.strip_prefix(ANSWER) {
-            return self.answer_ask(answer, uid);
+            return self.answer_ask(answer, uid).await;
         }
         let Some(decision) = request.strip_prefix(DECIDE) else {
             return "refused: the requests are `reload`, `reviews`, `decide {JSON}`, `approvals` and `answer {JSON}`"
@@ -119,7 +119,7 @@ impl Controller {
 
     /// Answers a pending ask as the local user `uid`: `approved: ID`, `denied: ID`, or
     /// `refused: WHY`.
-    fn answer_ask(&self, answer: &str, uid: Option<u32>) -> String {
+    async fn answer_ask(&self, answer: &str, uid: Option<u32>) -> String {
         let answer: AskAnswer = match serde_json::from_str(answer) {
             Ok(answer) => answer,
             Err(e) => return format!("refused: not an answer: {e}"),
@@ -127,7 +127,7 @@ impl Controller {
         let Some(uid) = uid else {
             return "refused: the kernel does not say who is asking, and an answer needs a reviewer".to_owned();
         };
-        match self.gateway.guard.reviewers().answer(&answer.id, answer.approve, &local_reviewer(uid)) {
+        match self.gateway.guard.reviewers().answer_anywhere(&answer.id, answer.approve, &local_reviewer(uid)).await {
             Ok(()) if answer.approve => format!("approved: {}", answer.id),
             Ok(()) => format!("denied: {}", answer.id),
             Err(error) => format!("refused: {error}"),

@@ -224,6 +224,8 @@ async fn serve(args: ServeArgs, loaded: wasmgate_gateway::Config) -> anyhow::Res
         path: loaded.path.clone(),
     });
     control::on_hangup(hangup, Arc::clone(&controller));
+    // With replicas, the review decisions the others take (docs/DEPLOY.md).
+    let following = wasmgate_gateway::follow_reviews(Arc::clone(&gateway), Arc::clone(&backend), loaded.path.clone());
     let control = control::listen(&loaded.state_dir, controller);
     let mut config = ServerConfig::new(ServerIdentity::new("wasmgate", env!("CARGO_PKG_VERSION")));
     // `[cluster]`: request states signed with the shared key, spent in the shared store.
@@ -271,6 +273,7 @@ async fn serve(args: ServeArgs, loaded: wasmgate_gateway::Config) -> anyhow::Res
         }
     };
     drop(control);
+    drop(following);
     gateway.close().await;
     Ok(served?)
 }

@@ -2,7 +2,8 @@
 //! (docs/DEPLOY.md): request states redeemed once across replicas, a budget counted
 //! across them, handshake-era sessions kept on their replica, one replica killed under
 //! load and started again with no audit record lost, and a replica without its store
-//! refusing what needs it.
+//! refusing what needs it; and a review and an answer to an ask made in one replica's
+//! console holding on the other.
 //!
 //! The suite runs a cut-down cluster (two replicas, ten calls per client); the whole one
 //! (three replicas, fifty calls per client) and the sizing runs are `scripts/cluster.sh`,
@@ -673,6 +674,92 @@ async fn what_a_result_said_on_one_replica_stops_the_call_that_carries_it_on_ano
     assert!(!other.starts_with("denied"), "{other}");
     let bobs = call_text(&replicas[0].url(), &bob, "echo__echo", carried, Some("task-1")).await;
     assert!(!bobs.starts_with("denied"), "{bobs}");
+    for replica in &mut replicas {
+        replica.stop();
+    }
+}
+
+#[tokio::test]
+async fn a_review_and_an_answer_in_one_replicas_console_hold_on_the_other() {
+    use common::console::{create, field, first_ask, page, post, session, sign_in};
+    let issuer = Issuer::start().await;
+    issuer.set_groups("alice", &["security"]);
+    let redis = Redis::start();
+    let shared = tempfile::tempdir().unwrap();
+    let key = approval_key(shared.path());
+    let roles = "\n[approvals]\ndeadline_seconds = 600\n\n[console]\nreviewers = [{ groups = [\"security\"] }]\n";
+    let mut replicas: Vec<Replica> =
+        (0..2).map(|i| Replica::new(i, &redis.url(), &key, &issuer, false, roles).anywhere()).collect();
+    for replica in &mut replicas {
+        let dir = replica.dir.path();
+        // calendar_create waits for reviewers, and is not reviewed yet.
+        let policy = std::fs::read_to_string(dir.join("policy.toml")).unwrap().replacen(
+            "[providers.calendar]\n",
+            "[providers.calendar]\nask_reviewers = [\"calendar_create\"]\n",
+            1,
+        );
+        std::fs::write(dir.join("policy.toml"), policy).unwrap();
+        let mut lock: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("wasmgate.lock")).unwrap()).unwrap();
+        assert!(lock["providers"]["calendar"].as_object_mut().unwrap().remove("calendar_create").is_some());
+        std::fs::write(dir.join("wasmgate.lock"), serde_json::to_string_pretty(&lock).unwrap()).unwrap();
+        let config = std::fs::read_to_string(dir.join("wasmgate.toml")).unwrap() + &issuer.serve_console("console");
+        std::fs::write(dir.join("wasmgate.toml"), config).unwrap();
+        replica.start();
+    }
+    let base = replicas[0].url().trim_end_matches("/mcp").to_owned();
+    let bob = Arc::new(http_client(&replicas[1].url(), &[], Some(&issuer.token("bob", &["staff"]))).await);
+    let served =
+        |tools: Vec<wasmgate_protocol::ToolDefinition>| tools.iter().any(|t| t.name == "calendar__calendar_create");
+    assert!(!served(bob.list_tools().await.unwrap()), "not reviewed: withheld on r2");
+
+    // alice approves calendar_create in r1's console; r2 follows.
+    let alice = session(&sign_in(&base, "alice").await);
+    let (_, reviews) = page(&base, "/console/reviews", &alice).await;
+    let card = "id=\"review-calendar-calendar_create\"";
+    let (hash, csrf) = (field(&reviews, card, "hash"), field(&reviews, card, "csrf"));
+    let decision = [
+        ("provider", "calendar"),
+        ("tool", "calendar_create"),
+        ("hash", hash.as_str()),
+        ("approve", "true"),
+        ("csrf", csrf.as_str()),
+    ];
+    assert_eq!(post(&base, "/console/reviews/decide", &alice, &decision).await.status(), 303);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !served(bob.list_tools().await.unwrap()) {
+        assert!(Instant::now() < deadline, "r2 did not follow r1's review");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let followed: Vec<Value> = records(&replicas[1].audit_log())
+        .into_iter()
+        .filter(|r| r["event"] == "review" && r["tool"] == "calendar_create")
+        .skip(1) // the terminal's review, before the test took calendar_create out of the lock
+        .collect();
+    assert_eq!(followed.len(), 1, "{followed:?}");
+    assert_eq!(
+        (followed[0]["reviewer"].as_str(), followed[0]["approved"].as_bool()),
+        (Some("alice (console) on r1"), Some(true))
+    );
+
+    // bob's call waits on r2; alice sees it in r1's console and approves it there.
+    let call = create(&bob, "from r2");
+    let (id, shown) = first_ask(&base, &alice).await;
+    assert!(shown.contains("asked by bob"), "{shown}");
+    let answer = [("id", id.as_str()), ("approve", "true"), ("csrf", csrf.as_str())];
+    assert_eq!(post(&base, "/console/approvals/answer", &alice, &answer).await.status(), 303);
+    let (is_error, text) = call.await.unwrap();
+    assert!(!is_error, "{text}");
+    let approvals: Vec<Value> =
+        records(&replicas[1].audit_log()).into_iter().filter(|r| r["event"] == "approval").collect();
+    assert_eq!(approvals.len(), 1, "{approvals:?}");
+    assert_eq!(
+        (approvals[0]["approver"].as_str(), approvals[0]["approved"].as_bool()),
+        (Some("alice (console)"), Some(true))
+    );
+    let (_, after) = page(&base, "/console/approvals", &alice).await;
+    assert!(after.contains("No call waits for approval."), "answered and withdrawn: {after}");
+    bob.close().await;
     for replica in &mut replicas {
         replica.stop();
     }

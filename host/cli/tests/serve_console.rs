@@ -8,141 +8,18 @@
 mod common;
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use common::console::{HOSTILE, console_setup, create};
+use common::console::{
+    HOSTILE, console_setup, create, field, first_ask, form, http, location, page, post, session, set_cookie, sign_in,
+};
 use common::{serve_http, setup, stderr};
 use wasmgate_client::{ClientConfig, HttpConfig, HttpTransport, McpClient};
 use wasmgate_oauth::SecretSource;
 use wasmgate_testing::Issuer;
 
-/// A browser without a cookie jar: the test carries the cookies.
-fn http() -> reqwest::Client {
-    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()
-}
-
-/// The value of `name` among `response`'s `Set-Cookie` headers, and the whole header.
-fn set_cookie(response: &reqwest::Response, name: &str) -> Option<(String, String)> {
-    response.headers().get_all("set-cookie").iter().find_map(|v| {
-        let text = v.to_str().unwrap();
-        let value = text.strip_prefix(&format!("{name}="))?.split(';').next()?.to_owned();
-        Some((value, text.to_owned()))
-    })
-}
-
-fn location(response: &reqwest::Response) -> String {
-    response.headers()["location"].to_str().unwrap().to_owned()
-}
-
-/// The value of the first `name="FIELD" value="..."` after `from` in `page`.
-fn field(page: &str, from: &str, name: &str) -> String {
-    let start = page.find(from).unwrap_or_else(|| panic!("{from} is not on the page: {page}"));
-    let marker = format!("name=\"{name}\" value=\"");
-    let at = start + page[start..].find(&marker).unwrap() + marker.len();
-    page[at..at + page[at..].find('"').unwrap()].to_owned()
-}
-
-fn form(pairs: &[(&str, &str)]) -> String {
-    let mut body = url::form_urlencoded::Serializer::new(String::new());
-    for (k, v) in pairs {
-        body.append_pair(k, v);
-    }
-    body.finish()
-}
-
-/// Signs `user` in to the console at `base` through `issuer`: the callback's response.
-async fn sign_in(base: &str, user: &str) -> reqwest::Response {
-    let http = http();
-    let login = http.get(format!("{base}/console/login")).send().await.unwrap();
-    assert_eq!(login.status(), 303);
-    let (browser, cookie) = set_cookie(&login, "wasmgate_login").unwrap();
-    assert!(
-        cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax") && cookie.contains("Path=/console/callback")
-    );
-    let authorize = url::Url::parse(&location(&login)).unwrap();
-    let params: Vec<(String, String)> = authorize.query_pairs().into_owned().collect();
-    let get = |name: &str| params.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap_or_default();
-    assert_eq!((get("response_type").as_str(), get("code_challenge_method").as_str()), ("code", "S256"));
-    assert_eq!(get("resource"), wasmgate_testing::RESOURCE);
-    let mut pairs: Vec<(&str, &str)> = params.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    pairs.push(("user", user));
-    let mut endpoint = authorize.clone();
-    endpoint.set_query(None);
-    let signed = http
-        .post(endpoint)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form(&pairs))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(signed.status(), 302);
-    let back = location(&signed);
-    assert!(back.starts_with(&format!("{base}/console/callback?")), "{back}");
-    // Without the browser's sign-in cookie, the code is refused; the sign-in is spent.
-    let stolen = http.get(&back).send().await.unwrap();
-    assert_eq!(stolen.status(), 400);
-    // So start again, and come back with the cookie.
-    let login = http.get(format!("{base}/console/login")).send().await.unwrap();
-    let (browser_again, _) = set_cookie(&login, "wasmgate_login").unwrap();
-    assert_ne!(browser, browser_again);
-    let authorize = url::Url::parse(&location(&login)).unwrap();
-    let mut pairs: Vec<(String, String)> = authorize.query_pairs().into_owned().collect();
-    pairs.push(("user".into(), user.into()));
-    let pairs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let mut endpoint = authorize.clone();
-    endpoint.set_query(None);
-    let signed = http.post(endpoint).header("content-type", "application/x-www-form-urlencoded").body(form(&pairs));
-    let back = location(&signed.send().await.unwrap());
-    http.get(&back).header("cookie", format!("wasmgate_login={browser_again}")).send().await.unwrap()
-}
-
-/// The session cookie of a sign-in that opened one.
-fn session(response: &reqwest::Response) -> String {
-    let (id, header) = set_cookie(response, "wasmgate_console").expect("a session cookie");
-    assert!(
-        header.contains("HttpOnly") && header.contains("SameSite=Strict") && header.contains("Max-Age="),
-        "{header}"
-    );
-    format!("wasmgate_console={id}")
-}
-
-async fn page(base: &str, path: &str, cookie: &str) -> (u16, String) {
-    let response = http().get(format!("{base}{path}")).header("cookie", cookie).send().await.unwrap();
-    let csp = response.headers().get("content-security-policy").map(|v| v.to_str().unwrap().to_owned());
-    let csp = csp.unwrap_or_else(|| panic!("{path} has no CSP"));
-    assert!(csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"), "{csp}");
-    assert_eq!(response.headers()["x-content-type-options"], "nosniff");
-    (response.status().as_u16(), response.text().await.unwrap())
-}
-
-async fn post(base: &str, path: &str, cookie: &str, pairs: &[(&str, &str)]) -> reqwest::Response {
-    http()
-        .post(format!("{base}{path}"))
-        .header("cookie", cookie)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form(pairs))
-        .send()
-        .await
-        .unwrap()
-}
-
 async fn client(url: &str, token: &str) -> McpClient {
     let http = HttpConfig { bearer: Some(SecretSource::Value(token.to_owned())), ..HttpConfig::new("wasmgate", url) };
     McpClient::connect("wasmgate", HttpTransport::new(&http).unwrap(), ClientConfig::default()).await.unwrap()
-}
-
-/// The id of the first ask on the approvals page at `base`, once one waits (at most 60 s).
-async fn first_ask(base: &str, cookie: &str) -> (String, String) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let (_, shown) = page(base, "/console/approvals", cookie).await;
-        if let Some(at) = shown.find("id=\"ask-") {
-            let id = shown[at + 8..at + 8 + shown[at + 8..].find('"').unwrap()].to_owned();
-            return (id, shown);
-        }
-        assert!(std::time::Instant::now() < deadline, "no ask came: {shown}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test]

@@ -207,7 +207,7 @@ pub(crate) async fn overview(State(console): State<Arc<Console>>, headers: Heade
             provider: t.provider,
         })
         .collect();
-    let pending_asks = gateway.guard.reviewers().pending().len();
+    let pending_asks = gateway.guard.reviewers().pending_anywhere().await.len();
     let page = Overview { frame: visitor.frame("Providers and tools", "overview"), providers, tools, pending_asks };
     render(StatusCode::OK, &page)
 }
@@ -362,7 +362,8 @@ pub(crate) async fn approvals(State(console): State<Arc<Console>>, headers: Head
         .gateway
         .guard
         .reviewers()
-        .pending()
+        .pending_anywhere()
+        .await
         .into_iter()
         .map(|ask| AskRow {
             own: ask.caller.as_deref() == Some(visitor.subject.as_str()),
@@ -394,7 +395,7 @@ pub(crate) async fn answer(
         return message(StatusCode::BAD_REQUEST, "Not an answer", "An answer names an ask and approves or denies it.");
     };
     let reviewer = Reviewer { names: vec![visitor.subject.clone()], shown: visitor.shown() };
-    let outcome = match console.parts.gateway.guard.reviewers().answer(id, approve, &reviewer) {
+    let outcome = match console.parts.gateway.guard.reviewers().answer_anywhere(id, approve, &reviewer).await {
         Ok(()) if approve => format!("approved: {id}"),
         Ok(()) => format!("denied: {id}"),
         Err(error) => format!("refused: {error}"),

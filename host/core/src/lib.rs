@@ -47,7 +47,7 @@ pub use context::{
 };
 pub use error::{BoxError, ToolError, ToolErrorKind, report};
 pub use offers::{Offers, Prompt, Refusal};
-pub use shared::{BucketSpec, SharedBuckets, SharedMemory, SharedStore, StoreUnavailable};
+pub use shared::{BucketSpec, SharedAsks, SharedBuckets, SharedMemory, SharedStore, StoreUnavailable};
 pub use source::{Offer, ToolSource, Toolset};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{Attachment, BoxFuture, MediaKind, Tool, ToolExecute, ToolResult, ToolSpec};

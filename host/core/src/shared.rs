@@ -1,5 +1,7 @@
 //! What the replicas of one gateway keep in a store they share: which request states
-//! were spent ([`SharedStore`]) and the buckets of budgets ([`SharedBuckets`]).
+//! were spent ([`SharedStore`]), the buckets of budgets ([`SharedBuckets`]), what
+//! untrusted results said ([`SharedMemory`]), and the asks waiting for reviewers
+//! ([`SharedAsks`]).
 //!
 //! The server face and the guard need these; a store crate implements them. Defined
 //! here, below both, so that the store builds on this vocabulary alone, and a store that
@@ -69,4 +71,25 @@ pub trait SharedMemory: Send + Sync + fmt::Debug {
         conversation: &'a str,
         hashes: &'a [u64],
     ) -> BoxFuture<'a, Result<Vec<Option<String>>, StoreUnavailable>>;
+}
+
+/// The asks waiting for reviewers, published where every replica of a gateway sees
+/// them: a reviewer at any replica sees every ask, and answers the one another replica
+/// holds through the store, where that replica takes the answer.
+pub trait SharedAsks: Send + Sync + fmt::Debug {
+    /// Publishes the ask `id` (its JSON) until it is withdrawn or `ttl` passes.
+    fn publish<'a>(&'a self, id: &'a str, ask: &'a str, ttl: Duration) -> BoxFuture<'a, Result<(), StoreUnavailable>>;
+
+    /// Withdraws the ask `id` and any answer left for it (answered, or its call gone).
+    fn withdraw<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreUnavailable>>;
+
+    /// The asks published now (their JSON), at most `most`.
+    fn published<'a>(&'a self, most: usize) -> BoxFuture<'a, Result<Vec<String>, StoreUnavailable>>;
+
+    /// Leaves `answer` (its JSON) for the ask `id`: `Ok(true)` when the ask is published
+    /// and had no answer yet, `Ok(false)` otherwise.
+    fn answer<'a>(&'a self, id: &'a str, answer: &'a str) -> BoxFuture<'a, Result<bool, StoreUnavailable>>;
+
+    /// Takes the answer left for the ask `id`, if there is one.
+    fn take_answer<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreUnavailable>>;
 }

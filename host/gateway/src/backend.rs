@@ -103,7 +103,24 @@ impl GatewayBackend {
     /// # Errors
     ///
     /// [`crate::ReviewError`]: the decision was not taken.
+    /// With replicas, the decision is published for the others to follow
+    /// ([`follow_reviews`](crate::follow_reviews)).
     pub async fn decide(
+        self: &Arc<Self>,
+        gateway: &Gateway,
+        path: &std::path::Path,
+        decision: &crate::Decision,
+        reviewer: &str,
+    ) -> Result<String, crate::ReviewError> {
+        let outcome = self.apply(gateway, path, decision, reviewer).await?;
+        if let Some(member) = &gateway.member {
+            member.publish_decision(decision, reviewer).await;
+        }
+        Ok(outcome)
+    }
+
+    /// [`GatewayBackend::decide`] without publishing it: another replica's decision.
+    pub(crate) async fn apply(
         self: &Arc<Self>,
         gateway: &Gateway,
         path: &std::path::Path,

@@ -20,6 +20,8 @@ use crate::error::StartError;
 const APPROVAL_KEY_PURPOSE: &str = "wasmgate request-state key v1";
 /// What the key of the data-flow memory's hashes is derived for, from the same secret.
 const FLOW_KEY_PURPOSE: &str = "wasmgate flow-memory key v1";
+/// What the key signing review decisions, asks and answers in the store is derived for.
+const REVIEW_KEY_PURPOSE: &str = "wasmgate review key v1";
 
 /// This gateway's part in a cluster; see the module docs.
 #[derive(Debug)]
@@ -31,6 +33,8 @@ pub struct Member {
     approval_key: [u8; 32],
     /// The key of the data-flow memory's hashes, the same on every replica.
     flow_key: [u8; 16],
+    /// The key signing review decisions, asks and answers in the store.
+    pub(crate) review_key: [u8; 32],
     /// Why the last anchor was refused, until one is kept.
     anchoring: Mutex<Option<String>>,
 }
@@ -76,8 +80,29 @@ impl Member {
                 key.copy_from_slice(&derived[..16]);
                 key
             },
+            review_key: secret.derive(REVIEW_KEY_PURPOSE),
             anchoring: Mutex::new(None),
         })
+    }
+
+    /// The asks waiting for reviewers, as every replica shares them, signed.
+    #[must_use]
+    pub fn asks(&self) -> Arc<dyn wasmgate_core::SharedAsks> {
+        Arc::new(crate::replicas::SignedAsks { store: Arc::clone(&self.store), key: self.review_key })
+    }
+
+    /// Publishes a review decision this replica took, for the others to follow; a store
+    /// that cannot be reached is logged (the decision holds here).
+    pub(crate) async fn publish_decision(&self, decision: &crate::review::Decision, reviewer: &str) {
+        let shared = crate::replicas::SharedDecision {
+            replica: self.replica().to_owned(),
+            reviewer: reviewer.to_owned(),
+            decision: decision.clone(),
+        };
+        let Ok(text) = serde_json::to_string(&shared) else { return };
+        if let Err(error) = self.store.publish_decision(&crate::replicas::sign(&self.review_key, &text)).await {
+            tracing::warn!(%error, "the review decision is not in the shared store: the other replicas do not follow it");
+        }
     }
 
     /// This replica's name.

@@ -140,6 +140,9 @@ impl Gateway {
         let anchoring = member.as_ref().map(|member| member.anchoring(Arc::clone(&audit)));
         let provenance = member.as_ref().map_or_else(Provenance::default, |member| member.provenance());
         let guard = Guard::with_shared(policy, lock, Some(config.lock.clone()), approver, audit, (budgets, provenance));
+        if let Some(member) = &member {
+            guard.reviewers().share_with(member.asks());
+        }
         for (provider, screens) in &started.screens {
             guard.set_screeners(provider, screens.clone());
         }

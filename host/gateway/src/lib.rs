@@ -35,6 +35,8 @@
 //!   (`[serve.approvals]`), signed;
 //! * `cluster`: [`Member`], a gateway as one replica of several, sharing a store
 //!   (`[cluster]`);
+//! * `replicas`: review decisions and asks waiting for reviewers shared by the
+//!   replicas through the store ([`follow_reviews`], [`SignedAsks`]);
 //! * `status`: every tool's state (allowed, ask, denied, unreviewed, changed);
 //! * `error`: [`StartError`], which names what failed.
 
@@ -52,6 +54,7 @@ mod oauth;
 mod oauth_settings;
 mod providers;
 mod reload;
+mod replicas;
 mod resource_server;
 mod review;
 mod status;
@@ -72,6 +75,7 @@ pub use oauth::{authorizer, token_store};
 pub use oauth_settings::{OAuthSettings, SecretConfig, SecretForm};
 pub use providers::ProviderInfo;
 pub use reload::Reloaded;
+pub use replicas::{FOLLOW_INTERVAL, Following, SignedAsks, follow_reviews};
 pub use resource_server::{JwtAuthenticator, ResourceServerError};
 pub use review::{CodeReview, Decided, Decision, DefinitionReview, ReviewError, Reviews, code_reviews};
 pub use status::{ToolState, ToolStatus};

@@ -1,7 +1,7 @@
 //! What the replicas of one gateway share, kept in Redis: [`Store`].
 //!
 //! Several `wasmgate serve --http` processes behind one load balancer must agree on
-//! three things, and each is one atomic step in the store:
+//! these, and each is one atomic step in the store:
 //!
 //! * **Spent request states** ([`SharedStore`]): `SET NX`, kept until the state's expiry
 //!   and [`SPENT_MARGIN_SECS`] more (for replicas whose clocks run behind the store's),
@@ -12,6 +12,15 @@
 //! * **Audit anchors**: each replica's last durable record, moved only forward by a
 //!   script, which answers with the stored anchor when the replica's log is behind it
 //!   (the log was cut short) or differs at it (rewritten).
+//! * **What results said** ([`wasmgate_core::SharedMemory`]): per conversation, keyed
+//!   hashes of values and where each was first seen, bounded and expiring.
+//! * **Asks waiting for reviewers** ([`wasmgate_core::SharedAsks`]): each published
+//!   while it waits (it expires at its deadline), an answer left once for the replica
+//!   that holds the call to take.
+//! * **Review decisions**: a stream every replica appends its decisions to and follows.
+//!
+//! Asks, answers and decisions are signed by the gateway (`wasmgate_gateway`'s
+//! `replicas`), not here: the store is a medium, not a judge.
 //!
 //! Every operation is bounded by [`Store::timeout`]; a failure is returned, never
 //! papered over, and marks the store as in trouble ([`Store::trouble`]) until an
@@ -84,6 +93,10 @@ pub struct Store {
     take: Script,
     anchor: Script,
     remember: Script,
+    /// [`PUBLISH`], [`PUBLISHED`] and [`ANSWER`]: the asks waiting for reviewers.
+    publish: Script,
+    published: Script,
+    answer: Script,
     /// The URL as logs and errors show it: without its password.
     shown: String,
     timeout: Duration,
@@ -178,6 +191,55 @@ redis.call('PEXPIRE', KEYS[2], ttl)
 return 0
 "#;
 
+/// The asks waiting for reviewers, by when each expires (Unix milliseconds).
+const ASKS: &str = "wasmgate:asks";
+/// The review decisions of every replica, a stream.
+const DECISIONS: &str = "wasmgate:decisions";
+/// About how many decisions the stream keeps.
+pub const MAX_DECISIONS: usize = 10_000;
+
+/// Publishes an ask. KEYS[1]: [`ASKS`], KEYS[2]: the ask's key. ARGV: its id, its JSON,
+/// its time to live in milliseconds.
+const PUBLISH: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
+return 0
+";
+
+/// The asks published now, the one due soonest first; the expired ones are forgotten. KEYS[1]:
+/// [`ASKS`]. ARGV: the most returned.
+const PUBLISHED: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local ids = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
+local out = {}
+for _, id in ipairs(ids) do
+  local ask = redis.call('GET', 'wasmgate:ask:' .. id)
+  if ask then table.insert(out, ask) end
+end
+return out
+";
+
+/// Leaves an answer for an ask still published, and not answered yet, for as long as
+/// the ask lives. KEYS[1]: the ask's key, KEYS[2]: its answer's. ARGV: the answer.
+const ANSWER: &str = r"
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl <= 0 then return 0 end
+if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ttl) then return 1 end
+return 0
+";
+
+fn ask_key(id: &str) -> String {
+    format!("wasmgate:ask:{id}")
+}
+
+fn answer_key(id: &str) -> String {
+    format!("wasmgate:answer:{id}")
+}
+
 impl Store {
     /// A store at `url` (`redis://[:PASSWORD@]HOST:PORT/DB`), reached lazily: nothing is
     /// sent until the first operation, and a lost connection is made again by itself.
@@ -201,6 +263,9 @@ impl Store {
             take: Script::new(TAKE),
             anchor: Script::new(ANCHOR),
             remember: Script::new(REMEMBER),
+            publish: Script::new(PUBLISH),
+            published: Script::new(PUBLISHED),
+            answer: Script::new(ANSWER),
             shown,
             timeout,
             trouble: Mutex::new(None),
@@ -413,6 +478,105 @@ impl Store {
         kept.into_iter().map(|(replica, anchor)| Ok((replica, self.parse(&anchor)?))).collect()
     }
 
+    /// Publishes the ask `id` (`ask`, its JSON) for `ttl`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store does not answer.
+    pub async fn publish_ask(&self, id: &str, ask: &str, ttl: Duration) -> Result<(), StoreError> {
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).clamp(1, 1_000_000_000_000);
+        let mut invocation = self.publish.prepare_invoke();
+        invocation.key(ASKS).key(ask_key(id)).arg(id).arg(ask).arg(ttl_ms);
+        let mut connection = self.connection.clone();
+        let _: i64 = self.run(async move { invocation.invoke_async(&mut connection).await }).await?;
+        Ok(())
+    }
+
+    /// Withdraws the ask `id`, and any answer left for it.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store does not answer.
+    pub async fn withdraw_ask(&self, id: &str) -> Result<(), StoreError> {
+        let mut pipe = redis::pipe();
+        pipe.atomic().del(ask_key(id)).ignore().del(answer_key(id)).ignore().zrem(ASKS, id).ignore();
+        let mut connection = self.connection.clone();
+        self.run(async move { pipe.query_async::<()>(&mut connection).await }).await
+    }
+
+    /// The asks published now (their JSON), at most `most`, the one due soonest first.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store does not answer.
+    pub async fn published_asks(&self, most: usize) -> Result<Vec<String>, StoreError> {
+        let mut invocation = self.published.prepare_invoke();
+        invocation.key(ASKS).arg(most.max(1));
+        let mut connection = self.connection.clone();
+        self.run(async move { invocation.invoke_async(&mut connection).await }).await
+    }
+
+    /// Leaves `answer` for the ask `id` if it is published and not answered: whether it was.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store does not answer.
+    pub async fn answer_ask(&self, id: &str, answer: &str) -> Result<bool, StoreError> {
+        let mut invocation = self.answer.prepare_invoke();
+        invocation.key(ask_key(id)).key(answer_key(id)).arg(answer);
+        let mut connection = self.connection.clone();
+        let left: i64 = self.run(async move { invocation.invoke_async(&mut connection).await }).await?;
+        Ok(left == 1)
+    }
+
+    /// Takes the answer left for the ask `id`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store does not answer.
+    pub async fn take_answer(&self, id: &str) -> Result<Option<String>, StoreError> {
+        let mut connection = self.connection.clone();
+        let key = answer_key(id);
+        self.run(async move { redis::cmd("GETDEL").arg(key).query_async::<Option<String>>(&mut connection).await })
+            .await
+    }
+
+    /// Appends `entry` (a review decision, signed by its replica) to the cluster's
+    /// decisions, keeping about the last [`MAX_DECISIONS`].
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store does not answer.
+    pub async fn publish_decision(&self, entry: &str) -> Result<(), StoreError> {
+        let mut command = redis::cmd("XADD");
+        command.arg(DECISIONS).arg("MAXLEN").arg("~").arg(MAX_DECISIONS).arg("*").arg("entry").arg(entry);
+        let mut connection = self.connection.clone();
+        self.run(async move { command.query_async::<String>(&mut connection).await }).await.map(drop)
+    }
+
+    /// The decisions after `after` (a stream id; empty for all), at most `most`: each id and
+    /// entry, in order.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store does not answer.
+    pub async fn decisions(&self, after: &str, most: usize) -> Result<Vec<(String, String)>, StoreError> {
+        let mut command = redis::cmd("XRANGE");
+        command
+            .arg(DECISIONS)
+            .arg(if after.is_empty() { "-".to_owned() } else { format!("({after}") })
+            .arg("+")
+            .arg("COUNT")
+            .arg(most.max(1));
+        let mut connection = self.connection.clone();
+        let found: Vec<(String, Vec<(String, String)>)> =
+            self.run(async move { command.query_async(&mut connection).await }).await?;
+        Ok(found
+            .into_iter()
+            .filter_map(|(id, fields)| fields.into_iter().find(|(k, _)| k == "entry").map(|(_, entry)| (id, entry)))
+            .collect())
+    }
+
     fn parse(&self, anchor: &str) -> Result<Anchor, StoreError> {
         anchor.parse().map_err(|why: wasmgate_audit::NotAnAnchor| StoreError::Unexpected {
             url: self.shown.clone(),
@@ -446,6 +610,28 @@ impl wasmgate_core::SharedMemory for Store {
         hashes: &'a [u64],
     ) -> BoxFuture<'a, Result<Vec<Option<String>>, StoreUnavailable>> {
         Box::pin(async move { Store::recall(self, conversation, hashes).await.map_err(|e| StoreUnavailable(e.into())) })
+    }
+}
+
+impl wasmgate_core::SharedAsks for Store {
+    fn publish<'a>(&'a self, id: &'a str, ask: &'a str, ttl: Duration) -> BoxFuture<'a, Result<(), StoreUnavailable>> {
+        Box::pin(async move { self.publish_ask(id, ask, ttl).await.map_err(|e| StoreUnavailable(e.into())) })
+    }
+
+    fn withdraw<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreUnavailable>> {
+        Box::pin(async move { self.withdraw_ask(id).await.map_err(|e| StoreUnavailable(e.into())) })
+    }
+
+    fn published<'a>(&'a self, most: usize) -> BoxFuture<'a, Result<Vec<String>, StoreUnavailable>> {
+        Box::pin(async move { self.published_asks(most).await.map_err(|e| StoreUnavailable(e.into())) })
+    }
+
+    fn answer<'a>(&'a self, id: &'a str, answer: &'a str) -> BoxFuture<'a, Result<bool, StoreUnavailable>> {
+        Box::pin(async move { self.answer_ask(id, answer).await.map_err(|e| StoreUnavailable(e.into())) })
+    }
+
+    fn take_answer<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreUnavailable>> {
+        Box::pin(async move { Store::take_answer(self, id).await.map_err(|e| StoreUnavailable(e.into())) })
     }
 }
 

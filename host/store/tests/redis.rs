@@ -146,3 +146,42 @@ async fn a_memory_that_cannot_be_reached_says_so() {
     assert!(matches!(error, StoreError::Unreachable { .. }), "{error:?}");
     assert!(store.remember("alice", &[(1, "{}".into())], 3, Duration::from_secs(1)).await.is_err());
 }
+
+#[tokio::test]
+async fn an_ask_is_seen_from_every_replica_answered_once_and_gone_when_withdrawn_or_expired() {
+    let redis = Redis::start();
+    let (a, b) = (
+        Store::new(&redis.url(), Duration::from_secs(1)).unwrap(),
+        Store::new(&redis.url(), Duration::from_secs(1)).unwrap(),
+    );
+    a.publish_ask("c-1", "{\"id\":\"c-1\"}", Duration::from_secs(60)).await.unwrap();
+    a.publish_ask("c-2", "{\"id\":\"c-2\"}", Duration::from_millis(200)).await.unwrap();
+    assert_eq!(b.published_asks(10).await.unwrap(), ["{\"id\":\"c-2\"}", "{\"id\":\"c-1\"}"], "soonest due first");
+    assert_eq!(b.published_asks(1).await.unwrap(), ["{\"id\":\"c-2\"}"], "at most as many as asked");
+    assert!(!b.answer_ask("c-9", "yes").await.unwrap(), "no such ask");
+    assert!(b.answer_ask("c-1", "yes").await.unwrap());
+    assert!(!b.answer_ask("c-1", "no").await.unwrap(), "answered once");
+    assert_eq!(a.take_answer("c-1").await.unwrap().as_deref(), Some("yes"));
+    assert_eq!(a.take_answer("c-1").await.unwrap(), None, "taken once");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(b.published_asks(10).await.unwrap(), ["{\"id\":\"c-1\"}"], "c-2 expired");
+    assert!(!b.answer_ask("c-2", "yes").await.unwrap(), "an expired ask takes no answer");
+    a.withdraw_ask("c-1").await.unwrap();
+    assert!(b.published_asks(10).await.unwrap().is_empty());
+    assert!(!b.answer_ask("c-1", "yes").await.unwrap(), "a withdrawn ask takes no answer");
+}
+
+#[tokio::test]
+async fn decisions_are_read_in_order_from_where_a_replica_stopped() {
+    let redis = Redis::start();
+    let store = Store::new(&redis.url(), Duration::from_secs(1)).unwrap();
+    assert!(store.decisions("", 10).await.unwrap().is_empty());
+    for i in 0..5 {
+        store.publish_decision(&format!("d{i}")).await.unwrap();
+    }
+    let first = store.decisions("", 2).await.unwrap();
+    assert_eq!(first.iter().map(|(_, d)| d.as_str()).collect::<Vec<_>>(), ["d0", "d1"]);
+    let rest = store.decisions(&first[1].0, 10).await.unwrap();
+    assert_eq!(rest.iter().map(|(_, d)| d.as_str()).collect::<Vec<_>>(), ["d2", "d3", "d4"]);
+    assert!(store.decisions(&rest[2].0, 10).await.unwrap().is_empty());
+}
