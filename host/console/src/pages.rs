@@ -134,11 +134,13 @@ impl Console {
         self.parts.gateway.guard.policy().console_role(facts)
     }
 
-    /// Leaves `text` for the visitor's next page.
-    fn flash(&self, visitor: &Visitor, text: String) {
+    /// An action's answer: `outcome` left for the visitor's next page, and the browser
+    /// sent back to the page at `to`.
+    fn done(&self, visitor: &Visitor, outcome: String, to: &'static str) -> Response {
         if let Some((id, _)) = &visitor.session {
-            self.sessions.flash(id, text);
+            self.sessions.flash(id, outcome);
         }
+        Redirect::to(to).into_response()
     }
 }
 
@@ -326,8 +328,7 @@ pub(crate) async fn decide(
         Ok(outcome) => outcome,
         Err(error) => format!("refused: {error}"),
     };
-    console.flash(&visitor, outcome);
-    Redirect::to("/console/reviews").into_response()
+    console.done(&visitor, outcome, "/console/reviews")
 }
 
 struct AskRow {
@@ -400,8 +401,7 @@ pub(crate) async fn answer(
         Ok(()) => format!("denied: {id}"),
         Err(error) => format!("refused: {error}"),
     };
-    console.flash(&visitor, outcome);
-    Redirect::to("/console/approvals").into_response()
+    console.done(&visitor, outcome, "/console/approvals")
 }
 
 struct RecordRow {

@@ -185,11 +185,15 @@ impl Reviewers {
     /// [`AnswerError`]: nothing waits under `id` (here or in the store), it is the
     /// reviewer's own call, or the store cannot be asked.
     pub async fn answer_anywhere(&self, id: &str, approve: bool, reviewer: &Reviewer) -> Result<(), AnswerError> {
+        let not_pending = || AnswerError::NotPending(id.chars().take(MAX_ID_CHARS).collect());
+        if id.chars().nth(MAX_ID_CHARS).is_some() {
+            // No ask has so long an id.
+            return Err(not_pending());
+        }
         match self.answer(id, approve, reviewer) {
             Err(AnswerError::NotPending(_)) => {}
             answered => return answered,
         }
-        let not_pending = || AnswerError::NotPending(id.chars().take(MAX_ID_CHARS).collect());
         let Some(store) = self.shared() else { return Err(not_pending()) };
         let unavailable = |e: wasmgate_core::StoreUnavailable| AnswerError::Unavailable(id.to_owned(), e.to_string());
         let asks = published(store.as_ref()).await.map_err(unavailable)?;
@@ -523,6 +527,12 @@ mod tests {
         assert_eq!(
             there.answer_anywhere("c-9", true, &reviewer("ann")).await,
             Err(AnswerError::NotPending("c-9".into()))
+        );
+        let long = "c".repeat(MAX_ID_CHARS + 1);
+        assert_eq!(
+            there.answer_anywhere(&long, true, &reviewer("ann")).await,
+            Err(AnswerError::NotPending("c".repeat(MAX_ID_CHARS))),
+            "an id past the longest is no ask, and is not echoed whole"
         );
         // An answer from the caller left in the store by hand is not taken.
         let own =

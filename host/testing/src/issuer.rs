@@ -249,7 +249,9 @@ impl Endpoints {
             redirect_uri: get("redirect_uri"),
             challenge: get("code_challenge"),
         };
-        let mut location = url::Url::parse(&grant.redirect_uri).unwrap();
+        let Ok(mut location) = url::Url::parse(&grant.redirect_uri) else {
+            return Response::json_status(400, &json!({"error": "invalid_request"}));
+        };
         location.query_pairs_mut().append_pair("code", &code).append_pair("state", &get("state"));
         self.grants.lock().unwrap().insert(code, grant);
         Response::redirect(location.to_string())
