@@ -197,13 +197,9 @@ impl Index {
         }
     }
 
+    /// Forgets what was read: the next refresh starts from the first record.
     fn reset(&mut self) {
-        let fresh = Self::with_capacity(&self.path, self.chain_key(), self.capacity);
-        *self = fresh;
-    }
-
-    fn chain_key(&self) -> Option<ChainKey> {
-        self.chain.key().cloned()
+        *self = Self::with_capacity(&self.path, self.chain.key().cloned(), self.capacity);
     }
 
     /// What verification found so far.
@@ -231,8 +227,7 @@ impl Index {
     pub fn refresh(&mut self) -> std::io::Result<()> {
         let current = self.listing()?;
         if self.broken.is_some() {
-            let now: Vec<_> = current.iter().map(|(_, meta)| ((meta.dev(), meta.ino()), meta.len())).collect();
-            if now == self.broken_at {
+            if shape(&current) == self.broken_at {
                 return Ok(());
             }
             self.reset();
@@ -257,7 +252,7 @@ impl Index {
             }
             self.read_file(i, i < last)?;
             if self.broken.is_some() {
-                self.broken_at = current.iter().map(|(_, meta)| ((meta.dev(), meta.ino()), meta.len())).collect();
+                self.broken_at = shape(&current);
                 return Ok(());
             }
             if i < last {
@@ -434,6 +429,11 @@ impl Index {
         }
         Ok(file)
     }
+}
+
+/// Which files the log is made of now, and their lengths.
+fn shape(files: &[(PathBuf, std::fs::Metadata)]) -> Vec<((u64, u64), u64)> {
+    files.iter().map(|(_, meta)| ((meta.dev(), meta.ino()), meta.len())).collect()
 }
 
 fn changed() -> std::io::Error {

@@ -96,17 +96,14 @@ impl Console {
         let session = cookie(headers, SESSION_COOKIE).and_then(|id| Some((id.to_owned(), self.sessions.get(id)?)));
         let (subject, facts, session) = match session {
             Some((id, session)) => (session.subject.clone(), session.facts.clone(), Some((id, session))),
-            None => match headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
-                Some(value) => {
-                    let token =
-                        value.split_once(' ').filter(|(s, _)| s.eq_ignore_ascii_case("bearer")).map(|(_, t)| t.trim());
-                    match self.parts.authenticator.authenticate(token).await {
-                        Ok(caller) => (caller.subject.clone(), caller.facts(), None),
-                        Err(failure) => {
-                            return Err(message(StatusCode::UNAUTHORIZED, "Not signed in", failure.to_string()));
-                        }
+            // The token as `/mcp` reads it (one `Authorization` header, `Bearer` in any case).
+            None => match headers.contains_key(header::AUTHORIZATION).then(|| wasmgate_server::bearer(headers)) {
+                Some(token) => match self.parts.authenticator.authenticate(token).await {
+                    Ok(caller) => (caller.subject.clone(), caller.facts(), None),
+                    Err(failure) => {
+                        return Err(message(StatusCode::UNAUTHORIZED, "Not signed in", failure.to_string()));
                     }
-                }
+                },
                 None if form.is_some() => return Err(forbidden("Sign in to the console first.")),
                 None => return Err(Redirect::to("/console/login").into_response()),
             },

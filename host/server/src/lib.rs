@@ -45,7 +45,7 @@ pub use backend::{Backend, CallFailure};
 pub use cluster::{Cluster, valid_replica};
 pub use config::ServerConfig;
 pub use error::ServeError;
-pub use http::{AuthFailure, Authenticator, HttpConfig, METADATA_PATH, serve_http};
+pub use http::{AuthFailure, Authenticator, HttpConfig, METADATA_PATH, bearer, serve_http};
 pub use stdio::serve_stdio;
 pub use tools::ToolsBackend;
 

@@ -57,7 +57,7 @@ pub trait Authenticator: Send + Sync + 'static {
 /// The bearer token of `headers`, if it carries one (`Bearer` in any case) in its one
 /// `Authorization` header: a request with two carries none (the guard refuses it first;
 /// no path may take the first and let a forged second pass, or the reverse).
-pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = super::headers::single(headers, header::AUTHORIZATION.as_str()).ok()??.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     let token = token.trim();

@@ -36,7 +36,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt;
 
-pub use auth::{AuthFailure, Authenticator, METADATA_PATH};
+pub use auth::{AuthFailure, Authenticator, METADATA_PATH, bearer};
 pub use config::HttpConfig;
 
 use crate::backend::Backend;
