@@ -71,8 +71,20 @@ echo "== the workspace" >&2
 cargo test --workspace --locked
 
 echo "== the installed binary" >&2
-# Installed as the README says (a debug build here, from the artifacts the tests just
-# built), into a temporary root, and run from outside the clone.
+# cargo install builds the binary without the features the tests ask of its dependencies;
+# host/workspace-hack gives it them, all but tokio's test-util, so only what stands on
+# tokio is built a second time here. Anything else means a dependency's features changed.
+on_tokio=$(cargo tree --locked -p wasmgate-cli -e normal,build -i tokio --prefix none | sed 's/ (.*//' | sort -u)
+built=$(cargo build --locked --color never -p wasmgate-cli --bin wasmgate 2>&1 >/dev/null | tee /dev/stderr |
+    sed -n 's/^ *Compiling \([^ ]*\) \(v[^ ]*\).*/\1 \2/p' | sort -u)
+twice=$(comm -23 <(printf '%s\n' "$built") <(printf '%s\n' "$on_tokio") | sed '/^$/d')
+if [ -n "$twice" ]; then
+    echo "built again for the installed binary, with other features than the tests': $(echo $twice)" >&2
+    echo "run: cargo install cargo-hakari --locked && cargo hakari generate, and commit host/workspace-hack" >&2
+    exit 1
+fi
+# Installed as the README says (a debug build here, from the artifacts just built), into
+# a temporary root, and run from outside the clone.
 root=$(mktemp -d "${TMPDIR:-/tmp}/wasmgate-install.XXXXXX")
 trap 'rm -rf "$root"' EXIT
 cargo install --locked --debug --quiet --path host/cli --root "$root" --target-dir target
