@@ -162,27 +162,30 @@ fn runs(bytes: &[u8], mut each: impl FnMut(Range<usize>, u16) -> bool) {
 /// The patterns tried in one candidate run: nothing is read at or past its end.
 struct Run<'a> {
     text: &'a str,
-    end: usize,
+    /// The text's bytes up to the run's end: its length is the run's end, and every read
+    /// of a byte is one bounds check.
+    bytes: &'a [u8],
     /// The classes of its bytes.
     classes: u16,
 }
 
 impl<'a> Run<'a> {
     fn new(text: &'a str, end: usize, classes: u16) -> Self {
-        Self { text, end: end.min(text.len()), classes }
+        let bytes = text.as_bytes();
+        Self { text, bytes: bytes.get(..end).unwrap_or(bytes), classes }
     }
 
     /// Whether the run holds a byte of each of `classes`, and `len` bytes from `p`: what
     /// a pattern needs to start at `p`.
     fn room(&self, p: usize, classes: u16, len: usize) -> bool {
-        self.classes & classes == classes && self.end - p >= len
+        self.classes & classes == classes && self.bytes.len() - p >= len
     }
 
     /// The byte at `i`, or 0 (in no class) past the run.
     fn at(&self, i: usize) -> u8 {
         #[cfg(test)]
         tests::STEPS.with(|steps| steps.set(steps.get() + 1));
-        if i < self.end { self.text.as_bytes()[i] } else { 0 }
+        self.bytes.get(i).copied().unwrap_or(0)
     }
 
     fn word(&self, i: usize) -> bool {
@@ -211,12 +214,11 @@ impl<'a> Run<'a> {
         let mut p = start;
         // No email starts before `email_from`, no domain before `domain_from`.
         let (mut email_from, mut domain_from) = (0, 0);
-        while p < self.end {
-            if class(self.text.as_bytes()[p]) & START == 0 {
+        while let Some(&b) = self.bytes.get(p) {
+            if class(b) & START == 0 {
                 p += 1;
                 continue;
             }
-            let b = self.text.as_bytes()[p];
             let c = class(b);
             let alnum = c & (DIGIT | UPPER | LOWER) != 0;
             // Each pattern is tried only where its first byte can stand.
@@ -282,8 +284,7 @@ impl<'a> Run<'a> {
             return None;
         };
         let start = q;
-        while q < self.end {
-            let b = self.text.as_bytes()[q];
+        while let Some(&b) = self.bytes.get(q) {
             if b.is_ascii() {
                 if b.is_ascii_whitespace()
                     || matches!(b, 0x0b | b'<' | b'>' | b'"' | b'\'' | b'`' | b'\\' | b'^' | b'{' | b'}' | b'|')

@@ -495,14 +495,15 @@ fn normalise_url(url: &str, buf: &mut String) -> Range<usize> {
         Some(colon) if url[colon..].starts_with("://") => (&url[..colon], &url[colon + 3..]),
         _ => url.split_once("://").unwrap_or(("", url)),
     };
-    let (authority, path) = rest.find(['/', '?', '#']).map_or((rest, ""), |i| rest.split_at(i));
+    let end = rest.bytes().position(|b| matches!(b, b'/' | b'?' | b'#')).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(end);
     let path = if path == "/" { "" } else { path };
     push_lower(buf, scheme);
     buf.push_str("://");
     let start = buf.len();
     push_lower(buf, authority);
     let authority = start..buf.len();
-    if path.contains('%') {
+    if memchr::memchr(b'%', path.as_bytes()).is_some() {
         buf.push_str(&percent_decode(path));
     } else {
         buf.push_str(path);
@@ -512,12 +513,15 @@ fn normalise_url(url: &str, buf: &mut String) -> Range<usize> {
 
 /// The host of a URL's `authority`: without user, port or brackets.
 fn host_of_authority(authority: &str) -> Option<&str> {
-    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    // Byte searches: an authority is short, and `@`, `[`, `]` and `:` are ASCII, so each
+    // place found is a character boundary.
+    let host = memchr::memrchr(b'@', authority.as_bytes()).map_or(authority, |at| &authority[at + 1..]);
     let host = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next()?,
-        None => {
-            host.rsplit_once(':').filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit())).map_or(host, |(h, _)| h)
-        }
+        Some(v6) => memchr::memchr(b']', v6.as_bytes()).map_or(v6, |end| &v6[..end]),
+        None => match memchr::memrchr(b':', host.as_bytes()) {
+            Some(colon) if host.as_bytes()[colon + 1..].iter().all(u8::is_ascii_digit) => &host[..colon],
+            _ => host,
+        },
     };
     let host = host.trim_end_matches('.');
     (!host.is_empty()).then_some(host)
@@ -550,20 +554,32 @@ fn percent_decode(text: &str) -> String {
 /// number's pattern stops at the colon).
 /// Its digits go into `buf` (after a `+` for a phone number that has one).
 fn number(raw: &str, buf: &mut String) -> Option<ValueKind> {
-    let date = match raw.split_once(' ') {
-        Some((date, hour)) if (1..=2).contains(&hour.len()) && hour.bytes().all(|b| b.is_ascii_digit()) => date,
-        _ => raw,
+    let bytes = raw.as_bytes();
+    // A date, and the hour of a time after it.
+    let hour = |space: usize| {
+        bytes.get(space + 1..).filter(|h| (1..=2).contains(&h.len()) && h.iter().all(u8::is_ascii_digit))
     };
-    let mut parts = date.split(['-', '.', '/']);
-    let is_date = parts.next().is_some_and(|year| year.len() == 4)
-        && parts.next().is_some_and(|month| (1..=2).contains(&month.len()))
-        && parts.next().is_some_and(|day| (1..=2).contains(&day.len()))
-        && parts.next().is_none();
-    if is_date {
+    let date = match memchr::memchr(b' ', bytes) {
+        Some(space) if hour(space).is_some() => &bytes[..space],
+        _ => bytes,
+    };
+    // Year, month and day: the lengths of the parts between `-`, `.` or `/`.
+    let (mut parts, mut lengths) = (0, [0usize; 3]);
+    for b in date {
+        if matches!(b, b'-' | b'.' | b'/') {
+            parts += 1;
+            if parts > 2 {
+                break;
+            }
+        } else {
+            lengths[parts] += 1;
+        }
+    }
+    if parts == 2 && lengths[0] == 4 && (1..=2).contains(&lengths[1]) && (1..=2).contains(&lengths[2]) {
         return None;
     }
-    let digits = raw.bytes().filter(u8::is_ascii_digit).count();
-    let grouped = raw.starts_with('+') || raw.contains(['(', ' ', '.']);
+    let digits = bytes.iter().filter(|b| b.is_ascii_digit()).count();
+    let grouped = bytes.first() == Some(&b'+') || bytes.iter().any(|b| matches!(b, b'(' | b' ' | b'.'));
     buf.clear();
     let kind = if grouped && (7..=15).contains(&digits) {
         if raw.starts_with('+') {
@@ -575,7 +591,7 @@ fn number(raw: &str, buf: &mut String) -> Option<ValueKind> {
     } else {
         return None;
     };
-    buf.extend(raw.chars().filter(char::is_ascii_digit));
+    buf.extend(bytes.iter().filter(|b| b.is_ascii_digit()).map(|b| char::from(*b)));
     Some(kind)
 }
 
