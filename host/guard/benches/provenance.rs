@@ -50,8 +50,12 @@ fn arguments_4kb() -> serde_json::Value {
 }
 
 fn main() {
-    let mut criterion = Criterion::default().configure_from_args();
     let result = result_4kb();
+    if let Some(calls) = std::env::var("WASMGATE_BENCH_CALLS").ok().and_then(|n| n.parse::<u64>().ok()) {
+        count_instructions(&result, calls);
+        return;
+    }
+    let mut criterion = Criterion::default().configure_from_args();
     criterion.bench_function("extract the values of a 4 KB result", |b| b.iter(|| wasmgate_policy::extract(&result)));
     criterion.bench_function("locate the findings of a 4 KB result", |b| b.iter(|| wasmgate_policy::locate(&result)));
     criterion.bench_function("detect in a 4 KB result", |b| b.iter(|| wasmgate_policy::detect(&result)));
@@ -103,6 +107,19 @@ fn main() {
     });
     criterion.final_summary();
     memory_per_context();
+}
+
+/// Remembers the 4 KB listing `calls` times, each in a new memory, and nothing else: run
+/// under `valgrind --tool=callgrind` with two counts, the difference of the instructions
+/// over the difference of the counts is what one costs, a figure the VM's drifting speed
+/// does not move.
+fn count_instructions(result: &str, calls: u64) {
+    let marks = Marks { detected: !wasmgate_policy::detect(result).is_empty(), ..Marks::default() };
+    for record in 0..calls {
+        let memory = Provenance::default();
+        let source = Source { provider: "cal".into(), tool: "list".into(), record: Some(record) };
+        std::hint::black_box(memory.remember("ctx", source, result, None, marks));
+    }
 }
 
 /// The system allocator, counting the bytes allocated and not yet freed, so that what a

@@ -115,21 +115,26 @@ pub(crate) fn matches(text: &str, mut each: impl FnMut(Kind, Range<usize>) -> bo
 /// Calls `each` with every candidate run of `bytes` and the classes of its bytes, until
 /// it returns `false`.
 fn runs(bytes: &[u8], mut each: impl FnMut(Range<usize>, u16) -> bool) {
+    // The run under way: where it starts (`None`: there is none), where its last word
+    // ends, and the classes of its bytes.
+    let (mut run, mut end, mut held) = (None, 0, 0);
     let mut at = 0;
-    let mut run: Option<(Range<usize>, u16)> = None;
-    while at < bytes.len() {
-        while let Some(&b) = bytes.get(at).filter(|b| class(**b) & SPACE != 0) {
+    while let Some(&b) = bytes.get(at) {
+        let class_of_first = class(b);
+        if class_of_first & SPACE != 0 {
             // A run goes on across spaces only (not a tab, not a line break).
             if b != b' '
-                && let Some((run, classes)) = run.take()
-                && !each(run, classes)
+                && let Some(start) = run.take()
+                && !each(start..end, held)
             {
                 return;
             }
             at += 1;
+            continue;
         }
         let start = at;
-        let mut classes = 0;
+        let mut classes = class_of_first;
+        at += 1;
         while let Some(&b) = bytes.get(at) {
             let c = class(b);
             if c & SPACE != 0 {
@@ -138,24 +143,26 @@ fn runs(bytes: &[u8], mut each: impl FnMut(Range<usize>, u16) -> bool) {
             classes |= c;
             at += 1;
         }
-        if start == at {
-            break;
-        }
-        let word = &bytes[start..at];
+        let word = bytes.get(start..at).unwrap_or_default();
         // A dot between two characters, the one after it a letter or digit.
         let dotted =
-            || classes & DOT != 0 && word[1..].windows(2).any(|w| w[0] == b'.' && w[1].is_ascii_alphanumeric());
+            || classes & DOT != 0 && word.windows(2).skip(1).any(|w| w[0] == b'.' && w[1].is_ascii_alphanumeric());
         let group = || word.len() <= 4 && word.iter().all(|b| class(*b) & (UPPER | DIGIT) != 0);
         if classes & (DIGIT | MARK) != 0 || dotted() || group() {
-            run = Some(run.map_or((start..at, classes), |(r, c)| (r.start..at, c | classes)));
-        } else if let Some((run, classes)) = run.take()
-            && !each(run, classes)
+            if run.is_none() {
+                run = Some(start);
+                held = 0;
+            }
+            held |= classes;
+            end = at;
+        } else if let Some(start) = run.take()
+            && !each(start..end, held)
         {
             return;
         }
     }
-    if let Some((run, classes)) = run {
-        each(run, classes);
+    if let Some(start) = run {
+        each(start..end, held);
     }
 }
 

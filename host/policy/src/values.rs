@@ -256,20 +256,29 @@ impl<'a> Prose<'a> {
             let rest = content(&self.text[line.clone()]);
             self.items.clear();
             self.items.push((rest, None));
-            if memchr::memchr(b',', rest.as_bytes()).is_some() {
-                self.items.extend(rest.split(',').map(|item| (item, None)));
+            let mut from = 0;
+            for comma in memchr::memchr_iter(b',', rest.as_bytes()) {
+                self.items.push((&rest[from..comma], None));
+                from = comma + 1;
+            }
+            if from > 0 {
+                self.items.push((&rest[from..], None));
             }
             // A line longer than the look either side could be judged another way for a
             // value far from its ends: it is kept for no other value.
             self.line = if line.len() <= MAX_LINE_LOOK { line } else { 0..0 };
         }
-        let value = bare(value);
         // Quotes, brackets and punctuation around a value take a few bytes, no more: an
-        // item longer than that holds more than the value, and is not made bare.
-        !self
-            .items
-            .iter_mut()
-            .any(|(item, bared)| item.len() <= value.len() + 8 && *bared.get_or_insert_with(|| bare(item)) == value)
+        // item longer than that holds more than the value, and is not made bare. (The
+        // value made bare is no longer than it is: an item longer than that is not
+        // compared, and the value is made bare only for one that is.)
+        let mut bared_value = None;
+        !self.items.iter_mut().any(|(item, bared)| {
+            item.len() <= value.len() + 8 && {
+                let value = *bared_value.get_or_insert_with(|| bare(value));
+                item.len() <= value.len() + 8 && *bared.get_or_insert_with(|| bare(item)) == value
+            }
+        })
     }
 }
 
