@@ -8,6 +8,10 @@ cd "$(dirname "$0")/.."
 # build itself (tens of GB over a few runs); a developer can set CARGO_INCREMENTAL=1.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
+# Each step says when it starts, in seconds since the command began: where a slow run's
+# time went.
+step() { echo "== $1 (at ${SECONDS}s)" >&2; }
+
 scripts/setup.sh
 scripts/install-peers.sh # interop peers (Python mcp SDK, server-everything, Inspector, conformance) into target/peers
 
@@ -15,7 +19,7 @@ scripts/install-peers.sh # interop peers (Python mcp SDK, server-everything, Ins
 # components' workspace, the formatter template, the fuzz targets.
 others=(guest-tools/Cargo.toml examples/formatter-template/Cargo.toml fuzz/Cargo.toml)
 
-echo "== lock files" >&2
+step "lock files"
 # Every lock file matches its manifests (a dependency added to a host crate that the
 # fuzz targets use changes fuzz/Cargo.lock too): seconds here, not minutes into clippy.
 for manifest in Cargo.toml "${others[@]}"; do
@@ -23,7 +27,7 @@ for manifest in Cargo.toml "${others[@]}"; do
         { echo "$manifest: its Cargo.lock is out of date: run cargo metadata --manifest-path $manifest, and commit it" >&2; exit 1; }
 done
 
-echo "== seams" >&2
+step "seams"
 # What replicas share is a trait of the vocabulary crate: the store that implements it
 # builds without an HTTP stack. (No public function gives a String as its error: the
 # seams test of the workspace checks that.)
@@ -39,13 +43,13 @@ if cargo tree -p wasmgate-guard -e normal,features --locked --prefix none |
     exit 1
 fi
 
-echo "== cargo fmt --check" >&2
+step "cargo fmt --check"
 cargo fmt --all -- --check
 for manifest in "${others[@]}"; do
     cargo fmt --manifest-path "$manifest" --all -- --check
 done
 
-echo "== cargo clippy" >&2
+step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # The guests for wasm32, as host/guests/build.rs builds them: json-text on its own
 # (it is no_std, and building it with the others would unify their `std` features
@@ -64,13 +68,13 @@ cargo clippy --manifest-path examples/formatter-template/Cargo.toml --lib --lock
     --target-dir target/formatter-template -- -D warnings
 cargo clippy --manifest-path fuzz/Cargo.toml --all-targets --locked --target-dir target/fuzz-check -- -D warnings
 
-echo "== the guest logic, natively" >&2
+step "the guest logic, natively"
 cargo test --manifest-path guest-tools/Cargo.toml --workspace --lib --tests --locked --target-dir target/guests-native
 
-echo "== the workspace" >&2
+step "the workspace"
 cargo test --workspace --locked
 
-echo "== the installed binary" >&2
+step "the installed binary"
 # cargo install builds the binary without the features the tests ask of its dependencies;
 # host/workspace-hack gives it them, all but tokio's test-util, so only what stands on
 # tokio is built a second time here. Anything else means a dependency's features changed.
@@ -89,3 +93,4 @@ root=$(mktemp -d "${TMPDIR:-/tmp}/wasmgate-install.XXXXXX")
 trap 'rm -rf "$root"' EXIT
 cargo install --locked --debug --quiet --path host/cli --root "$root" --target-dir target
 WASMGATE_INSTALLED_ROOT="$root" cargo test --workspace --locked --test installed -- --ignored
+step "done"
