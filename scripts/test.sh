@@ -79,8 +79,14 @@ step "the installed binary"
 # host/workspace-hack gives it them, all but tokio's test-util, so only what stands on
 # tokio is built a second time here. Anything else means a dependency's features changed.
 on_tokio=$(cargo tree --locked -p wasmgate-cli -e normal,build -i tokio --prefix none | sed 's/ (.*//' | sort -u)
-built=$(cargo build --locked --color never -p wasmgate-cli --bin wasmgate 2>&1 >/dev/null | tee /dev/stderr |
-    sed -n 's/^ *Compiling \([^ ]*\) \(v[^ ]*\).*/\1 \2/p' | sort -u)
+# Its output is printed after it, not teed to /dev/stderr: opened anew, that would truncate
+# a log file the command writes to.
+if ! build=$(cargo build --locked --color never -p wasmgate-cli --bin wasmgate 2>&1 >/dev/null); then
+    printf '%s\n' "$build" >&2
+    exit 1
+fi
+printf '%s\n' "$build" >&2
+built=$(printf '%s\n' "$build" | sed -n 's/^ *Compiling \([^ ]*\) \(v[^ ]*\).*/\1 \2/p' | sort -u)
 twice=$(comm -23 <(printf '%s\n' "$built") <(printf '%s\n' "$on_tokio") | sed '/^$/d')
 if [ -n "$twice" ]; then
     echo "built again for the installed binary, with other features than the tests': $(echo $twice)" >&2
