@@ -500,7 +500,7 @@ fn trim_trailing(text: &str) -> &str {
 fn normalise_url(url: &str, buf: &mut String) -> Range<usize> {
     buf.clear();
     // The scanner's URLs have no `:` before their `://`.
-    let (scheme, rest) = match memchr::memchr(b':', url.as_bytes()) {
+    let (scheme, rest) = match url.bytes().position(|b| b == b':') {
         Some(colon) if url[colon..].starts_with("://") => (&url[..colon], &url[colon + 3..]),
         _ => url.split_once("://").unwrap_or(("", url)),
     };
@@ -512,7 +512,7 @@ fn normalise_url(url: &str, buf: &mut String) -> Range<usize> {
     let start = buf.len();
     push_lower(buf, authority);
     let authority = start..buf.len();
-    if memchr::memchr(b'%', path.as_bytes()).is_some() {
+    if path.bytes().any(|b| b == b'%') {
         buf.push_str(&percent_decode(path));
     } else {
         buf.push_str(path);
@@ -522,12 +522,12 @@ fn normalise_url(url: &str, buf: &mut String) -> Range<usize> {
 
 /// The host of a URL's `authority`: without user, port or brackets.
 fn host_of_authority(authority: &str) -> Option<&str> {
-    // Byte searches: an authority is short, and `@`, `[`, `]` and `:` are ASCII, so each
-    // place found is a character boundary.
-    let host = memchr::memrchr(b'@', authority.as_bytes()).map_or(authority, |at| &authority[at + 1..]);
+    // Plain byte searches: an authority is too short for memchr's set-up to pay, and `@`,
+    // `[`, `]` and `:` are ASCII, so each place found is a character boundary.
+    let host = authority.bytes().rposition(|b| b == b'@').map_or(authority, |at| &authority[at + 1..]);
     let host = match host.strip_prefix('[') {
-        Some(v6) => memchr::memchr(b']', v6.as_bytes()).map_or(v6, |end| &v6[..end]),
-        None => match memchr::memrchr(b':', host.as_bytes()) {
+        Some(v6) => v6.bytes().position(|b| b == b']').map_or(v6, |end| &v6[..end]),
+        None => match host.bytes().rposition(|b| b == b':') {
             Some(colon) if host.as_bytes()[colon + 1..].iter().all(u8::is_ascii_digit) => &host[..colon],
             _ => host,
         },
@@ -568,7 +568,7 @@ fn number(raw: &str, buf: &mut String) -> Option<ValueKind> {
     let hour = |space: usize| {
         bytes.get(space + 1..).filter(|h| (1..=2).contains(&h.len()) && h.iter().all(u8::is_ascii_digit))
     };
-    let date = match memchr::memchr(b' ', bytes) {
+    let date = match bytes.iter().position(|b| *b == b' ') {
         Some(space) if hour(space).is_some() => &bytes[..space],
         _ => bytes,
     };
