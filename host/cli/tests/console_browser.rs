@@ -126,9 +126,23 @@ async fn sign_in(browser: &Client, base: &str, user: &str) {
     browser.find(Locator::Id("sign-in")).await.unwrap().click().await.unwrap();
 }
 
-/// The text of the element `css` once the page has it.
+/// The text of the element `css` once the page has it. A find or a read that a
+/// navigation interrupts (a sign-in lands on a page that refreshes to the console) is
+/// tried again, until [`WAIT`] has passed.
 async fn text_of(browser: &Client, css: &str) -> String {
-    browser.wait().at_most(WAIT).for_element(Locator::Css(css)).await.unwrap().text().await.unwrap()
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let read = match browser.wait().at_most(left).for_element(Locator::Css(css)).await {
+            Ok(element) => element.text().await,
+            Err(e) => Err(e),
+        };
+        match read {
+            Ok(text) => return text,
+            Err(e) if std::time::Instant::now() >= deadline => panic!("{css}: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
 }
 
 /// Loads `url` until the page has `css` (at most 60 s).
@@ -263,6 +277,9 @@ async fn a_reviewer_and_an_admin_use_the_console_in_chromium() {
     assert!(table.contains("alice (console)") && table.contains("approved") && table.contains("refused"), "{table}");
     shoot(&browser, &shots, "audit.png").await;
     browser.find(Locator::Id("sign-out")).await.unwrap().click().await.unwrap();
+    // The next page is asked for only once this one has answered: a navigation started
+    // while the sign-out's POST is under way cancels it, and the session lives on.
+    assert_eq!(text_of(&browser, "#heading").await, "Signed out");
 
     // mallory is no reviewer: refused at sign-in, with no session.
     sign_in(&browser, &base, "mallory").await;
