@@ -81,11 +81,9 @@ step "the installed binary"
 on_tokio=$(cargo tree --locked -p wasmgate-cli -e normal,build -i tokio --prefix none | sed 's/ (.*//' | sort -u)
 # Its output is printed after it, not teed to /dev/stderr: opened anew, that would truncate
 # a log file the command writes to.
-if ! build=$(cargo build --locked --color never -p wasmgate-cli --bin wasmgate 2>&1 >/dev/null); then
-    printf '%s\n' "$build" >&2
-    exit 1
-fi
+build=$(cargo build --locked --color never -p wasmgate-cli --bin wasmgate 2>&1 >/dev/null) && status=0 || status=$?
 printf '%s\n' "$build" >&2
+[ "$status" = 0 ] || exit "$status"
 built=$(printf '%s\n' "$build" | sed -n 's/^ *Compiling \([^ ]*\) \(v[^ ]*\).*/\1 \2/p' | sort -u)
 twice=$(comm -23 <(printf '%s\n' "$built") <(printf '%s\n' "$on_tokio") | sed '/^$/d')
 if [ -n "$twice" ]; then

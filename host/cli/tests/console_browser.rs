@@ -126,17 +126,14 @@ async fn sign_in(browser: &Client, base: &str, user: &str) {
     browser.find(Locator::Id("sign-in")).await.unwrap().click().await.unwrap();
 }
 
-/// The text of the element `css` once the page has it. A find or a read that a
-/// navigation interrupts (a sign-in lands on a page that refreshes to the console) is
-/// tried again, until [`WAIT`] has passed.
+/// The text of the element `css` once the page has it. A find or read that fails is
+/// tried again until [`WAIT`] has passed, then fails the test with its error: a navigation
+/// under way interrupts one (a sign-in lands on a page that refreshes to the console).
 async fn text_of(browser: &Client, css: &str) -> String {
     let deadline = std::time::Instant::now() + WAIT;
     loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
-        let read = match browser.wait().at_most(left).for_element(Locator::Css(css)).await {
-            Ok(element) => element.text().await,
-            Err(e) => Err(e),
-        };
+        let read = async { browser.wait().at_most(left).for_element(Locator::Css(css)).await?.text().await }.await;
         match read {
             Ok(text) => return text,
             Err(e) if std::time::Instant::now() >= deadline => panic!("{css}: {e}"),

@@ -51,16 +51,16 @@ fn arguments_4kb() -> serde_json::Value {
 
 fn main() {
     let result = result_4kb();
+    // As the guard remembers it: located only when the detector flagged it.
+    let marks = Marks { detected: !wasmgate_policy::detect(&result).is_empty(), ..Marks::default() };
     if let Some(calls) = std::env::var("WASMGATE_BENCH_CALLS").ok().and_then(|n| n.parse::<u64>().ok()) {
-        count_instructions(&result, calls);
+        count_instructions(&result, marks, calls);
         return;
     }
     let mut criterion = Criterion::default().configure_from_args();
     criterion.bench_function("extract the values of a 4 KB result", |b| b.iter(|| wasmgate_policy::extract(&result)));
     criterion.bench_function("locate the findings of a 4 KB result", |b| b.iter(|| wasmgate_policy::locate(&result)));
     criterion.bench_function("detect in a 4 KB result", |b| b.iter(|| wasmgate_policy::detect(&result)));
-    // As the guard remembers it: located only when the detector flagged it.
-    let marks = Marks { detected: !wasmgate_policy::detect(&result).is_empty(), ..Marks::default() };
     criterion.bench_function("remember a 4 KB result", |b| {
         b.iter_batched(
             Provenance::default,
@@ -113,8 +113,7 @@ fn main() {
 /// under `valgrind --tool=callgrind` with two counts, the difference of the instructions
 /// over the difference of the counts is what one costs, a figure the VM's drifting speed
 /// does not move.
-fn count_instructions(result: &str, calls: u64) {
-    let marks = Marks { detected: !wasmgate_policy::detect(result).is_empty(), ..Marks::default() };
+fn count_instructions(result: &str, marks: Marks, calls: u64) {
     for record in 0..calls {
         let memory = Provenance::default();
         let source = Source { provider: "cal".into(), tool: "list".into(), record: Some(record) };
