@@ -54,6 +54,10 @@ const AT: u16 = 256;
 const DOT: u16 = 512;
 const COLON: u16 = 1024;
 const SLASH: u16 = 2048; // `/` or `\`
+// What ends a URL: ASCII white space, vertical tab and `<>"'` ``\^{}|`.
+const URL_END: u16 = 4096;
+const NON_ASCII: u16 = 8192;
+const LABEL: u16 = 16384; // what a domain's label holds: a letter, a digit or `-`
 
 /// The classes of each byte.
 static CLASS: [u16; 256] = {
@@ -85,6 +89,17 @@ static CLASS: [u16; 256] = {
         }
         if matches!(b, b':' | b'+' | b'(' | b'~' | b'/' | b'\\') {
             class |= START;
+        }
+        if b.is_ascii_whitespace()
+            || matches!(b, 0x0b | b'<' | b'>' | b'"' | b'\'' | b'`' | b'\\' | b'^' | b'{' | b'}' | b'|')
+        {
+            class |= URL_END;
+        }
+        if !b.is_ascii() {
+            class |= NON_ASCII;
+        }
+        if b.is_ascii_alphanumeric() || b == b'-' {
+            class |= LABEL;
         }
         match b {
             b'@' => class |= AT,
@@ -206,7 +221,7 @@ impl<'a> Run<'a> {
     }
 
     fn alnum(&self, i: usize) -> bool {
-        self.at(i).is_ascii_alphanumeric()
+        class(self.at(i)) & (DIGIT | UPPER | LOWER) != 0
     }
 
     fn digit(&self, i: usize) -> bool {
@@ -280,25 +295,23 @@ impl<'a> Run<'a> {
 
     fn url(&self, p: usize) -> Option<usize> {
         let is =
-            |i: usize, lower: &[u8]| lower.iter().enumerate().all(|(k, b)| self.at(i + k).to_ascii_lowercase() == *b);
-        let mut q = if is(p, b"https://") {
+            |scheme: &[u8]| self.bytes.get(p..p + scheme.len()).is_some_and(|head| head.eq_ignore_ascii_case(scheme));
+        let mut q = if is(b"https://") {
             p + 8
-        } else if is(p, b"http://") {
+        } else if is(b"http://") {
             p + 7
-        } else if is(p, b"ftp://") {
+        } else if is(b"ftp://") {
             p + 6
         } else {
             return None;
         };
         let start = q;
         while let Some(&b) = self.bytes.get(q) {
-            if b.is_ascii() {
-                if b.is_ascii_whitespace()
-                    || matches!(b, 0x0b | b'<' | b'>' | b'"' | b'\'' | b'`' | b'\\' | b'^' | b'{' | b'}' | b'|')
-                {
-                    break;
-                }
+            let c = class(b);
+            if c & (URL_END | NON_ASCII) == 0 {
                 q += 1;
+            } else if c & URL_END != 0 {
+                break;
             } else {
                 let c = self.text.get(q..).and_then(|rest| rest.chars().next())?;
                 if c.is_whitespace() {
@@ -349,7 +362,7 @@ impl<'a> Run<'a> {
         let (mut fewer, mut labels, mut at) = (None, 0, s);
         while self.alnum(at) {
             let mut r = at + 1;
-            while r - at < 64 && (self.alnum(r) || self.at(r) == b'-') {
+            while r - at < 64 && class(self.at(r)) & LABEL != 0 {
                 r += 1;
             }
             if r - at > 63 || self.at(r) != b'.' || !self.alnum(r - 1) {

@@ -156,9 +156,9 @@ pub fn visit(text: &str, mut each: impl FnMut(ValueKind, &str, Range<usize>)) {
         match kind {
             Kind::Url => {
                 let raw = trim_trailing(raw);
-                let authority = normalise_url(raw, &mut buf);
+                let host = normalise_url(raw, &mut buf);
                 emit(ValueKind::Url, &buf, span.start..span.start + raw.len());
-                if let Some(host) = buf.get(authority).and_then(host_of_authority) {
+                if let Some(host) = buf.get(host) {
                     emit(ValueKind::Host, host, span.start..span.start);
                 }
             }
@@ -237,20 +237,59 @@ pub struct Prose<'a> {
     /// those of a comma-separated list; each made [`bare`] when first compared.
     line: Range<usize>,
     items: Vec<(&'a str, Option<&'a str>)>,
+    /// The text's line breaks, gone through once while values are asked about in
+    /// order: the last one before the last value asked about, and the first one after
+    /// its start.
+    breaks: memchr::Memchr<'a>,
+    before: Option<usize>,
+    after: Option<usize>,
 }
 
 impl<'a> Prose<'a> {
     /// For the values of `text`.
     #[must_use]
     pub fn new(text: &'a str) -> Self {
-        Self { text, line: 0..0, items: Vec::new() }
+        let mut breaks = memchr::memchr_iter(b'\n', text.as_bytes());
+        let after = breaks.next();
+        Self { text, line: 0..0, items: Vec::new(), breaks, before: None, after }
+    }
+
+    /// The line of the text that holds `span`, as [`line_around`] finds it, from the
+    /// line breaks after the last value's: the values of a text asked about in order
+    /// cost one pass over it.
+    fn line_of(&mut self, span: &Range<usize>) -> Option<Range<usize>> {
+        if self.before.is_some_and(|at| at >= span.start) {
+            // A value before the last one: from the start again.
+            self.breaks = memchr::memchr_iter(b'\n', self.text.as_bytes());
+            self.before = None;
+            self.after = self.breaks.next();
+        }
+        while let Some(at) = self.after.filter(|at| *at < span.start) {
+            self.before = Some(at);
+            self.after = self.breaks.next();
+        }
+        if self.after.is_some_and(|at| at < span.end) {
+            // Across a line break (no value the scanner finds is).
+            return line_around(self.text, span.clone());
+        }
+        let start = match self.before {
+            Some(at) if span.start - at <= MAX_LINE_LOOK => at + 1,
+            None if span.start <= MAX_LINE_LOOK => 0,
+            _ => return None,
+        };
+        let end = match self.after {
+            Some(at) if at - span.end < MAX_LINE_LOOK => at,
+            _ if span.end + MAX_LINE_LOOK >= self.text.len() => self.text.len(),
+            _ => return None,
+        };
+        Some(start..end)
     }
 
     /// Whether the value at `span` stands inside running text, as [`in_prose`].
     pub fn holds(&mut self, span: Range<usize>) -> bool {
         let Some(value) = self.text.get(span.clone()) else { return false };
         if span.start < self.line.start || span.end > self.line.end || self.line.is_empty() {
-            let Some(line) = line_around(self.text, span).filter(|line| self.text.get(line.clone()).is_some()) else {
+            let Some(line) = self.line_of(&span).filter(|line| self.text.get(line.clone()).is_some()) else {
                 return true;
             };
             let rest = content(&self.text[line.clone()]);
@@ -496,7 +535,7 @@ fn trim_trailing(text: &str) -> &str {
 }
 
 /// `url` into `buf` with its scheme and host in lower case, percent-encoding decoded,
-/// and a bare trailing `/` dropped; where its authority stands in `buf`.
+/// and a bare trailing `/` dropped; where its host stands in `buf` (empty: it has none).
 fn normalise_url(url: &str, buf: &mut String) -> Range<usize> {
     buf.clear();
     // The scanner's URLs have no `:` before their `://`.
@@ -511,29 +550,46 @@ fn normalise_url(url: &str, buf: &mut String) -> Range<usize> {
     buf.push_str("://");
     let start = buf.len();
     push_lower(buf, authority);
-    let authority = start..buf.len();
+    let host = host_in(&buf[start..]);
     if path.bytes().any(|b| b == b'%') {
         buf.push_str(&percent_decode(path));
     } else {
         buf.push_str(path);
     }
-    authority
+    start + host.start..start + host.end
 }
 
-/// The host of a URL's `authority`: without user, port or brackets.
-fn host_of_authority(authority: &str) -> Option<&str> {
-    // Plain byte searches: an authority is too short for memchr's set-up to pay, and `@`,
-    // `[`, `]` and `:` are ASCII, so each place found is a character boundary.
-    let host = authority.bytes().rposition(|b| b == b'@').map_or(authority, |at| &authority[at + 1..]);
-    let host = match host.strip_prefix('[') {
-        Some(v6) => v6.bytes().position(|b| b == b']').map_or(v6, |end| &v6[..end]),
-        None => match host.bytes().rposition(|b| b == b':') {
-            Some(colon) if host.as_bytes()[colon + 1..].iter().all(u8::is_ascii_digit) => &host[..colon],
-            _ => host,
-        },
-    };
-    let host = host.trim_end_matches('.');
-    (!host.is_empty()).then_some(host)
+/// Where the host of a URL's `authority` stands in it: without user, port or brackets
+/// (empty: it has none).
+fn host_in(authority: &str) -> Range<usize> {
+    let bytes = authority.as_bytes();
+    // One pass: where the host starts (after the last `@`), its last `:`, and whether
+    // only digits follow that `:` (a port). Each place is an ASCII byte's, so a
+    // character boundary.
+    let (mut start, mut colon, mut port) = (0, None, false);
+    for (i, b) in bytes.iter().enumerate() {
+        match b {
+            b'@' => (start, colon) = (i + 1, None),
+            b':' => (colon, port) = (Some(i), true),
+            b'0'..=b'9' => {}
+            _ => port = false,
+        }
+    }
+    let mut end = bytes.len();
+    if bytes.get(start) == Some(&b'[') {
+        start += 1;
+        if let Some(close) = bytes[start..].iter().position(|b| *b == b']') {
+            end = start + close;
+        }
+    } else if let Some(colon) = colon
+        && port
+    {
+        end = colon;
+    }
+    while end > start && bytes[end - 1] == b'.' {
+        end -= 1;
+    }
+    start..end
 }
 
 /// `%XX` sequences decoded (as UTF-8, lossily).
@@ -651,6 +707,35 @@ mod tests {
         );
     }
 
+    /// A URL's host as its rules say it, written plainly: what [`host_in`] is checked
+    /// against.
+    fn host_specified(authority: &str) -> &str {
+        let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+        let host = match host.strip_prefix('[') {
+            Some(v6) => v6.split_once(']').map_or(v6, |(v6, _)| v6),
+            None => match host.rsplit_once(':') {
+                Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+                _ => host,
+            },
+        };
+        host.trim_end_matches('.')
+    }
+
+    #[test]
+    fn a_urls_host_is_what_its_rules_say() {
+        let pieces = ["a", "B", "\u{e9}", ".", "@", ":", "[", "]", "8", "80", "::1", "user", "x.example", "\u{130}"];
+        let mut authorities = vec![String::new()];
+        for _ in 0..4 {
+            let longer: Vec<String> =
+                authorities.iter().flat_map(|a| pieces.iter().map(move |p| format!("{a}{p}"))).collect();
+            authorities.extend(longer);
+        }
+        assert!(authorities.len() > 40_000);
+        for authority in &authorities {
+            assert_eq!(&authority[host_in(authority)], host_specified(authority), "{authority:?}");
+        }
+    }
+
     #[test]
     fn dates_times_and_bad_checksums_are_not_values() {
         assert!(values("from 2026-11-30 to 2026-12-06 at 12:00").is_empty(), "{:?}", values("from 2026-11-30"));
@@ -712,6 +797,18 @@ mod tests {
                     &text[span.clone()]
                 );
             }
+        }
+    }
+
+    #[test]
+    fn the_line_of_each_value_is_found_in_one_pass_as_alone() {
+        // Lines shorter than, just within and longer than the look either side; spans
+        // empty, within a line and across a break; asked in order, backwards and skipping.
+        let text = format!("{}\n{}\n\n{}\n{}", "a".repeat(100), "b".repeat(511), "c".repeat(1100), "d".repeat(513));
+        let spans: Vec<Range<usize>> = (0..=text.len()).flat_map(|s| [s..s, s..(s + 3).min(text.len())]).collect();
+        let mut lines = Prose::new(&text);
+        for span in spans.iter().chain(spans.iter().rev()).chain(spans.iter().step_by(97)) {
+            assert_eq!(lines.line_of(span), line_around(&text, span.clone()), "{span:?}");
         }
     }
 
