@@ -160,14 +160,22 @@ impl Memory {
 }
 
 /// The values untrusted results carried, per context; see the module docs.
-#[derive(Debug)]
 pub struct Provenance {
-    /// SipHash-1-3's key.
+    /// SipHash-1-3's key (which its `Debug` does not show).
     key: (u64, u64),
     limits: Limits,
     contexts: Mutex<HashMap<String, Memory>>,
     /// Where every replica's memory is kept too, when there are replicas.
     shared: Option<Arc<dyn SharedMemory>>,
+}
+
+impl std::fmt::Debug for Provenance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Provenance")
+            .field("limits", &self.limits)
+            .field("shared", &self.shared.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for Provenance {
@@ -556,6 +564,22 @@ mod tests {
     use serde_json::json;
 
     const DETECTED: Marks = Marks { detected: true, unplaced: false, sequence: false };
+
+    #[test]
+    fn a_value_is_kept_as_siphash_1_3_of_its_bytes_and_the_key_is_never_shown() {
+        // Replicas share these hashes through the store: every build must hash alike.
+        let key = *b"the memory's key";
+        let memory = Provenance::keyed(Limits::default(), key, None);
+        for len in 0..40 {
+            let value: String = "aB1@.é".chars().cycle().take(len).collect();
+            let mut streamed = siphasher::sip::SipHasher13::new_with_key(&key);
+            std::hash::Hasher::write(&mut streamed, value.as_bytes());
+            assert_eq!(memory.hash(&value), std::hash::Hasher::finish(&streamed).max(STEERED + 1), "{value:?}");
+        }
+        let shown = format!("{memory:?}");
+        let half = u64::from_le_bytes(key[..8].try_into().unwrap());
+        assert!(!shown.contains(&half.to_string()) && !shown.contains("k0"), "{shown}");
+    }
 
     fn source(tool: &str, record: u64) -> Source {
         Source { provider: "caldav".into(), tool: tool.into(), record: Some(record) }
