@@ -58,6 +58,7 @@ const SLASH: u16 = 2048; // `/` or `\`
 const URL_END: u16 = 4096;
 const NON_ASCII: u16 = 8192;
 const LABEL: u16 = 16384; // what a domain's label holds: a letter, a digit or `-`
+const GROUPING: u16 = 32768; // what a number's digits are grouped with, and its digits
 
 /// The classes of each byte.
 static CLASS: [u16; 256] = {
@@ -100,6 +101,9 @@ static CLASS: [u16; 256] = {
         }
         if b.is_ascii_alphanumeric() || b == b'-' {
             class |= LABEL;
+        }
+        if matches!(b, b'0'..=b'9' | b' ' | b'(' | b')' | b'.' | b'-') {
+            class |= GROUPING;
         }
         match b {
             b'@' => class |= AT,
@@ -476,7 +480,7 @@ impl<'a> Run<'a> {
         if !self.digit(q) {
             return None;
         }
-        let grouping = |i: usize| matches!(self.at(i), b'0'..=b'9' | b' ' | b'(' | b')' | b'.' | b'-');
+        let grouping = |i: usize| class(self.at(i)) & GROUPING != 0;
         let run = (q + 1..q + 24).take_while(|i| grouping(*i)).count();
         // Five to 22 of them, then a digit: the most that end in one.
         (5..run.min(23)).rev().map(|k| q + 1 + k).find(|i| self.digit(*i)).map(|i| i + 1)
