@@ -10,8 +10,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use wasmgate_policy::{
-    MAX_QUOTED_CHARS, MAX_VALUE_BYTES, MAX_VALUES_PER_TEXT, MIN_TEXT_CHARS, Prose, extract, in_prose, quoted,
-    strings, text_value,
+    MAX_QUOTED_CHARS, MAX_VALUE_BYTES, MAX_VALUES_PER_TEXT, MIN_TEXT_CHARS, Prose, extract, in_prose, quoted, strings,
+    text_value,
 };
 
 fuzz_target!(|data: &[u8]| {
