@@ -154,6 +154,15 @@ fn runs(bytes: &[u8], mut each: impl FnMut(Range<usize>, u16) -> bool) {
         let start = at;
         let mut classes = class_of_first;
         at += 1;
+        // Four bytes at a time while none of them is white space, then one at a time.
+        while let Some(&[a, b, c, d]) = bytes.get(at..at + 4) {
+            let four = [class(a), class(b), class(c), class(d)];
+            if (four[0] | four[1] | four[2] | four[3]) & SPACE != 0 {
+                break;
+            }
+            classes |= four[0] | four[1] | four[2] | four[3];
+            at += 4;
+        }
         while let Some(&b) = bytes.get(at) {
             let c = class(b);
             if c & SPACE != 0 {

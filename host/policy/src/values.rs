@@ -546,6 +546,14 @@ fn normalise_url(url: &str, buf: &mut String) -> Range<usize> {
     let end = rest.bytes().position(|b| matches!(b, b'/' | b'?' | b'#')).unwrap_or(rest.len());
     let (authority, path) = rest.split_at(end);
     let path = if path == "/" { "" } else { path };
+    if rest.len() + 3 + scheme.len() == url.len() && url.is_ascii() && !path.bytes().any(|b| b == b'%') {
+        // Most URLs: copied once, then the scheme and authority made lower case in place.
+        let start = scheme.len() + 3;
+        buf.push_str(&url[..start + authority.len() + path.len()]);
+        buf[..start + authority.len()].make_ascii_lowercase();
+        let host = host_in(&buf[start..start + authority.len()]);
+        return start + host.start..start + host.end;
+    }
     push_lower(buf, scheme);
     buf.push_str("://");
     let start = buf.len();
@@ -733,6 +741,30 @@ mod tests {
         assert!(authorities.len() > 40_000);
         for authority in &authorities {
             assert_eq!(&authority[host_in(authority)], host_specified(authority), "{authority:?}");
+        }
+    }
+
+    #[test]
+    fn a_url_is_normalised_as_its_rules_say() {
+        let authority_pieces = ["a", "B", "\u{e9}", "\u{130}", "@", ":", "8", "[", "]", "."];
+        let mut authorities = vec![String::new()];
+        for _ in 0..3 {
+            let longer: Vec<String> =
+                authorities.iter().flat_map(|a| authority_pieces.iter().map(move |p| format!("{a}{p}"))).collect();
+            authorities.extend(longer);
+        }
+        let mut buf = String::new();
+        for scheme in ["http", "HTTPS", "Ftp"] {
+            for authority in &authorities {
+                for path in ["", "/", "/a/", "/B%41%zz", "?Q=1", "#F", "/\u{e9}", "//"] {
+                    let url = format!("{scheme}://{authority}{path}");
+                    let host = normalise_url(&url, &mut buf);
+                    let lower = authority.to_lowercase();
+                    let path = if path == "/" { String::new() } else { percent_decode(path) };
+                    assert_eq!(buf, format!("{}://{lower}{path}", scheme.to_lowercase()), "{url:?}");
+                    assert_eq!(&buf[host], host_specified(&lower), "{url:?}");
+                }
+            }
         }
     }
 
