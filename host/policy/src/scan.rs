@@ -622,6 +622,94 @@ mod tests {
         found
     }
 
+    /// The runs, a byte at a time: what [`runs`] is checked against.
+    fn runs_specified(bytes: &[u8]) -> Vec<(Range<usize>, u16)> {
+        let mut found = Vec::new();
+        let (mut run, mut end, mut held) = (None, 0, 0);
+        let mut at = 0;
+        while at < bytes.len() {
+            if class(bytes[at]) & SPACE != 0 {
+                if bytes[at] != b' '
+                    && let Some(start) = run.take()
+                {
+                    found.push((start..end, held));
+                }
+                at += 1;
+                continue;
+            }
+            let start = at;
+            let mut classes = 0;
+            while at < bytes.len() && class(bytes[at]) & SPACE == 0 {
+                classes |= class(bytes[at]);
+                at += 1;
+            }
+            let word = &bytes[start..at];
+            let dotted = word.windows(2).skip(1).any(|w| w[0] == b'.' && w[1].is_ascii_alphanumeric());
+            let group = word.len() <= 4 && word.iter().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+            if classes & (DIGIT | MARK) != 0 || dotted || group {
+                if run.is_none() {
+                    run = Some(start);
+                    held = 0;
+                }
+                held |= classes;
+                end = at;
+            } else if let Some(start) = run.take() {
+                found.push((start..end, held));
+            }
+        }
+        if let Some(start) = run {
+            found.push((start..end, held));
+        }
+        found
+    }
+
+    #[test]
+    fn the_runs_are_those_a_byte_at_a_time_finds() {
+        let pieces = [
+            "a",
+            "Z",
+            "1",
+            ".",
+            "@",
+            "/",
+            ":",
+            "~",
+            "\\",
+            "-",
+            " ",
+            " ",
+            "\t",
+            "\n",
+            "\r",
+            "\u{b}",
+            "\u{c}",
+            "\u{1}",
+            "\u{1f}",
+            "\u{0}",
+            "!",
+            "\u{7f}",
+            "\u{80}",
+            "\u{a0}",
+            "\u{2003}",
+            "é",
+            "AB12",
+            "word",
+            "longerword",
+            "https://x.example/a",
+            "12345678901234567",
+        ];
+        let mut texts = generated(50_000, &pieces);
+        texts.extend((0..=20).map(|n| format!("{}\u{1}{} 1", "a".repeat(n), "b".repeat(n))));
+        for text in &texts {
+            let mut found = Vec::new();
+            runs(text.as_bytes(), |run, classes| {
+                found.push((run, classes));
+                true
+            });
+            assert_eq!(found, runs_specified(text.as_bytes()), "{text:?}");
+        }
+    }
+
     thread_local! {
         /// The bytes the scanner has looked at in runs, on this thread.
         pub(super) static STEPS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
