@@ -54,7 +54,7 @@ const AT: u16 = 256;
 const DOT: u16 = 512;
 const COLON: u16 = 1024;
 const SLASH: u16 = 2048; // `/` or `\`
-// What ends a URL: ASCII white space, vertical tab and `<>"'` ``\^{}|`.
+// What ends a URL: ASCII white space, vertical tab, and each of < > " ' ` \ ^ { } |.
 const URL_END: u16 = 4096;
 const NON_ASCII: u16 = 8192;
 const LABEL: u16 = 16384; // what a domain's label holds: a letter, a digit or `-`
