@@ -343,7 +343,7 @@ fn line_around(text: &str, span: Range<usize>) -> Option<Range<usize>> {
 /// What `line` holds once its list marker (`- `, `1. `), a field's key and a trailing
 /// comma are off.
 fn content(line: &str) -> &str {
-    let mut rest = line.trim();
+    let mut rest = trimmed(line);
     for marker in ["- ", "* ", "+ "] {
         if let Some(item) = rest.strip_prefix(marker) {
             rest = item.trim_start();
@@ -357,6 +357,14 @@ fn content(line: &str) -> &str {
         rest = rest[colon..].trim_start();
     }
     rest.trim_end_matches(',')
+}
+
+/// `line.trim()`, without looking at its characters when it starts and ends with a
+/// printable ASCII byte: white space is a control byte, a space or a character of more
+/// than one byte.
+fn trimmed(line: &str) -> &str {
+    let printable = |b: Option<&u8>| b.is_some_and(u8::is_ascii_graphic);
+    if printable(line.as_bytes().first()) && printable(line.as_bytes().last()) { line } else { line.trim() }
 }
 
 /// A value or list item without what writes it around: white space, the punctuation a
@@ -841,6 +849,19 @@ mod tests {
         let mut lines = Prose::new(&text);
         for span in spans.iter().chain(spans.iter().rev()).chain(spans.iter().step_by(97)) {
             assert_eq!(lines.line_of(span), line_around(&text, span.clone()), "{span:?}");
+        }
+    }
+
+    #[test]
+    fn a_line_is_trimmed_as_trim_does() {
+        let ends = ["", " ", "\t", "\u{b}", "\u{1}", "\u{85}", "\u{a0}", "\u{2028}", "\u{3000}", "a", "-", "\u{e9}"];
+        for start in ends {
+            for end in ends {
+                for middle in ["", "x", " y ", "\u{a0}"] {
+                    let line = format!("{start}{middle}{end}");
+                    assert_eq!(trimmed(&line), line.trim(), "{line:?}");
+                }
+            }
         }
     }
 
