@@ -384,8 +384,13 @@ fn bare(item: &str) -> &str {
 fn field_key(line: &str) -> Option<usize> {
     let quoted = line.starts_with('"');
     let key = if quoted { &line[1..] } else { line };
-    let len = key.bytes().take_while(|b| b.is_ascii_alphanumeric() || b"_.-".contains(b)).count();
-    if len == 0 || len > 40 || !key.as_bytes()[0].is_ascii_alphabetic() && key.as_bytes()[0] != b'_' {
+    // A key starts with a letter or `_`, and is at most 40 bytes: most lines that are
+    // no field are told by their first byte.
+    if !key.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_') {
+        return None;
+    }
+    let len = key.bytes().take(41).take_while(|b| b.is_ascii_alphanumeric() || b"_.-".contains(b)).count();
+    if len > 40 {
         return None;
     }
     let mut at = usize::from(quoted) + len;
@@ -849,6 +854,40 @@ mod tests {
         let mut lines = Prose::new(&text);
         for span in spans.iter().chain(spans.iter().rev()).chain(spans.iter().step_by(97)) {
             assert_eq!(lines.line_of(span), line_around(&text, span.clone()), "{span:?}");
+        }
+    }
+
+    /// A field's key as its rules say it, written plainly: what [`field_key`] is checked
+    /// against.
+    fn field_key_specified(line: &str) -> Option<usize> {
+        let (quoted, key) = match line.strip_prefix('"') {
+            Some(key) => (true, key),
+            None => (false, line),
+        };
+        let len = key.bytes().take_while(|b| b.is_ascii_alphanumeric() || b"_.-".contains(b)).count();
+        let first = key.bytes().next()?;
+        if len == 0 || len > 40 || !(first.is_ascii_alphabetic() || first == b'_') {
+            return None;
+        }
+        let after_key = usize::from(quoted) + len;
+        let at = if quoted { line[after_key..].starts_with('"').then_some(after_key + 1)? } else { after_key };
+        (line[at..].starts_with(": ") || &line[at..] == ":").then_some(at + 1)
+    }
+
+    #[test]
+    fn a_fields_key_is_what_its_rules_say() {
+        let long = "k".repeat(39);
+        let pieces = ["\"", "a", "Z", "_", "1", ".", "-", ":", " ", "\u{e9}", long.as_str(), "x"];
+        let mut lines = vec![String::new()];
+        for _ in 0..4 {
+            let longer: Vec<String> =
+                lines.iter().flat_map(|l| pieces.iter().map(move |p| format!("{l}{p}"))).collect();
+            lines.extend(longer);
+        }
+        let keys = lines.iter().filter(|line| field_key(line).is_some()).count();
+        assert!(keys > 300, "{keys} fields");
+        for line in &lines {
+            assert_eq!(field_key(line), field_key_specified(line), "{line:?}");
         }
     }
 
