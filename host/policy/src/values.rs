@@ -728,6 +728,18 @@ mod tests {
         );
     }
 
+    /// Every string of `pieces` joined, `rounds` times over: each round adds, to all the
+    /// strings so far, each piece on the end.
+    fn joined(pieces: &[&str], rounds: usize) -> Vec<String> {
+        let mut strings = vec![String::new()];
+        for _ in 0..rounds {
+            let longer: Vec<String> =
+                strings.iter().flat_map(|s| pieces.iter().map(move |p| format!("{s}{p}"))).collect();
+            strings.extend(longer);
+        }
+        strings
+    }
+
     /// A URL's host as its rules say it, written plainly: what [`host_in`] is checked
     /// against.
     fn host_specified(authority: &str) -> &str {
@@ -745,12 +757,7 @@ mod tests {
     #[test]
     fn a_urls_host_is_what_its_rules_say() {
         let pieces = ["a", "B", "\u{e9}", ".", "@", ":", "[", "]", "8", "80", "::1", "user", "x.example", "\u{130}"];
-        let mut authorities = vec![String::new()];
-        for _ in 0..4 {
-            let longer: Vec<String> =
-                authorities.iter().flat_map(|a| pieces.iter().map(move |p| format!("{a}{p}"))).collect();
-            authorities.extend(longer);
-        }
+        let authorities = joined(&pieces, 4);
         assert!(authorities.len() > 40_000);
         for authority in &authorities {
             assert_eq!(&authority[host_in(authority)], host_specified(authority), "{authority:?}");
@@ -760,12 +767,7 @@ mod tests {
     #[test]
     fn a_url_is_normalised_as_its_rules_say() {
         let authority_pieces = ["a", "B", "\u{e9}", "\u{130}", "@", ":", "8", "[", "]", "."];
-        let mut authorities = vec![String::new()];
-        for _ in 0..3 {
-            let longer: Vec<String> =
-                authorities.iter().flat_map(|a| authority_pieces.iter().map(move |p| format!("{a}{p}"))).collect();
-            authorities.extend(longer);
-        }
+        let authorities = joined(&authority_pieces, 3);
         let mut buf = String::new();
         for scheme in ["http", "HTTPS", "Ftp"] {
             for authority in &authorities {
@@ -878,12 +880,7 @@ mod tests {
     fn a_fields_key_is_what_its_rules_say() {
         let long = "k".repeat(39);
         let pieces = ["\"", "a", "Z", "_", "1", ".", "-", ":", " ", "\u{e9}", long.as_str(), "x"];
-        let mut lines = vec![String::new()];
-        for _ in 0..4 {
-            let longer: Vec<String> =
-                lines.iter().flat_map(|l| pieces.iter().map(move |p| format!("{l}{p}"))).collect();
-            lines.extend(longer);
-        }
+        let lines = joined(&pieces, 4);
         let keys = lines.iter().filter(|line| field_key(line).is_some()).count();
         assert!(keys > 300, "{keys} fields");
         for line in &lines {
