@@ -238,9 +238,9 @@ pub struct Prose<'a> {
     line: Range<usize>,
     items: Vec<(&'a str, Option<&'a str>)>,
     /// The text's line breaks, gone through once while values are asked about in
-    /// order: the last one before the last value asked about, and the first one after
-    /// its start.
-    breaks: memchr::Memchr<'a>,
+    /// order (from the first value asked about: none before): the last one before the
+    /// last value asked about, and the first one after its start.
+    breaks: Option<memchr::Memchr<'a>>,
     before: Option<usize>,
     after: Option<usize>,
 }
@@ -249,24 +249,25 @@ impl<'a> Prose<'a> {
     /// For the values of `text`.
     #[must_use]
     pub fn new(text: &'a str) -> Self {
-        let mut breaks = memchr::memchr_iter(b'\n', text.as_bytes());
-        let after = breaks.next();
-        Self { text, line: 0..0, items: Vec::new(), breaks, before: None, after }
+        Self { text, line: 0..0, items: Vec::new(), breaks: None, before: None, after: None }
     }
 
     /// The line of the text that holds `span`, as [`line_around`] finds it, from the
     /// line breaks after the last value's: the values of a text asked about in order
     /// cost one pass over it.
     fn line_of(&mut self, span: &Range<usize>) -> Option<Range<usize>> {
-        if self.before.is_some_and(|at| at >= span.start) {
-            // A value before the last one: from the start again.
-            self.breaks = memchr::memchr_iter(b'\n', self.text.as_bytes());
-            self.before = None;
-            self.after = self.breaks.next();
-        }
+        let breaks = match &mut self.breaks {
+            Some(breaks) if self.before.is_none_or(|at| at < span.start) => breaks,
+            // The first value asked about, or one before the last: from the start.
+            slot => {
+                let mut breaks = memchr::memchr_iter(b'\n', self.text.as_bytes());
+                (self.before, self.after) = (None, breaks.next());
+                slot.insert(breaks)
+            }
+        };
         while let Some(at) = self.after.filter(|at| *at < span.start) {
             self.before = Some(at);
-            self.after = self.breaks.next();
+            self.after = breaks.next();
         }
         if self.after.is_some_and(|at| at < span.end) {
             // Across a line break (no value the scanner finds is).
