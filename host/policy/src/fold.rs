@@ -76,15 +76,40 @@ fn table(c: char) -> Option<char> {
 pub fn normalize(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut in_space = false;
-    for c in text.chars().map(fold_char) {
+    let space = |out: &mut String, in_space: &mut bool| {
+        if !*in_space {
+            out.push(' ');
+        }
+        *in_space = true;
+    };
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        // An ASCII character folds to itself and has one lower case: no decoding, no
+        // lookup (the white space of `char::is_whitespace` in ASCII is 9 to 13 and 32).
+        if b.is_ascii() {
+            match b {
+                b'\n' => {
+                    out.push('\n');
+                    in_space = false;
+                }
+                b'\t' | 0x0b | 0x0c | b'\r' | b' ' => space(&mut out, &mut in_space),
+                _ => {
+                    out.push(char::from(b.to_ascii_lowercase()));
+                    in_space = false;
+                }
+            }
+            i += 1;
+            continue;
+        }
+        let Some(c) = text.get(i..).and_then(|rest| rest.chars().next()) else { break };
+        i += c.len_utf8();
+        let c = fold_char(c);
         if c == '\n' {
             out.push('\n');
             in_space = false;
         } else if c.is_whitespace() {
-            if !in_space {
-                out.push(' ');
-            }
-            in_space = true;
+            space(&mut out, &mut in_space);
         } else {
             out.extend(c.to_lowercase());
             in_space = false;
@@ -109,6 +134,43 @@ mod tests {
     #[test]
     fn whitespace_runs_collapse_but_newlines_stay() {
         assert_eq!(normalize("a \t\u{a0} b\n  c"), "a b\n c");
+    }
+
+    /// What `normalize` does, a character at a time: what it is checked against.
+    fn normalize_specified(text: &str) -> String {
+        let mut out = String::new();
+        let mut in_space = false;
+        for c in text.chars().map(fold_char) {
+            if c == '\n' {
+                out.push('\n');
+                in_space = false;
+            } else if c.is_whitespace() {
+                if !in_space {
+                    out.push(' ');
+                }
+                in_space = true;
+            } else {
+                out.extend(c.to_lowercase());
+                in_space = false;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_text_is_normalized_as_a_character_at_a_time() {
+        let pieces = [
+            "a", "Z", "0", " ", "  ", "\t", "\n", "\r", "\u{b}", "\u{c}", "\u{0}", "\u{7f}", "\u{85}", "\u{a0}",
+            "\u{3000}", "\u{2003}", "Ｉ", "𝐈", "ⓘ", "і", "Σ", "İ", "ẞ", "é", "日", "!", "-", "ſ", "K",
+        ];
+        for text in crate::generated::texts(20_000, 24, &pieces) {
+            assert_eq!(normalize(&text), normalize_specified(&text), "{text:?}");
+        }
+        // Every ASCII byte, alone and between others.
+        for b in 0..=127u8 {
+            let text = format!("A{}b{}  {}", char::from(b), char::from(b), char::from(b));
+            assert_eq!(normalize(&text), normalize_specified(&text), "{b}");
+        }
     }
 
     #[test]

@@ -47,6 +47,8 @@ mod file;
 mod flow;
 mod fold;
 mod frame;
+#[cfg(test)]
+mod generated;
 mod glob;
 mod lock;
 mod name;

@@ -555,19 +555,7 @@ mod tests {
 
     /// Texts made of pieces that start, end and break values, from a fixed seed.
     fn generated(count: usize, pieces: &[&str]) -> Vec<String> {
-        let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
-        (0..count)
-            .map(|_| {
-                let len = next() % 30;
-                (0..len).map(|_| pieces[(next() % pieces.len() as u64) as usize]).collect()
-            })
-            .collect()
+        crate::generated::texts(count, 30, pieces)
     }
 
     const PIECES: [&str; 60] = [
