@@ -61,6 +61,9 @@ fn main() {
     criterion.bench_function("extract the values of a 4 KB result", |b| b.iter(|| wasmgate_policy::extract(&result)));
     criterion.bench_function("locate the findings of a 4 KB result", |b| b.iter(|| wasmgate_policy::locate(&result)));
     criterion.bench_function("detect in a 4 KB result", |b| b.iter(|| wasmgate_policy::detect(&result)));
+    let accented = prose_4kb().replace("review", "révisez — ");
+    criterion
+        .bench_function("detect in 4 KB of prose, not all ASCII", |b| b.iter(|| wasmgate_policy::detect(&accented)));
     criterion.bench_function("remember a 4 KB result", |b| {
         b.iter_batched(
             Provenance::default,
