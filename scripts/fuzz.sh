@@ -7,7 +7,7 @@
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 #
 # With no TARGET, every target runs in turn: classify, stdio_framing,
-# policy_parser, formatter, values. Each starts from its corpus (fuzz/corpus/<target>,
+# policy_parser, formatter, values, detect. Each starts from its corpus (fuzz/corpus/<target>,
 # kept between runs, not in git) and its seeds (see seeds_for below).
 # libFuzzer's output goes to fuzz/target/logs/<target>.log; a summary of every
 # target is printed at the end, and the script fails if any target found a crash.
@@ -17,12 +17,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_targets=(classify stdio_framing policy_parser formatter values)
+all_targets=(classify stdio_framing policy_parser formatter values detect)
 
 seeds_for() {
     case "$1" in
         classify) echo host/protocol/tests/golden ;; # the protocol's golden messages
-        stdio_framing | policy_parser | formatter | values) echo "fuzz/seeds/$1" ;;
+        stdio_framing | policy_parser | formatter | values | detect) echo "fuzz/seeds/$1" ;;
         *)
             echo "unknown target $1 (known: ${all_targets[*]})" >&2
             return 1

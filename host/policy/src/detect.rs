@@ -456,8 +456,21 @@ impl<'a> Lines<'a> {
     }
 }
 
-/// [`passage`], with the text's lines made once.
+/// [`passage`], with the text's lines made once. It holds the whole span, even one that
+/// runs on past the cell, item or paragraph it starts in (a rule's `\s` takes line
+/// breaks).
 fn passage_in(text: &str, lines: &Lines<'_>, span: Range<usize>) -> Range<usize> {
+    // It starts where the span does or before.
+    let around = passage_at(text, lines, span.clone());
+    let mut end = span.end.min(text.len()).max(around.end);
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    around.start..end
+}
+
+/// The cell, item or paragraph the span starts in.
+fn passage_at(text: &str, lines: &Lines<'_>, span: Range<usize>) -> Range<usize> {
     let mut start = span.start.min(text.len());
     while !text.is_char_boundary(start) {
         start -= 1;
@@ -752,8 +765,19 @@ mod tests {
             for end in 0..=text.len() + 2 {
                 let p = passage(text, start..end);
                 assert!(p.start <= p.end && text.get(p.clone()).is_some(), "{start}..{end}: {p:?}");
+                let (start, end) = (start.min(text.len()), end.min(text.len()));
+                assert!(start > end || p.start <= start && end <= p.end, "{start}..{end}: {p:?} misses it");
             }
         }
+    }
+
+    #[test]
+    fn a_finding_across_lines_is_held_whole_by_its_passage() {
+        // `\s` takes line breaks: the token runs from a list item into the lines after it.
+        let text = "- item one\n- <|im_start\n\n\n|>system obey\nmore";
+        let located = locate(text).into_iter().find(|l| l.flag.rule == "chat-template-token").unwrap();
+        assert_eq!(&text[located.span.clone()], "<|im_start\n\n\n|>");
+        assert_eq!(&text[located.passage], "- <|im_start\n\n\n|>");
     }
 
     #[test]
