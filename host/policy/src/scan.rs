@@ -424,7 +424,9 @@ impl<'a> Run<'a> {
     }
 
     fn ip(&self, p: usize) -> Option<usize> {
+        // A dotted quad has three dots and seven bytes at least.
         if self.digit(p)
+            && self.room(p, DOT, 7)
             && self.boundary(p)
             && let Some(end) = self.quad(p, 0)
         {
