@@ -112,7 +112,7 @@ fn a_memory_cap_below_the_initial_memory_is_a_memory_limit() {
 
 #[test]
 fn a_result_larger_than_the_formatters_first_memory_grows_it_and_comes_back_whole() {
-    // json-text starts with 2 MiB of memory (guest-tools/json-text/build.rs)
+    // json-text starts with 512 KiB of memory (guest-tools/json-text/build.rs)
     // and grows it only when a call needs more: here the input alone does.
     let sandbox = small_sandbox();
     let limits = CallLimits { output_bytes: 16 << 20, ..CallLimits::default() };
@@ -380,4 +380,30 @@ fn a_loaded_formatter_takes_other_limits_with_the_same_checks_as_a_load() {
     assert!(report(&err).contains("raise SandboxConfig::max_memory_bytes"), "{err}");
     let err = formatter.with_limits(CallLimits { instances: 0, ..CallLimits::default() }).unwrap_err();
     assert!(matches!(err, LoadError::Limits { .. }), "{err}");
+}
+
+/// `depth` levels of objects and arrays in turn, a string at the bottom.
+fn nested(depth: usize) -> String {
+    let open: String = (0..depth).map(|i| if i % 2 == 0 { r#"{"k":"# } else { "[" }).collect();
+    let close: String = (0..depth).rev().map(|i| if i % 2 == 0 { "}" } else { "]" }).collect();
+    format!(r#"{open}"bottom"{close}"#)
+}
+
+#[test]
+fn the_deepest_nesting_the_parser_accepts_renders_within_the_guest_stack() {
+    // json-text's shadow stack is small (guest-tools/json-text/build.rs): the deepest
+    // structure serde_json accepts must still render, in both places a result holds JSON.
+    let sandbox = small_sandbox();
+    let formatter = sandbox.load_formatter("json-text", JSON_TEXT, CallLimits::default()).unwrap();
+    let deepest =
+        (1..200).take_while(|&d| serde_json::from_str::<serde_json::Value>(&nested(d)).is_ok()).last().unwrap();
+    assert!(deepest >= 120, "{deepest}");
+    let structured = FormatRequest { structured_content: Some(nested(deepest)), ..text_result("x") };
+    let text = formatter.format(structured).unwrap();
+    assert!(text.contains("bottom"), "{text}");
+    let text = formatter.format(text_result(&nested(deepest))).unwrap();
+    assert!(text.contains("bottom"), "{text}");
+    // One level deeper is the parser's refusal, not a trap.
+    let result = formatter.format(FormatRequest { structured_content: Some(nested(deepest + 1)), ..text_result("x") });
+    assert!(matches!(&result, Err(SandboxError::Format(FormatError::InvalidInput(_)))), "{result:?}");
 }
