@@ -107,12 +107,52 @@ fn after_a_concurrent_batch_a_lone_append_still_completes_and_chains() {
     log.wait_queued(2);
     log.hold_writer(false);
     assert_eq!((first.wait().unwrap(), second.wait().unwrap()), (1, 2));
-    // The writer now gathers before its next write; one append alone ends the wait
-    // when the delay runs out, not never.
-    assert_eq!(log.append(Entry::log(Event::Started)).unwrap(), 3);
+    // The writer now gathers before its next write; one append alone (queued while it is
+    // held, so that it goes to the writer) ends the wait when the delay runs out, not never.
+    log.hold_writer(true);
+    let third = log.submit([Entry::log(Event::Started)]).unwrap();
+    log.wait_queued(1);
+    log.hold_writer(false);
+    assert_eq!(third.wait().unwrap(), 3);
     assert_eq!(log.fsyncs(), 2);
     drop(log);
     assert_eq!(verify(&path).unwrap().records, 3);
+}
+
+#[test]
+fn a_lone_waited_for_submission_is_written_and_synced_by_its_appender() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("alone.jsonl");
+    let log = AuditLog::open(&path, Options::default()).unwrap();
+    let first = log.submit([Entry::call("c1", "p", "t", Event::Started)]).unwrap();
+    // Durable before `submit` returned: no writer thread was waited for.
+    assert_eq!((log.fsyncs(), log.batches(), log.durable_head().seq), (1, 1, 1));
+    assert_eq!(first.wait().unwrap(), 1);
+
+    // An outcome goes to the writer (nobody waits for it)...
+    log.hold_writer(true);
+    log.record_later([Entry::call("c1", "p", "t", Event::Finished { is_error: false, flags: vec![] })]).unwrap();
+    // ...and a submission behind queued records goes with them.
+    let second = log.submit([Entry::call("c2", "p", "t", Event::Started)]).unwrap();
+    log.wait_queued(2);
+    assert_eq!(log.fsyncs(), 1, "queued behind the held writer, not written by its appender");
+    log.hold_writer(false);
+    assert_eq!(second.wait().unwrap(), 3);
+    assert_eq!(log.fsyncs(), 2);
+
+    // Not under `batched`: its appends return before any write.
+    let batched = dir.path().join("batched.jsonl");
+    let options = Options { durability: crate::Durability::Batched { max_delay_ms: 60_000 }, ..Options::default() };
+    let later = AuditLog::open(&batched, options).unwrap();
+    later.hold_writer(true);
+    let pending = later.submit([Entry::log(Event::Started)]).unwrap();
+    assert_eq!(pending.wait().unwrap(), 1);
+    assert_eq!(later.batches(), 0, "a batched append is the writer's");
+    later.hold_writer(false);
+    later.close().unwrap();
+    log.close().unwrap();
+    assert_eq!(verify(&path).unwrap().records, 3);
+    assert_eq!(verify(&batched).unwrap().records, 1);
 }
 
 #[test]

@@ -9,7 +9,7 @@ use crate::pending::{Completion, Pending};
 use crate::redact::Redaction;
 use crate::segment::{AppendFailure, Segment, rotated, sync_parent};
 use crate::tail::{check_start, recover};
-use crate::writer::{Job, Shared, Stall, State, joined, run};
+use crate::writer::{Job, Pen, Shared, Stall, State, commit, joined, run};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
@@ -35,7 +35,7 @@ pub struct Options {
 }
 
 /// An open audit log. Share it between threads (`Arc<AuditLog>`); appends from all of them are
-/// ordered, chained and group-committed by one writer thread.
+/// ordered, chained and group-committed by one writer thread (a lone submission, by its appender).
 #[derive(Debug)]
 pub struct AuditLog {
     shared: Arc<Shared>,
@@ -106,9 +106,9 @@ impl AuditLog {
         };
         let len = file.metadata().map_err(|e| open_err(&e))?.len();
         let segment = Segment::new(path, file, len, first_seq, options.rotate_bytes.filter(|_| meta.is_file()));
-        let (direct, segment) = match options.durability {
+        let (direct, pen) = match options.durability {
             Durability::Off => (Some(segment), None),
-            _ => (None, Some(segment)),
+            durability => (None, Some(Pen::new(segment, durability))),
         };
         let shared = Arc::new(Shared {
             path: path.to_owned(),
@@ -123,6 +123,7 @@ impl AuditLog {
                 failed: None,
                 closing: false,
                 direct,
+                pen,
                 stall: None,
                 held: false,
             }),
@@ -134,7 +135,7 @@ impl AuditLog {
         let thread_shared = Arc::clone(&shared);
         let writer = std::thread::Builder::new()
             .name("wasmgate-audit".into())
-            .spawn(move || run(thread_shared, segment))
+            .spawn(move || run(thread_shared))
             .map_err(|e| open_err(&e))?;
         let log = AuditLog { shared, redaction: options.redaction, writer: Some(writer) };
         if tail.truncated > 0 {
@@ -255,6 +256,30 @@ impl AuditLog {
                     }
                     (Err(AppendFailure::Torn(message)), _) => Err(self.poison(&mut st, message)),
                 };
+            }
+            // `every-call`, with nothing else to write and the writer idle: the appender
+            // writes and syncs its own submission, sparing the call the writer thread's
+            // wake-up and its own (two thread switches). Any other time, or when writes
+            // are failing, the writer takes it with whatever else is queued.
+            let alone = self.shared.durability == Durability::EveryCall
+                && !lazy
+                && st.queue.is_empty()
+                && st.stall.is_none()
+                && !st.held
+                && !st.closing;
+            if let Some(mut pen) = st.pen.take_if(|_| alone) {
+                drop(st);
+                commit(&self.shared, &mut pen, lines);
+                let mut st = self.shared.lock();
+                st.pen = Some(pen);
+                // The writer waits for the pen only when records were queued meanwhile (a
+                // failed write queues the stall's warning) or to close; left asleep otherwise.
+                let wake = !st.queue.is_empty() || st.closing;
+                drop(st);
+                if wake {
+                    self.shared.changed.notify_all();
+                }
+                return Ok(Pending::waiting(completion));
             }
             st.queue.extend(lines);
             st.next_seq - 1

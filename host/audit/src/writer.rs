@@ -5,7 +5,9 @@
 //! order and the chain is computed once, by whoever appends. The writer thread takes everything
 //! queued, writes it with one `write`, fsyncs once, and completes every waiter in the batch. While
 //! it fsyncs, new records queue up and go out together in the next round; that is group commit,
-//! and it is why the fsyncs per record fall as concurrency rises.
+//! and it is why the fsyncs per record fall as concurrency rises. Under `every-call` a submission
+//! that finds nothing queued and the writer idle is written and synced by its own appender instead
+//! ([`Pen`], [`commit`]): the same code, without two thread switches.
 //!
 //! A write that fails (a full disk) stalls the log: the file is cut back to its last whole
 //! record, the waiters of the failed records get the error (their calls are refused), and
@@ -181,6 +183,8 @@ pub(crate) struct State {
     /// Under `off` durability, the file appenders write their own records to (see
     /// `AuditLog::submit`); the writer thread then only waits for close.
     pub direct: Option<Segment>,
+    /// Under the other settings, the file and its write state, while nobody writes.
+    pub pen: Option<Pen>,
     /// Since when, and why, writes fail, while they do.
     pub stall: Option<Stall>,
     /// Test seam: while set, the writer leaves the queue alone (so a test can queue many records
@@ -363,54 +367,78 @@ impl Shared {
     }
 }
 
-/// The writer thread's body: `segment` is the log's file, `None` under `off` durability
-/// (appenders write their own records). Returns when the log closes (after flushing and
-/// syncing) or after a failure once the log is closed.
-pub(crate) fn run(shared: Arc<Shared>, segment: Option<Segment>) {
-    let Some(mut segment) = segment else {
+/// The log's file and what the last write left to do. It sits in the [`State`] while
+/// nobody writes; whoever writes a batch takes it out for the write and puts it back:
+/// the writer thread, or under `every-call` durability an appender whose submission is
+/// all there is to write while the writer is idle (see `AuditLog::submit`), which
+/// spares the call two thread switches.
+#[derive(Debug)]
+pub(crate) struct Pen {
+    segment: Segment,
+    /// How long a written record may stay unsynced (lazy records under `every-call`,
+    /// every record under `batched`).
+    max_delay: Duration,
+    /// When the oldest written-but-unsynced record was written.
+    unsynced_since: Option<Instant>,
+    /// The last record written, which the next fsync makes durable.
+    written: Option<Head>,
+    /// When the last write failed, while the log is stalled.
+    failed_at: Option<Instant>,
+}
+
+impl Pen {
+    pub fn new(segment: Segment, durability: Durability) -> Self {
+        let max_delay = match durability {
+            Durability::Batched { max_delay_ms } => Duration::from_millis(max_delay_ms),
+            Durability::EveryCall => LAZY_SYNC,
+            Durability::Off => Duration::ZERO,
+        };
+        Pen { segment, max_delay, unsynced_since: None, written: None, failed_at: None }
+    }
+}
+
+/// The writer thread's body. Under `off` durability (appenders write their own records)
+/// it only waits for close. Returns when the log closes (after flushing and syncing) or
+/// after a failure once the log is closed.
+pub(crate) fn run(shared: Arc<Shared>) {
+    if shared.durability == Durability::Off {
         let mut st = shared.lock();
         while !st.closing {
             st = shared.changed.wait(st).unwrap_or_else(|e| e.into_inner());
         }
         return;
-    };
-    let max_delay = match shared.durability {
-        Durability::Batched { max_delay_ms } => Duration::from_millis(max_delay_ms),
-        Durability::EveryCall => LAZY_SYNC,
-        Durability::Off => Duration::ZERO,
-    };
-    // When the oldest written-but-unsynced record was written (batched mode, or lazy
-    // records under every-call).
-    let mut unsynced_since: Option<Instant> = None;
+    }
     let mut previous_waiters = 0;
     // The mean gap between waited-for arrivals in the last gathering that saw any.
     let mut pace = None;
-    // The last record written, which the next fsync makes durable.
-    let mut written: Option<Head> = None;
-    // When the last write failed, while the log is stalled.
-    let mut failed_at: Option<Instant> = None;
     loop {
-        let mut batch = {
+        let (mut pen, batch) = {
             let mut st = shared.lock();
             loop {
-                let due = unsynced_since.is_some_and(|t| t.elapsed() >= max_delay);
+                let Some(pen) = st.pen.as_ref() else {
+                    // An appender is writing its own submission: wait for the pen.
+                    st = shared.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+                    continue;
+                };
+                let due = pen.unsynced_since.is_some_and(|t| t.elapsed() >= pen.max_delay);
                 // Stalled, with nobody waiting (under `batched`, nobody ever does): the kept
                 // records are tried again in a while.
                 let waiting = shared.durability == Durability::EveryCall && waiters(&st.queue) > 0;
-                let retry_in = failed_at
+                let retry_in = pen
+                    .failed_at
                     .filter(|_| st.stall.is_some() && !st.closing && !waiting)
                     .and_then(|t| RETRY.checked_sub(t.elapsed()))
                     .filter(|left| !left.is_zero());
                 if (!st.held && !st.queue.is_empty() && retry_in.is_none())
                     || due
-                    || (st.closing && unsynced_since.is_some())
+                    || (st.closing && pen.unsynced_since.is_some())
                 {
                     break;
                 }
                 if st.closing && st.queue.is_empty() {
                     return;
                 }
-                let sync_in = unsynced_since.map(|t| max_delay.saturating_sub(t.elapsed()));
+                let sync_in = pen.unsynced_since.map(|t| pen.max_delay.saturating_sub(t.elapsed()));
                 st = match [sync_in, retry_in].into_iter().flatten().min() {
                     Some(left) => {
                         shared.changed.wait_timeout(st, left).map(|r| r.0).unwrap_or_else(|e| e.into_inner().0)
@@ -427,89 +455,99 @@ pub(crate) fn run(shared: Arc<Shared>, segment: Option<Segment>) {
                 }
                 pace = gathering.pace().or(pace);
             }
-            if st.held { Vec::new() } else { std::mem::take(&mut st.queue) }
+            // Nobody takes the pen while records are queued, so it is still here.
+            let Some(pen) = st.pen.take() else { continue };
+            (pen, if st.held { Vec::new() } else { std::mem::take(&mut st.queue) })
         };
         previous_waiters = waiters(&batch);
-        if let Some(first) = shared.lock().failed.clone() {
-            // Nothing is queued after a failure (appends check first), but never write past one.
-            let refused = AuditError::Poisoned { path: shared.path.clone(), first };
-            batch.into_iter().filter_map(|j| j.done).for_each(|d| d.complete(Err(refused.clone())));
-            continue;
-        }
-        if !batch.is_empty() {
-            let bytes = joined(&batch);
-            shared.batches.fetch_add(1, Ordering::Relaxed);
-            match segment.append(&bytes) {
-                Ok(()) => {}
-                Err(AppendFailure::Cut(error)) => {
-                    failed_at = Some(Instant::now());
-                    let tail = written.clone().unwrap_or_else(|| shared.durable_head());
-                    shared.stall(&error, batch, &tail);
-                    // What was written before is synced now, not retried with the stall.
-                    if unsynced_since.take().is_some() {
-                        shared.fsyncs.fetch_add(1, Ordering::Relaxed);
-                        if let Err(e) = segment.sync() {
-                            shared.poison(&format!("fsync failed: {e}"), Vec::new());
-                            continue;
-                        }
-                        if let Some(head) = written.take() {
-                            shared.set_durable(head);
-                        }
+        commit(&shared, &mut pen, batch);
+        shared.lock().pen = Some(pen);
+    }
+}
+
+/// Writes `batch` with `pen`, syncs it as the log's durability asks (and what was written
+/// before it, when due), completes its waiters and rotates a full file; on a failed write,
+/// stalls or poisons the log.
+pub(crate) fn commit(shared: &Shared, pen: &mut Pen, mut batch: Vec<Job>) {
+    if let Some(first) = shared.lock().failed.clone() {
+        // Nothing is queued after a failure (appends check first), but never write past one.
+        let refused = AuditError::Poisoned { path: shared.path.clone(), first };
+        batch.into_iter().filter_map(|j| j.done).for_each(|d| d.complete(Err(refused.clone())));
+        return;
+    }
+    if !batch.is_empty() {
+        let bytes = joined(&batch);
+        shared.batches.fetch_add(1, Ordering::Relaxed);
+        match pen.segment.append(&bytes) {
+            Ok(()) => {}
+            Err(AppendFailure::Cut(error)) => {
+                pen.failed_at = Some(Instant::now());
+                let tail = pen.written.clone().unwrap_or_else(|| shared.durable_head());
+                shared.stall(&error, batch, &tail);
+                // What was written before is synced now, not retried with the stall.
+                if pen.unsynced_since.take().is_some() {
+                    shared.fsyncs.fetch_add(1, Ordering::Relaxed);
+                    if let Err(e) = pen.segment.sync() {
+                        shared.poison(&format!("fsync failed: {e}"), Vec::new());
+                        return;
                     }
-                    continue;
+                    if let Some(head) = pen.written.take() {
+                        shared.set_durable(head);
+                    }
                 }
-                Err(AppendFailure::Torn(message)) => {
-                    shared.poison(&message, batch);
-                    continue;
-                }
+                return;
             }
-            if failed_at.take().is_some() {
-                shared.lock().stall = None;
-            }
-            written = batch.last_mut().map(Job::take_head);
-        }
-        let sync_now = match shared.durability {
-            Durability::Off => false,
-            Durability::EveryCall if batch.iter().any(|j| !j.lazy) => true,
-            Durability::EveryCall | Durability::Batched { .. } => {
-                if !batch.is_empty() {
-                    unsynced_since.get_or_insert_with(Instant::now);
-                }
-                let closing = shared.lock().closing;
-                unsynced_since.is_some_and(|t| closing || t.elapsed() >= max_delay)
-            }
-        };
-        if sync_now {
-            unsynced_since = None;
-            shared.fsyncs.fetch_add(1, Ordering::Relaxed);
-            let syncing = Instant::now();
-            let synced = segment.sync();
-            // The facade's: nothing is kept unless the host installs a recorder.
-            metrics::histogram!("wasmgate_audit_fsync_duration_seconds").record(syncing.elapsed());
-            if let Err(e) = synced {
-                shared.poison(&format!("fsync failed: {e}"), batch);
-                continue;
-            }
-            if let Some(head) = written.take() {
-                shared.set_durable(head);
+            Err(AppendFailure::Torn(message)) => {
+                shared.poison(&message, batch);
+                return;
             }
         }
-        let next_seq = batch.last().map(|j| j.seq + 1);
-        for job in batch {
-            if let Some(done) = job.done {
-                done.complete(Ok(job.seq));
-            }
+        if pen.failed_at.take().is_some() {
+            shared.lock().stall = None;
         }
-        if let Some(next_seq) = next_seq.filter(|_| segment.full()) {
-            // Rotation syncs what is written first.
-            unsynced_since = None;
-            if let Err(e) = segment.rotate(next_seq) {
-                shared.poison(&format!("cannot rotate the log: {e}"), Vec::new());
-                continue;
+        pen.written = batch.last_mut().map(Job::take_head);
+    }
+    let sync_now = match shared.durability {
+        Durability::Off => false,
+        Durability::EveryCall if batch.iter().any(|j| !j.lazy) => true,
+        Durability::EveryCall | Durability::Batched { .. } => {
+            if !batch.is_empty() {
+                pen.unsynced_since.get_or_insert_with(Instant::now);
             }
-            if let Some(head) = written.take() {
-                shared.set_durable(head);
-            }
+            let closing = shared.lock().closing;
+            pen.unsynced_since.is_some_and(|t| closing || t.elapsed() >= pen.max_delay)
+        }
+    };
+    if sync_now {
+        pen.unsynced_since = None;
+        shared.fsyncs.fetch_add(1, Ordering::Relaxed);
+        let syncing = Instant::now();
+        let synced = pen.segment.sync();
+        // The facade's: nothing is kept unless the host installs a recorder.
+        metrics::histogram!("wasmgate_audit_fsync_duration_seconds").record(syncing.elapsed());
+        if let Err(e) = synced {
+            shared.poison(&format!("fsync failed: {e}"), batch);
+            return;
+        }
+        if let Some(head) = pen.written.take() {
+            shared.set_durable(head);
+        }
+    }
+    let next_seq = batch.last().map(|j| j.seq + 1);
+    for job in batch {
+        if let Some(done) = job.done {
+            done.complete(Ok(job.seq));
+        }
+    }
+    if let Some(next_seq) = next_seq.filter(|_| pen.segment.full()) {
+        // Rotation syncs what is written first.
+        pen.unsynced_since = None;
+        if let Err(e) = pen.segment.rotate(next_seq) {
+            shared.poison(&format!("cannot rotate the log: {e}"), Vec::new());
+            return;
+        }
+        if let Some(head) = pen.written.take() {
+            shared.set_durable(head);
         }
     }
 }
