@@ -6,19 +6,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(unsafe_code)] // setrlimit and ignoring SIGXFSZ, in this test's own process
 
+mod common;
+
+use common::limit_file_size;
 use serde_json::Value;
 use wasmgate_audit::{AuditError, AuditLog, Entry, Event, Options, verify};
-
-/// Sets this process's file size limit (its soft limit; the hard one is kept).
-fn limit_file_size(bytes: Option<u64>) {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit and setrlimit write and read the struct passed, nothing else.
-    unsafe {
-        assert_eq!(libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit), 0);
-        limit.rlim_cur = bytes.map_or(limit.rlim_max, |b| b.min(limit.rlim_max));
-        assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
-    }
-}
 
 fn started(id: &str) -> Entry {
     Entry::call(id, "calendar", "list", Event::Started)
