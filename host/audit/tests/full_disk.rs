@@ -11,14 +11,8 @@
 
 mod common;
 
-use common::limit_file_size;
-use serde_json::Value;
-use std::path::Path;
+use common::{limit_file_size, records};
 use wasmgate_audit::{AuditError, AuditLog, Durability, Entry, Event, Options, verify};
-
-fn records(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
-}
 
 fn call(id: &str, event: Event) -> Entry {
     Entry::call(id, "calendar", "list", event)

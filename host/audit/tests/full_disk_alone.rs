@@ -8,8 +8,7 @@
 
 mod common;
 
-use common::limit_file_size;
-use serde_json::Value;
+use common::{limit_file_size, records};
 use wasmgate_audit::{AuditError, AuditLog, Entry, Event, Options, verify};
 
 fn started(id: &str) -> Entry {
@@ -52,8 +51,7 @@ fn a_lone_callers_write_on_a_full_disk_is_refused_and_the_writer_ends_the_stall(
     log.close().unwrap();
 
     assert_eq!(verify(&path).unwrap().records, 3);
-    let records: Vec<Value> =
-        std::fs::read_to_string(&path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let records = records(&path);
     let events: Vec<(&str, &str)> =
         records.iter().map(|r| (r["event"].as_str().unwrap(), r["call"].as_str().unwrap_or("-"))).collect();
     assert_eq!(events, [("started", "c1"), ("warning", "-"), ("started", "c4")]);
