@@ -557,15 +557,16 @@ fn normalise_url(url: &str, buf: &mut String) -> Range<usize> {
         Some(colon) if url[colon..].starts_with("://") => (&url[..colon], &url[colon + 3..]),
         _ => url.split_once("://").unwrap_or(("", url)),
     };
-    let end = rest.bytes().position(|b| matches!(b, b'/' | b'?' | b'#')).unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(end);
+    let (end, host) = authority(rest.as_bytes());
+    // `end` is at an ASCII byte or the end: a character boundary.
+    let (authority, path) = rest.split_at_checked(end).unwrap_or((rest, ""));
     let path = if path == "/" { "" } else { path };
-    if rest.len() + 3 + scheme.len() == url.len() && url.is_ascii() && !path.bytes().any(|b| b == b'%') {
-        // Most URLs: copied once, then the scheme and authority made lower case in place.
+    if rest.len() + 3 + scheme.len() == url.len() && url.is_ascii() && memchr::memchr(b'%', path.as_bytes()).is_none() {
+        // Most URLs: copied once, then the scheme and authority made lower case in place
+        // (which moves no byte, so the host stands where it stood).
         let start = scheme.len() + 3;
         buf.push_str(&url[..start + authority.len() + path.len()]);
         buf[..start + authority.len()].make_ascii_lowercase();
-        let host = host_in(&buf[start..start + authority.len()]);
         return start + host.start..start + host.end;
     }
     push_lower(buf, scheme);
@@ -584,19 +585,29 @@ fn normalise_url(url: &str, buf: &mut String) -> Range<usize> {
 /// Where the host of a URL's `authority` stands in it: without user, port or brackets
 /// (empty: it has none).
 fn host_in(authority: &str) -> Range<usize> {
-    let bytes = authority.as_bytes();
-    // One pass: where the host starts (after the last `@`), its last `:`, and whether
-    // only digits follow that `:` (a port). Each place is an ASCII byte's, so a
-    // character boundary.
-    let (mut start, mut colon, mut port) = (0, None, false);
-    for (i, b) in bytes.iter().enumerate() {
+    self::authority(authority.as_bytes()).1
+}
+
+/// Where the authority that starts `rest` (a URL after its `://`) ends, at its first
+/// `/`, `?` or `#`, and where its host stands in it, as [`host_in`] finds it.
+fn authority(rest: &[u8]) -> (usize, Range<usize>) {
+    // One pass: where the authority ends, where the host starts (after the last `@`),
+    // its last `:`, and whether only digits follow that `:` (a port). Each place is an
+    // ASCII byte's, so a character boundary.
+    let (mut start, mut colon, mut port, mut len) = (0, None, false, rest.len());
+    for (i, b) in rest.iter().enumerate() {
         match b {
+            b'/' | b'?' | b'#' => {
+                len = i;
+                break;
+            }
             b'@' => (start, colon) = (i + 1, None),
             b':' => (colon, port) = (Some(i), true),
             b'0'..=b'9' => {}
             _ => port = false,
         }
     }
+    let bytes = rest.get(..len).unwrap_or(rest);
     let mut end = bytes.len();
     if bytes.get(start) == Some(&b'[') {
         start += 1;
@@ -611,7 +622,7 @@ fn host_in(authority: &str) -> Range<usize> {
     while end > start && bytes[end - 1] == b'.' {
         end -= 1;
     }
-    start..end
+    (len, start..end)
 }
 
 /// `%XX` sequences decoded (as UTF-8, lossily).
