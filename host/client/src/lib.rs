@@ -34,7 +34,7 @@ mod transport;
 
 pub use client::{
     CallOptions, ClientConfig, InputDeclined, InputHandler, InputRequest, LogFn, MAX_FOLLOWED, McpClient, Progress,
-    ProgressFn, ResourceSubscription, Resume, ToolsWatch, ToolsWatchConfig,
+    ProgressFn, ResourceSubscription, Resume, ToolsWatch, ToolsWatchConfig, awaiting_answers,
 };
 pub use error::{ClientError, CloseReason, TransportError};
 pub use transport::{

@@ -61,6 +61,7 @@ mod watch;
 
 pub use config::{CallOptions, ClientConfig, LogFn, Progress, ProgressFn, ToolsWatchConfig};
 pub use input::{InputDeclined, InputHandler, InputRequest, Resume};
+pub use router::awaiting_answers;
 pub use subscribe::{MAX_FOLLOWED, ResourceSubscription};
 pub use watch::ToolsWatch;
 

@@ -21,7 +21,7 @@
 //! * when the transport closes, every waiting request fails at once with the reason.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -79,7 +79,46 @@ pub(crate) struct Reply {
     pub(crate) bytes: usize,
 }
 
-type Waiter = oneshot::Sender<Result<Reply, ClientError>>;
+/// Where a request's answer goes, counted in [`awaiting_answers`] while it waits (but
+/// for a subscription's listen, whose answer ends the subscription).
+struct Waiter {
+    tx: oneshot::Sender<Result<Reply, ClientError>>,
+    _awaiting: Option<Awaiting>,
+}
+
+impl Waiter {
+    fn send(self, outcome: Result<Reply, ClientError>) -> Result<(), Result<Reply, ClientError>> {
+        self.tx.send(outcome)
+    }
+}
+
+/// Requests of every client in this process that wait for an answer.
+static AWAITING: AtomicUsize = AtomicUsize::new(0);
+
+/// One request waiting for its answer, in [`AWAITING`] until it is dropped, however it
+/// ends: answered, failed, abandoned, or its client dropped.
+struct Awaiting;
+
+impl Awaiting {
+    fn new() -> Self {
+        AWAITING.fetch_add(1, Ordering::Relaxed);
+        Awaiting
+    }
+}
+
+impl Drop for Awaiting {
+    fn drop(&mut self) {
+        AWAITING.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// How many requests, of every client in this process, wait for a server's answer now
+/// (a subscription's long-lived listen is not one): `wasmgate serve` does not spin
+/// while it waits on an upstream, whose process may need the core it would spin on.
+#[must_use]
+pub fn awaiting_answers() -> usize {
+    AWAITING.load(Ordering::Relaxed)
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Finished {
@@ -216,12 +255,29 @@ impl Shared {
 
     /// Registers request `id` as waiting for an answer, unless the connection is gone.
     pub(crate) fn register(&self, id: &Id) -> Result<oneshot::Receiver<Result<Reply, ClientError>>, ClientError> {
+        self.register_as(id, Some(Awaiting::new()))
+    }
+
+    /// Registers a subscription's listen request `id`, which is answered only when the
+    /// subscription ends: not counted in [`awaiting_answers`].
+    pub(crate) fn register_listen(
+        &self,
+        id: &Id,
+    ) -> Result<oneshot::Receiver<Result<Reply, ClientError>>, ClientError> {
+        self.register_as(id, None)
+    }
+
+    fn register_as(
+        &self,
+        id: &Id,
+        awaiting: Option<Awaiting>,
+    ) -> Result<oneshot::Receiver<Result<Reply, ClientError>>, ClientError> {
         let mut table = self.table();
         if let Some(reason) = &table.closed {
             return Err(ClientError::TransportClosed { reason: reason.clone() });
         }
         let (tx, rx) = oneshot::channel();
-        table.pending.insert(id.clone(), tx);
+        table.pending.insert(id.clone(), Waiter { tx, _awaiting: awaiting });
         Ok(rx)
     }
 

@@ -140,7 +140,7 @@ async fn listen(shared: &Arc<Shared>, session: &Session, uri: &str) -> Result<()
         }
     }
     let outcome = async {
-        let answer = shared.register(&id)?;
+        let answer = shared.register_listen(&id)?;
         shared.transport.send(message).await?;
         let refused = |why: String| ClientError::Unsupported(format!("the server {:?} {why}", shared.server));
         tokio::select! {

@@ -228,7 +228,7 @@ async fn open_listen(shared: &Arc<Shared>) -> Result<(Id, Answer), ClientError> 
     let id = shared.next_id();
     let message = session.context.subscriptions_listen(&id, &SubscriptionFilter::tools())?;
     *shared.listening.lock().unwrap_or_else(PoisonError::into_inner) = Some(id.clone());
-    let answer = shared.register(&id)?;
+    let answer = shared.register_listen(&id)?;
     if let Err(error) = shared.transport.send(message).await {
         shared.forget_listen(&id);
         shared.fail_if_pending(&id, ClientError::Cancelled);
