@@ -3,6 +3,7 @@
 
 Serves the echo-tools component (`tools__echo`) and the stdlib Python server of the
 client's tests (`echo__echo`) through a release `wasmgate serve` over stdio, audit `off`,
+never spinning before it sleeps (`--spin-us 0`, so that its CPU is the calls' work),
 and calls each from a raw JSON-RPC client one call at a time. For each path it measures
 the gateway's CPU per call (`/proc/PID/task/*/schedstat`), records its stacks with
 `perf record --call-graph dwarf`, and counts each sample in the first stage its stack
@@ -131,7 +132,8 @@ def direct(calls=2000):
 
 
 def profile(wasmgate, config, tool, seconds, keep):
-    client = Client([wasmgate, "serve"], {"WASMGATE_CONFIG": config, "RUST_LOG": "error"})
+    # Without spinning before it sleeps: the CPU counted is the calls' work.
+    client = Client([wasmgate, "serve", "--spin-us", "0"], {"WASMGATE_CONFIG": config, "RUST_LOG": "error"})
     calling, calls, latencies = True, [0], []
 
     def loop():

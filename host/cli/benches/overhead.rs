@@ -10,8 +10,8 @@
 //!   `WASMGATE_BENCH_WASSETTE` names its binary;
 //! * the same stdio gateway with `[sandbox] prepared_instances = 0` (every instance made
 //!   and torn down on its call's path) against the default (docs/SANDBOX.md);
-//! * the same stdio gateway with `--spin-us 300` (it polls for up to 300 µs before it
-//!   sleeps; `host/cli/src/spin.rs`) against the default, which sleeps at once;
+//! * the same stdio gateway with `--spin-us 0` (it always sleeps at once) against the
+//!   default, which may poll for up to 300 µs before it sleeps (`host/cli/src/spin.rs`);
 //! * the CPU time each process on a call's path spends per call (the client, the
 //!   gateway, the upstream), one call at a time and 8 in flight;
 //! * all of the above with two clients: on tokio's default multi-threaded runtime, and
@@ -519,13 +519,13 @@ fn compare(c: &mut Criterion, client: Client) {
     let label = |what: &str| format!("[{}] {what}", client.name());
     // One directory per running gateway: a gateway holds its state directory.
     let (off, off_http, durable) = (gateway_dir("off"), gateway_dir("off"), gateway_dir("every-call"));
-    let off_spinning = gateway_dir("off");
+    let off_sleeping = gateway_dir("off");
     let off_unprepared = gateway_dir_with("off", "prepared_instances = 0\n");
     let direct = rt.block_on(direct());
     let stdio_off = rt.block_on(through_stdio(off.path(), None));
     let stdio_durable = rt.block_on(through_stdio(durable.path(), None));
-    // The same gateway, polling for up to 300 µs before it sleeps.
-    let stdio_spinning = rt.block_on(through_stdio(off_spinning.path(), Some(300)));
+    // The same gateway, sleeping at once whenever it runs out of work.
+    let stdio_sleeping = rt.block_on(through_stdio(off_sleeping.path(), Some(0)));
     // The same gateway making and tearing down every instance on its call's path.
     let stdio_unprepared = rt.block_on(through_stdio(off_unprepared.path(), None));
     let (http_served, http_off) = rt.block_on(through_http(off_http.path()));
@@ -574,15 +574,15 @@ fn compare(c: &mut Criterion, client: Client) {
     );
     interleaved(
         &rt,
-        &label("gateway stdio (audit off), default vs --spin-us 300"),
+        &label("gateway stdio (audit off), --spin-us 0 vs default"),
+        (&stdio_sleeping, "echo__echo"),
         (&stdio_off, "echo__echo"),
-        (&stdio_spinning, "echo__echo"),
     );
     interleaved(
         &rt,
-        &label("wasm component via gateway (audit off), default vs --spin-us 300"),
+        &label("wasm component via gateway (audit off), --spin-us 0 vs default"),
+        (&stdio_sleeping, "tools__echo"),
         (&stdio_off, "tools__echo"),
-        (&stdio_spinning, "tools__echo"),
     );
     let me = std::process::id();
     let (stdio_gateway, http_gateway) = (gateway_child(off.path()), http_served.0.id());
@@ -618,7 +618,7 @@ fn compare(c: &mut Criterion, client: Client) {
         (&direct, "echo"),
         (&stdio_off, "tools__echo"),
     );
-    for mcp in [direct, stdio_off, stdio_durable, stdio_spinning, stdio_unprepared, http_off] {
+    for mcp in [direct, stdio_off, stdio_durable, stdio_sleeping, stdio_unprepared, http_off] {
         rt.block_on(mcp.close());
     }
     if let Some((_dir, wassette, _)) = wassette {

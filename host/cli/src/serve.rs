@@ -38,13 +38,13 @@ pub struct ServeArgs {
     /// 127.0.0.1, so raise it when many local clients (or a load test) use one gateway.
     #[arg(long, value_name = "N")]
     per_client_requests: Option<usize>,
-    /// Over stdio: microseconds the runtime stays awake, polling for its next event,
-    /// before it sleeps (default 0: sleep at once; at most 10000; 300 is a good value).
-    /// An answer that comes back within it is handled without a wake-up, which on a VM
-    /// is most of a small call's latency; it costs CPU only right after work, but it can
-    /// delay an upstream server the kernel runs on the same core (docs/SERVER.md).
+    /// Over stdio: microseconds the runtime may stay awake, polling for its next event,
+    /// before it sleeps (at most 10000; 0: always sleep at once). A request that arrives
+    /// within it is handled without a wake-up, which on a VM is most of a small call's
+    /// latency. It spins only after a wait that was this short (calls close together),
+    /// and never while an upstream server's answer is awaited (docs/SERVER.md).
     /// Not used over HTTP.
-    #[arg(long, value_name = "MICROSECONDS", env = "WASMGATE_SPIN_US", default_value_t = 0,
+    #[arg(long, value_name = "MICROSECONDS", env = "WASMGATE_SPIN_US", default_value_t = 300,
           value_parser = clap::value_parser!(u64).range(..=10_000))]
     spin_us: u64,
 }
@@ -66,7 +66,8 @@ impl ServeArgs {
         // work, so tasks woken from other threads (the audit writer, the blocking pool)
         // would wait out the spin: only the single-threaded stdio runtime spins.
         let budget = if self.http.is_some() { Duration::ZERO } else { Duration::from_micros(self.spin_us) };
-        let (runtime, spin) = spin::runtime(builder, budget).context("cannot start the async runtime")?;
+        let (runtime, spin) = spin::runtime(builder, budget, wasmgate_client::awaiting_answers)
+            .context("cannot start the async runtime")?;
         if !budget.is_zero() && !spin.is_on() {
             tracing::debug!("--spin-us has no effect: one core, or the runtime's epoll descriptors were not found");
         }
