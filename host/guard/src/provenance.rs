@@ -13,6 +13,7 @@
 //! about 1.8 MB at the default 16,384 values (`cargo bench -p wasmgate-guard --bench
 //! provenance` prints it).
 
+use std::collections::hash_map::Entry::{Occupied, Vacant};
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -332,16 +333,17 @@ impl Provenance {
         memory.values.reserve(room);
         memory.order.reserve(room);
         for (hash, kind, flagged, prose) in found {
-            match memory.values.get_mut(&hash) {
+            match memory.values.entry(hash) {
                 // First seen stays, unless it is seen again in a flagged passage.
-                Some(entry) if flagged && !entry.origin.flagged => {
+                Occupied(mut seen) if flagged && !seen.get().origin.flagged => {
+                    let entry = seen.get_mut();
                     entry.origin = Origin { source: Arc::clone(&source), kind: entry.origin.kind, flagged, prose };
                 }
-                Some(_) => {}
-                None => {
+                Occupied(_) => {}
+                Vacant(slot) => {
                     let origin = Origin { source: Arc::clone(&source), kind, flagged, prose };
                     memory.texts += usize::from(kind == ValueKind::Text);
-                    memory.values.insert(hash, Entry { origin, at: now });
+                    slot.insert(Entry { origin, at: now });
                     memory.order.push_back((hash, now));
                 }
             }
