@@ -28,6 +28,9 @@ pub const LISTEN: &str = "subscriptions/listen";
 pub const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 /// `_meta` key on every message of a subscription stream: the listen request's id.
 pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+/// The most URIs a filter may name in `resourceSubscriptions`: a server follows far
+/// fewer, and each one named may cost it a request upstream.
+pub const MAX_RESOURCE_SUBSCRIPTIONS: usize = 256;
 
 /// `SubscriptionFilter`: the notification kinds a client opts in to (all opt-in).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -70,17 +73,24 @@ impl SubscriptionFilter {
         Value::Object(obj)
     }
 
-    /// Reads a filter at `at`: booleans must be booleans, URIs strings; unknown keys
-    /// are ignored (later revisions may add kinds).
+    /// Reads a filter at `at`: booleans must be booleans, URIs strings, at most
+    /// [`MAX_RESOURCE_SUBSCRIPTIONS`] of them; unknown keys are ignored (later revisions
+    /// may add kinds).
     ///
     /// # Errors
     ///
-    /// [`WrongType`](ProtocolError::WrongType) for a member of the wrong type.
+    /// [`WrongType`](ProtocolError::WrongType) for a member of the wrong type;
+    /// [`TooMany`](ProtocolError::TooMany) for too many URIs.
     pub fn parse(value: &Value, at: &str) -> Result<Self, ProtocolError> {
         let obj = as_object(value, at)?;
         let mut uris = Vec::new();
         if obj.contains_key("resourceSubscriptions") {
-            for (n, uri) in req_array(obj, at, "resourceSubscriptions")?.iter().enumerate() {
+            let listed = req_array(obj, at, "resourceSubscriptions")?;
+            if listed.len() > MAX_RESOURCE_SUBSCRIPTIONS {
+                let (at, count) = (format!("{at}.resourceSubscriptions"), listed.len());
+                return Err(ProtocolError::TooMany { at, count, limit: MAX_RESOURCE_SUBSCRIPTIONS });
+            }
+            for (n, uri) in listed.iter().enumerate() {
                 let Some(uri) = uri.as_str() else {
                     return Err(wrong_type(format!("{at}.resourceSubscriptions[{n}]"), "a string"));
                 };
@@ -176,6 +186,21 @@ mod tests {
         assert!(SubscriptionFilter::parse(&json!({"toolsListChanged": "yes"}), "f").is_err());
         assert!(SubscriptionFilter::parse(&json!({"resourceSubscriptions": [1]}), "f").is_err());
         assert!(SubscriptionFilter::parse(&json!({"toolsListChanged": null}), "f").is_err());
+    }
+
+    #[test]
+    fn a_filter_naming_too_many_resources_is_refused() {
+        let uris = |n: usize| json!({"resourceSubscriptions": (0..n).map(|i| format!("x://{i}")).collect::<Vec<_>>()});
+        let most = SubscriptionFilter::parse(&uris(MAX_RESOURCE_SUBSCRIPTIONS), "f").unwrap();
+        assert_eq!(most.resource_subscriptions.len(), MAX_RESOURCE_SUBSCRIPTIONS);
+        assert_eq!(
+            SubscriptionFilter::parse(&uris(MAX_RESOURCE_SUBSCRIPTIONS + 1), "f"),
+            Err(ProtocolError::TooMany {
+                at: "f.resourceSubscriptions".into(),
+                count: MAX_RESOURCE_SUBSCRIPTIONS + 1,
+                limit: MAX_RESOURCE_SUBSCRIPTIONS
+            })
+        );
     }
 
     #[test]

@@ -15,15 +15,19 @@ use wasmgate_server::{Backend, CallFailure, ServerConfig};
 
 use common::{Fixture, Stdio, config, initialize, plain, stamped};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The resource and prompt change counters.
 type Counters = (watch::Sender<u64>, watch::Sender<u64>);
 
-/// Changes to the resources that can be followed (`test://r/*`, all at once), and a
-/// token each watch keeps while it is followed.
+/// Changes to the resources that can be followed (`test://r/*`, all at once, and
+/// `test://slow/*`, which subscribe once `opened` is true), a token each watch keeps
+/// while it is followed, and how many subscriptions were asked for.
 struct Follow {
     updates: watch::Sender<u64>,
     held: Arc<()>,
+    opened: watch::Sender<bool>,
+    asked: AtomicUsize,
 }
 
 /// Three resources, one template, one prompt with an argument, and completion of it.
@@ -47,7 +51,12 @@ impl Library {
 
     /// A library whose `test://r/*` change through the returned [`Follow`].
     fn following() -> (Self, Arc<Follow>) {
-        let follow = Arc::new(Follow { updates: watch::Sender::new(0), held: Arc::new(()) });
+        let follow = Arc::new(Follow {
+            updates: watch::Sender::new(0),
+            held: Arc::new(()),
+            opened: watch::Sender::new(false),
+            asked: AtomicUsize::new(0),
+        });
         (Self { changes: watch::Sender::new(0), content: None, follow: Arc::clone(&follow) }, follow)
     }
 }
@@ -103,11 +112,20 @@ impl Backend for Library {
     }
 
     fn watch_resource(&self, uri: String) -> BoxFuture<'_, Result<ResourceWatch, Refusal>> {
+        self.follow.asked.fetch_add(1, Ordering::SeqCst);
+        let watch = || ResourceWatch {
+            changes: self.follow.updates.subscribe(),
+            keep: Box::new(Arc::clone(&self.follow.held)),
+        };
+        if uri.starts_with("test://slow/") {
+            let mut opened = self.follow.opened.subscribe();
+            return Box::pin(async move {
+                let _ = opened.wait_for(|open| *open).await;
+                Ok(watch())
+            });
+        }
         ready(match uri.as_str() {
-            followed if followed.starts_with("test://r/") => Ok(ResourceWatch {
-                changes: self.follow.updates.subscribe(),
-                keep: Box::new(Arc::clone(&self.follow.held)),
-            }),
+            followed if followed.starts_with("test://r/") => Ok(watch()),
             _ => Err(Refusal::InvalidParams(format!("changes to {uri} cannot be followed"))),
         })
     }
@@ -338,6 +356,85 @@ async fn a_2026_subscription_follows_the_resources_it_names_that_the_backend_fol
         }
     });
     assert!(released.await.is_ok(), "the subscription's watch was dropped with it");
+}
+
+#[tokio::test]
+async fn subscriptions_being_opened_count_against_both_bounds() {
+    let (library, follow) = Library::following();
+    let mut server = Stdio::start(library, ServerConfig { max_calls_in_flight: 70, ..config() });
+    server.ask(initialize(1, "2025-11-25")).await;
+    // 72 at once, none answered until the upstream opens them: two are over the calls in
+    // flight, and of the 70 in flight, 64 may be opened and six are over what a
+    // connection follows.
+    for n in 0..72 {
+        server.send(plain(n + 2, "resources/subscribe", json!({"uri": format!("test://slow/{n}")}))).await;
+    }
+    let mut refused = Vec::new();
+    for _ in 0..8 {
+        refused.push(server.recv().await["error"]["message"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(refused.iter().filter(|m| m.starts_with("Too many requests in flight")).count(), 2, "{refused:?}");
+    assert_eq!(refused.iter().filter(|m| m.contains("unsubscribe from one first")).count(), 6, "{refused:?}");
+    assert_eq!(follow.asked.load(Ordering::SeqCst), 64, "only 64 were asked for upstream");
+    follow.opened.send_replace(true);
+    for _ in 0..64 {
+        let answer = server.recv().await;
+        assert_eq!(answer["result"], json!({}), "{answer}");
+    }
+    assert_eq!(Arc::strong_count(&follow.held), 65, "64 followed");
+    let over = server.ask(plain(100, "resources/subscribe", json!({"uri": "test://r/1"}))).await;
+    assert!(over["error"]["message"].as_str().unwrap().contains("unsubscribe from one first"), "{over}");
+}
+
+#[tokio::test]
+async fn a_subscription_tries_at_most_sixty_four_resources_and_names_at_most_256() {
+    let (library, follow) = Library::following();
+    let mut server = Stdio::start(library, config());
+    // Each refused by the backend, and each named twice: only the first 64 distinct are tried.
+    let refused: Vec<String> = (0..200)
+        .flat_map(|n| {
+            let uri = format!("test://elsewhere/{n}");
+            [uri.clone(), uri]
+        })
+        .take(256)
+        .collect();
+    let mut uris = refused.clone();
+    uris.push("test://r/1".into());
+    server.send(stamped(1, "subscriptions/listen", json!({"notifications": {"resourceSubscriptions": refused}}))).await;
+    let acknowledged = server.recv().await;
+    assert_eq!(acknowledged["params"]["notifications"], json!({}), "{acknowledged}");
+    assert_eq!(follow.asked.load(Ordering::SeqCst), 64);
+    let too_many =
+        server.ask(stamped(2, "subscriptions/listen", json!({"notifications": {"resourceSubscriptions": uris}}))).await;
+    assert_eq!(too_many["error"]["code"], -32602, "{too_many}");
+    assert!(too_many["error"]["message"].as_str().unwrap().contains("over the limit of 256"), "{too_many}");
+    assert_eq!(follow.asked.load(Ordering::SeqCst), 64, "nothing tried for a filter refused");
+}
+
+#[tokio::test]
+async fn a_subscription_cancelled_while_it_opens_tries_no_more() {
+    let (library, follow) = Library::following();
+    let mut server = Stdio::start(library, config());
+    let uris = json!(["test://slow/1", "test://slow/2", "test://slow/3"]);
+    server.send(stamped(1, "subscriptions/listen", json!({"notifications": {"resourceSubscriptions": uris}}))).await;
+    let asked = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while follow.asked.load(Ordering::SeqCst) == 0 {
+            tokio::task::yield_now().await;
+        }
+    });
+    assert!(asked.await.is_ok(), "the first was asked for");
+    server.send(plain_notification("notifications/cancelled", json!({"requestId": 1}))).await;
+    // Lines are read in order: once this is answered, the cancel has been seen.
+    server.ask(stamped(2, "tools/list", json!({}))).await;
+    follow.opened.send_replace(true);
+    server.ask(stamped(3, "tools/list", json!({}))).await;
+    let released = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while Arc::strong_count(&follow.held) > 1 {
+            tokio::task::yield_now().await;
+        }
+    });
+    assert!(released.await.is_ok(), "nothing stays followed");
+    assert_eq!(follow.asked.load(Ordering::SeqCst), 1, "no URI after the first was tried");
 }
 
 fn plain_notification(method: &str, params: Value) -> Value {

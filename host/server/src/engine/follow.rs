@@ -28,8 +28,16 @@ const BACKLOG: usize = 64;
 /// The followed resources of one connection or session.
 #[derive(Debug)]
 pub(crate) struct Followed {
-    open: Mutex<HashMap<String, AbortHandle>>,
+    open: Mutex<Open>,
     updates: broadcast::Sender<String>,
+}
+
+/// The URIs followed, and how many subscriptions are being opened upstream: those count
+/// against [`MAX_FOLLOWED`] too, so requests at once cannot open more between them.
+#[derive(Debug, Default)]
+struct Open {
+    followed: HashMap<String, AbortHandle>,
+    opening: usize,
 }
 
 impl Default for Followed {
@@ -38,24 +46,50 @@ impl Default for Followed {
     }
 }
 
+/// One subscription being opened, counted in [`Open::opening`] until it is followed or
+/// dropped (refused upstream, or its request dropped midway).
+struct Opening<'a> {
+    of: &'a Followed,
+    counted: bool,
+}
+
+impl Opening<'_> {
+    /// No longer counted, in `open` (held locked by the caller).
+    fn end(mut self, open: &mut Open) {
+        open.opening = open.opening.saturating_sub(1);
+        self.counted = false;
+    }
+}
+
+impl Drop for Opening<'_> {
+    fn drop(&mut self) {
+        if self.counted {
+            let mut open = self.of.open();
+            open.opening = open.opening.saturating_sub(1);
+        }
+    }
+}
+
 impl Followed {
-    fn open(&self) -> std::sync::MutexGuard<'_, HashMap<String, AbortHandle>> {
+    fn open(&self) -> std::sync::MutexGuard<'_, Open> {
         self.open.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Follows `uri` (a URI followed already stays followed once).
     pub(crate) async fn subscribe(&self, backend: &dyn Backend, uri: String) -> Result<(), Refusal> {
-        {
-            let open = self.open();
-            if open.contains_key(&uri) {
+        let opening = {
+            let mut open = self.open();
+            if open.followed.contains_key(&uri) {
                 return Ok(());
             }
-            if open.len() >= MAX_FOLLOWED {
+            if open.followed.len() + open.opening >= MAX_FOLLOWED {
                 return Err(Refusal::InvalidParams(format!(
-                    "this connection follows {MAX_FOLLOWED} resources already: unsubscribe from one first"
+                    "this connection follows (or is subscribing to) {MAX_FOLLOWED} resources already: unsubscribe from one first"
                 )));
             }
-        }
+            open.opening += 1;
+            Opening { of: self, counted: true }
+        };
         let ResourceWatch { mut changes, keep } = backend.watch_resource(uri.clone()).await?;
         let updates = self.updates.clone();
         let followed = uri.clone();
@@ -68,18 +102,20 @@ impl Followed {
             }
         });
         let mut open = self.open();
-        if open.contains_key(&uri) || open.len() >= MAX_FOLLOWED {
-            // Another request followed it (or filled the set) meanwhile.
+        opening.end(&mut open);
+        // Counted while it was opened, it has room; another request may have followed the
+        // same URI meanwhile.
+        if open.followed.contains_key(&uri) || open.followed.len() >= MAX_FOLLOWED {
             task.abort();
         } else {
-            open.insert(uri, task.abort_handle());
+            open.followed.insert(uri, task.abort_handle());
         }
         Ok(())
     }
 
     /// Stops following `uri`; following it or not, the answer is the same.
     pub(crate) fn unsubscribe(&self, uri: &str) {
-        if let Some(task) = self.open().remove(uri) {
+        if let Some(task) = self.open().followed.remove(uri) {
             task.abort();
         }
     }
@@ -92,7 +128,7 @@ impl Followed {
 
 impl Drop for Followed {
     fn drop(&mut self) {
-        for (_, task) in self.open.get_mut().unwrap_or_else(PoisonError::into_inner).drain() {
+        for (_, task) in self.open.get_mut().unwrap_or_else(PoisonError::into_inner).followed.drain() {
             task.abort();
         }
     }

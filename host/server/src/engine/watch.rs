@@ -140,16 +140,31 @@ pub(crate) async fn listen(
     let Listen { id, version, filter } = listen;
     let mut changes = Changes::of(backend.as_ref()).only(&filter);
     changes.mark_seen();
-    // The resources asked for that the backend follows (at most MAX_FOLLOWED, each
-    // once); the acknowledgment names them, and only them.
+    // The resources asked for that the backend follows; the acknowledgment names them,
+    // and only them. Only the first MAX_FOLLOWED distinct URIs are tried, followed or
+    // not: each try may cost the backend a request upstream.
     let followed = Followed::default();
     let mut honored = changes.honored();
     if backend.offers().resources && backend.offers().subscriptions {
+        let mut tried: Vec<&String> = Vec::new();
         for uri in &filter.resource_subscriptions {
-            if honored.resource_subscriptions.len() >= MAX_FOLLOWED || honored.resource_subscriptions.contains(uri) {
+            if tried.contains(&uri) {
                 continue;
             }
-            match followed.subscribe(backend.as_ref(), uri.clone()).await {
+            if tried.len() >= MAX_FOLLOWED {
+                break;
+            }
+            tried.push(uri);
+            let subscribed = tokio::select! {
+                biased;
+                () = cancelled.cancelled() => return,
+                () = stopping.cancelled() => {
+                    let _ = out.send(result_response(&id, listen_closed_result(version, &id))).await;
+                    return;
+                }
+                subscribed = followed.subscribe(backend.as_ref(), uri.clone()) => subscribed,
+            };
+            match subscribed {
                 Ok(()) => honored.resource_subscriptions.push(uri.clone()),
                 Err(refusal) => tracing::debug!(%uri, %refusal, "a resource subscription not honored"),
             }

@@ -210,9 +210,20 @@ impl Connection {
                 self.send(answer).await;
             }
             Routed::Subscribe { id, version, uri } => {
+                // Answered when the upstream has subscribed: counted in flight meanwhile,
+                // like a call, so a client cannot have them pile up without end.
+                if let Some(refusal) = self.over_limit(&id) {
+                    return self.send(refusal).await;
+                }
+                let Some(ticket) = self.in_flight.start(&id, &self.life.abort) else {
+                    return self.send(duplicate(&id)).await;
+                };
                 let followed = Arc::clone(&self.followed);
                 self.life.tasks.spawn(async move {
-                    let _ = tx.send(engine.subscribe(&followed, &id, version, uri).await).await;
+                    let answer = engine.subscribe(&followed, &id, version, uri).await;
+                    if !ticket.cancelled_by_client() {
+                        let _ = tx.send(answer).await;
+                    }
                 });
             }
             Routed::Unsubscribe { uri, answer } => {
