@@ -393,8 +393,12 @@ async fn read_head(stream: &mut TcpStream) -> Result<Vec<u8>, String> {
         if n == 0 {
             return Err("the connection closed before a request".into());
         }
+        // The empty line can only end in what this read added: look there (and in the
+        // three bytes before it), not again through the whole head, so a client
+        // dripping its head a byte at a time costs time linear in its length.
+        let from = head.len().saturating_sub(3);
         head.extend_from_slice(&chunk[..n]);
-        match head_end(&head) {
+        match head_end_from(&head, from) {
             Some(end) if end <= MAX_HEAD => return Ok(head),
             Some(_) => return Err(format!("a request head over {MAX_HEAD} bytes")),
             None if head.len() >= MAX_HEAD => return Err(format!("a request head over {MAX_HEAD} bytes")),
@@ -405,7 +409,13 @@ async fn read_head(stream: &mut TcpStream) -> Result<Vec<u8>, String> {
 
 /// Where the head of `bytes` ends (just past its empty line), if it does.
 fn head_end(bytes: &[u8]) -> Option<usize> {
-    bytes.windows(4).position(|w| w == b"\r\n\r\n").map(|at| at + 4)
+    head_end_from(bytes, 0)
+}
+
+/// [`head_end`], for `bytes` whose first `from` bytes end no empty line.
+fn head_end_from(bytes: &[u8], from: usize) -> Option<usize> {
+    let rest = bytes.get(from..)?;
+    rest.windows(4).position(|w| w == b"\r\n\r\n").map(|at| from + at + 4)
 }
 
 #[cfg(test)]
@@ -413,6 +423,24 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn a_head_read_in_pieces_ends_where_it_ends_read_whole() {
+        let head = b"CONNECT a.com:443 HTTP/1.1\r\nHost: a.com\r\n\r\nfirst bytes";
+        let whole = head_end(head);
+        assert_eq!(whole, Some(head.len() - b"first bytes".len()));
+        for piece in 1..=5 {
+            // As `read_head` looks: from three bytes before each new piece.
+            let (mut read, mut found) = (0, None);
+            while found.is_none() && read < head.len() {
+                let from = read.saturating_sub(3);
+                read = (read + piece).min(head.len());
+                found = head_end_from(&head[..read], from);
+            }
+            assert_eq!(found, whole, "read {piece} bytes at a time");
+        }
+        assert_eq!(head_end_from(b"ab", 5), None);
+    }
 
     #[test]
     fn request_targets_are_read_from_connect_and_absolute_form_only() {
