@@ -254,29 +254,47 @@ pub fn locate(text: &str) -> Vec<Located> {
     let passage = |text: &str, span: Range<usize>| passage_in(text, &lines, span);
     let clean = Mapped::sanitize(text);
     let mut found = Vec::new();
-    let hidden = |flag: Flag, at: usize, found: &mut Vec<Located>| {
-        let passage = passage(text, at..at);
-        if !found.iter().any(|l: &Located| l.flag.rule == flag.rule && l.passage == passage)
-            && found.iter().filter(|l| l.flag.rule == flag.rule).count() < MAX_LOCATED_PER_RULE
-        {
-            found.push(Located { flag, span: at..at, passage });
+    // Hidden characters come in order: one inside the passage of the last of its rule is
+    // in that passage again, and is passed over without working out its passage (which
+    // reads its line), so that a line full of them costs time linear in its length.
+    // For each of the three rules: the passages it worked out, and the last of them.
+    let mut kept: [(usize, Option<Range<usize>>); 3] = Default::default();
+    let mut hidden = |flag: Flag, rule: usize, at: usize, found: &mut Vec<Located>| {
+        let Some((tries, last)) = kept.get_mut(rule) else { return };
+        if *tries >= 2 * MAX_LOCATED_PER_RULE || last.as_ref().is_some_and(|p| p.start <= at && at <= p.end) {
+            return;
         }
+        *tries += 1;
+        if found.iter().filter(|l| l.flag.rule == flag.rule).count() >= MAX_LOCATED_PER_RULE {
+            return;
+        }
+        let passage = passage(text, at..at);
+        if !found.iter().any(|l: &Located| l.flag.rule == flag.rule && l.passage == passage) {
+            found.push(Located { flag, span: at..at, passage: passage.clone() });
+        }
+        *last = Some(passage);
     };
     for &(kind, at) in &clean.removed {
-        let flag = match kind {
-            Removed::Invisible => Flag {
-                kind: FlagKind::HiddenText,
-                rule: "invisible-characters",
-                description: "contained invisible or text-reordering characters, which were removed",
-            },
-            Removed::Escape => Flag {
-                kind: FlagKind::HiddenText,
-                rule: "terminal-escapes",
-                description: "contained terminal escape sequences, which were removed",
-            },
+        let (flag, rule) = match kind {
+            Removed::Invisible => (
+                Flag {
+                    kind: FlagKind::HiddenText,
+                    rule: "invisible-characters",
+                    description: "contained invisible or text-reordering characters, which were removed",
+                },
+                0,
+            ),
+            Removed::Escape => (
+                Flag {
+                    kind: FlagKind::HiddenText,
+                    rule: "terminal-escapes",
+                    description: "contained terminal escape sequences, which were removed",
+                },
+                1,
+            ),
             Removed::Control => continue,
         };
-        hidden(flag, at, &mut found);
+        hidden(flag, rule, at, &mut found);
     }
     let mut run = 0;
     for (i, c) in clean.text.char_indices() {
@@ -287,7 +305,7 @@ pub fn locate(text: &str) -> Vec<Located> {
                 rule: "whitespace-run",
                 description: "contains a very long run of whitespace that can push text out of view",
             };
-            hidden(flag, clean.original(i), &mut found);
+            hidden(flag, 2, clean.original(i), &mut found);
         }
     }
     let folded = clean.normalize();
@@ -343,8 +361,8 @@ fn tag_block_end(text: &str, span: Range<usize>) -> Option<usize> {
 }
 
 /// A text derived from an original one, with the original byte each of its bytes came from.
-struct Mapped {
-    text: String,
+pub(crate) struct Mapped {
+    pub(crate) text: String,
     /// For each byte of `text`, the byte of the original it came from.
     at: Vec<usize>,
     /// Where the sanitizer removed something, and what.
@@ -355,7 +373,7 @@ impl Mapped {
     /// [`sanitize`], keeping where each kept byte came from. A kept piece is a slice of
     /// `text`, so its place is exact; a line break or a removed piece is placed where the
     /// text before it ended.
-    fn sanitize(text: &str) -> Self {
+    pub(crate) fn sanitize(text: &str) -> Self {
         let mut out =
             Mapped { text: String::with_capacity(text.len()), at: Vec::with_capacity(text.len()), removed: Vec::new() };
         let base = text.as_ptr() as usize;
@@ -418,7 +436,7 @@ impl Mapped {
     }
 
     /// The bytes of `original` that `range` of this text came from, on character boundaries.
-    fn original_range(&self, original: &str, range: Range<usize>) -> Range<usize> {
+    pub(crate) fn original_range(&self, original: &str, range: Range<usize>) -> Range<usize> {
         let start = self.original(range.start);
         let mut end = match range.end.checked_sub(1) {
             Some(last) if range.end > range.start => self.original(last) + 1,
@@ -471,6 +489,8 @@ fn passage_in(text: &str, lines: &Lines<'_>, span: Range<usize>) -> Range<usize>
 
 /// The cell, item or paragraph the span starts in.
 fn passage_at(text: &str, lines: &Lines<'_>, span: Range<usize>) -> Range<usize> {
+    #[cfg(test)]
+    tests::PASSAGES.with(|count| count.set(count.get() + 1));
     let mut start = span.start.min(text.len());
     while !text.is_char_boundary(start) {
         start -= 1;
@@ -613,6 +633,27 @@ fn longest_whitespace_run(text: &str) -> usize {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    thread_local! {
+        /// How many passages were worked out on this thread.
+        pub(super) static PASSAGES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    #[test]
+    fn hidden_characters_in_one_passage_work_out_its_passage_once() {
+        // One line, and many paragraphs, full of hidden characters and escapes: each
+        // passage is worked out once per rule, and at most twice the findings' bound.
+        let line = "a\u{200b}b\u{1b}[0m".repeat(20_000);
+        let paragraphs = "a\u{200b}b\u{1b}[0m\n\n".repeat(20_000);
+        for (text, most) in [(&line, 2), (&paragraphs, 4 * MAX_LOCATED_PER_RULE)] {
+            PASSAGES.with(|count| count.set(0));
+            let located = locate(text);
+            let worked_out = PASSAGES.with(std::cell::Cell::get);
+            assert!(worked_out <= most, "{worked_out} passages worked out");
+            assert!(located.iter().any(|l| l.flag.rule == "invisible-characters"), "{located:?}");
+            assert!(located.iter().any(|l| l.flag.rule == "terminal-escapes"), "{located:?}");
+        }
+    }
 
     #[test]
     fn every_rule_compiles() {

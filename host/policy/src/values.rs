@@ -201,6 +201,81 @@ pub fn visit(text: &str, mut each: impl FnMut(ValueKind, &str, Range<usize>)) {
     });
 }
 
+/// What a reader is shown of a text: what [`sanitize`](crate::sanitize) leaves of it, as
+/// a model reads a result (its frame is made of that), with where each part stood in the
+/// original. Values are looked for in it, so that one written with an invisible
+/// character or an escape sequence inside is remembered as the model reads it, and
+/// placed in the original, where the detector's passages are.
+pub struct Shown<'a> {
+    original: &'a str,
+    /// `None` when the text is shown as it is (printable ASCII, tabs and line feeds).
+    mapped: Option<crate::detect::Mapped>,
+}
+
+impl std::fmt::Debug for Shown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shown").field("as_is", &self.mapped.is_none()).finish_non_exhaustive()
+    }
+}
+
+impl<'a> Shown<'a> {
+    /// What is shown of `text`.
+    #[must_use]
+    pub fn new(text: &'a str) -> Self {
+        let as_is = shown_as_is(text.as_bytes()) || sanitize_keeps(text);
+        Self { original: text, mapped: (!as_is).then(|| crate::detect::Mapped::sanitize(text)) }
+    }
+
+    /// The text shown.
+    #[must_use]
+    pub fn text(&self) -> &str {
+        self.mapped.as_ref().map_or(self.original, |m| m.text.as_str())
+    }
+
+    /// Where `span` of [`text`](Self::text) stood in the original (an empty span stays
+    /// empty).
+    #[must_use]
+    pub fn original(&self, span: Range<usize>) -> Range<usize> {
+        match &self.mapped {
+            None => span,
+            Some(mapped) if span.is_empty() => {
+                let at = mapped.original_range(self.original, span).start;
+                at..at
+            }
+            Some(mapped) => mapped.original_range(self.original, span),
+        }
+    }
+}
+
+/// Whether `bytes` are shown as they are: printable ASCII, tabs and line feeds (most
+/// results). Checked a block at a time without an early exit within a block, which the
+/// compiler makes a few vector instructions.
+fn shown_as_is(bytes: &[u8]) -> bool {
+    let hidden = |b: u8| (b.wrapping_sub(0x20) > 0x5e) & (b != b'\n') & (b != b'\t');
+    let mut blocks = bytes.chunks_exact(32);
+    for block in &mut blocks {
+        if block.iter().fold(false, |any, &b| any | hidden(b)) {
+            return false;
+        }
+    }
+    !blocks.remainder().iter().any(|&b| hidden(b))
+}
+
+/// Whether [`sanitize`](crate::sanitize) leaves `text` as it is (text in other scripts
+/// than Latin mostly is), found without making the sanitized text.
+fn sanitize_keeps(text: &str) -> bool {
+    let base = text.as_ptr() as usize;
+    let mut at = 0;
+    for piece in text_safety::scan(text) {
+        match piece {
+            text_safety::Piece::Text(kept) if kept.as_ptr() as usize == base + at => at += kept.len(),
+            text_safety::Piece::LineBreak if text.as_bytes().get(at) == Some(&b'\n') => at += 1,
+            _ => return false,
+        }
+    }
+    at == text.len()
+}
+
 /// `text` appended to `buf` in lower case.
 fn push_lower(buf: &mut String, text: &str) {
     if text.is_ascii() {
@@ -479,7 +554,14 @@ pub fn quoted(text: &str, mut each: impl FnMut(&str, Range<usize>)) {
         if start == closed || doubled || word(text[..start].chars().next_back()) {
             continue;
         }
-        let line = text[at..].split('\n').next().unwrap_or("");
+        // A literal and the character after it are at most this many bytes: the line is
+        // looked for no further, so that a long line with many quotes costs time linear
+        // in its length.
+        let mut look = text.len().min(at + (MAX_QUOTED_CHARS + 3) * 4);
+        while !text.is_char_boundary(look) {
+            look -= 1;
+        }
+        let line = text[at..look].split('\n').next().unwrap_or("");
         let Some(end) = line
             .char_indices()
             .take(MAX_QUOTED_CHARS + 1)
@@ -914,6 +996,28 @@ mod tests {
     }
 
     #[test]
+    fn what_is_shown_is_what_sanitize_leaves_and_placed_in_the_original() {
+        let mut texts: Vec<String> = (0..=0x7f_u8).map(|b| format!("a{}b", char::from(b))).collect();
+        texts.extend(
+            ["a\r\nb", "x\u{200b}y", "\u{1b}[31mred\u{1b}[0m", "caf\u{e9}\n", "\u{2028}", "\u{85}", "\u{9b}1m", ""]
+                .map(String::from),
+        );
+        for text in &texts {
+            let shown = Shown::new(text);
+            assert_eq!(shown.text(), crate::sanitize(text).text, "{text:?}");
+            assert_eq!(shown.mapped.is_none(), shown.text() == text, "made only when it differs: {text:?}");
+        }
+        let text = "see \u{1b}[1mhttp://x.example/\u{200b}a\u{1b}[0m now";
+        let shown = Shown::new(text);
+        assert_eq!(shown.text(), "see http://x.example/a now");
+        let found = extract(shown.text());
+        assert_eq!(found[0].value, "http://x.example/a");
+        let placed = shown.original(found[0].span.clone());
+        assert_eq!(&text[placed.clone()], "http://x.example/\u{200b}a");
+        assert_eq!(shown.original(4..4), placed.start..placed.start, "an empty span stays empty");
+    }
+
+    #[test]
     fn quoted_literals_are_found_and_apostrophes_quote_nothing() {
         let mut found = Vec::new();
         let text = "Please email 'Hey, how is it going?' to \"mark@evil.example\", delete file ''13'' \
@@ -926,6 +1030,16 @@ mod tests {
         let mut none = 0;
         quoted(&long, |_, _| none += 1);
         assert_eq!(none, 0, "too long to be a literal");
+        // The longest literal, of the widest characters, and what follows it.
+        let widest = "\u{10348}".repeat(MAX_QUOTED_CHARS);
+        for (after, literals) in [("", 1), (" x", 1), ("\u{10348}", 0)] {
+            let mut count = 0;
+            quoted(&format!("'{widest}'{after}"), |value, _| {
+                assert_eq!(value, widest);
+                count += 1;
+            });
+            assert_eq!(count, literals, "followed by {after:?}");
+        }
         assert_eq!(short_text_value("  13 "), Some("13".to_owned()));
         assert_eq!(short_text_value("   "), None);
     }
