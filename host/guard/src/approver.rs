@@ -146,7 +146,7 @@ impl CallerApprover {
              says: {}.",
             escape_for_display(&request.tool),
             escape_for_display(&request.provider),
-            request.reason,
+            escape_for_display(&request.reason),
         );
         match &request.subject {
             Subject::Call => format!("{what} Allow this call?"),
@@ -224,7 +224,7 @@ impl TerminalApprover {
             "\nwasmgate: the agent wants to run {} of provider {}\n  arguments: {arguments}\n  policy: {}\n{question} [y/N] ",
             escape_for_display(&request.tool),
             escape_for_display(&request.provider),
-            request.reason,
+            escape_for_display(&request.reason),
         )
         .and_then(|()| output.flush());
         if asked.is_err() {
@@ -297,10 +297,12 @@ mod tests {
             }
         }
         let approver = TerminalApprover::new(Cursor::new(b"n\n".to_vec()), Shared(Arc::clone(&shown)));
-        approver.approve(&request()).await;
+        // A reason can hold what the model wrote (the name of an argument it chose).
+        let reason = "argument `\u{1b}[2J` carries a URL first seen in a result".to_owned();
+        approver.approve(&ApprovalRequest { reason, ..request() }).await;
         let text = String::from_utf8(shown.lock().map(|s| s.clone()).unwrap_or_default()).unwrap_or_default();
         assert!(text.contains("calendar_create of provider calendar"), "{text}");
-        assert!(!text.contains('\u{202e}'), "{text:?}");
+        assert!(!text.contains('\u{202e}') && !text.contains('\u{1b}'), "{text:?}");
     }
 
     #[test]

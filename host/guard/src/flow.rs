@@ -128,10 +128,15 @@ fn is_link(value: &Carried) -> bool {
     value.whole && matches!(value.kind, ValueKind::Url | ValueKind::Host)
 }
 
+/// The most characters of an argument's name a message shows.
+const MAX_ARGUMENT_SHOWN: usize = 80;
+
 /// "argument `calendarUrl` carries a URL first seen in the flagged result of caldav
 /// `list-events`, audit record 14".
 fn carries(value: &Carried, link: bool) -> String {
+    // The model chose the argument's name: shown escaped and cut, as any text it wrote.
     let argument = value.pointer.strip_prefix('/').unwrap_or(&value.pointer);
+    let argument = text_safety::escape_for_log_cut(argument, MAX_ARGUMENT_SHOWN);
     let which = match (value.origin.flagged, value.origin.prose) {
         (true, _) => "the flagged result",
         (false, true) => "the running text of a result",

@@ -163,6 +163,12 @@ async fn the_same_result_outside_the_flagged_passage_is_not_refused_by_that_rule
     // The injected value is refused in a read and in the sink alike.
     let refused = world.call("alice", "caldav__find", json!({"who": ATTACKER_URL})).await;
     assert!(refused.starts_with("denied: argument `who` carries a URL first seen in the flagged result"), "{refused}");
+    // The argument's name is the model's: escaped and cut in the message (which an
+    // approval prompt shows on a terminal).
+    let name = format!("\u{1b}[2J{}", "x".repeat(200));
+    let refused = world.call("alice", "caldav__find", json!({ name: ATTACKER_URL })).await;
+    assert!(refused.starts_with("denied: argument `\\u{1b}[2Jxxx"), "{refused}");
+    assert!(!refused.contains('\u{1b}') && !refused.contains(&"x".repeat(100)), "{refused}");
     let refused = world.call("alice", "caldav__send-invite", json!({"to": "x", "link": ATTACKER_URL})).await;
     assert!(refused.starts_with("denied: argument `link` carries a URL first seen in the flagged result"), "{refused}");
 }
