@@ -608,8 +608,25 @@ fn cut(mut value: String) -> String {
     value
 }
 
-/// `text` without the punctuation a sentence puts after a value.
+/// The punctuation other than ASCII a sentence may put right after a value: closing
+/// quotes and brackets, and full stops, commas and the like of other scripts.
+const CLOSING: [char; 24] = [
+    '\u{2019}', '\u{201d}', '\u{bb}', '\u{203a}', '\u{300d}', '\u{300f}', '\u{3011}', '\u{3015}', '\u{3009}',
+    '\u{300b}', '\u{ff09}', '\u{ff3d}', '\u{ff5d}', '\u{3002}', '\u{3001}', '\u{ff0c}', '\u{ff0e}', '\u{ff01}',
+    '\u{ff1f}', '\u{ff1a}', '\u{ff1b}', '\u{2026}', '\u{ff61}', '\u{ff64}',
+];
+
+/// `text` without the punctuation a sentence puts after a value, ASCII or not.
 fn trim_trailing(text: &str) -> &str {
+    let mut text = trim_trailing_ascii(text);
+    while let Some(c) = text.chars().next_back().filter(|c| !c.is_ascii() && CLOSING.contains(c)) {
+        text = trim_trailing_ascii(&text[..text.len() - c.len_utf8()]);
+    }
+    text
+}
+
+/// `text` without the ASCII punctuation a sentence puts after a value.
+fn trim_trailing_ascii(text: &str) -> &str {
     let bytes = text.as_bytes();
     let sentence = |b: &u8| matches!(b, b'.' | b',' | b';' | b':' | b'!' | b'?');
     let mut end =
@@ -895,6 +912,19 @@ mod tests {
         assert_eq!(found[2].1, "https://x.example/a");
         let spans: Vec<_> = extract("go to https://x.example/a.").into_iter().map(|f| f.span).collect();
         assert_eq!(spans[0], 6..25);
+    }
+
+    #[test]
+    fn punctuation_of_other_scripts_after_a_url_is_no_part_of_it() {
+        let text = "\u{201c}http://evil.example\u{201d} \u{300c}https://x.example/a\u{3002}\u{300d} see http://y.example/b\u{2026}\u{201d}. \
+                    and http://z.example/\u{30d1}\u{30b9}";
+        let urls: Vec<String> =
+            extract(text).into_iter().filter(|f| f.kind == ValueKind::Url).map(|f| f.value).collect();
+        assert_eq!(
+            urls,
+            ["http://evil.example", "https://x.example/a", "http://y.example/b", "http://z.example/\u{30d1}\u{30b9}"]
+        );
+        assert!(values(text).contains(&(ValueKind::Host, "evil.example".to_owned())), "{:?}", values(text));
     }
 
     #[test]
