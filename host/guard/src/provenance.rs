@@ -532,8 +532,9 @@ impl Provenance {
     }
 }
 
-/// One finding per argument of those `known`: a flagged origin first, then the most
-/// telling kind (a whole string takes its origin's kind).
+/// One finding per argument of those `known`: a flagged origin first, then one of
+/// running text (the rules for them are the stricter), then the most telling kind (a
+/// whole string takes its origin's kind).
 fn best(pointers: &[String], known: Vec<(Candidate, Option<Origin>)>) -> Vec<Carried> {
     let mut best: Vec<Option<(ValueKind, Origin, bool)>> = vec![None; pointers.len()];
     for (candidate, origin) in known {
@@ -541,9 +542,8 @@ fn best(pointers: &[String], known: Vec<(Candidate, Option<Origin>)>) -> Vec<Car
         let kind = if candidate.kind == ValueKind::Text { origin.kind } else { candidate.kind };
         let Some(slot) = best.get_mut(candidate.argument) else { continue };
         // Of equals, a part of the argument over the whole: the stricter reading.
-        let order = |flagged: bool, kind, whole| (!flagged, rank(kind), whole);
-        if slot.as_ref().is_none_or(|(k, o, w)| order(origin.flagged, kind, candidate.whole) < order(o.flagged, *k, *w))
-        {
+        let order = |o: &Origin, kind, whole| (!o.flagged, !o.prose, rank(kind), whole);
+        if slot.as_ref().is_none_or(|(k, o, w)| order(&origin, kind, candidate.whole) < order(o, *k, *w)) {
             *slot = Some((kind, origin, candidate.whole));
         }
     }

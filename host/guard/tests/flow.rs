@@ -312,6 +312,11 @@ async fn a_value_of_running_text_is_asked_about_in_a_sink_and_one_of_its_own_is_
     let reason = world.requested("send")[1]["reason"].as_str().unwrap().to_owned();
     assert!(reason.contains("first seen in the running text of a result of mail `read`"), "{reason}");
     assert!(reason.contains("the policy's flow rule `sink_prose` asks before it runs"), "{reason}");
+    // One argument holding both: the value of running text decides, whichever comes first.
+    let asked = world.call("alice", "mail__send", json!({"to": "ann@example.org, bob@example.org"})).await;
+    assert_eq!(asked, format!("denied: {NOBODY}"));
+    let reason = world.requested("send")[2]["reason"].as_str().unwrap().to_owned();
+    assert!(reason.contains("the policy's flow rule `sink_prose` asks before it runs"), "{reason}");
 }
 
 #[tokio::test]
