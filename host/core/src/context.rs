@@ -257,9 +257,68 @@ impl CallContext {
     }
 }
 
+/// The name of a conversation: the transport's own (`base`: a stdio connection, a
+/// session, a caller), narrowed by the name the client gave it (`named`, from `_meta`),
+/// if it gave one. No two pairs make the same name: the base's length comes first.
+#[must_use]
+pub fn conversation_name(base: Option<&str>, named: Option<&str>) -> Option<Arc<str>> {
+    match (base, named) {
+        (Some(base), None) => Some(Arc::from(base)),
+        (Some(base), Some(named)) => Some(format!("{}:{base}/{named}", base.len()).into()),
+        (None, Some(named)) => Some(format!("-/{named}").into()),
+        (None, None) => None,
+    }
+}
+
+/// Whose a conversation is: the base of one [`conversation_name`] made with a name (as
+/// it wrote it: length, `:`, base), and any other name itself. The conversations a
+/// client names within one base are its to open without end, and are bounded together.
+#[must_use]
+pub fn conversation_owner(conversation: &str) -> &str {
+    if conversation.starts_with("-/") {
+        return "-";
+    }
+    let digits = conversation.bytes().take_while(u8::is_ascii_digit).count();
+    let owner = conversation
+        .get(..digits)
+        .and_then(|len| len.parse::<usize>().ok())
+        .and_then(|len| digits.checked_add(1)?.checked_add(len))
+        .filter(|_| conversation.as_bytes().get(digits) == Some(&b':'))
+        .filter(|end| conversation.as_bytes().get(*end) == Some(&b'/'))
+        .and_then(|end| conversation.get(..end));
+    owner.unwrap_or(conversation)
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+
+    #[test]
+    fn a_named_conversation_is_owned_by_its_base_and_no_name_passes_for_another() {
+        use super::{conversation_name, conversation_owner};
+        for base in ["stdio 0", "alice", "12:x/y", "a/b", "", "\u{e9}t\u{e9}"] {
+            for named in ["run-1", "", "1:a/b", "\u{e9}"] {
+                let name = conversation_name(Some(base), Some(named)).unwrap();
+                let own = conversation_name(Some(base), None).unwrap();
+                assert_eq!(conversation_owner(&name), format!("{}:{base}", base.len()), "{name:?}");
+                assert_ne!(
+                    conversation_owner(&name),
+                    conversation_owner(&conversation_name(Some("other"), Some(named)).unwrap())
+                );
+                // A base on its own owns itself (unless it reads as a named one).
+                if !own.contains('/') {
+                    assert_eq!(conversation_owner(&own), &*own);
+                }
+            }
+        }
+        assert_eq!(conversation_owner(&conversation_name(None, Some("x")).unwrap()), "-");
+        for odd in ["99:abc/d", "3:ab", "3:abc", ":x/y", "007:abcdefg/x", "18446744073709551616:x/y"] {
+            let owner = conversation_owner(odd);
+            assert!(odd.starts_with(owner), "{odd:?} {owner:?}");
+        }
+        assert_eq!(conversation_owner("3:abc/d"), "3:abc");
+        assert_eq!(conversation_owner("99:abc/d"), "99:abc/d");
+    }
     use std::sync::Mutex;
 
     use super::*;

@@ -43,7 +43,7 @@ pub use content::{
 };
 pub use context::{
     Answer, Ask, CallContext, Caller, Input, InputRefusal, LogLevel, LogMessage, LogSink, Progress, ProgressSink,
-    Resume,
+    Resume, conversation_name, conversation_owner,
 };
 pub use error::{BoxError, ToolError, ToolErrorKind, report};
 pub use offers::{Offers, Prompt, Refusal};

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use wasmgate_core::{SharedMemory, StoreUnavailable};
+use wasmgate_core::{SharedMemory, StoreUnavailable, conversation_owner};
 use wasmgate_policy::{Prose, Shown, ValueKind, locate, quoted, short_text_value, strings, text_value, visit};
 
 /// How much a [`Provenance`] keeps.
@@ -30,13 +30,17 @@ pub struct Limits {
     pub values: usize,
     /// Contexts.
     pub contexts: usize,
+    /// Contexts of one owner ([`wasmgate_core::conversation_owner`]: the conversations a
+    /// client names within its connection, session or caller), so that one client
+    /// cannot push every other's memory out.
+    pub per_owner: usize,
     /// How long a value is remembered.
     pub age: Duration,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { values: 16_384, contexts: 1_024, age: Duration::from_secs(3_600) }
+        Self { values: 16_384, contexts: 1_024, per_owner: 64, age: Duration::from_secs(3_600) }
     }
 }
 
@@ -347,8 +351,21 @@ impl Provenance {
         }
         let now = Instant::now();
         let mut contexts = self.contexts.lock().unwrap_or_else(PoisonError::into_inner);
-        if !contexts.contains_key(context) && contexts.len() >= self.limits.contexts {
-            let oldest = contexts.iter().min_by_key(|(_, m)| m.used).map(|(name, _)| name.clone());
+        if !contexts.contains_key(context) {
+            // A new context: the owner's least recently used goes when the owner has its
+            // fill, else the least recently used of all when the memory has.
+            let owner = conversation_owner(context);
+            let owned = contexts.iter().filter(|(name, _)| conversation_owner(name) == owner);
+            let (count, owners_oldest) = owned.fold((0, None::<(&String, Instant)>), |(n, oldest), (name, m)| {
+                (n + 1, if oldest.is_some_and(|(_, used)| used <= m.used) { oldest } else { Some((name, m.used)) })
+            });
+            let oldest = if count >= self.limits.per_owner {
+                owners_oldest.map(|(name, _)| name.clone())
+            } else if contexts.len() >= self.limits.contexts {
+                contexts.iter().min_by_key(|(_, m)| m.used).map(|(name, _)| name.clone())
+            } else {
+                None
+            };
             if let Some(oldest) = oldest {
                 contexts.remove(&oldest);
             }
@@ -774,8 +791,29 @@ mod tests {
     }
 
     #[test]
+    fn one_client_naming_conversations_without_end_pushes_out_only_its_own() {
+        let memory = Provenance::new(Limits { contexts: 8, per_owner: 3, ..Limits::default() });
+        let bob = wasmgate_core::conversation_name(Some("bob"), Some("run")).unwrap();
+        memory.remember(&bob, source("read", 1), "mark@evil.example", None, DETECTED);
+        for n in 0..1_000 {
+            let mallory = wasmgate_core::conversation_name(Some("mallory"), Some(&format!("run-{n}"))).unwrap();
+            memory.remember(&mallory, source("read", 2), "x@y.example", None, DETECTED);
+        }
+        assert!(!memory.carried(&bob, &json!("mark@evil.example")).is_empty(), "bob's memory stays");
+        assert_eq!(memory.contexts(), 4, "bob's, and mallory's last three");
+        let last = wasmgate_core::conversation_name(Some("mallory"), Some("run-999")).unwrap();
+        assert!(!memory.carried(&last, &json!("x@y.example")).is_empty());
+        // Many owners share the whole bound, the least recently used out first.
+        for n in 0..20 {
+            memory.remember(&format!("caller {n}"), source("read", 3), "x@y.example", None, DETECTED);
+        }
+        assert_eq!(memory.contexts(), 8);
+        assert!(memory.carried(&bob, &json!("mark@evil.example")).is_empty());
+    }
+
+    #[test]
     fn the_memory_holds_its_bounds_under_100000_values() {
-        let memory = Provenance::new(Limits { values: 1_000, contexts: 4, age: Duration::from_secs(60) });
+        let memory = Provenance::new(Limits { values: 1_000, contexts: 4, per_owner: 4, age: Duration::from_secs(60) });
         for batch in 0..100 {
             let text: String = (0..1_000).map(|i| format!("user{batch}x{i}@example.com ")).collect();
             memory.remember("flood", source("t", batch), &text, None, DETECTED);

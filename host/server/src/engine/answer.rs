@@ -7,7 +7,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use wasmgate_core::{
     Ask, Attachment, CallContext, Caller, CancellationToken, Input, LogLevel, LogMessage, LogSink, Progress,
-    ProgressSink, Refusal, Resume, ToolErrorKind,
+    ProgressSink, Refusal, Resume, ToolErrorKind, conversation_name,
 };
 use wasmgate_protocol::codes::{
     INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RATE_LIMITED, UNAVAILABLE,
@@ -332,14 +332,11 @@ fn asked(live: Option<Arc<Live>>, caller: Option<Arc<Caller>>) -> CallContext {
 }
 
 /// The conversation of a request: the transport's (`base`), narrowed by the name the
-/// client sent in `_meta` (`named`), if it sent one. Neither can be made to look like
-/// another pair: the base's length comes first.
+/// client sent in `_meta` (`named`), if it sent one ([`conversation_name`]).
 fn conversation(base: Option<&Arc<str>>, named: Option<&str>) -> Option<Arc<str>> {
     match (base, named) {
         (Some(base), None) => Some(Arc::clone(base)),
-        (Some(base), Some(named)) => Some(format!("{}:{base}/{named}", base.len()).into()),
-        (None, Some(named)) => Some(format!("-/{named}").into()),
-        (None, None) => None,
+        (base, named) => conversation_name(base.map(|b| &**b), named),
     }
 }
 
