@@ -28,19 +28,18 @@ use wasmgate_policy::{Prose, Shown, ValueKind, locate, quoted, short_text_value,
 pub struct Limits {
     /// Values per context.
     pub values: usize,
-    /// Contexts.
+    /// Contexts. With as many held, a new one pushes out the least recently used of the
+    /// owner holding the most ([`wasmgate_core::conversation_owner`]: the conversations a
+    /// client names within its connection, session or caller are its), so that a client
+    /// naming conversations without end pushes out its own, not another's.
     pub contexts: usize,
-    /// Contexts of one owner ([`wasmgate_core::conversation_owner`]: the conversations a
-    /// client names within its connection, session or caller), so that one client
-    /// cannot push every other's memory out.
-    pub per_owner: usize,
     /// How long a value is remembered.
     pub age: Duration,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { values: 16_384, contexts: 1_024, per_owner: 64, age: Duration::from_secs(3_600) }
+        Self { values: 16_384, contexts: 1_024, age: Duration::from_secs(3_600) }
     }
 }
 
@@ -351,21 +350,21 @@ impl Provenance {
         }
         let now = Instant::now();
         let mut contexts = self.contexts.lock().unwrap_or_else(PoisonError::into_inner);
-        if !contexts.contains_key(context) {
-            // A new context: the owner's least recently used goes when the owner has its
-            // fill, else the least recently used of all when the memory has.
-            let owner = conversation_owner(context);
-            let owned = contexts.iter().filter(|(name, _)| conversation_owner(name) == owner);
-            let (count, owners_oldest) = owned.fold((0, None::<(&String, Instant)>), |(n, oldest), (name, m)| {
-                (n + 1, if oldest.is_some_and(|(_, used)| used <= m.used) { oldest } else { Some((name, m.used)) })
-            });
-            let oldest = if count >= self.limits.per_owner {
-                owners_oldest.map(|(name, _)| name.clone())
-            } else if contexts.len() >= self.limits.contexts {
-                contexts.iter().min_by_key(|(_, m)| m.used).map(|(name, _)| name.clone())
-            } else {
-                None
-            };
+        if !contexts.contains_key(context) && contexts.len() >= self.limits.contexts {
+            // Full: the least recently used context of the owner holding the most goes
+            // (of owners holding as many, the one whose is the least recently used).
+            let mut owners: HashMap<&str, (usize, Instant, &String)> = HashMap::new();
+            for (name, memory) in contexts.iter() {
+                let held = owners.entry(conversation_owner(name)).or_insert((0, memory.used, name));
+                held.0 += 1;
+                if memory.used < held.1 {
+                    (held.1, held.2) = (memory.used, name);
+                }
+            }
+            let oldest = owners
+                .into_values()
+                .max_by_key(|(count, used, _)| (*count, std::cmp::Reverse(*used)))
+                .map(|(_, _, name)| name.clone());
             if let Some(oldest) = oldest {
                 contexts.remove(&oldest);
             }
@@ -792,28 +791,39 @@ mod tests {
 
     #[test]
     fn one_client_naming_conversations_without_end_pushes_out_only_its_own() {
-        let memory = Provenance::new(Limits { contexts: 8, per_owner: 3, ..Limits::default() });
+        let memory = Provenance::new(Limits { contexts: 8, ..Limits::default() });
         let bob = wasmgate_core::conversation_name(Some("bob"), Some("run")).unwrap();
         memory.remember(&bob, source("read", 1), "mark@evil.example", None, DETECTED);
         for n in 0..1_000 {
             let mallory = wasmgate_core::conversation_name(Some("mallory"), Some(&format!("run-{n}"))).unwrap();
             memory.remember(&mallory, source("read", 2), "x@y.example", None, DETECTED);
         }
-        assert!(!memory.carried(&bob, &json!("mark@evil.example")).is_empty(), "bob's memory stays");
-        assert_eq!(memory.contexts(), 4, "bob's, and mallory's last three");
+        // (`len` reads a memory without making it used.)
+        assert_eq!(memory.len(&bob), 1, "bob's memory stays");
+        assert_eq!(memory.contexts(), 8, "bob's, and mallory's last seven");
         let last = wasmgate_core::conversation_name(Some("mallory"), Some("run-999")).unwrap();
-        assert!(!memory.carried(&last, &json!("x@y.example")).is_empty());
-        // Many owners share the whole bound, the least recently used out first.
-        for n in 0..20 {
+        assert_eq!(memory.len(&last), 1);
+        // Others coming push out mallory's first, then, all holding one, the least
+        // recently used: bob's.
+        for n in 0..6 {
             memory.remember(&format!("caller {n}"), source("read", 3), "x@y.example", None, DETECTED);
         }
+        assert_eq!((memory.len(&bob), memory.len(&last)), (1, 1), "bob's and mallory's last stay");
+        memory.remember("caller 6", source("read", 3), "x@y.example", None, DETECTED);
+        assert_eq!((memory.len(&bob), memory.len(&last)), (0, 1), "then bob's, the oldest");
         assert_eq!(memory.contexts(), 8);
-        assert!(memory.carried(&bob, &json!("mark@evil.example")).is_empty());
+        // One client alone may use the whole bound.
+        let alone = Provenance::new(Limits { contexts: 8, ..Limits::default() });
+        for n in 0..8 {
+            let name = wasmgate_core::conversation_name(Some("stdio 0"), Some(&format!("task-{n}"))).unwrap();
+            alone.remember(&name, source("read", 1), "x@y.example", None, DETECTED);
+        }
+        assert_eq!(alone.contexts(), 8);
     }
 
     #[test]
     fn the_memory_holds_its_bounds_under_100000_values() {
-        let memory = Provenance::new(Limits { values: 1_000, contexts: 4, per_owner: 4, age: Duration::from_secs(60) });
+        let memory = Provenance::new(Limits { values: 1_000, contexts: 4, age: Duration::from_secs(60) });
         for batch in 0..100 {
             let text: String = (0..1_000).map(|i| format!("user{batch}x{i}@example.com ")).collect();
             memory.remember("flood", source("t", batch), &text, None, DETECTED);
