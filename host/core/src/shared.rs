@@ -56,7 +56,9 @@ pub trait SharedBuckets: Send + Sync + fmt::Debug {
 pub trait SharedMemory: Send + Sync + fmt::Debug {
     /// Adds `entries` (hash, origin) to `conversation`'s memory where it has no entry
     /// for the hash yet (a flagged origin replaces one that is not), keeps at most `most`
-    /// (the oldest out first), and keeps the whole for `ttl` from now.
+    /// (the oldest out first), and keeps the whole for `ttl` from now. Hashes 0 and 1 are
+    /// no value's but markers of the conversation (what started the sequence rules): they
+    /// are kept apart from the `most`, and no number of values pushes them out.
     fn remember<'a>(
         &'a self,
         conversation: &'a str,

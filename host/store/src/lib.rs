@@ -166,7 +166,8 @@ return false
 /// (field: the value's keyed hash), KEYS[2]: the order they came in (score: a counter
 /// kept in the hash's field `#`). ARGV: the most entries kept, the time to live in
 /// milliseconds, then per entry the hash and the origin. An entry already there stays,
-/// unless the new origin is flagged and the kept one is not.
+/// unless the new origin is flagged and the kept one is not. The markers (hashes 0 and
+/// 1) are kept out of the order, so no number of values pushes them out.
 const REMEMBER: &str = r#"
 local most = tonumber(ARGV[1])
 local ttl = tonumber(ARGV[2])
@@ -176,7 +177,9 @@ for i = 3, #ARGV, 2 do
   if not kept then
     local n = redis.call('HINCRBY', KEYS[1], '#', 1)
     redis.call('HSET', KEYS[1], hash, origin)
-    redis.call('ZADD', KEYS[2], n, hash)
+    if hash ~= '0000000000000000' and hash ~= '0000000000000001' then
+      redis.call('ZADD', KEYS[2], n, hash)
+    end
   elseif string.find(origin, '"f":true', 1, true) and not string.find(kept, '"f":true', 1, true) then
     redis.call('HSET', KEYS[1], hash, origin)
   end
@@ -385,7 +388,8 @@ impl Store {
     }
 
     /// Adds `entries` (a value's keyed hash, its origin) to `conversation`'s memory, keeping
-    /// at most `most` entries (the oldest out first) for `ttl` from now.
+    /// at most `most` entries (the oldest out first; the markers, hashes 0 and 1, apart)
+    /// for `ttl` from now.
     ///
     /// # Errors
     ///

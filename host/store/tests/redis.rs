@@ -117,19 +117,25 @@ async fn a_conversations_memory_is_one_for_every_replica_bounded_oldest_out_and_
     let hour = Duration::from_secs(3_600);
     let plain = r#"{"p":"mail","t":"read","r":3,"k":"url","f":false}"#.to_owned();
     let flagged = r#"{"p":"web","t":"get","r":9,"k":"url","f":true}"#.to_owned();
-    a.remember("alice", &[(1, plain.clone()), (2, plain.clone())], 3, hour).await.unwrap();
-    assert_eq!(b.recall("alice", &[1, 2, 3]).await.unwrap(), [Some(plain.clone()), Some(plain.clone()), None]);
-    assert_eq!(b.recall("bob", &[1]).await.unwrap(), [None], "another conversation");
+    // A marker (hash 0 or 1) first, then values.
+    a.remember("alice", &[(0, flagged.clone()), (11, plain.clone()), (12, plain.clone())], 3, hour).await.unwrap();
+    assert_eq!(b.recall("alice", &[11, 12, 13]).await.unwrap(), [Some(plain.clone()), Some(plain.clone()), None]);
+    assert_eq!(b.recall("bob", &[11]).await.unwrap(), [None], "another conversation");
     // First seen stays, unless it is seen again in a flagged passage.
-    b.remember("alice", &[(1, flagged.clone()), (2, plain.clone())], 3, hour).await.unwrap();
-    a.remember("alice", &[(1, plain.clone())], 3, hour).await.unwrap();
-    assert_eq!(a.recall("alice", &[1]).await.unwrap(), [Some(flagged.clone())]);
-    // Two more: the oldest goes.
-    a.remember("alice", &[(3, plain.clone()), (4, plain.clone())], 3, hour).await.unwrap();
+    b.remember("alice", &[(11, flagged.clone()), (12, plain.clone())], 3, hour).await.unwrap();
+    a.remember("alice", &[(11, plain.clone())], 3, hour).await.unwrap();
+    assert_eq!(a.recall("alice", &[11]).await.unwrap(), [Some(flagged.clone())]);
+    // Two more: the oldest value goes; the marker, older still, stays, whatever comes.
+    a.remember("alice", &[(13, plain.clone()), (14, plain.clone())], 3, hour).await.unwrap();
     assert_eq!(
-        a.recall("alice", &[1, 2, 3, 4]).await.unwrap(),
-        [None, Some(plain.clone()), Some(plain.clone()), Some(plain)]
+        a.recall("alice", &[11, 12, 13, 14]).await.unwrap(),
+        [None, Some(plain.clone()), Some(plain.clone()), Some(plain.clone())]
     );
+    a.remember("alice", &[(1, flagged.clone())], 3, hour).await.unwrap();
+    let more: Vec<(u64, String)> = (100..120).map(|hash| (hash, plain.clone())).collect();
+    a.remember("alice", &more, 3, hour).await.unwrap();
+    assert_eq!(a.recall("alice", &[0, 1, 14]).await.unwrap(), [Some(flagged.clone()), Some(flagged.clone()), None]);
+    assert_eq!(a.recall("alice", &[117, 118, 119]).await.unwrap().iter().flatten().count(), 3);
     // And all of it with its time to live.
     a.remember("short", &[(7, flagged)], 3, Duration::from_millis(50)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
