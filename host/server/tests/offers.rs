@@ -302,12 +302,7 @@ async fn a_handshake_era_client_follows_a_resource_until_it_unsubscribes() {
     let answer = server.ask(plain(6, "resources/unsubscribe", json!({"uri": "test://r/1"}))).await;
     assert_eq!(answer["result"], json!({}), "{answer}");
     // The watch goes with its task, which unsubscribing aborts; wait (bounded) for it.
-    let released = tokio::time::timeout(std::time::Duration::from_secs(10), async {
-        while Arc::strong_count(&follow.held) > 1 {
-            tokio::task::yield_now().await;
-        }
-    });
-    assert!(released.await.is_ok(), "the watch was dropped");
+    eventually("the watch was dropped", || Arc::strong_count(&follow.held) == 1).await;
     let stateless = server.ask(stamped(7, "resources/subscribe", json!({"uri": "test://r/1"}))).await;
     assert_eq!(stateless["error"]["code"], -32601, "2026-07-28 has no resources/subscribe: {stateless}");
 }
@@ -350,12 +345,7 @@ async fn a_2026_subscription_follows_the_resources_it_names_that_the_backend_fol
     assert_eq!(updated["params"]["uri"], "test://r/1");
     assert_eq!(updated["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 1);
     server.send(plain_notification("notifications/cancelled", json!({"requestId": 1}))).await;
-    let released = tokio::time::timeout(std::time::Duration::from_secs(10), async {
-        while Arc::strong_count(&follow.held) > 1 {
-            tokio::task::yield_now().await;
-        }
-    });
-    assert!(released.await.is_ok(), "the subscription's watch was dropped with it");
+    eventually("the subscription's watch was dropped with it", || Arc::strong_count(&follow.held) == 1).await;
 }
 
 #[tokio::test]
@@ -417,24 +407,24 @@ async fn a_subscription_cancelled_while_it_opens_tries_no_more() {
     let mut server = Stdio::start(library, config());
     let uris = json!(["test://slow/1", "test://slow/2", "test://slow/3"]);
     server.send(stamped(1, "subscriptions/listen", json!({"notifications": {"resourceSubscriptions": uris}}))).await;
-    let asked = tokio::time::timeout(std::time::Duration::from_secs(10), async {
-        while follow.asked.load(Ordering::SeqCst) == 0 {
-            tokio::task::yield_now().await;
-        }
-    });
-    assert!(asked.await.is_ok(), "the first was asked for");
+    eventually("the first was asked for", || follow.asked.load(Ordering::SeqCst) > 0).await;
     server.send(plain_notification("notifications/cancelled", json!({"requestId": 1}))).await;
     // Lines are read in order: once this is answered, the cancel has been seen.
     server.ask(stamped(2, "tools/list", json!({}))).await;
     follow.opened.send_replace(true);
     server.ask(stamped(3, "tools/list", json!({}))).await;
-    let released = tokio::time::timeout(std::time::Duration::from_secs(10), async {
-        while Arc::strong_count(&follow.held) > 1 {
+    eventually("nothing stays followed", || Arc::strong_count(&follow.held) == 1).await;
+    assert_eq!(follow.asked.load(Ordering::SeqCst), 1, "no URI after the first was tried");
+}
+
+/// Waits (at most 10 s, yielding to the server) until `done`, which `what` says.
+async fn eventually(what: &str, done: impl Fn() -> bool) {
+    let waited = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while !done() {
             tokio::task::yield_now().await;
         }
     });
-    assert!(released.await.is_ok(), "nothing stays followed");
-    assert_eq!(follow.asked.load(Ordering::SeqCst), 1, "no URI after the first was tried");
+    assert!(waited.await.is_ok(), "{what}");
 }
 
 fn plain_notification(method: &str, params: Value) -> Value {
