@@ -316,6 +316,33 @@ async fn as_a_resource_server_it_lets_in_valid_tokens_and_tells_the_others_where
 }
 
 #[tokio::test]
+async fn a_session_is_found_only_by_the_caller_that_opened_it() {
+    let http = HttpConfig { authenticator: Some(std::sync::Arc::new(Tokens)), ..HttpConfig::default() };
+    let server = Http::start(Fixture::new().backend, config(), http).await;
+    let alice = [("authorization", "Bearer good")];
+    let init = post(&server.url, &initialize(1, "2025-11-25").to_string(), &alice).await;
+    assert_eq!(init.status(), StatusCode::OK);
+    let session = init.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let list = plain(2, "tools/list", json!({})).to_string();
+    let as_bob = [("authorization", "Bearer bobs"), ("mcp-session-id", session.as_str())];
+    let (status, body) = answer(post(&server.url, &list, &as_bob).await).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "another caller's session is none of bob's: {body}");
+    // Nor can bob answer or cancel in it, read its stream, or end it.
+    let reply = json!({"jsonrpc": "2.0", "id": "wasmgate-0", "result": {"action": "accept"}}).to_string();
+    assert_eq!(post(&server.url, &reply, &as_bob).await.status(), StatusCode::ACCEPTED);
+    let client = reqwest::Client::new();
+    let stream = client.get(&server.url).header("authorization", "Bearer bobs").header("mcp-session-id", &session);
+    assert_eq!(stream.send().await.unwrap().status(), StatusCode::NOT_FOUND);
+    let end = client.delete(&server.url).header("authorization", "Bearer bobs").header("mcp-session-id", &session);
+    assert_eq!(end.send().await.unwrap().status(), StatusCode::NOT_FOUND);
+    let as_alice = [("authorization", "Bearer good"), ("mcp-session-id", session.as_str())];
+    let (status, body) = answer(post(&server.url, &list, &as_alice).await).await;
+    assert_eq!(status, StatusCode::OK, "alice's session is still hers: {body}");
+    let end = client.delete(&server.url).header("authorization", "Bearer good").header("mcp-session-id", &session);
+    assert_eq!(end.send().await.unwrap().status(), StatusCode::NO_CONTENT);
+}
+
+#[tokio::test]
 async fn the_caller_a_token_names_rides_in_the_call_context() {
     let spec = wasmgate_core::ToolSpec {
         name: "whoami".into(),

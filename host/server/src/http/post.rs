@@ -92,20 +92,22 @@ pub(crate) async fn post(
             tracing::debug!(method = %n.method, session = session.is_some(), "notification");
             if n.method == "notifications/cancelled"
                 && let Ok(cancelled) = parse_cancelled(n.params.as_ref())
-                && let Some(session) = session.and_then(|s| shared.sessions.get(&s))
+                && let Some(session) = session.and_then(|s| shared.sessions.get(&s, caller.as_deref()))
             {
                 session.in_flight.cancel(&cancelled.request_id);
             }
             status(StatusCode::ACCEPTED)
         }
         Ok(Message::Response(response)) => {
-            if let Some(session) = session.and_then(|s| shared.sessions.get(&s)) {
+            if let Some(session) = session.and_then(|s| shared.sessions.get(&s, caller.as_deref())) {
                 session.replies.resolve(&response.id, Some(Value::Object(response.result)));
             }
             status(StatusCode::ACCEPTED)
         }
         Ok(Message::ErrorResponse(response)) => {
-            if let (Some(id), Some(session)) = (response.id, session.and_then(|s| shared.sessions.get(&s))) {
+            if let (Some(id), Some(session)) =
+                (response.id, session.and_then(|s| shared.sessions.get(&s, caller.as_deref())))
+            {
                 session.replies.resolve(&id, None);
             }
             status(StatusCode::ACCEPTED)
@@ -138,7 +140,7 @@ async fn request(
     } else if request.method != "initialize"
         && let Some(session_id) = &session_id
     {
-        let Some(found) = shared.sessions.get(session_id) else {
+        let Some(found) = shared.sessions.get(session_id, caller.as_deref()) else {
             return refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, &shared.sessions.not_found(session_id));
         };
         // The session's version governs how the request is read; a header naming another
@@ -196,7 +198,7 @@ async fn dispatch(
             refuse(StatusCode::BAD_REQUEST, INVALID_REQUEST, message)
         }
         Routed::Initialized { answer, version, caps } => {
-            match shared.sessions.create(peer, version, caps, &shared.life) {
+            match shared.sessions.create(peer, caller.as_deref(), version, caps, &shared.life) {
                 Ok(id) => {
                     let mut response = json(StatusCode::OK, &answer);
                     if let Ok(value) = HeaderValue::from_str(&id) {

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use wasmgate_core::CancellationToken;
+use wasmgate_core::{Caller, CancellationToken};
 use wasmgate_protocol::ProtocolVersion;
 use wasmgate_protocol::codes::INVALID_REQUEST;
 
@@ -47,6 +47,9 @@ pub(crate) fn repeated(error: &str) -> Response {
 pub(crate) struct Session {
     /// The client that opened it (see `limit::client_key`).
     client: IpAddr,
+    /// The caller that opened it, when callers are told apart (a token's subject): only
+    /// that caller's requests find it.
+    owner: Option<String>,
     /// The version `initialize` negotiated.
     pub(crate) version: ProtocolVersion,
     /// Its calls in flight, for `notifications/cancelled`.
@@ -170,6 +173,7 @@ impl Sessions {
     pub(crate) fn create(
         &self,
         peer: IpAddr,
+        owner: Option<&Caller>,
         version: ProtocolVersion,
         caps: crate::engine::Caps,
         life: &Lifecycle,
@@ -183,6 +187,7 @@ impl Sessions {
         };
         let session = Session {
             client,
+            owner: owner.map(|caller| caller.subject.clone()),
             version,
             in_flight: Arc::new(InFlight::default()),
             stop: life.stopping.child_token(),
@@ -206,12 +211,13 @@ impl Sessions {
         Ok(id)
     }
 
-    /// The session `id`, marked as used now; `None` when there is none or it expired.
-    /// Only this session is checked, not the whole table: that is swept when a session
-    /// is created, which is when abandoned ones could fill it.
-    pub(crate) fn get(&self, id: &str) -> Option<Arc<Session>> {
+    /// The session `id` of `caller`, marked as used now; `None` when there is none, it
+    /// expired, or another caller opened it (as if there were none: an id says nothing
+    /// to whoever did not open it). Only this session is checked, not the whole table:
+    /// that is swept when a session is created, which is when abandoned ones could fill it.
+    pub(crate) fn get(&self, id: &str, caller: Option<&Caller>) -> Option<Arc<Session>> {
         let mut open = self.open();
-        let session = open.get(id).cloned()?;
+        let session = open.get(id).filter(|s| s.owned_by(caller)).cloned()?;
         if self.ended_if_idle(&session) {
             open.remove(id);
             return None;
@@ -220,11 +226,23 @@ impl Sessions {
         Some(session)
     }
 
-    /// Ends the session `id`; `false` if there was none.
-    pub(crate) fn end(&self, id: &str) -> bool {
-        let Some(session) = self.open().remove(id) else { return false };
+    /// Ends the session `id` of `caller`; `false` if it has none of that id.
+    pub(crate) fn end(&self, id: &str, caller: Option<&Caller>) -> bool {
+        let mut open = self.open();
+        if !open.get(id).is_some_and(|s| s.owned_by(caller)) {
+            return false;
+        }
+        let Some(session) = open.remove(id) else { return false };
+        drop(open);
         stop(&session);
         true
+    }
+}
+
+impl Session {
+    /// Whether `caller` opened it (any caller may, where callers are not told apart).
+    fn owned_by(&self, caller: Option<&Caller>) -> bool {
+        self.owner.as_deref() == caller.map(|c| c.subject.as_str())
     }
 }
 
@@ -245,57 +263,60 @@ mod tests {
     #[test]
     fn sessions_are_unguessable_capped_and_ended_by_id() {
         let (sessions, life) = (Sessions::new(2, 2, Duration::from_secs(3600)), Lifecycle::default());
-        let a = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
-        let b = sessions.create(LOCAL, ProtocolVersion::V2025_06_18, Caps::default(), &life).unwrap();
+        let a = sessions.create(LOCAL, None, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
+        let b = sessions.create(LOCAL, None, ProtocolVersion::V2025_06_18, Caps::default(), &life).unwrap();
         assert_ne!(a, b);
         assert_eq!(a.len(), 32);
         assert!(matches!(
-            sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life),
+            sessions.create(LOCAL, None, ProtocolVersion::V2025_11_25, Caps::default(), &life),
             Err(Refused::Full)
         ));
-        let session = sessions.get(&a).unwrap();
-        assert!(sessions.end(&a));
+        let session = sessions.get(&a, None).unwrap();
+        assert!(sessions.end(&a, None));
         assert!(session.stop.is_cancelled() && session.abort.is_cancelled());
-        assert!(sessions.get(&a).is_none() && !sessions.end(&a));
-        assert!(sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life).is_ok());
+        assert!(sessions.get(&a, None).is_none() && !sessions.end(&a, None));
+        assert!(sessions.create(LOCAL, None, ProtocolVersion::V2025_11_25, Caps::default(), &life).is_ok());
     }
 
     #[test]
     fn idle_sessions_expire_but_not_while_a_call_or_a_stream_is_open() {
         let (sessions, life) = (Sessions::new(3, 3, Duration::from_millis(1)), Lifecycle::default());
-        let idle = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
-        let calling = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
-        let streaming = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
+        let idle = sessions.create(LOCAL, None, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
+        let calling = sessions.create(LOCAL, None, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
+        let streaming = sessions.create(LOCAL, None, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
         let parent = CancellationToken::new();
-        let call = sessions.get(&calling).unwrap().in_flight.start(&wasmgate_protocol::Id::Int(1), &parent).unwrap();
-        let stream = sessions.get(&streaming).unwrap().stream();
-        let idle_session = sessions.get(&idle).unwrap();
+        let call =
+            sessions.get(&calling, None).unwrap().in_flight.start(&wasmgate_protocol::Id::Int(1), &parent).unwrap();
+        let stream = sessions.get(&streaming, None).unwrap().stream();
+        let idle_session = sessions.get(&idle, None).unwrap();
         std::thread::sleep(Duration::from_millis(5));
         // The table was full; creating expires the idle one and makes room.
-        let fresh = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
+        let fresh = sessions.create(LOCAL, None, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
         assert!(idle_session.stop.is_cancelled() && idle_session.abort.is_cancelled());
-        assert!(sessions.get(&idle).is_none(), "expired");
-        assert!(sessions.get(&calling).is_some(), "a call in flight keeps its session");
-        assert!(sessions.get(&streaming).is_some(), "an open stream keeps its session");
+        assert!(sessions.get(&idle, None).is_none(), "expired");
+        assert!(sessions.get(&calling, None).is_some(), "a call in flight keeps its session");
+        assert!(sessions.get(&streaming, None).is_some(), "an open stream keeps its session");
         drop((call, stream));
         std::thread::sleep(Duration::from_millis(5));
         assert!(
-            sessions.get(&calling).is_none() && sessions.get(&streaming).is_none() && sessions.get(&fresh).is_none()
+            sessions.get(&calling, None).is_none()
+                && sessions.get(&streaming, None).is_none()
+                && sessions.get(&fresh, None).is_none()
         );
     }
 
     #[test]
     fn one_client_cannot_take_every_session() {
         let (sessions, life) = (Sessions::new(4, 2, Duration::from_secs(3600)), Lifecycle::default());
-        let first = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
+        let first = sessions.create(LOCAL, None, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
         // 127.0.0.2 is the same client as 127.0.0.1 (every loopback address is one).
         let other_loopback = IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 2));
-        sessions.create(other_loopback, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
-        let third = sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life);
+        sessions.create(other_loopback, None, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
+        let third = sessions.create(LOCAL, None, ProtocolVersion::V2025_11_25, Caps::default(), &life);
         assert!(matches!(third, Err(Refused::ClientFull)), "{third:?}");
         let remote = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 7));
-        sessions.create(remote, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
-        assert!(sessions.end(&first));
-        sessions.create(LOCAL, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
+        sessions.create(remote, None, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
+        assert!(sessions.end(&first, None));
+        sessions.create(LOCAL, None, ProtocolVersion::V2025_11_25, Caps::default(), &life).unwrap();
     }
 }

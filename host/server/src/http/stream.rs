@@ -7,11 +7,13 @@
 
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde_json::Value;
 use tokio::sync::mpsc;
+use wasmgate_core::Caller;
 use wasmgate_protocol::codes::INVALID_REQUEST;
 
 use super::Shared;
@@ -21,13 +23,17 @@ use crate::engine::follow::forward;
 use crate::engine::watch::{Changes, announce};
 
 /// The GET handler.
-pub(crate) async fn get(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+pub(crate) async fn get(
+    State(shared): State<Arc<Shared>>,
+    caller: Option<Extension<Caller>>,
+    headers: HeaderMap,
+) -> Response {
     let id = match named(&headers) {
         Ok(Some(id)) => id,
         Ok(None) => return status(StatusCode::METHOD_NOT_ALLOWED),
         Err(error) => return repeated(&error),
     };
-    let Some(session) = shared.sessions.get(id) else {
+    let Some(session) = shared.sessions.get(id, caller.as_ref().map(|Extension(caller)| caller)) else {
         return refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, &shared.sessions.not_found(id));
     };
     let (tx, rx) = mpsc::channel::<Value>(16);
@@ -45,13 +51,17 @@ pub(crate) async fn get(State(shared): State<Arc<Shared>>, headers: HeaderMap) -
 }
 
 /// The DELETE handler.
-pub(crate) async fn delete(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+pub(crate) async fn delete(
+    State(shared): State<Arc<Shared>>,
+    caller: Option<Extension<Caller>>,
+    headers: HeaderMap,
+) -> Response {
     let id = match named(&headers) {
         Ok(Some(id)) => id,
         Ok(None) => return status(StatusCode::METHOD_NOT_ALLOWED),
         Err(error) => return repeated(&error),
     };
-    if shared.sessions.end(id) {
+    if shared.sessions.end(id, caller.as_ref().map(|Extension(caller)| caller)) {
         status(StatusCode::NO_CONTENT)
     } else {
         refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, &shared.sessions.not_found(id))
