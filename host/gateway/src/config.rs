@@ -29,7 +29,7 @@
 //! headers = { "X-Api-Key" = { env = "SEARCH_KEY" } }   # or a value: { "X-Team" = "blue" }
 //! call_timeout_ms = 30000         # one tools/call may take this long (default 120 s)
 //! # or, instead of token_env, OAuth 2.1 (see the `oauth` module): `wasmgate login search`
-//! # oauth = { client_id = "wasmgate", client_secret = { env = "SEARCH_SECRET" } }
+//! # oauth = { client_id = "wasmgate", client_secret = { env = "SEARCH_SECRET" }, issuer = "https://auth.example" }
 //! required = true                 # the gateway does not start without it (default: withheld, retried)
 //!
 //! [providers.diary]               # a WASM tool component

@@ -46,6 +46,7 @@ pub fn authorizer(
         _ => Grant::AuthorizationCode,
     };
     oauth.client_metadata_url.clone_from(&settings.client_metadata_url);
+    oauth.issuer.clone_from(&settings.issuer);
     oauth.scopes.clone_from(&settings.scopes);
     oauth.store = Some(token_store(config));
     if let Some(id) = &settings.client_id {

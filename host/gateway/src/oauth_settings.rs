@@ -8,6 +8,7 @@
 //! grant = "authorization_code"                # default; or "client_credentials"
 //! client_id = "wasmgate-team"                 # a pre-registered client (optional)
 //! client_secret = { env = "MAIL_SECRET" }     # or { file = "mail.secret" } (0600)
+//! issuer = "https://auth.example"             # the authorization server it is registered at (needed with a secret)
 //! private_key = { file = "mail-key.pem" }     # private_key_jwt; private_key_alg = "ES256"
 //! token_auth = "client_secret_post"           # default: chosen from what is set and offered
 //! client_metadata_url = "https://me.example/wasmgate.json"  # a Client ID Metadata Document
@@ -30,6 +31,9 @@ pub struct OAuthSettings {
     pub client_id: Option<String>,
     /// Its secret.
     pub client_secret: Option<SecretConfig>,
+    /// The authorization server the client is registered at (its issuer): discovery must
+    /// lead there, so the secret never goes to a server the provider names instead.
+    pub issuer: Option<String>,
     /// Its private key (PEM), for `private_key_jwt`.
     pub private_key: Option<SecretConfig>,
     /// The key's JWS algorithm (default `RS256`).
@@ -116,6 +120,28 @@ impl OAuthSettings {
                 "client_id",
                 "a client secret or key without the client id it belongs to".into(),
                 "set `client_id` to the client registered at the authorization server",
+            ));
+        }
+        if self.client_secret.is_some() && self.issuer.is_none() {
+            return Some((
+                "issuer",
+                "a client secret without the authorization server it belongs to: the provider names the server \
+                 the gateway authenticates to, and could name one of its own to be sent the secret"
+                    .into(),
+                "set `issuer = \"https://auth.example\"`, the issuer of the authorization server the client is \
+                 registered at",
+            ));
+        }
+        if let Some(issuer) = &self.issuer
+            && !issuer.starts_with("https://")
+            && !issuer.starts_with("http://127.0.0.1")
+            && !issuer.starts_with("http://localhost")
+            && !issuer.starts_with("http://[::1]")
+        {
+            return Some((
+                "issuer",
+                format!("{issuer:?} is not an https URL"),
+                "an authorization server's issuer is an https URL (or http on loopback)",
             ));
         }
         if self.token_auth.as_deref() == Some("private_key_jwt") && self.private_key.is_none() {

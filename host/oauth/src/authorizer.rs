@@ -106,6 +106,10 @@ pub struct OAuthConfig {
     pub grant: Grant,
     /// The client's identity.
     pub client: ClientIdentity,
+    /// The authorization server the client is registered at (its issuer): when set,
+    /// discovery must lead there, whatever the provider names, so that a configured
+    /// secret is never sent to a server the provider chose. Set it with a client secret.
+    pub issuer: Option<String>,
     /// An https URL where this client's metadata document is served (CIMD); used as the
     /// client id when the server supports it.
     pub client_metadata_url: Option<String>,
@@ -128,6 +132,7 @@ impl OAuthConfig {
             provider: provider.into(),
             grant: Grant::AuthorizationCode,
             client: ClientIdentity::Unregistered,
+            issuer: None,
             client_metadata_url: None,
             scopes: None,
             store: None,

@@ -48,8 +48,23 @@ impl Authorizer {
         let http = &self.inner.http;
         let hint = challenge.and_then(|c| c.resource_metadata.as_deref());
         let (resource, _) = metadata::resource_metadata(http, endpoint, hint).await?;
-        let issuer = resource.authorization_servers.first().cloned().unwrap_or_default();
+        // The configured authorization server, which the provider must name; else the
+        // first it names.
+        let issuer = match &config.issuer {
+            Some(expected) => resource
+                .authorization_servers
+                .iter()
+                .find(|named| same_issuer(named, expected))
+                .cloned()
+                .ok_or_else(|| self.elsewhere(expected, &resource.authorization_servers.join(", ")))?,
+            None => resource.authorization_servers.first().cloned().unwrap_or_default(),
+        };
         let server = metadata::server_metadata(http, &issuer).await?;
+        if let Some(expected) = &config.issuer
+            && !same_issuer(&server.issuer, expected)
+        {
+            return Err(self.elsewhere(expected, &server.issuer));
+        }
         let indicator = resource.resource.clone().unwrap_or_else(|| endpoint.to_string());
 
         let from_challenge = challenge.and_then(|c| c.scope.clone());
@@ -101,6 +116,16 @@ impl Authorizer {
         };
         apply(&mut stored, &answer, scope.as_deref())?;
         self.save(state, stored)
+    }
+
+    /// The refusal of an authorization server other than the configured one.
+    fn elsewhere(&self, expected: &str, named: &str) -> AuthError {
+        AuthError::Discovery(format!(
+            "{}: the server names the authorization server {:?}, not {expected:?}, the issuer its oauth settings \
+             name; nothing was sent there. If the provider moved its authorization server, change `issuer`",
+            self.provider(),
+            if named.is_empty() { "(none)" } else { named }
+        ))
     }
 
     /// The authorization code flow through `agent`, PKCE S256, `state` and `iss` checked.
@@ -492,6 +517,88 @@ fn describe(answer: &serde_json::Value) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// A loopback HTTP server answering each path of the routes `routes` makes of its
+    /// base URL with their JSON (404 for any other path); its base URL, and the paths it
+    /// was asked for.
+    async fn serve(
+        routes: impl FnOnce(&str) -> Vec<(&'static str, serde_json::Value)>,
+    ) -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let routes = routes(&base);
+        let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = Arc::clone(&asked);
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let mut head = vec![0u8; 16 * 1024];
+                let n = stream.read(&mut head).await.unwrap_or(0);
+                let text = String::from_utf8_lossy(&head[..n]).into_owned();
+                let path = text.split_whitespace().nth(1).unwrap_or("").to_owned();
+                seen.lock().unwrap().push(path.clone());
+                let found = routes.iter().find(|(p, _)| *p == path).map(|(_, body)| body.to_string());
+                let (status, body) = found.map_or(("404 Not Found", String::new()), |body| ("200 OK", body));
+                let reply = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+                     connection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(reply.as_bytes()).await;
+            }
+        });
+        (base, asked)
+    }
+
+    #[tokio::test]
+    async fn a_configured_secret_goes_only_to_the_configured_authorization_server() {
+        use crate::OAuthConfig;
+        use serde_json::json;
+        // The authorization server a provider names, of its own: it would take the secret.
+        let (named, asked) = serve(|base| {
+            vec![
+                (
+                    "/.well-known/oauth-authorization-server",
+                    json!({"issuer": base, "token_endpoint": format!("{base}/token")}),
+                ),
+                ("/token", json!({"access_token": "t", "token_type": "Bearer", "expires_in": 3600})),
+            ]
+        })
+        .await;
+        let (provider, _) = serve(|base| {
+            let resource = json!({"resource": format!("{base}/mcp"), "authorization_servers": [named]});
+            vec![("/.well-known/oauth-protected-resource/mcp", resource)]
+        })
+        .await;
+        let endpoint = Url::parse(&format!("{provider}/mcp")).unwrap();
+        let grant = |url: &str| {
+            let url = Url::parse(url).unwrap();
+            wasmgate_egress::HostGrant::parse(&format!("{}:{}", url.host_str().unwrap(), url.port().unwrap())).unwrap()
+        };
+        let config = |issuer: &str| OAuthConfig {
+            grant: Grant::ClientCredentials,
+            client: ClientIdentity::Registered {
+                id: "wasmgate".into(),
+                secret: Some(crate::SecretSource::Value("hunter2".into())),
+                key: None,
+                method: None,
+            },
+            issuer: Some(issuer.to_owned()),
+            granted_hosts: vec![grant(&named), grant(&provider)],
+            ..OAuthConfig::new("mail")
+        };
+
+        let refused = Authorizer::new(config("https://auth.example"), None).unwrap();
+        let e = refused.refused(&endpoint, 401, None, None).await.unwrap_err();
+        assert!(matches!(e, AuthError::Discovery(_)), "{e}");
+        assert!(e.to_string().contains("not \"https://auth.example\", the issuer its oauth settings name"), "{e}");
+        assert!(asked.lock().unwrap().is_empty(), "nothing went to the server the provider named");
+
+        // The same server, configured: the secret goes there.
+        let configured = Authorizer::new(config(&named), None).unwrap();
+        configured.refused(&endpoint, 401, None, None).await.unwrap();
+        assert!(asked.lock().unwrap().iter().any(|path| path == "/token"), "{asked:?}");
+    }
 
     fn server(iss_supported: bool) -> ServerMetadata {
         ServerMetadata {

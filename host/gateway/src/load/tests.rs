@@ -213,7 +213,7 @@ fn prepared_instances_are_bounded_and_optional() {
 #[test]
 fn an_oauth_table_is_checked_at_load() {
     let config = parse(
-        "[providers.mail]\nurl = \"https://m/mcp\"\n[providers.mail.oauth]\nclient_id = \"wg\"\nclient_secret = { file = \"mail.secret\" }\nscopes = [\"read\"]\n",
+        "[providers.mail]\nurl = \"https://m/mcp\"\n[providers.mail.oauth]\nclient_id = \"wg\"\nclient_secret = { file = \"mail.secret\" }\nissuer = \"https://auth.example\"\nscopes = [\"read\"]\n",
     )
     .unwrap();
     let oauth = config.providers["mail"].oauth.as_ref().unwrap();
@@ -230,6 +230,9 @@ fn an_oauth_table_is_checked_at_load() {
     assert!(bad("client_id = \"x\", token_auth = \"private_key_jwt\"").contains("private_key"));
     assert!(bad("client_id = \"x\", token_auth = \"client_secret_post\"").contains("client secret"));
     assert!(bad("client_metadata_url = \"http://me/c.json\"").contains("https"));
+    let e = bad("client_id = \"x\", client_secret = { env = \"S\" }");
+    assert!(e.contains("issuer") && e.contains("could name one of its own"), "{e}");
+    assert!(bad("client_id = \"x\", issuer = \"http://auth.example\"").contains("not an https URL"));
     // A literal secret in the shared file is not a form the table takes.
     let e = bad("client_id = \"x\", client_secret = \"hunter2\"");
     assert!(e.contains("never the value itself"), "{e}");
