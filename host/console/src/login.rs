@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{Form, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -40,6 +41,13 @@ impl Console {
         ))
         .ok()
     }
+}
+
+/// How long `caller`'s token is good for still, by its `exp` claim.
+fn token_left(caller: &wasmgate_core::Caller) -> Option<Duration> {
+    let exp = caller.claims.get("exp")?.as_u64()?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
+    Some(Duration::from_secs(exp.saturating_sub(now)))
 }
 
 /// `/console/login`: to the authorization server.
@@ -123,7 +131,9 @@ pub(crate) async fn callback(
             format!("{} is neither a reviewer nor an admin of this gateway (the policy's [console]).", caller.subject),
         );
     };
-    let id = console.sessions.open(caller.subject.clone(), caller.facts(), console.session_ttl);
+    // A session carries the token's rights: it ends when the token does, if sooner.
+    let ttl = token_left(&caller).map_or(console.session_ttl, |left| left.min(console.session_ttl));
+    let id = console.sessions.open(caller.subject.clone(), caller.facts(), ttl);
     tracing::info!(subject = %caller.subject, ?role, "signed in to the console");
     let page = Message {
         frame: Frame { title: "Signed in", ..Frame::default() },
@@ -137,9 +147,8 @@ pub(crate) async fn callback(
         refresh: Some("/console".into()),
     };
     let mut response = render(StatusCode::OK, &page);
-    let ttl = console.session_ttl.as_secs();
     for cookie in [
-        console.cookie(SESSION_COOKIE, &id, "/console", "Strict", ttl),
+        console.cookie(SESSION_COOKIE, &id, "/console", "Strict", ttl.as_secs()),
         console.cookie(LOGIN_COOKIE, "", "/console/callback", "Lax", 0),
     ]
     .into_iter()

@@ -149,6 +149,11 @@ pub fn session(response: &reqwest::Response) -> String {
         header.contains("HttpOnly") && header.contains("SameSite=Strict") && header.contains("Max-Age="),
         "{header}"
     );
+    // The test issuer's tokens last 600 s, less than the default session: the session
+    // ends with the token.
+    let max_age = header.split("Max-Age=").nth(1).and_then(|rest| rest.split(';').next()).unwrap_or_default();
+    let max_age: u64 = max_age.trim().parse().expect("a number of seconds");
+    assert!(max_age <= 600, "the session outlives its token: {header}");
     format!("wasmgate_console={id}")
 }
 
