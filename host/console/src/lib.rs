@@ -80,6 +80,8 @@ pub struct Console {
     session_ttl: Duration,
     scopes: Vec<String>,
     sessions: sessions::Sessions,
+    /// Seals the sign-ins under way, which browsers hold.
+    seal: sessions::Seal,
     index: Arc<Mutex<Index>>,
 }
 

@@ -23,7 +23,7 @@ use wasmgate_policy::ConsoleRole;
 use crate::Console;
 use crate::html::{Frame, Message, message, render};
 use crate::pages::{SESSION_COOKIE, cookie};
-use crate::sessions::{LOGIN_TTL, random};
+use crate::sessions::LOGIN_TTL;
 
 /// The most characters of an authorization server's error shown.
 const MAX_ERROR_CHARS: usize = 200;
@@ -43,11 +43,15 @@ impl Console {
     }
 }
 
+/// Seconds since the Unix epoch.
+fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
 /// How long `caller`'s token is good for still, by its `exp` claim.
 fn token_left(caller: &wasmgate_core::Caller) -> Option<Duration> {
     let exp = caller.claims.get("exp")?.as_u64()?;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
-    Some(Duration::from_secs(exp.saturating_sub(now)))
+    Some(Duration::from_secs(exp.saturating_sub(unix_now())))
 }
 
 /// `/console/login`: to the authorization server.
@@ -62,10 +66,12 @@ pub(crate) async fn login(State(console): State<Arc<Console>>) -> Response {
         request = request.add_scope(Scope::new(scope.clone()));
     }
     let (url, state) = request.url();
-    let browser = random();
-    console.sessions.start_login(state.secret().clone(), verifier.secret().clone(), browser.clone());
+    // The sign-in under way is the browser's to hold, sealed: nothing is kept here.
+    let Some(sealed) = console.seal.seal(state.secret(), verifier.secret(), unix_now() + LOGIN_TTL.as_secs()) else {
+        return message(StatusCode::SERVICE_UNAVAILABLE, "Cannot sign in", "The system gives no random numbers.");
+    };
     let mut response = Redirect::to(url.as_str()).into_response();
-    if let Some(cookie) = console.cookie(LOGIN_COOKIE, &browser, "/console/callback", "Lax", LOGIN_TTL.as_secs()) {
+    if let Some(cookie) = console.cookie(LOGIN_COOKIE, &sealed, "/console/callback", "Lax", LOGIN_TTL.as_secs()) {
         response.headers_mut().append(header::SET_COOKIE, cookie);
     }
     response
@@ -89,17 +95,15 @@ pub(crate) async fn callback(
     let (Some(code), Some(state)) = (query.get("code"), query.get("state")) else {
         return message(StatusCode::BAD_REQUEST, "Not signed in", again);
     };
-    let Some(login) = console.sessions.take_login(state) else {
+    // The browser that started this sign-in holds its sealed cookie; no other does.
+    let sealed = cookie(&headers, LOGIN_COOKIE).unwrap_or_default();
+    let Some(verifier) = console.seal.open(sealed, state, unix_now()) else {
         return message(StatusCode::BAD_REQUEST, "Not signed in", again);
     };
-    let browser = cookie(&headers, LOGIN_COOKIE).unwrap_or_default();
-    if !bool::from(browser.as_bytes().ct_eq(login.browser.as_bytes())) || login.browser.is_empty() {
-        return message(StatusCode::BAD_REQUEST, "Not signed in", again);
-    }
     let exchange = console
         .oauth
         .exchange_code(AuthorizationCode::new(code.clone()))
-        .set_pkce_verifier(PkceCodeVerifier::new(login.verifier))
+        .set_pkce_verifier(PkceCodeVerifier::new(verifier))
         .add_extra_param("resource", &console.parts.resource)
         .request_async(&console.http)
         .await;

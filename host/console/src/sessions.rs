@@ -1,8 +1,9 @@
-//! Sign-ins under way and sessions: random ids, bounded in number, expiring.
+//! Sign-ins under way and sessions.
 //!
-//! * A sign-in under way is kept under its `state` for [`LOGIN_TTL`], with its PKCE
-//!   verifier and the random value of the browser's `wasmgate_login` cookie; the
-//!   callback takes it once. At most [`MAX_LOGINS`]; past them the oldest is dropped.
+//! * A sign-in under way is the browser's to hold: its `wasmgate_login` cookie carries
+//!   the `state`, the PKCE verifier and when it ends ([`LOGIN_TTL`] from its start),
+//!   sealed with a key of this process's ([`Seal`]). The gateway keeps no table of them,
+//!   so nobody can push a person's sign-in out by starting many.
 //! * A session is kept under the random id of its `wasmgate_console` cookie until it
 //!   expires or its user signs out. At most [`MAX_SESSIONS`]; past them the one that
 //!   expires first is dropped.
@@ -16,19 +17,55 @@ use serde_json::{Map, Value};
 
 /// How long a sign-in may take at the authorization server.
 pub(crate) const LOGIN_TTL: Duration = Duration::from_secs(600);
-/// The most sign-ins under way at once.
-pub(crate) const MAX_LOGINS: usize = 256;
 /// The most sessions at once.
 pub(crate) const MAX_SESSIONS: usize = 1024;
 
-/// A sign-in under way.
-#[derive(Debug)]
-pub(crate) struct Login {
-    /// The PKCE verifier.
-    pub verifier: String,
-    /// The value of the browser's sign-in cookie.
-    pub browser: String,
-    expires: Instant,
+/// The key that seals the sign-ins under way (their cookies), drawn when the console
+/// starts.
+pub(crate) struct Seal {
+    /// `None` without the OS's random numbers: then nothing is sealed, and nobody can
+    /// sign in.
+    key: Option<[u8; 32]>,
+}
+
+impl std::fmt::Debug for Seal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Seal").finish_non_exhaustive()
+    }
+}
+
+impl Seal {
+    pub(crate) fn new() -> Self {
+        let mut key = [0u8; 32];
+        Self { key: getrandom::fill(&mut key).is_ok().then_some(key) }
+    }
+
+    fn mac(key: &[u8; 32], state: &str, verifier: &str, ends: u64) -> String {
+        let sealed = blake3::keyed_hash(key, format!("{state}\n{verifier}\n{ends}").as_bytes());
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sealed.as_bytes())
+    }
+
+    /// The cookie of a sign-in under way with `state` and `verifier` (URL-safe base64,
+    /// as `oauth2` makes them), ending at `ends` (Unix seconds).
+    pub(crate) fn seal(&self, state: &str, verifier: &str, ends: u64) -> Option<String> {
+        let key = self.key.as_ref()?;
+        Some(format!("{state}.{verifier}.{ends}.{}", Self::mac(key, state, verifier, ends)))
+    }
+
+    /// The PKCE verifier of the sign-in `cookie` holds, if this process sealed it, for
+    /// `state`, and it has not ended by `now` (Unix seconds).
+    pub(crate) fn open(&self, cookie: &str, state: &str, now: u64) -> Option<String> {
+        use subtle::ConstantTimeEq as _;
+        let key = self.key.as_ref()?;
+        let (sealed_state, rest) = cookie.split_once('.')?;
+        let (rest, mac) = rest.rsplit_once('.')?;
+        let (verifier, ends) = rest.rsplit_once('.')?;
+        let ends: u64 = ends.parse().ok()?;
+        let expected = Self::mac(key, sealed_state, verifier, ends);
+        let genuine = bool::from(expected.as_bytes().ct_eq(mac.as_bytes()));
+        let same = bool::from(sealed_state.as_bytes().ct_eq(state.as_bytes()));
+        (genuine && same && !state.is_empty() && ends > now).then(|| verifier.to_owned())
+    }
 }
 
 /// A signed-in user.
@@ -47,7 +84,6 @@ pub(crate) struct Session {
 
 #[derive(Debug, Default)]
 struct Inner {
-    logins: HashMap<String, Login>,
     sessions: HashMap<String, Session>,
 }
 
@@ -70,24 +106,6 @@ pub(crate) fn random() -> String {
 impl Sessions {
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Keeps a sign-in under way under `state`.
-    pub fn start_login(&self, state: String, verifier: String, browser: String) {
-        let now = Instant::now();
-        let mut inner = self.inner();
-        inner.logins.retain(|_, login| login.expires > now);
-        if inner.logins.len() >= MAX_LOGINS
-            && let Some(oldest) = inner.logins.iter().min_by_key(|(_, l)| l.expires).map(|(k, _)| k.clone())
-        {
-            inner.logins.remove(&oldest);
-        }
-        inner.logins.insert(state, Login { verifier, browser, expires: now + LOGIN_TTL });
-    }
-
-    /// Takes the sign-in under `state`, if it is under way still.
-    pub fn take_login(&self, state: &str) -> Option<Login> {
-        self.inner().logins.remove(state).filter(|login| login.expires > Instant::now())
     }
 
     /// A new session for `subject`, lasting `ttl`: its id.
@@ -131,11 +149,10 @@ impl Sessions {
         self.inner().sessions.remove(id);
     }
 
-    /// How many sign-ins are under way and sessions open.
+    /// How many sessions are open.
     #[cfg(test)]
-    pub fn counts(&self) -> (usize, usize) {
-        let inner = self.inner();
-        (inner.logins.len(), inner.sessions.len())
+    pub fn count(&self) -> usize {
+        self.inner().sessions.len()
     }
 }
 
@@ -145,23 +162,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sign_ins_and_sessions_are_bounded_taken_once_and_expire() {
-        let sessions = Sessions::default();
-        for i in 0..MAX_LOGINS + 10 {
-            sessions.start_login(format!("s{i}"), "v".into(), "b".into());
+    fn a_sign_in_is_opened_only_as_sealed_for_its_state_and_in_time() {
+        let seal = Seal::new();
+        let cookie = seal.seal("st4te", "ver-if_ier", 1_000).unwrap();
+        assert_eq!(seal.open(&cookie, "st4te", 999).as_deref(), Some("ver-if_ier"));
+        assert_eq!(seal.open(&cookie, "st4te", 1_000), None, "ended");
+        assert_eq!(seal.open(&cookie, "other", 999), None, "another sign-in's state");
+        assert_eq!(Seal::new().open(&cookie, "st4te", 999), None, "another process's key");
+        for forged in [
+            cookie.replace("ver-if_ier", "verifier"),
+            cookie.replace(".1000.", ".2000."),
+            cookie.replacen("st4te", "st4tf", 1),
+            format!("{cookie}x"),
+            "st4te.v.1000".into(),
+            String::new(),
+        ] {
+            assert_eq!(seal.open(&forged, "st4te", 999), None, "{forged:?}");
         }
-        assert_eq!(sessions.counts().0, MAX_LOGINS, "past the bound the oldest are dropped");
-        assert!(sessions.take_login("s0").is_none());
-        let last = format!("s{}", MAX_LOGINS + 9);
-        assert_eq!(sessions.take_login(&last).unwrap().verifier, "v");
-        assert!(sessions.take_login(&last).is_none(), "a sign-in is taken once");
+        assert_eq!(Seal { key: None }.seal("s", "v", 1), None, "no key, no sign-in");
+    }
 
+    #[test]
+    fn sessions_are_bounded_and_expire() {
+        let sessions = Sessions::default();
         let mut first = None;
         for i in 0..MAX_SESSIONS + 3 {
             let id = sessions.open(format!("u{i}"), Map::new(), Duration::from_secs(60 + i as u64));
             first.get_or_insert(id);
         }
-        assert_eq!(sessions.counts().1, MAX_SESSIONS);
+        assert_eq!(sessions.count(), MAX_SESSIONS);
         assert!(sessions.get(first.as_deref().unwrap()).is_none(), "the session that expires first went");
 
         let id = sessions.open("alice".into(), Map::new(), Duration::from_secs(60));

@@ -100,6 +100,7 @@ impl Console {
             session_ttl: Duration::from_secs(minutes * 60),
             scopes: config.scopes.clone(),
             sessions: Sessions::default(),
+            seal: crate::sessions::Seal::new(),
             index: Arc::new(Mutex::new(index)),
         })
     }
