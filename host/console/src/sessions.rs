@@ -19,6 +19,9 @@ use serde_json::{Map, Value};
 pub(crate) const LOGIN_TTL: Duration = Duration::from_secs(600);
 /// The most sessions at once.
 pub(crate) const MAX_SESSIONS: usize = 1024;
+/// The most sessions of one subject at once: one person signing in again and again
+/// cannot fill the table and so sign everyone else out.
+pub(crate) const MAX_SESSIONS_PER_SUBJECT: usize = 16;
 
 /// The key that seals the sign-ins under way (their cookies), drawn when the console
 /// starts.
@@ -114,10 +117,18 @@ impl Sessions {
         let id = random();
         let mut inner = self.inner();
         inner.sessions.retain(|_, session| session.expires > now);
-        if inner.sessions.len() >= MAX_SESSIONS
-            && let Some(first) = inner.sessions.iter().min_by_key(|(_, s)| s.expires).map(|(k, _)| k.clone())
-        {
-            inner.sessions.remove(&first);
+        // The subject's own session that expires first goes when it has its fill, else
+        // the one of all that expires first when the table is full.
+        let own = inner.sessions.iter().filter(|(_, s)| s.subject == subject);
+        let gone = if own.clone().count() >= MAX_SESSIONS_PER_SUBJECT {
+            own.min_by_key(|(_, s)| s.expires).map(|(k, _)| k.clone())
+        } else if inner.sessions.len() >= MAX_SESSIONS {
+            inner.sessions.iter().min_by_key(|(_, s)| s.expires).map(|(k, _)| k.clone())
+        } else {
+            None
+        };
+        if let Some(gone) = gone {
+            inner.sessions.remove(&gone);
         }
         let session = Session { subject, facts, csrf: random(), flash: None, expires: now + ttl };
         inner.sessions.insert(id.clone(), session);
@@ -192,6 +203,16 @@ mod tests {
         }
         assert_eq!(sessions.count(), MAX_SESSIONS);
         assert!(sessions.get(first.as_deref().unwrap()).is_none(), "the session that expires first went");
+
+        // One subject, again and again: only its own sessions go.
+        let before = sessions.count();
+        let others = sessions.open("dave".into(), Map::new(), Duration::from_secs(7_200));
+        for _ in 0..100 {
+            sessions.open("mallory".into(), Map::new(), Duration::from_secs(3_600));
+        }
+        assert!(sessions.get(&others).is_some(), "dave's session stays");
+        let mallorys = sessions.inner().sessions.values().filter(|s| s.subject == "mallory").count();
+        assert_eq!((sessions.count(), mallorys), (before, MAX_SESSIONS_PER_SUBJECT));
 
         let id = sessions.open("alice".into(), Map::new(), Duration::from_secs(60));
         sessions.flash(&id, "done".into());
