@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value, json};
-use tokio::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
+
+use tokio::sync::watch;
 use wasmgate_core::{BoxFuture, Caller};
 use wasmgate_server::{AuthFailure, Authenticator};
 
@@ -45,6 +47,8 @@ pub struct JwtAuthenticator {
     config: ResourceServerConfig,
     http: reqwest::Client,
     keys: Mutex<Keys>,
+    /// Moves on each time a fetch of the keys ends, for the checks that wait for it.
+    fetched: watch::Sender<u64>,
     min_refetch: Duration,
 }
 
@@ -52,6 +56,19 @@ pub struct JwtAuthenticator {
 struct Keys {
     set: Option<JwkSet>,
     fetched: Option<Instant>,
+    /// A fetch is under way (no lock is held while it is).
+    fetching: bool,
+}
+
+/// A fetch of the keys under way: when it ends, or is dropped midway, the next may start
+/// and the checks waiting for it look again.
+struct Fetching<'a>(&'a JwtAuthenticator);
+
+impl Drop for Fetching<'_> {
+    fn drop(&mut self) {
+        self.0.keys().fetching = false;
+        self.0.fetched.send_modify(|n| *n = n.wrapping_add(1));
+    }
 }
 
 /// Why a resource server cannot be set up.
@@ -93,7 +110,7 @@ impl JwtAuthenticator {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(ResourceServerError::Client)?;
-        Ok(Self { config, http, keys: Mutex::default(), min_refetch: MIN_REFETCH })
+        Ok(Self { config, http, keys: Mutex::default(), fetched: watch::Sender::new(0), min_refetch: MIN_REFETCH })
     }
 
     /// The least time between two fetches of the keys (default 30 s).
@@ -103,34 +120,58 @@ impl JwtAuthenticator {
         self
     }
 
+    fn keys(&self) -> std::sync::MutexGuard<'_, Keys> {
+        self.keys.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The key for a token's `kid`, fetching the JWKS when it is stale, missing, or does
-    /// not have that key (no more often than `min_refetch`).
+    /// not have that key (no more often than `min_refetch`). No lock is held while the
+    /// keys are fetched: a token whose key is known is checked at once whatever a fetch
+    /// is doing, and only a token whose key is not waits for the fetch under way.
     async fn key(&self, kid: Option<&str>) -> Result<jsonwebtoken::jwk::Jwk, String> {
-        let mut keys = self.keys.lock().await;
         let find = |set: &JwkSet| match kid {
             Some(kid) => set.find(kid).cloned(),
             None if set.keys.len() == 1 => set.keys.first().cloned(),
             None => None,
         };
-        let stale = keys.fetched.is_none_or(|at| at.elapsed() > KEYS_TTL);
-        let found = keys.set.as_ref().and_then(find);
-        let may_fetch = keys.fetched.is_none_or(|at| at.elapsed() >= self.min_refetch);
-        if (stale || found.is_none()) && may_fetch {
-            keys.fetched = Some(Instant::now());
-            match self.fetch().await {
-                Ok(set) => keys.set = Some(set),
-                Err(why) => {
-                    tracing::warn!(jwks = %self.config.jwks_uri, %why, "the issuer's keys could not be fetched")
+        let mut fetched = self.fetched.subscribe();
+        let fetching = {
+            let mut keys = self.keys();
+            let stale = keys.fetched.is_none_or(|at| at.elapsed() > KEYS_TTL);
+            let found = keys.set.as_ref().and_then(find);
+            let may_fetch = keys.fetched.is_none_or(|at| at.elapsed() >= self.min_refetch);
+            match found {
+                Some(found) if !stale || keys.fetching || !may_fetch => return Ok(found),
+                _ if keys.fetching => None,
+                _ if may_fetch => {
+                    (keys.fetching, keys.fetched) = (true, Some(Instant::now()));
+                    Some(Fetching(self))
                 }
+                None => return Err(no_key(kid)),
+                Some(found) => return Ok(found),
+            }
+        };
+        match fetching {
+            Some(fetching) => {
+                let set = self.fetch().await;
+                match set {
+                    Ok(set) => self.keys().set = Some(set),
+                    Err(why) => {
+                        tracing::warn!(jwks = %self.config.jwks_uri, %why, "the issuer's keys could not be fetched")
+                    }
+                }
+                drop(fetching);
+            }
+            // Another check's fetch (bounded by the client's timeout) is under way.
+            None => {
+                let _ = fetched.changed().await;
             }
         }
-        keys.set.as_ref().and_then(find).ok_or_else(|| match kid {
-            Some(kid) => format!("no key {kid:?} among the issuer's keys"),
-            None => "the token names no key, and the issuer has more than one".to_owned(),
-        })
+        self.keys().set.as_ref().and_then(find).ok_or_else(|| no_key(kid))
     }
 
     async fn fetch(&self) -> Result<JwkSet, String> {
+        // (`key` holds no lock while this runs.)
         let mut response = self.http.get(&self.config.jwks_uri).send().await.map_err(|e| e.to_string())?;
         if !response.status().is_success() {
             return Err(format!("HTTP {}", response.status()));
@@ -250,6 +291,14 @@ fn check_url(key: &'static str, url: &str) -> Result<(), ResourceServerError> {
         Ok(parsed) if wasmgate_egress::is_secure(&parsed) => Ok(()),
         Ok(_) => Err(ResourceServerError::Insecure { key, url: url.to_owned() }),
         Err(_) => Err(ResourceServerError::NotAUrl { key, url: url.to_owned() }),
+    }
+}
+
+/// Why a token's key is not among the issuer's.
+fn no_key(kid: Option<&str>) -> String {
+    match kid {
+        Some(kid) => format!("no key {kid:?} among the issuer's keys"),
+        None => "the token names no key, and the issuer has more than one".to_owned(),
     }
 }
 

@@ -119,6 +119,66 @@ async fn a_rotated_key_is_fetched_when_a_token_names_it_but_not_more_often_than_
     assert_eq!(jwks.fetches(), 3);
 }
 
+#[tokio::test]
+async fn a_fetch_of_the_keys_that_hangs_holds_up_no_token_whose_key_is_known() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let key = SigningKey::new("k1");
+    // An issuer that answers its first JWKS request, and leaves every later one hanging.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/jwks", listener.local_addr().unwrap());
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&asked);
+    let body = json!({"keys": [key.jwk.clone()]}).to_string();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request).await;
+            if counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+                     connection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(reply.as_bytes()).await;
+            } else {
+                held.push(stream);
+            }
+        }
+    });
+    let server = std::sync::Arc::new(JwtAuthenticator::new(config(&url, &[])).unwrap().min_refetch(Duration::ZERO));
+    assert!(server.authenticate(Some(&token(&key, "k1", |_| {}))).await.is_ok());
+    // A token naming a key nobody has: a fetch, which hangs.
+    let made_up = std::sync::Arc::clone(&server);
+    let stranger = SigningKey::new("k9");
+    let waiting = tokio::spawn(async move { made_up.authenticate(Some(&token(&stranger, "k9", |_| {}))).await });
+    let fetching = tokio::time::timeout(Duration::from_secs(30), async {
+        while asked.load(std::sync::atomic::Ordering::SeqCst) < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    assert!(fetching.await.is_ok(), "the made-up key made it fetch");
+    // The known key's tokens are checked meanwhile, well before the fetch's 10 s timeout.
+    let known = token(&key, "k1", |_| {});
+    for _ in 0..3 {
+        let checked = tokio::time::timeout(Duration::from_secs(5), server.authenticate(Some(&known)));
+        assert!(checked.await.expect("not held up by the fetch").is_ok());
+    }
+    waiting.abort();
+    // The fetch dropped midway, another may start.
+    let _ = waiting.await;
+    let again = tokio::time::timeout(Duration::from_secs(5), async {
+        while asked.load(std::sync::atomic::Ordering::SeqCst) < 3 {
+            let _ = tokio::time::timeout(
+                Duration::from_millis(50),
+                server.authenticate(Some(&token(&SigningKey::new("k8"), "k8", |_| {}))),
+            )
+            .await;
+        }
+    });
+    assert!(again.await.is_ok(), "a fetch dropped midway leaves the next one free to start");
+}
+
 #[test]
 fn a_resource_server_needs_https_urls() {
     let refused = JwtAuthenticator::new(config("http://as.example/jwks", &[])).unwrap_err();
