@@ -98,6 +98,10 @@ impl Reach {
             // A literal reaches no resolver: its address is checked here.
             Some(url::Host::Ipv4(ip)) if !is_public(IpAddr::V4(ip)) => Err(ReachError::NotPublic { url: text() }),
             Some(url::Host::Ipv6(ip)) if !is_public(IpAddr::V6(ip)) => Err(ReachError::NotPublic { url: text() }),
+            // The resolver lets a configured or granted name reach every address of its,
+            // whatever the port: on another origin than the one configured or granted it
+            // is refused here (`https://localhost:6379` beside a provider on localhost:4000).
+            Some(url::Host::Domain(name)) if self.trusts_name(name) => Err(ReachError::NotPublic { url: text() }),
             _ => Ok(()),
         }
     }
@@ -196,6 +200,13 @@ mod tests {
         assert!(matches!(refused("https://169.254.169.254/latest"), ReachError::NotPublic { .. }));
         assert_eq!(reach.check(&url("https://93.184.216.34/token")), Ok(()));
         assert_eq!(reach.check(&url("https://as.example/token")), Ok(()), "a name: its resolver decides");
+        // A configured or granted name, whose every address the resolver lets through, on
+        // another port or scheme than configured or granted.
+        let named = Reach::new(vec![HostGrant::parse("as.internal:8443").unwrap()]);
+        named.configure(&url("http://localhost:4000/mcp"));
+        assert!(matches!(named.check(&url("https://localhost:6379/")).unwrap_err(), ReachError::NotPublic { .. }));
+        assert!(matches!(named.check(&url("https://as.internal/token")).unwrap_err(), ReachError::NotPublic { .. }));
+        assert_eq!(named.check(&url("https://as.internal:8443/token")), Ok(()));
         let said = refused("http://127.0.0.1:4001/token").to_string();
         assert!(said.contains("network_hosts"), "{said}");
     }
