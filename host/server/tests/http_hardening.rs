@@ -40,6 +40,25 @@ fn discover() -> Value {
 }
 
 #[tokio::test]
+async fn open_metrics_answer_only_a_request_that_names_the_loopback_host() {
+    let render: std::sync::Arc<dyn Fn() -> String + Send + Sync> = std::sync::Arc::new(|| "up 1\n".into());
+    let http = HttpConfig { metrics: Some(render), ..HttpConfig::default() };
+    let server = Http::start(Fixture::new().backend, config(), http).await;
+    let metrics = server.url.replace("/mcp", "/metrics");
+    let port = metrics.split(':').nth(2).and_then(|rest| rest.split('/').next()).unwrap().to_owned();
+    let client = reqwest::Client::new();
+    for host in [format!("127.0.0.1:{port}"), format!("localhost:{port}"), "LOCALHOST".into(), "[::1]:9".into()] {
+        let response = client.get(&metrics).header("host", &host).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{host}");
+    }
+    // A page whose name was rebound to 127.0.0.1 sends that name.
+    for host in ["evil.example", "evil.example:80", "127.0.0.1.evil.example"] {
+        let response = client.get(&metrics).header("host", host).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{host}");
+    }
+}
+
+#[tokio::test]
 async fn a_bearer_token_when_set_is_required_and_compared_exactly() {
     let http = HttpConfig { bearer_token: Some("s3cret".into()), ..HttpConfig::default() };
     let server = Http::start(Fixture::new().backend, config(), http).await;

@@ -186,6 +186,11 @@ async fn metrics(
     let scraper = http.metrics_token.as_deref().is_some_and(|token| guard::bearer_matches(&headers, token));
     // `/mcp`'s credentials; with none configured, the scraper's token alone if it has one.
     let open = http.bearer_token.is_none() && http.authenticator.is_none();
+    if open && http.metrics_token.is_none() && !loopback_host(&headers) {
+        // Open on loopback only, and to a request that names it so: a page whose name
+        // was rebound to 127.0.0.1 sends its own name.
+        return reply::status(StatusCode::FORBIDDEN);
+    }
     let client = if open { http.metrics_token.is_none() } else { guard::credentials(http, &headers).await.is_ok() };
     let Some(render) = http.metrics.as_ref().filter(|_| scraper || client) else {
         let mut response = reply::status(StatusCode::UNAUTHORIZED);
@@ -197,6 +202,17 @@ async fn metrics(
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
     response
+}
+
+/// Whether the request's `Host` names a loopback host (`localhost`, `127.0.0.1`,
+/// `[::1]`, any port).
+fn loopback_host(headers: &axum::http::HeaderMap) -> bool {
+    let Some(host) = headers.get(axum::http::header::HOST).and_then(|h| h.to_str().ok()) else { return false };
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split_once(']').map_or(v6, |(v6, _)| v6),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The protected resource metadata, for a client that was told where to look.
