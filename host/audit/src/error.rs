@@ -73,6 +73,21 @@ pub enum AuditError {
         /// What the OS said.
         message: String,
     },
+    /// The log closed while it could not be written: records it had kept to write once it
+    /// could were not written.
+    #[error(
+        "audit log {path} closed while it could not be written ({message}): {unwritten} records it had not \
+         written yet are not in it, and no warning record says so there; free disk space before stopping \
+         the gateway"
+    )]
+    ClosedStalled {
+        /// The log file.
+        path: PathBuf,
+        /// What the OS said when the writes began to fail.
+        message: String,
+        /// The records not written (kept ones, and those refused meanwhile).
+        unwritten: u64,
+    },
     /// An earlier write or fsync failed, so the log refuses records until restarted.
     #[error(
         "audit log {path} stopped accepting records after an earlier failure ({first}); calls are refused until restart"

@@ -318,11 +318,21 @@ impl AuditLog {
         self.shared.lock().failed.is_some()
     }
 
-    /// Writes and syncs everything queued, stops the writer, and reports whether the log was healthy.
+    /// Writes and syncs everything queued, stops the writer, and reports whether the log was
+    /// healthy: an error when it was poisoned, or when it closed while it could not be
+    /// written (a full disk), with the records that are not in it.
     pub fn close(mut self) -> Result<(), AuditError> {
         self.shutdown();
-        match self.shared.lock().failed.clone() {
-            Some(first) => Err(AuditError::Poisoned { path: self.shared.path.clone(), first }),
+        let st = self.shared.lock();
+        if let Some(first) = st.failed.clone() {
+            return Err(AuditError::Poisoned { path: self.shared.path.clone(), first });
+        }
+        match &st.stall {
+            Some(stall) => Err(AuditError::ClosedStalled {
+                path: self.shared.path.clone(),
+                message: stall.error.clone(),
+                unwritten: stall.refused + stall.lost,
+            }),
             None => Ok(()),
         }
     }

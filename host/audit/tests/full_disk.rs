@@ -104,4 +104,18 @@ fn a_full_disk_refuses_calls_and_the_log_goes_on_when_space_returns_with_nothing
             assert_eq!(record["call"], id, "{durability:?}: seq {seq} is the record acknowledged as it");
         }
     }
+
+    // Closed while the disk is still full: the records kept to be written later are not in
+    // the log, and closing says so rather than end it as a normal stop would.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = AuditLog::open(&path, Options::default()).unwrap();
+    log.append(call("c1", Event::Started)).unwrap();
+    limit_file_size(Some(std::fs::metadata(&path).unwrap().len() + 40));
+    log.record_later([call("c1", Event::Finished { is_error: false, flags: vec![] })]).unwrap();
+    assert!(matches!(log.append(call("c2", Event::Started)), Err(AuditError::Stalled { .. })));
+    let closed = log.close().unwrap_err();
+    limit_file_size(None);
+    assert!(matches!(closed, AuditError::ClosedStalled { unwritten: 2, .. }), "{closed}");
+    assert!(closed.to_string().contains("free disk space before stopping"), "{closed}");
 }
