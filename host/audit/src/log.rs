@@ -88,6 +88,10 @@ impl AuditLog {
                 let before = recover(&mut last_file, &chain)
                     .map_err(|reason| AuditError::Corrupt { path: last.clone(), reason })?;
                 if empty {
+                    // No record of the current file shows the key it goes on with: the
+                    // rotated file's must.
+                    crate::tail::check_keyed(&mut last_file, &chain, aside.len() == 1)
+                        .map_err(|reason| AuditError::Chain { path: path.to_owned(), reason })?;
                     tail = crate::tail::Tail { truncated: tail.truncated, ..before.clone() };
                 }
                 Some((last, before))

@@ -61,6 +61,42 @@ pub(crate) fn recover(file: &mut File, chain: &Chain) -> Result<Tail, String> {
 /// `chain`, or the link of the last record of the rotated file `after`) and returns its
 /// `seq`. A log written with another key, or none, is refused: continuing it would break
 /// its chain.
+/// Whether the records of `file` (a rotated file of the log) chain under `chain`'s key:
+/// its second record's `prev` is the link of its first, or, when it holds one record and
+/// `first_of_set`, that record's `prev` is the genesis. A log whose current file is empty
+/// has no record of its own to check the key with, so its newest rotated file is checked.
+pub(crate) fn check_keyed(file: &mut File, chain: &Chain, first_of_set: bool) -> Result<(), String> {
+    file.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
+    let mut reader = BufReader::new(&mut *file);
+    let mut first = Vec::new();
+    (&mut reader).take(MAX_LINE_BYTES + 1).read_until(b'\n', &mut first).map_err(|e| e.to_string())?;
+    let mut second = Vec::new();
+    (&mut reader).take(MAX_LINE_BYTES + 1).read_until(b'\n', &mut second).map_err(|e| e.to_string())?;
+    let prev = |line: &[u8]| -> Option<String> {
+        let record: serde_json::Value = serde_json::from_slice(line.strip_suffix(b"\n").unwrap_or(line)).ok()?;
+        record.get("prev").and_then(serde_json::Value::as_str).map(str::to_owned)
+    };
+    let (linked, expected) = if second.ends_with(b"\n") {
+        (prev(&second), chain.link(first.strip_suffix(b"\n").unwrap_or(&first)))
+    } else if first_of_set && first.ends_with(b"\n") {
+        (prev(&first), chain.genesis())
+    } else {
+        return Ok(());
+    };
+    if linked.as_deref() == Some(expected.as_str()) {
+        return Ok(());
+    }
+    Err(if chain.is_keyed() {
+        "its newest rotated file is not chained with the configured key (it was written without a key, or with \
+         another one): configure the key it was written with, or start a new log"
+            .to_owned()
+    } else {
+        "its newest rotated file is chained with a key: configure the key it was written with (`[audit] key_file`), \
+         or start a new log"
+            .to_owned()
+    })
+}
+
 pub(crate) fn check_start(
     file: &mut File,
     chain: &Chain,

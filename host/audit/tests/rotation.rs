@@ -66,6 +66,29 @@ fn a_log_over_its_size_goes_on_in_a_new_file_and_the_set_verifies_as_one_chain()
 }
 
 #[test]
+fn a_log_whose_current_file_is_empty_still_opens_only_under_the_key_it_was_written_with() {
+    let key = |byte: u8| Some(wasmgate_audit::ChainKey::new(vec![byte; 32]).unwrap());
+    let open_keyed =
+        |path: &Path, key| AuditLog::open(path, Options { key, rotate_bytes: Some(2_000), ..Options::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = open_keyed(&path, key(7)).unwrap();
+    write(&log, 60);
+    log.close().unwrap();
+    // As a rotation leaves it, the newest records in a rotated file and the current one
+    // empty (its own records dropped here, so that it has none).
+    assert!(files(&path).len() > 2);
+    std::fs::write(&path, b"").unwrap();
+    for (other, what) in [(key(8), "another key"), (None, "no key")] {
+        let refused = open_keyed(&path, other).map(drop).unwrap_err();
+        assert!(matches!(refused, AuditError::Chain { .. }), "{what}: {refused}");
+    }
+    let log = open_keyed(&path, key(7)).unwrap();
+    write(&log, 1);
+    log.close().unwrap();
+}
+
+#[test]
 fn a_missing_or_altered_file_of_the_set_is_named_by_verify() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("audit.jsonl");
