@@ -163,10 +163,24 @@ fn anchors(url: &str) -> anyhow::Result<BTreeMap<String, Anchor>> {
 
 /// The replica a log's records name (the first that names one).
 fn replica_of(file: &Path) -> anyhow::Result<Option<String>> {
-    let reader =
+    use std::io::Read as _;
+    const MAX_LINE: u64 = wasmgate_audit::MAX_LINE_BYTES;
+    let mut reader =
         std::io::BufReader::new(std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?);
-    for line in reader.split(b'\n') {
-        let line = line.with_context(|| format!("cannot read {}", file.display()))?;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        // A record and its newline, and one byte more to tell a longer line.
+        let read = (&mut reader)
+            .take(MAX_LINE + 2)
+            .read_until(b'\n', &mut line)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        if read == 0 {
+            break;
+        }
+        if line.strip_suffix(b"\n").unwrap_or(&line).len() as u64 > MAX_LINE {
+            bail!("{} holds a line over {MAX_LINE} bytes: it is no audit log", file.display());
+        }
         // Only a line that can name one is parsed.
         if !line.windows(10).any(|w| w == b"\"replica\":") {
             continue;
@@ -186,5 +200,24 @@ fn check(file: &Path, options: &ReadArgs, anchor: Option<Anchor>) -> anyhow::Res
     match verify_options(file, &VerifyOptions { tail, key, anchor }) {
         Ok(summary) => Ok(summary),
         Err(error) => bail!("{}: the chain is broken at {error}", file.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_replica_a_log_names_is_read_without_reading_a_line_past_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let named = dir.path().join("named.jsonl");
+        std::fs::write(&named, "{\"seq\":1}\n{\"seq\":2,\"replica\":\"r1\"}\n").unwrap();
+        assert_eq!(replica_of(&named).unwrap().as_deref(), Some("r1"));
+        let hostile = dir.path().join("hostile.jsonl");
+        let long = vec![b'x'; usize::try_from(wasmgate_audit::MAX_LINE_BYTES).unwrap() + 10];
+        std::fs::write(&hostile, long).unwrap();
+        let refused = replica_of(&hostile).unwrap_err().to_string();
+        assert!(refused.contains("a line over"), "{refused}");
     }
 }
