@@ -255,7 +255,12 @@ impl AuditLog {
                             _ => self.shared.chain.link(head.line.strip_suffix(b"\n").unwrap_or(&head.line)),
                         };
                         let stall = st.stall.get_or_insert_with(|| Stall::new(time.clone(), e.to_string()));
-                        stall.refused += count as u64;
+                        // `off` keeps nothing to write later: records nobody waits for (an
+                        // outcome) are lost, and counted so; the others' calls are refused.
+                        match lazy {
+                            true => stall.lost += count as u64,
+                            false => stall.refused += count as u64,
+                        }
                         Err(AuditError::Stalled { path: self.shared.path.clone(), message: e.to_string() })
                     }
                     (Err(AppendFailure::Torn(message)), _) => Err(self.poison(&mut st, message)),

@@ -41,6 +41,11 @@ fn a_full_disk_refuses_calls_and_the_log_goes_on_when_space_returns_with_nothing
             // Nobody waits for an outcome: it is kept, and written once the log goes on.
             log.record_later([call("c1", Event::Finished { is_error: false, flags: vec![] })]).unwrap();
         }
+        if durability == Durability::Off {
+            // `off` keeps nothing to write later: the outcome is lost, and counted as such.
+            let lost = log.record_later([call("c1", Event::Finished { is_error: false, flags: vec![] })]);
+            assert!(matches!(lost, Err(AuditError::Stalled { .. })), "{lost:?}");
+        }
         for attempt in ["c2", "c3"] {
             match log.append(call(attempt, Event::Started)) {
                 // Under `batched` an append returns before its write: the record is kept.
@@ -99,6 +104,8 @@ fn a_full_disk_refuses_calls_and_the_log_goes_on_when_space_returns_with_nothing
         let warning = records.iter().find(|r| r["event"] == "warning").unwrap()["message"].as_str().unwrap();
         let refused = if batched { "0 records of calls refused" } else { "2 records of calls refused" };
         assert!(warning.contains("File too large") && warning.contains(refused), "{warning}");
+        let lost = durability == Durability::Off;
+        assert_eq!(warning.contains("and 1 records nobody waited for"), lost, "{durability:?}: {warning}");
         for (seq, id) in acknowledged {
             let record = records.iter().find(|r| r["seq"] == seq).unwrap();
             assert_eq!(record["call"], id, "{durability:?}: seq {seq} is the record acknowledged as it");
