@@ -1,10 +1,15 @@
 //! Argument redaction: values under sensitive keys, or at configured JSON pointers, become
 //! `"[redacted]"` before a record is written.
 //!
-//! Key rules match by substring after normalizing the key (lowercase, `_` and `-` removed), so the
-//! default `apikey` rule catches `api_key`, `X-Api-Key` and `openaiApiKey` alike. The default set
-//! is [`DEFAULT_KEYS`]. Values nested deeper than [`MAX_DEPTH`] are redacted whole: a structure
-//! that deep is not worth the risk of missing a secret in it.
+//! Key rules match by substring after normalizing the key (lowercase, `_`, `-`, `.` and spaces
+//! removed), so the default `apikey` rule catches `api_key`, `X-Api-Key`, `api.key` and
+//! `openaiApiKey` alike. The default set is [`DEFAULT_KEYS`], and [`DEFAULT_EXACT_KEYS`] for
+//! short words that are secrets alone but too common inside other names to match as part of one
+//! (`auth`, not `author`). By default a header-like pair whose `name` (or `key`) is such a key has
+//! its `value` redacted (`{"name": "Authorization", "value": "Bearer …"}`), and so is any string
+//! that starts as a credential does (`Bearer `, `Basic `). Values nested deeper than
+//! [`MAX_DEPTH`] are redacted whole: a structure that deep is not worth the risk of missing a
+//! secret in it.
 
 use serde_json::{Map, Value};
 
@@ -13,26 +18,48 @@ pub const REDACTED: &str = "[redacted]";
 /// Nesting depth below which everything is redacted.
 pub const MAX_DEPTH: usize = 32;
 /// Key fragments redacted by default (compared after normalizing; see the module docs).
-pub const DEFAULT_KEYS: &[&str] =
-    &["password", "passwd", "token", "secret", "apikey", "authorization", "cookie", "privatekey", "credential"];
+pub const DEFAULT_KEYS: &[&str] = &[
+    "password",
+    "passwd",
+    "passphrase",
+    "passcode",
+    "token",
+    "secret",
+    "apikey",
+    "authorization",
+    "bearer",
+    "cookie",
+    "privatekey",
+    "credential",
+];
+/// Whole keys redacted by default (compared after normalizing).
+pub const DEFAULT_EXACT_KEYS: &[&str] = &["auth", "pass", "pwd", "pin", "otp", "key", "session", "sessionid"];
 
 /// Which argument values are redacted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Redaction {
     keys: Vec<String>,
+    exact: Vec<String>,
     pointers: Vec<String>,
+    /// Whether a string that starts as a credential does is redacted wherever it is.
+    credentials: bool,
 }
 
 impl Default for Redaction {
     fn default() -> Self {
-        Redaction { keys: DEFAULT_KEYS.iter().map(|k| normalize(k)).collect(), pointers: Vec::new() }
+        Redaction {
+            keys: DEFAULT_KEYS.iter().map(|k| normalize(k)).collect(),
+            exact: DEFAULT_EXACT_KEYS.iter().map(|k| normalize(k)).collect(),
+            pointers: Vec::new(),
+            credentials: true,
+        }
     }
 }
 
 impl Redaction {
     /// No rules at all: arguments are written as they are.
     pub fn none() -> Self {
-        Redaction { keys: Vec::new(), pointers: Vec::new() }
+        Redaction { keys: Vec::new(), exact: Vec::new(), pointers: Vec::new(), credentials: false }
     }
 
     /// Also redacts values under keys containing `fragment` (normalized).
@@ -61,31 +88,47 @@ impl Redaction {
     fn walk(&self, v: &Value, depth: usize) -> Value {
         match v {
             Value::Object(_) | Value::Array(_) if depth >= MAX_DEPTH => Value::String(REDACTED.to_owned()),
-            Value::Object(map) => Value::Object(
-                map.iter()
-                    .map(|(k, v)| {
-                        let v = if self.sensitive(k) {
-                            Value::String(REDACTED.to_owned())
-                        } else {
-                            self.walk(v, depth + 1)
-                        };
-                        (k.clone(), v)
-                    })
-                    .collect::<Map<_, _>>(),
-            ),
+            Value::Object(map) => {
+                // A header-like pair: `{"name": "Authorization", "value": "…"}`.
+                let named = ["name", "key", "header"]
+                    .iter()
+                    .filter_map(|field| map.get(*field).and_then(Value::as_str))
+                    .any(|name| self.sensitive(name));
+                Value::Object(
+                    map.iter()
+                        .map(|(k, v)| {
+                            let v = if self.sensitive(k) || named && k == "value" {
+                                Value::String(REDACTED.to_owned())
+                            } else {
+                                self.walk(v, depth + 1)
+                            };
+                            (k.clone(), v)
+                        })
+                        .collect::<Map<_, _>>(),
+                )
+            }
             Value::Array(items) => Value::Array(items.iter().map(|v| self.walk(v, depth + 1)).collect()),
+            Value::String(text) if self.credentials && credential(text) => Value::String(REDACTED.to_owned()),
             other => other.clone(),
         }
     }
 
     fn sensitive(&self, key: &str) -> bool {
         let key = normalize(key);
-        self.keys.iter().any(|k| !k.is_empty() && key.contains(k.as_str()))
+        self.keys.iter().any(|k| !k.is_empty() && key.contains(k.as_str())) || self.exact.contains(&key)
     }
 }
 
+/// Whether `text` starts as an HTTP credential does (`Bearer …`, `Basic …`).
+fn credential(text: &str) -> bool {
+    let head = text.trim_start().as_bytes();
+    [b"bearer ".as_slice(), b"basic "]
+        .iter()
+        .any(|scheme| head.get(..scheme.len()).is_some_and(|h| h.eq_ignore_ascii_case(scheme)))
+}
+
 fn normalize(key: &str) -> String {
-    key.chars().filter(|c| *c != '_' && *c != '-').flat_map(char::to_lowercase).collect()
+    key.chars().filter(|c| !matches!(c, '_' | '-' | '.' | ' ')).flat_map(char::to_lowercase).collect()
 }
 
 #[cfg(test)]
@@ -99,9 +142,28 @@ mod tests {
                           "list": [{"password": "p", "user": "u"}], "accessToken": "t", "client_secret": "s"});
         assert_eq!(
             Redaction::default().apply(&args),
-            json!({"query": "standup", "api_key": REDACTED, "auth": {"Authorization": REDACTED, "X-Api-Key": REDACTED},
+            json!({"query": "standup", "api_key": REDACTED, "auth": REDACTED,
                    "list": [{"password": REDACTED, "user": "u"}], "accessToken": REDACTED, "client_secret": REDACTED})
         );
+    }
+
+    #[test]
+    fn short_secret_words_pairs_and_credentials_in_values_are_redacted_and_lookalikes_kept() {
+        let args = json!({
+            "author": "ann", "keyboard": "qwerty", "keys": ["a"], "pin": "1234", "api.key": "k", "Session": "s",
+            "headers": [{"name": "Authorization", "value": "Bearer sk-1"}, {"name": "Accept", "value": "text/plain"}],
+            "note": "bearer abc", "other": "Bearers of news", "basic": "ok"
+        });
+        assert_eq!(
+            Redaction::default().apply(&args),
+            json!({
+                "author": "ann", "keyboard": "qwerty", "keys": ["a"], "pin": REDACTED, "api.key": REDACTED,
+                "Session": REDACTED,
+                "headers": [{"name": "Authorization", "value": REDACTED}, {"name": "Accept", "value": "text/plain"}],
+                "note": REDACTED, "other": "Bearers of news", "basic": "ok"
+            })
+        );
+        assert_eq!(Redaction::none().apply(&json!({"auth": "Bearer x"})), json!({"auth": "Bearer x"}));
     }
 
     #[test]
