@@ -35,10 +35,18 @@ async fn reviewers_sign_in_decide_reviews_and_answer_asks_and_admins_read_the_au
     assert_eq!(post(&base, "/console/approvals/answer", "", &[("id", "x"), ("approve", "true")]).await.status(), 403);
     assert_eq!(page(&base, "/console/nosuch", "").await.0, 404);
 
-    // An authorization server's refusal is shown as text, and short.
+    // An authorization server's refusal of this browser's sign-in is shown as text, and
+    // short; the same text sent with no sign-in of the browser's is not shown at all.
     let long = format!("<b>{}</b>", "x".repeat(1000));
     let query = form(&[("error", "access_denied"), ("error_description", &long)]);
     let (status, said) = page(&base, &format!("/console/callback?{query}"), "").await;
+    assert!(status == 400 && !said.contains("access_denied"), "{status} {said}");
+    let login = http().get(format!("{base}/console/login")).send().await.unwrap();
+    let (sealed, _) = set_cookie(&login, "wasmgate_login").unwrap();
+    let authorize = url::Url::parse(&location(&login)).unwrap();
+    let state = authorize.query_pairs().find(|(k, _)| k == "state").map(|(_, v)| v.into_owned()).unwrap();
+    let query = form(&[("error", "access_denied"), ("error_description", &long), ("state", &state)]);
+    let (status, said) = page(&base, &format!("/console/callback?{query}"), &format!("wasmgate_login={sealed}")).await;
     assert_eq!(status, 403);
     assert!(said.contains("said access_denied: &#60;b&#62;xxx") && !said.contains(&"x".repeat(200)), "{said}");
 

@@ -84,14 +84,20 @@ pub(crate) async fn callback(
     headers: HeaderMap,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
+    let again = "This sign-in is unknown, expired or from another browser: sign in again.";
     if let Some(error) = query.get("error") {
-        // Anyone can send a browser here with any text: it is shown short, and as text.
+        // Anyone can send a browser here with any text: it is shown only for this
+        // browser's own sign-in (its `state`), short, and as text.
+        let sealed = cookie(&headers, LOGIN_COOKIE).unwrap_or_default();
+        let ours = query.get("state").is_some_and(|state| console.seal.open(sealed, state, unix_now()).is_some());
+        if !ours {
+            return message(StatusCode::BAD_REQUEST, "Not signed in", again);
+        }
         let short = |text: &str| text.chars().take(MAX_ERROR_CHARS).collect::<String>();
         let detail = query.get("error_description").map(|d| format!(": {}", short(d))).unwrap_or_default();
         let said = format!("The authorization server said {}{detail}.", short(error));
         return message(StatusCode::FORBIDDEN, "Not signed in", said);
     }
-    let again = "This sign-in is unknown, expired or from another browser: sign in again.";
     let (Some(code), Some(state)) = (query.get("code"), query.get("state")) else {
         return message(StatusCode::BAD_REQUEST, "Not signed in", again);
     };
