@@ -120,12 +120,22 @@ struct Names {
     count: u32,
 }
 
+/// The most field values kept. A record whose value comes after them (a model naming
+/// made-up tools without end) takes [`UNNAMED`], which no filter matches: the memory the
+/// names take stays bounded.
+const MAX_NAMES: usize = 100_000;
+/// The id of a value past [`MAX_NAMES`].
+const UNNAMED: u32 = u32::MAX;
+
 impl Names {
     fn id(&mut self, text: Option<&str>) -> u32 {
         let Some(text) = text else { return 0 };
         let text = cut(text);
         if let Some(id) = self.ids.get(text) {
             return *id;
+        }
+        if self.ids.len() >= MAX_NAMES {
+            return UNNAMED;
         }
         self.count = self.count.saturating_add(1);
         self.ids.insert(text.into(), self.count);
@@ -448,6 +458,19 @@ mod tests {
 
     fn options(rotate: Option<u64>) -> Options {
         Options { durability: Durability::Off, rotate_bytes: rotate, ..Options::default() }
+    }
+
+    #[test]
+    fn field_values_are_kept_up_to_a_bound_and_those_after_it_match_no_filter() {
+        let mut names = Names::default();
+        let first = names.id(Some("calendar"));
+        for n in 0..MAX_NAMES + 10 {
+            names.id(Some(&format!("made-up-{n}")));
+        }
+        assert_eq!(names.ids.len(), MAX_NAMES);
+        assert_eq!(names.id(Some("calendar")), first, "a value kept before stays");
+        assert_eq!(names.id(Some("made-up-new")), UNNAMED);
+        assert_eq!(names.find(Some(&"made-up-new".to_owned())), Some(None), "no filter matches it");
     }
 
     fn call(log: &AuditLog, i: usize) {
