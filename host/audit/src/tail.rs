@@ -61,6 +61,13 @@ pub(crate) fn recover(file: &mut File, chain: &Chain) -> Result<Tail, String> {
 /// `chain`, or the link of the last record of the rotated file `after`) and returns its
 /// `seq`. A log written with another key, or none, is refused: continuing it would break
 /// its chain.
+/// The next line of `reader`, its newline kept, read no further than a record can be.
+fn bounded_line(reader: &mut impl BufRead) -> Result<Vec<u8>, String> {
+    let mut line = Vec::new();
+    reader.take(MAX_LINE_BYTES + 1).read_until(b'\n', &mut line).map_err(|e| e.to_string())?;
+    Ok(line)
+}
+
 /// Whether the records of `file` (a rotated file of the log) chain under `chain`'s key:
 /// its second record's `prev` is the link of its first, or, when it holds one record and
 /// `first_of_set`, that record's `prev` is the genesis. A log whose current file is empty
@@ -68,10 +75,8 @@ pub(crate) fn recover(file: &mut File, chain: &Chain) -> Result<Tail, String> {
 pub(crate) fn check_keyed(file: &mut File, chain: &Chain, first_of_set: bool) -> Result<(), String> {
     file.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
     let mut reader = BufReader::new(&mut *file);
-    let mut first = Vec::new();
-    (&mut reader).take(MAX_LINE_BYTES + 1).read_until(b'\n', &mut first).map_err(|e| e.to_string())?;
-    let mut second = Vec::new();
-    (&mut reader).take(MAX_LINE_BYTES + 1).read_until(b'\n', &mut second).map_err(|e| e.to_string())?;
+    let first = bounded_line(&mut reader)?;
+    let second = bounded_line(&mut reader)?;
     let prev = |line: &[u8]| -> Option<String> {
         let record: serde_json::Value = serde_json::from_slice(line.strip_suffix(b"\n").unwrap_or(line)).ok()?;
         record.get("prev").and_then(serde_json::Value::as_str).map(str::to_owned)
@@ -104,8 +109,7 @@ pub(crate) fn check_start(
     after: Option<&std::path::Path>,
 ) -> Result<u64, String> {
     file.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
-    let mut first = Vec::new();
-    BufReader::new(&mut *file).take(MAX_LINE_BYTES + 1).read_until(b'\n', &mut first).map_err(|e| e.to_string())?;
+    let first = bounded_line(&mut BufReader::new(&mut *file))?;
     let record: serde_json::Value =
         serde_json::from_slice(first.strip_suffix(b"\n").unwrap_or(&first)).map_err(|e| format!("not JSON: {e}"))?;
     let seq = record.get("seq").and_then(serde_json::Value::as_u64).ok_or("its first record has no `seq` number")?;

@@ -140,15 +140,17 @@ impl JwtAuthenticator {
             let stale = keys.fetched.is_none_or(|at| at.elapsed() > KEYS_TTL);
             let found = keys.set.as_ref().and_then(find);
             let may_fetch = keys.fetched.is_none_or(|at| at.elapsed() >= self.min_refetch);
-            match found {
-                Some(found) if !stale || keys.fetching || !may_fetch => return Ok(found),
-                _ if keys.fetching => None,
-                _ if may_fetch => {
-                    (keys.fetching, keys.fetched) = (true, Some(Instant::now()));
-                    Some(Fetching(self))
-                }
-                None => return Err(no_key(kid)),
-                Some(found) => return Ok(found),
+            // A known key serves unless it is stale and a fetch may start now.
+            if let Some(found) = found.filter(|_| !stale || keys.fetching || !may_fetch) {
+                return Ok(found);
+            }
+            if keys.fetching {
+                None
+            } else if may_fetch {
+                (keys.fetching, keys.fetched) = (true, Some(Instant::now()));
+                Some(Fetching(self))
+            } else {
+                return Err(no_key(kid));
             }
         };
         match fetching {

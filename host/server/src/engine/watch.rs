@@ -158,10 +158,7 @@ pub(crate) async fn listen(
             let subscribed = tokio::select! {
                 biased;
                 () = cancelled.cancelled() => return,
-                () = stopping.cancelled() => {
-                    let _ = out.send(result_response(&id, listen_closed_result(version, &id))).await;
-                    return;
-                }
+                () = stopping.cancelled() => return closed(&out, &id, version).await,
                 subscribed = followed.subscribe(backend.as_ref(), uri.clone()) => subscribed,
             };
             match subscribed {
@@ -180,10 +177,7 @@ pub(crate) async fn listen(
         let message = tokio::select! {
             biased;
             () = cancelled.cancelled() => return,
-            () = stopping.cancelled() => {
-                let _ = out.send(result_response(&id, listen_closed_result(version, &id))).await;
-                return;
-            }
+            () = stopping.cancelled() => return closed(&out, &id, version).await,
             moved = changes.next(), if watching => match moved {
                 None => {
                     watching = false;
@@ -210,6 +204,11 @@ pub(crate) async fn listen(
             return;
         }
     }
+}
+
+/// Ends the subscription `id` as the server stops: its closing result.
+async fn closed(out: &mpsc::Sender<Value>, id: &Id, version: ProtocolVersion) {
+    let _ = out.send(result_response(id, listen_closed_result(version, id))).await;
 }
 
 /// A followed resource's change notification.
