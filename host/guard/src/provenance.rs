@@ -493,38 +493,43 @@ impl Provenance {
         Ok((found, Sequence { after, steered }))
     }
 
-    /// The arguments' strings and numbers (their pointers) and the values each holds.
+    /// The arguments' strings, numbers and object keys (their pointers: a key's is its
+    /// member's) and the values each holds. A key is read as a string is: a model told
+    /// to send a value can write it as a key (`{"to": {"mark@evil.example": true}}`).
     fn candidates(&self, whole: bool, arguments: &Value) -> (Vec<String>, Vec<Candidate>) {
         let mut pointers = Vec::new();
         let mut candidates = Vec::new();
-        let mut pending = vec![(String::new(), arguments)];
-        while let Some((pointer, value)) = pending.pop() {
-            let text: std::borrow::Cow<'_, str> = match value {
-                Value::String(s) => s.as_str().into(),
-                Value::Number(n) => n.to_string().into(),
-                Value::Array(items) => {
-                    pending.extend(items.iter().enumerate().rev().map(|(i, v)| (format!("{pointer}/{i}"), v)));
-                    continue;
-                }
-                Value::Object(fields) => {
-                    let escape = |k: &str| k.replace('~', "~0").replace('/', "~1");
-                    pending.extend(fields.iter().rev().map(|(k, v)| (format!("{pointer}/{}", escape(k)), v)));
-                    continue;
-                }
-                _ => continue,
-            };
+        let mut leaf = |pointer: String, text: &str| {
             let argument = pointers.len();
             pointers.push(pointer);
             // The whole argument is a value only where some result's structured content
             // had whole strings.
-            if whole && let Some(value) = short_text_value(&text).or_else(|| text_value(&text)) {
+            if whole && let Some(value) = short_text_value(text).or_else(|| text_value(text)) {
                 candidates.push(Candidate { argument, kind: ValueKind::Text, hash: self.hash(&value), whole: true });
             }
             let lead = text.len() - text.trim_start().len();
             let all = lead..text.trim_end().len();
-            visit(&text, |kind, value, span| {
+            visit(text, |kind, value, span| {
                 candidates.push(Candidate { argument, kind, hash: self.hash(value), whole: span == all });
             });
+        };
+        let mut pending = vec![(String::new(), arguments)];
+        while let Some((pointer, value)) = pending.pop() {
+            match value {
+                Value::String(s) => leaf(pointer, s),
+                Value::Number(n) => leaf(pointer, &n.to_string()),
+                Value::Array(items) => {
+                    pending.extend(items.iter().enumerate().rev().map(|(i, v)| (format!("{pointer}/{i}"), v)));
+                }
+                Value::Object(fields) => {
+                    let escape = |k: &str| k.replace('~', "~0").replace('/', "~1");
+                    for (key, _) in fields.iter().filter(|(key, _)| !key.is_empty()) {
+                        leaf(format!("{pointer}/{}", escape(key)), key);
+                    }
+                    pending.extend(fields.iter().rev().map(|(k, v)| (format!("{pointer}/{}", escape(k)), v)));
+                }
+                _ => {}
+            }
         }
         (pointers, candidates)
     }
@@ -651,6 +656,26 @@ mod tests {
             memory.carried("alice", &json!({"to": ["Sam@Example.com"], "url": "see https://wiki.example/standup"}));
         let shown: Vec<_> = other.iter().map(|c| (c.pointer.as_str(), c.kind, c.origin.flagged)).collect();
         assert_eq!(shown, [("/to/0", ValueKind::Email, false), ("/url", ValueKind::Url, false)]);
+    }
+
+    #[test]
+    fn a_value_written_as_an_objects_key_is_found_at_its_members_pointer() {
+        let memory = Provenance::default();
+        memory.remember("alice", source("list-events", 14), EVENTS, None, DETECTED);
+        let arguments = json!({
+            "recipients": {"Mark": {"http://198.51.100.7:8080/collect?user=alice": true}},
+            "a/b~c": {"sam@example.com": "cc"},
+            "": "plain",
+        });
+        let carried = memory.carried("alice", &arguments);
+        let shown: Vec<_> = carried.iter().map(|c| (c.pointer.as_str(), c.kind, c.origin.flagged)).collect();
+        assert_eq!(
+            shown,
+            [
+                ("/recipients/Mark/http:~1~1198.51.100.7:8080~1collect?user=alice", ValueKind::Url, true),
+                ("/a~1b~0c/sam@example.com", ValueKind::Email, false),
+            ]
+        );
     }
 
     #[test]
