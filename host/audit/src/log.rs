@@ -40,7 +40,8 @@ pub struct Options {
 pub struct AuditLog {
     shared: Arc<Shared>,
     redaction: Redaction,
-    writer: Option<JoinHandle<()>>,
+    /// The writer thread, until the log is closed.
+    writer: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl AuditLog {
@@ -141,7 +142,7 @@ impl AuditLog {
             .name("wasmgate-audit".into())
             .spawn(move || run(thread_shared))
             .map_err(|e| open_err(&e))?;
-        let log = AuditLog { shared, redaction: options.redaction, writer: Some(writer) };
+        let log = AuditLog { shared, redaction: options.redaction, writer: Mutex::new(Some(writer)) };
         if tail.truncated > 0 {
             let message = format!(
                 "cut off an incomplete last record ({} bytes) left by a process stopped mid-write",
@@ -329,10 +330,13 @@ impl AuditLog {
 
     /// Writes and syncs everything queued, stops the writer, and reports whether the log was
     /// healthy: an error when it was poisoned, or when it closed while it could not be
-    /// written (a full disk), with the records that are not in it.
-    pub fn close(mut self) -> Result<(), AuditError> {
+    /// written (a full disk), with the records that are not in it. A log shared by many
+    /// (`Arc<AuditLog>`) is closed by its last user; appends after it are refused.
+    pub fn close(&self) -> Result<(), AuditError> {
         self.shutdown();
-        let st = self.shared.lock();
+        let mut st = self.shared.lock();
+        // The file goes, and its lock with it: the log can be opened again at once.
+        (st.pen, st.direct) = (None, None);
         if let Some(first) = st.failed.clone() {
             return Err(AuditError::Poisoned { path: self.shared.path.clone(), first });
         }
@@ -346,14 +350,15 @@ impl AuditLog {
         }
     }
 
-    fn shutdown(&mut self) {
+    fn shutdown(&self) {
         {
             let mut st = self.shared.lock();
             st.closing = true;
             st.held = false;
         }
         self.shared.changed.notify_all();
-        if let Some(w) = self.writer.take() {
+        let writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        if let Some(w) = writer {
             let _ = w.join();
         }
     }

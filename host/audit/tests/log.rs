@@ -172,6 +172,24 @@ fn closing_a_batched_log_syncs_what_is_pending() {
 }
 
 #[test]
+fn a_shared_log_is_closed_once_by_any_holder_and_refuses_appends_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let log = Arc::new(open(&path, Durability::Batched { max_delay_ms: 60_000 }));
+    let other = Arc::clone(&log);
+    log.append(Entry::log(Event::Started)).unwrap();
+    log.close().unwrap();
+    assert_eq!(verify(&path).unwrap().records, 1, "what was pending is written");
+    assert!(matches!(other.append(Entry::log(Event::Started)), Err(AuditError::Closed { .. })));
+    other.close().unwrap();
+    // Its file is let go of: the log can be opened again while the closed one is held.
+    let again = open(&path, Durability::EveryCall);
+    again.append(Entry::log(Event::Started)).unwrap();
+    drop((log, other));
+    assert_eq!(verify(&path).unwrap().records, 2);
+}
+
+#[test]
 fn durability_off_never_fsyncs_but_writes_before_returning() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("audit.jsonl");

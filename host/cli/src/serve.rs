@@ -276,5 +276,9 @@ async fn serve(args: ServeArgs, loaded: wasmgate_gateway::Config) -> anyhow::Res
     drop(control);
     drop(following);
     gateway.close().await;
-    Ok(served?)
+    // Closed here rather than dropped: a stop while the disk is full says which records
+    // the log does not hold, and the exit status says it failed.
+    let closed = gateway.guard.audit().close();
+    served?;
+    Ok(closed?)
 }
