@@ -10,8 +10,9 @@ pub enum Durability {
     EveryCall,
     /// Appends return as soon as the record is queued; the writer writes at once and fsyncs at
     /// most `max_delay_ms` after the oldest unsynced record. Risks the records of the last
-    /// `max_delay_ms` on a crash or power loss, including start records of calls that then ran,
-    /// and a write failure is reported only to later appends.
+    /// `max_delay_ms` on a crash or power loss, including start records of calls that then ran.
+    /// A failed write (a full disk) keeps its records to write later; while writes fail,
+    /// appends wait for their own write and are refused when it fails, as under `every-call`.
     Batched {
         /// The bound on how long a record may stay unsynced.
         max_delay_ms: u64,

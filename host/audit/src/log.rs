@@ -212,6 +212,12 @@ impl AuditLog {
             if st.closing {
                 return Err(AuditError::Closed { path: self.shared.path.clone() });
             }
+            // `batched`: an append returns before its write, and its record is kept to be
+            // written later if the write fails. Not while writes fail: the appender then
+            // waits for its write, and its call is refused when that fails, as under
+            // `every-call`, so that no call runs unrecorded on a full disk.
+            let returns_at_once = matches!(self.shared.durability, Durability::Batched { .. }) && st.stall.is_none();
+            let lazy = lazy || returns_at_once;
             let time = rfc3339(self.shared.clock.now());
             let count = bodies.len();
             let mut lines = Vec::with_capacity(count + 1);
@@ -292,12 +298,12 @@ impl AuditLog {
                 return Ok(Pending::waiting(completion));
             }
             st.queue.extend(lines);
-            st.next_seq - 1
+            returns_at_once.then_some(st.next_seq - 1)
         };
         self.shared.changed.notify_all();
-        Ok(match self.shared.durability {
-            Durability::Batched { .. } => Pending::ready(Ok(last_seq)),
-            _ => Pending::waiting(completion),
+        Ok(match last_seq {
+            Some(seq) => Pending::ready(Ok(seq)),
+            None => Pending::waiting(completion),
         })
     }
 
@@ -326,6 +332,11 @@ impl AuditLog {
     /// Whether an earlier failure stopped the log.
     pub fn is_poisoned(&self) -> bool {
         self.shared.lock().failed.is_some()
+    }
+
+    /// Whether writes fail now (a full disk): calls are refused until one succeeds.
+    pub fn is_stalled(&self) -> bool {
+        self.shared.lock().stall.is_some()
     }
 
     /// Writes and syncs everything queued, stops the writer, and reports whether the log was

@@ -292,8 +292,8 @@ impl Shared {
 
     /// A write of `batch` failed with `error` and was cut back; `tail` is the last record
     /// in the file. Refuses the waiters of `batch` and of the queue (under `every-call`),
-    /// keeps the records nobody waits for (all of them under `batched`, whose appends have
-    /// returned), and chains them again after `tail`, with the stall's `warning` record
+    /// keeps the records nobody waits for (under `batched`, those whose appends returned
+    /// before the writes began to fail), and chains them again after `tail`, with the stall's `warning` record
     /// after the first of them that were queued before (or last): the `seq` of a kept
     /// record does not change unless a refused one came before it.
     fn stall(&self, error: &std::io::Error, batch: Vec<Job>, tail: &Head) {
@@ -303,16 +303,15 @@ impl Shared {
         let closing = st.closing;
         let jobs: Vec<Job> = batch.into_iter().chain(std::mem::take(&mut st.queue)).collect();
         let stall = st.stall.get_or_insert_with(|| Stall::new(now.clone(), error.to_string()));
-        let kept_anyway = matches!(self.durability, Durability::Batched { .. });
         let mut kept = Vec::new();
         let mut records = 0;
         for job in jobs {
-            if job.note || ((job.lazy || kept_anyway) && !closing && records < MAX_KEPT) {
+            if job.note || (job.lazy && !closing && records < MAX_KEPT) {
                 records += usize::from(!job.note);
                 kept.push(job);
                 continue;
             }
-            match job.lazy || kept_anyway {
+            match job.lazy {
                 true => stall.lost += 1,
                 false => stall.refused += 1,
             }
@@ -421,9 +420,9 @@ pub(crate) fn run(shared: Arc<Shared>) {
                     continue;
                 };
                 let due = pen.unsynced_since.is_some_and(|t| t.elapsed() >= pen.max_delay);
-                // Stalled, with nobody waiting (under `batched`, nobody ever does): the kept
-                // records are tried again in a while.
-                let waiting = shared.durability == Durability::EveryCall && waiters(&st.queue) > 0;
+                // Stalled, with nobody waiting (under `batched`, only an append made while
+                // stalled waits): the kept records are tried again in a while.
+                let waiting = waiters(&st.queue) > 0;
                 let retry_in = pen
                     .failed_at
                     .filter(|_| st.stall.is_some() && !st.closing && !waiting)

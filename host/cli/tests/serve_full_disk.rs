@@ -1,7 +1,7 @@
-//! `wasmgate serve` stopped while its audit log cannot be written says which records the
-//! log does not hold, and exits with a failure. The full disk is the child's file size
-//! limit (`RLIMIT_FSIZE`), set to the log's size when it starts: a write past it fails as
-//! a write to a full disk does.
+//! `wasmgate serve` while its audit log cannot be written: calls are refused, `/readyz`
+//! says why, and a stop says which records the log does not hold and exits with a
+//! failure. The full disk is the child's file size limit (`RLIMIT_FSIZE`), set to the
+//! log's size when it starts: a write past it fails as a write to a full disk does.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(unsafe_code)] // setrlimit and ignoring SIGXFSZ, in the child before it runs
 
@@ -9,20 +9,24 @@ mod common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt as _;
-use std::process::Stdio;
+use std::process::{Child, Stdio};
 
 use common::{command, setup, stderr, wasmgate};
 use serde_json::{Value, json};
 
-#[test]
-fn a_serve_stopped_while_the_disk_is_full_says_what_its_audit_log_does_not_hold() {
+/// `wasmgate serve ARGS` on a reviewed configuration, its audit log unable to grow.
+fn serve_on_a_full_disk(args: &[&str]) -> (tempfile::TempDir, Child) {
+    serve_on_a_full_disk_with(args, "warn")
+}
+
+/// [`serve_on_a_full_disk`], its log at `level`.
+fn serve_on_a_full_disk_with(args: &[&str], level: &str) -> (tempfile::TempDir, Child) {
     let dir = setup();
     let review = wasmgate(dir.path(), &["review", "--yes"]);
     assert!(review.status.success(), "{}", stderr(&review));
-    let log = dir.path().join("state/audit.jsonl");
-    let size = std::fs::metadata(&log).map_or(0, |m| m.len());
+    let size = std::fs::metadata(dir.path().join("state/audit.jsonl")).map_or(0, |m| m.len());
     let mut serve = command(dir.path());
-    serve.arg("serve").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    serve.env("WASMGATE_LOG", level).arg("serve").args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     // SAFETY: between fork and exec, only async-signal-safe calls: setting a signal's
     // disposition to "ignore" (inherited across exec; a write past the limit would
     // otherwise end the process) and the file size limit.
@@ -36,7 +40,12 @@ fn a_serve_stopped_while_the_disk_is_full_says_what_its_audit_log_does_not_hold(
             Ok(())
         });
     }
-    let mut child = serve.spawn().unwrap();
+    (dir, serve.spawn().unwrap())
+}
+
+#[test]
+fn a_serve_stopped_while_the_disk_is_full_says_what_its_audit_log_does_not_hold() {
+    let (_dir, mut child) = serve_on_a_full_disk(&[]);
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut ask = |message: Value| {
@@ -61,4 +70,38 @@ fn a_serve_stopped_while_the_disk_is_full_says_what_its_audit_log_does_not_hold(
     let said = stderr(&out);
     assert!(!out.status.success(), "{said}");
     assert!(said.contains("closed while it could not be written") && said.contains("free disk space"), "{said}");
+}
+
+#[tokio::test]
+async fn a_gateway_whose_audit_log_cannot_be_written_is_not_ready() {
+    // Why goes to the log at `info`.
+    let (_dir, child) = serve_on_a_full_disk_with(&["--http", "127.0.0.1:0"], "info");
+    let mut child = wasmgate_testing::Killed(child);
+    let mut lines = BufReader::new(child.0.stderr.take().unwrap()).lines();
+    let url = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|line| line.strip_prefix("wasmgate: serving MCP on ").map(str::to_owned))
+        .expect("the server says where it listens");
+    let (log, said) = std::sync::mpsc::channel();
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(|line| drop(log.send(line))));
+    let ready = url.replace("/mcp", "/readyz");
+    let answer = reqwest::get(&ready).await.unwrap();
+    assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
+    let client = wasmgate_testing::http_client(&url, &[], None).await;
+    let arguments = json!({"text": "hi"}).as_object().cloned().unwrap();
+    let refused = client.call_tool("echo__echo", arguments, wasmgate_core::CancellationToken::new()).await;
+    assert!(refused.is_ok_and(|r| r.is_error), "refused: the log cannot be written");
+    let answer = reqwest::get(&ready).await.unwrap();
+    assert_eq!(answer.status(), 503);
+    // Why goes to the gateway's log, not to whoever asks.
+    let mut heard = Vec::new();
+    while let Ok(line) = said.recv_timeout(std::time::Duration::from_secs(10)) {
+        if line.contains("not ready") {
+            assert!(line.contains("the audit log cannot be written now"), "{line}");
+            return;
+        }
+        heard.push(line);
+    }
+    panic!("the log says why: {heard:#?}");
 }

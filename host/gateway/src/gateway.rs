@@ -63,13 +63,17 @@ pub struct Readiness {
 }
 
 impl Readiness {
-    /// Why not, if anything: the audit log failed (every call would be refused), or a
-    /// provider marked `required` is not running. Empty when it is ready.
+    /// Why not, if anything: the audit log failed or its writes fail now (every call
+    /// would be refused), or a provider marked `required` is not running. Empty when it
+    /// is ready.
     #[must_use]
     pub fn unready(&self) -> Vec<String> {
         let mut reasons = Vec::new();
-        if self.guard.audit().is_poisoned() {
+        let audit = self.guard.audit();
+        if audit.is_poisoned() {
             reasons.push("the audit log cannot be written".to_owned());
+        } else if audit.is_stalled() {
+            reasons.push("the audit log cannot be written now (a full disk?): calls are refused until it can".to_owned());
         }
         if let Some(member) = &self.member {
             reasons.extend(member.unready());
