@@ -26,7 +26,13 @@ fn serve_on_a_full_disk_with(args: &[&str], level: &str) -> (tempfile::TempDir, 
     assert!(review.status.success(), "{}", stderr(&review));
     let size = std::fs::metadata(dir.path().join("state/audit.jsonl")).map_or(0, |m| m.len());
     let mut serve = command(dir.path());
-    serve.env("WASMGATE_LOG", level).arg("serve").args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    serve
+        .env("WASMGATE_LOG", level)
+        .arg("serve")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     // SAFETY: between fork and exec, only async-signal-safe calls: setting a signal's
     // disposition to "ignore" (inherited across exec; a write past the limit would
     // otherwise end the process) and the file size limit.

@@ -73,7 +73,8 @@ impl Readiness {
         if audit.is_poisoned() {
             reasons.push("the audit log cannot be written".to_owned());
         } else if audit.is_stalled() {
-            reasons.push("the audit log cannot be written now (a full disk?): calls are refused until it can".to_owned());
+            reasons
+                .push("the audit log cannot be written now (a full disk?): calls are refused until it can".to_owned());
         }
         if let Some(member) = &self.member {
             reasons.extend(member.unready());
