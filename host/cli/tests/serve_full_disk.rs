@@ -70,7 +70,6 @@ fn a_serve_stopped_while_the_disk_is_full_says_what_its_audit_log_does_not_hold(
     let answer = ask(call).to_string();
     // The agent is told no more than that the gateway refused it.
     assert!(answer.contains("refused by the gateway") && !answer.contains("\"hi\""), "{answer}");
-    drop(ask);
     drop(stdin);
     let out = child.wait_with_output().unwrap();
     let said = stderr(&out);
