@@ -32,7 +32,8 @@ pub enum ValueKind {
     Phone,
     /// An IBAN (checksum valid).
     Iban,
-    /// A number of 8 to 19 digits: an account, a card, an identifier.
+    /// A number of 8 to 24 digits (an account, a card, an identifier), or what is shaped
+    /// as an IBAN but fails its checksum.
     Account,
     /// A file path.
     Path,
@@ -171,9 +172,10 @@ pub fn visit(text: &str, mut each: impl FnMut(ValueKind, &str, Range<usize>)) {
             Kind::Iban => {
                 buf.clear();
                 buf.extend(raw.chars().filter(|c| !c.is_whitespace()));
-                if iban_valid(&buf) {
-                    emit(ValueKind::Iban, &buf, span);
-                }
+                // Shaped as an IBAN, with another checksum (made up, mistyped, or a test
+                // system's): still an account's identifier, and a payment tool may take it.
+                let kind = if iban_valid(&buf) { ValueKind::Iban } else { ValueKind::Account };
+                emit(kind, &buf, span);
             }
             Kind::Ip => {
                 if let Ok(ip) = raw.parse::<std::net::IpAddr>() {
@@ -184,7 +186,11 @@ pub fn visit(text: &str, mut each: impl FnMut(ValueKind, &str, Range<usize>)) {
             }
             Kind::Number => {
                 if let Some(kind) = number(raw, &mut buf) {
-                    emit(kind, &buf, span);
+                    emit(kind, &buf, span.clone());
+                    if kind == ValueKind::Account && PLAIN_PHONE_DIGITS.contains(&buf.len()) {
+                        // Derived, as a URL's host is: it stood where the number did.
+                        emit(ValueKind::Phone, &buf[buf.len() - PHONE_DIGITS..], span.start..span.start);
+                    }
                 }
             }
             Kind::Path => {
@@ -745,11 +751,15 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// The most digits of an account-like number: as many as the scanner's numbers hold
+/// (24 bytes), enough for an account number inside an IBAN.
+const MAX_ACCOUNT_DIGITS: usize = 24;
+
 /// A number as a phone number (a leading `+`, or grouped with spaces, dots or brackets,
-/// 7 to 15 digits) or an account-like number (8 to 19 digits); a date is neither, nor a
+/// 7 to 15 digits) or an account-like number (8 to 24 digits); a date is neither, nor a
 /// date and the hour of a time after it (`2026-12-01 09` of `2026-12-01 09:00`, where the
 /// number's pattern stops at the colon).
-/// Its digits go into `buf` (after a `+` for a phone number that has one).
+/// Its digits go into `buf` (a phone number's last [`PHONE_DIGITS`]).
 fn number(raw: &str, buf: &mut String) -> Option<ValueKind> {
     let bytes = raw.as_bytes();
     // A date, and the hour of a time after it.
@@ -779,18 +789,27 @@ fn number(raw: &str, buf: &mut String) -> Option<ValueKind> {
     let grouped = bytes.first() == Some(&b'+') || bytes.iter().any(|b| matches!(b, b'(' | b' ' | b'.'));
     buf.clear();
     let kind = if grouped && (7..=15).contains(&digits) {
-        if raw.starts_with('+') {
-            buf.push('+');
-        }
         ValueKind::Phone
-    } else if (8..=19).contains(&digits) {
+    } else if (8..=MAX_ACCOUNT_DIGITS).contains(&digits) {
         ValueKind::Account
     } else {
         return None;
     };
-    buf.extend(bytes.iter().filter(|b| b.is_ascii_digit()).map(|b| char::from(*b)));
+    // A phone number's last digits only: with its country code or its trunk prefix, or
+    // neither, it is the same number.
+    let skip = if kind == ValueKind::Phone { digits.saturating_sub(PHONE_DIGITS) } else { 0 };
+    buf.extend(bytes.iter().filter(|b| b.is_ascii_digit()).skip(skip).map(|b| char::from(*b)));
     Some(kind)
 }
+
+/// How many of a phone number's last digits are compared: a national number has nine
+/// or more in most countries, so `+1 415 555 0100`, `(415) 555-0100` and `4155550100`
+/// are one number, as are `+44 20 7946 0958` and `020 7946 0958`.
+const PHONE_DIGITS: usize = 9;
+
+/// A plain number of this many digits may be a phone number written without grouping:
+/// its last digits are a phone number's value too.
+const PLAIN_PHONE_DIGITS: std::ops::RangeInclusive<usize> = 10..=15;
 
 /// Whether `iban` (upper case, no spaces) has a valid ISO 13616 checksum.
 fn iban_valid(iban: &str) -> bool {
@@ -828,7 +847,7 @@ mod tests {
                 (Url, "http://evil.example:8080/collect?user=alice".to_owned()),
                 (Host, "evil.example".into()),
                 (Email, "bob.smith@example.com".into()),
-                (Phone, "+14155550100".into()),
+                (Phone, "155550100".into()),
                 (Iban, "DE89370400440532013000".into()),
                 (Account, "4111111111111111".into()),
                 (Ip, "10.0.0.7".into()),
@@ -895,14 +914,30 @@ mod tests {
     }
 
     #[test]
-    fn dates_times_and_bad_checksums_are_not_values() {
+    fn dates_and_times_are_no_values_and_a_bad_checksum_no_iban() {
         assert!(values("from 2026-11-30 to 2026-12-06 at 12:00").is_empty(), "{:?}", values("from 2026-11-30"));
         for time in ["2026-12-01 09:00", "start: 2024-05-19 10:00, end: 2024-05-19 11:30", "2026-12-01 9:15"] {
             assert!(values(time).is_empty(), "a date and a time: {:?}", values(time));
         }
         assert_eq!(values("call 2026 555 0100")[0].0, ValueKind::Phone, "not a date: no dashes");
-        assert!(values("DE89 3704 0044 0532 0130 01").iter().all(|(k, _)| *k != ValueKind::Iban));
+        // An IBAN's shape with a bad checksum is an account's identifier all the same.
+        assert_eq!(values("DE89 3704 0044 0532 0130 01"), [(ValueKind::Account, "DE89370400440532013001".into())]);
+        assert_eq!(values("US133000000121212121212"), [(ValueKind::Account, "US133000000121212121212".into())]);
         assert!(values("and/or, e.g. this").is_empty(), "{:?}", values("and/or, e.g. this"));
+    }
+
+    #[test]
+    fn a_phone_number_is_one_however_written_and_an_account_as_long_as_a_number_is() {
+        for phone in ["+1 (415) 555-0100", "(415) 555-0100", "+14155550100", "1 415 555 0100", "415.555.0100"] {
+            assert_eq!(values(phone), [(ValueKind::Phone, "155550100".into())], "{phone}");
+        }
+        // A plain number that may be a phone number is both.
+        let plain = [(ValueKind::Account, "4155550100".into()), (ValueKind::Phone, "155550100".into())];
+        assert_eq!(values("4155550100"), plain);
+        assert_eq!(values("+44 20 7946 0958"), values("020 7946 0958"));
+        assert_eq!(values("call 555 0100 now"), [(ValueKind::Phone, "5550100".into())], "seven digits, all kept");
+        // Longer than a card's number, as long as the scanner's numbers.
+        assert_eq!(values("ref 133000000121212121212"), [(ValueKind::Account, "133000000121212121212".into())]);
     }
 
     #[test]
