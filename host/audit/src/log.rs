@@ -341,8 +341,9 @@ impl AuditLog {
 
     /// Writes and syncs everything queued, stops the writer, and reports whether the log was
     /// healthy: an error when it was poisoned, or when it closed while it could not be
-    /// written (a full disk), with the records that are not in it. A log shared by many
-    /// (`Arc<AuditLog>`) is closed by its last user; appends after it are refused.
+    /// written (a full disk), with the records that are not in it. Any holder of a shared
+    /// log (`Arc<AuditLog>`) may close it: appends after it are refused, and closing it
+    /// again reports the same.
     pub fn close(&self) -> Result<(), AuditError> {
         self.shutdown();
         let mut st = self.shared.lock();

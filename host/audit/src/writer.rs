@@ -293,9 +293,10 @@ impl Shared {
     /// A write of `batch` failed with `error` and was cut back; `tail` is the last record
     /// in the file. Refuses the waiters of `batch` and of the queue (under `every-call`),
     /// keeps the records nobody waits for (under `batched`, those whose appends returned
-    /// before the writes began to fail), and chains them again after `tail`, with the stall's `warning` record
-    /// after the first of them that were queued before (or last): the `seq` of a kept
-    /// record does not change unless a refused one came before it.
+    /// before the writes began to fail), and chains them again after `tail`, with the
+    /// stall's `warning` record after the first of them that were queued before (or
+    /// last): the `seq` of a kept record does not change unless a refused one came
+    /// before it.
     fn stall(&self, error: &std::io::Error, batch: Vec<Job>, tail: &Head) {
         let refusal = AuditError::Stalled { path: self.path.clone(), message: error.to_string() };
         let mut st = self.lock();

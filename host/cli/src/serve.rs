@@ -279,6 +279,10 @@ async fn serve(args: ServeArgs, loaded: wasmgate_gateway::Config) -> anyhow::Res
     // Closed here rather than dropped: a stop while the disk is full says which records
     // the log does not hold, and the exit status says it failed.
     let closed = gateway.guard.audit().close();
+    if let (Err(_), Err(error)) = (&served, &closed) {
+        // Only one error is returned: the other is not lost.
+        tracing::error!(%error, "the audit log did not close cleanly");
+    }
     served?;
     Ok(closed?)
 }
