@@ -218,7 +218,16 @@ fn merged(ranges: &[Range<usize>]) -> Vec<Range<usize>> {
 /// backslash, JSON-unescaped too (a text that is the structured content serialized
 /// shows `"` as `\"` and a line break as `\n`).
 fn as_written(passage: &str) -> Vec<String> {
-    let collapse = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let collapse = |text: &str| {
+        let mut out = String::with_capacity(text.len());
+        for word in text.split_whitespace() {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(word);
+        }
+        out
+    };
     let mut ways = vec![collapse(passage)];
     if passage.contains('\\') {
         ways.push(collapse(&json_unescaped(passage)));
