@@ -39,7 +39,12 @@ fn serve_on_a_full_disk_with(args: &[&str], level: &str) -> (tempfile::TempDir, 
     unsafe {
         serve.pre_exec(move || {
             libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            let limit = libc::rlimit { rlim_cur: size, rlim_max: libc::RLIM_INFINITY };
+            let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            // The soft limit only: an unprivileged user cannot raise the hard one.
+            if libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            limit.rlim_cur = size.min(limit.rlim_max);
             if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
