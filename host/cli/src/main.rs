@@ -111,9 +111,16 @@ fn main() -> ExitCode {
         Command::Scan(args) => scan::run(args),
         Command::Doctor(args) => doctor::run(&args),
         Command::Audit(command) => audit::run(command).map(|()| true),
-        Command::Serve(args) => {
-            args.runtime().and_then(|rt| rt.block_on(serve::run(args, cli.log_format))).map(|()| true)
-        }
+        Command::Serve(args) => args
+            .runtime()
+            .and_then(|rt| {
+                let mut audit = None;
+                let served = rt.block_on(serve::run(args, cli.log_format, &mut audit));
+                // Every task stops with the runtime, and writes what it holds as it does.
+                drop(rt);
+                serve::close_audit(audit, served)
+            })
+            .map(|()| true),
         Command::Reload(args) => runtime().and_then(|rt| rt.block_on(control::run(args))),
         Command::Tools(args) => runtime().and_then(|rt| rt.block_on(tools::run(args))).map(|()| true),
         Command::Review(args) => runtime().and_then(|rt| rt.block_on(review::run(args))).map(|()| true),

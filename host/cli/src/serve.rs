@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
+use wasmgate_audit::AuditLog;
 use wasmgate_gateway::{ApprovalsConfig, JwtAuthenticator, Webhook};
 use wasmgate_guard::{CallerApprover, PendingAsk, Unattended};
 use wasmgate_protocol::server::ServerIdentity;
@@ -133,7 +134,10 @@ fn bearer_token(what: &str, var: &str) -> anyhow::Result<String> {
     Ok(token.trim().to_owned())
 }
 
-pub async fn run(args: ServeArgs, log_format: LogFormat) -> anyhow::Result<()> {
+/// `wasmgate serve`. The gateway's audit log is left in `audit`, for [`close_audit`] once
+/// the runtime has stopped: the tasks that write to it on their way out (a provider's
+/// last egress summary) have then written.
+pub async fn run(args: ServeArgs, log_format: LogFormat, audit: &mut Option<Arc<AuditLog>>) -> anyhow::Result<()> {
     // The log starts once the configuration says whether spans go to a collector too
     // (an error before it is printed all the same).
     let loaded = args.config.load()?;
@@ -145,14 +149,30 @@ pub async fn run(args: ServeArgs, log_format: LogFormat) -> anyhow::Result<()> {
         None => (None, None),
     };
     crate::logs::init(log_format, layer);
-    let served = serve(args, loaded).await;
+    let served = serve(args, loaded, audit).await;
     if let Some(traces) = traces {
         traces.shutdown().await;
     }
     served
 }
 
-async fn serve(args: ServeArgs, loaded: wasmgate_gateway::Config) -> anyhow::Result<()> {
+/// Closes the log [`run`] left, once nothing else writes to it, rather than let it drop:
+/// a stop while the disk is full says which records the log does not hold, and fails.
+pub fn close_audit(audit: Option<Arc<AuditLog>>, served: anyhow::Result<()>) -> anyhow::Result<()> {
+    let closed = audit.map_or(Ok(()), |audit| audit.close());
+    if let (Err(_), Err(error)) = (&served, &closed) {
+        // Only one error is returned: the other is not lost.
+        tracing::error!(%error, "the audit log did not close cleanly");
+    }
+    served?;
+    Ok(closed?)
+}
+
+async fn serve(
+    args: ServeArgs,
+    loaded: wasmgate_gateway::Config,
+    audit: &mut Option<Arc<AuditLog>>,
+) -> anyhow::Result<()> {
     let token = args.token_env.as_deref().map(|var| bearer_token("--token-env", var)).transpose()?;
     if args.per_client_requests == Some(0) {
         bail!("--per-client-requests 0 would refuse every request: pass at least 1");
@@ -214,6 +234,7 @@ async fn serve(args: ServeArgs, loaded: wasmgate_gateway::Config) -> anyhow::Res
         _ = terminate.recv() => bail!("stopped by SIGTERM while starting the providers"),
     };
     let gateway = Arc::new(gateway);
+    *audit = Some(Arc::clone(gateway.guard.audit()));
     if let Some(webhook) = webhook {
         gateway.guard.reviewers().announce_with(Arc::new(move |ask: &PendingAsk| webhook.announce(ask)));
     }
@@ -276,13 +297,5 @@ async fn serve(args: ServeArgs, loaded: wasmgate_gateway::Config) -> anyhow::Res
     drop(control);
     drop(following);
     gateway.close().await;
-    // Closed here rather than dropped: a stop while the disk is full says which records
-    // the log does not hold, and the exit status says it failed.
-    let closed = gateway.guard.audit().close();
-    if let (Err(_), Err(error)) = (&served, &closed) {
-        // Only one error is returned: the other is not lost.
-        tracing::error!(%error, "the audit log did not close cleanly");
-    }
-    served?;
-    Ok(closed?)
+    Ok(served?)
 }
