@@ -61,6 +61,9 @@ pub(crate) struct Shared {
     /// POSTs read over their client's limit, counted apart (see `guard`).
     pub(crate) over_limit: Arc<ClientLimits>,
     pub(crate) life: Lifecycle,
+    /// Why `/readyz` last answered 503 (empty: it answered 200), so that a change is
+    /// logged as a warning once rather than at every probe.
+    pub(crate) unready: std::sync::Mutex<String>,
 }
 
 /// Serves `backend` on `listener` until `shutdown`, then shuts down gracefully: no new
@@ -94,6 +97,7 @@ where
         clients: Arc::new(ClientLimits::default()),
         over_limit: Arc::new(ClientLimits::default()),
         life: Lifecycle::default(),
+        unready: std::sync::Mutex::default(),
     });
     let mut router = Router::new()
         .route(&path, post_route(post::post).get(stream::get).delete(stream::delete))
@@ -160,16 +164,29 @@ async fn healthz() -> axum::response::Response {
 }
 
 /// `/readyz`: 200 when the backend is ready and the server is not stopping, else 503;
-/// the reasons go to the log, not to whoever asks.
+/// the reasons go to the log, not to whoever asks: as a warning when they change (ready
+/// again included), at `debug` while they stay the same.
 async fn readyz(axum::extract::State(shared): axum::extract::State<Arc<Shared>>) -> axum::response::Response {
     let mut reasons = shared.engine.backend.unready();
     if shared.life.stopping.is_cancelled() {
         reasons.push("the server is shutting down".into());
     }
+    let reasons = reasons.join("; ");
+    let changed = {
+        let mut last = shared.unready.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let changed = *last != reasons;
+        last.clone_from(&reasons);
+        changed
+    };
+    match (reasons.is_empty(), changed) {
+        (true, true) => tracing::warn!("ready again"),
+        (true, false) => {}
+        (false, true) => tracing::warn!(%reasons, "not ready"),
+        (false, false) => tracing::debug!(%reasons, "not ready"),
+    }
     if reasons.is_empty() {
         reply::status(axum::http::StatusCode::OK)
     } else {
-        tracing::info!(reasons = %reasons.join("; "), "not ready");
         reply::status(axum::http::StatusCode::SERVICE_UNAVAILABLE)
     }
 }
