@@ -21,7 +21,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wasmgate_core::{SharedMemory, StoreUnavailable, conversation_owner};
-use wasmgate_policy::{Prose, Shown, ValueKind, locate, quoted, short_text_value, strings, text_value, visit};
+use wasmgate_policy::{
+    Prose, Shown, ValueKind, locate, passage_readings, quoted, short_text_value, strings, text_value, visit,
+};
 
 /// How much a [`Provenance`] keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,71 +215,6 @@ fn merged(ranges: &[Range<usize>]) -> Vec<Range<usize>> {
     out
 }
 
-/// The ways a flagged `passage` may show a string of structured content, whose value is
-/// its text with white space made single spaces: so made itself, and, when it holds a
-/// backslash, JSON-unescaped too (a text that is the structured content serialized
-/// shows `"` as `\"` and a line break as `\n`).
-fn as_written(passage: &str) -> Vec<String> {
-    let collapse = |text: &str| {
-        let mut out = String::with_capacity(text.len());
-        for word in text.split_whitespace() {
-            if !out.is_empty() {
-                out.push(' ');
-            }
-            out.push_str(word);
-        }
-        out
-    };
-    let mut ways = vec![collapse(passage)];
-    if passage.contains('\\') {
-        ways.push(collapse(&json_unescaped(passage)));
-    }
-    ways
-}
-
-/// `text` with JSON's string escapes decoded wherever they stand (a `\u` escape that is
-/// no character, a lone surrogate, is left as it was written).
-fn json_unescaped(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find('\\') {
-        out.push_str(&rest[..at]);
-        rest = &rest[at..];
-        let hex = |from: usize| {
-            let digits = rest.get(from..from + 4).filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
-            digits.and_then(|h| u32::from_str_radix(h, 16).ok())
-        };
-        let (decoded, len) = match rest.as_bytes().get(1) {
-            Some(b'n') => (Some('\n'), 2),
-            Some(b't') => (Some('\t'), 2),
-            Some(b'r') => (Some('\r'), 2),
-            Some(b'b') => (Some('\u{8}'), 2),
-            Some(b'f') => (Some('\u{c}'), 2),
-            Some(b @ (b'"' | b'\\' | b'/')) => (Some(char::from(*b)), 2),
-            Some(b'u') => match (hex(2), rest.get(6..8), hex(8)) {
-                (Some(high @ 0xd800..=0xdbff), Some("\\u"), Some(low @ 0xdc00..=0xdfff)) => {
-                    (char::from_u32(0x10000 + ((high - 0xd800) << 10) + (low - 0xdc00)), 12)
-                }
-                (Some(code), _, _) => (char::from_u32(code), 6),
-                _ => (None, 1),
-            },
-            _ => (None, 1),
-        };
-        match decoded {
-            Some(c) => {
-                out.push(c);
-                rest = &rest[len..];
-            }
-            None => {
-                out.push('\\');
-                rest = &rest[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
 /// The hash under which the shared store keeps the result that started the sequence
 /// rule (no value's hash is this: [`Provenance::hash`] never gives it).
 const AFTER: u64 = 0;
@@ -387,7 +324,7 @@ impl Provenance {
             // answer), so a hostile result cannot make the search quadratic.
             let passages = merged(&flagged);
             let passages: Vec<String> =
-                passages.iter().filter_map(|p| text.get(p.clone())).flat_map(as_written).collect();
+                passages.iter().filter_map(|p| text.get(p.clone())).flat_map(passage_readings).collect();
             let passage_bytes: usize = passages.iter().map(|p| p.len()).sum();
             let mut searched = 0usize;
             for f in strings(structured) {
@@ -823,26 +760,6 @@ mod tests {
         let carried = memory.carried("alice", &json!({"body": injected}));
         let shown: Vec<_> = carried.iter().map(|c| (c.pointer.as_str(), c.kind, c.origin.flagged)).collect();
         assert_eq!(shown, [("/body", ValueKind::Text, true)]);
-    }
-
-    #[test]
-    fn json_escapes_are_decoded_and_what_is_no_escape_is_kept() {
-        let cases = [
-            (r#"a \"b\" \\ \/ \n\t\r"#, "a \"b\" \\ / \n\t\r"),
-            (r"\u00e9\u0041 \ud83d\ude00", "\u{e9}A \u{1f600}"),
-            (r"\ud83d alone, \u+123, \uzz, \q, trailing \", r"\ud83d alone, \u+123, \uzz, \q, trailing \"),
-            ("é\\u00e9", "éé"),
-        ];
-        for (written, read) in cases {
-            assert_eq!(json_unescaped(written), read, "{written}");
-        }
-        // Any text at all is read without a panic: every string of up to five of these.
-        let alphabet = ['\\', 'u', 'd', '8', 'c', '0', 'é', '"', 'n'];
-        let mut texts = vec![String::new()];
-        for _ in 0..5 {
-            texts = texts.iter().flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}"))).collect();
-            texts.iter().for_each(|text| drop(json_unescaped(text)));
-        }
     }
 
     /// A shared store in memory; `down` makes it unreachable.

@@ -83,6 +83,6 @@ pub use sanitize::{Sanitized, sanitize};
 pub use secrets::{Secret, SecretsAction, find_secrets, find_secrets_in_text, redact_secrets};
 pub use values::{
     Found, MAX_QUOTED_CHARS, MAX_VALUE_BYTES, MAX_VALUES_PER_TEXT, MIN_TEXT_CHARS, Prose, Shown, ValueKind, extract,
-    in_prose, quoted, short_text_value, strings, text_value, visit,
+    in_prose, passage_readings, quoted, short_text_value, strings, text_value, visit,
 };
 pub use verdict::{Decision, Verdict};

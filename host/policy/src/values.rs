@@ -589,7 +589,70 @@ pub fn quoted(text: &str, mut each: impl FnMut(&str, Range<usize>)) {
 
 /// `text` trimmed, its whitespace runs one space.
 fn collapse(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    let mut out = String::with_capacity(text.len());
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
+}
+
+/// The ways a flagged `passage` may show a string of structured content, whose value
+/// ([`text_value`]) is its text with white space made single spaces: so made itself,
+/// and, when it holds a backslash, JSON-unescaped too (a text that is the structured
+/// content serialized shows `"` as `\"` and a line break as `\n`).
+#[must_use]
+pub fn passage_readings(passage: &str) -> Vec<String> {
+    let mut ways = vec![collapse(passage)];
+    if passage.contains('\\') {
+        ways.push(collapse(&json_unescaped(passage)));
+    }
+    ways
+}
+
+/// `text` with JSON's string escapes decoded wherever they stand (a `\u` escape that is
+/// no character, a lone surrogate, is left as it was written).
+fn json_unescaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let hex = |from: usize| {
+            let digits = rest.get(from..from + 4).filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
+            digits.and_then(|h| u32::from_str_radix(h, 16).ok())
+        };
+        let (decoded, len) = match rest.as_bytes().get(1) {
+            Some(b'n') => (Some('\n'), 2),
+            Some(b't') => (Some('\t'), 2),
+            Some(b'r') => (Some('\r'), 2),
+            Some(b'b') => (Some('\u{8}'), 2),
+            Some(b'f') => (Some('\u{c}'), 2),
+            Some(b @ (b'"' | b'\\' | b'/')) => (Some(char::from(*b)), 2),
+            Some(b'u') => match (hex(2), rest.get(6..8), hex(8)) {
+                (Some(high @ 0xd800..=0xdbff), Some("\\u"), Some(low @ 0xdc00..=0xdfff)) => {
+                    (char::from_u32(0x10000 + ((high - 0xd800) << 10) + (low - 0xdc00)), 12)
+                }
+                (Some(code), _, _) => (char::from_u32(code), 6),
+                _ => (None, 1),
+            },
+            _ => (None, 1),
+        };
+        match decoded {
+            Some(c) => {
+                out.push(c);
+                rest = &rest[len..];
+            }
+            None => {
+                out.push('\\');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn cut_str(value: &str) -> &str {
@@ -1132,5 +1195,24 @@ mod tests {
         assert_eq!(extract(&text).len(), MAX_VALUES_PER_TEXT);
         let long = format!("https://x.example/{}", "a".repeat(10_000));
         assert_eq!(extract(&long)[0].value.len(), MAX_VALUE_BYTES);
+    }
+    #[test]
+    fn json_escapes_are_decoded_and_what_is_no_escape_is_kept() {
+        let cases = [
+            (r#"a \"b\" \\ \/ \n\t\r"#, "a \"b\" \\ / \n\t\r"),
+            (r"\u00e9\u0041 \ud83d\ude00", "\u{e9}A \u{1f600}"),
+            (r"\ud83d alone, \u+123, \uzz, \q, trailing \", r"\ud83d alone, \u+123, \uzz, \q, trailing \"),
+            ("é\\u00e9", "éé"),
+        ];
+        for (written, read) in cases {
+            assert_eq!(json_unescaped(written), read, "{written}");
+        }
+        // Any text at all is read without a panic: every string of up to five of these.
+        let alphabet = ['\\', 'u', 'd', '8', 'c', '0', 'é', '"', 'n'];
+        let mut texts = vec![String::new()];
+        for _ in 0..5 {
+            texts = texts.iter().flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}"))).collect();
+            texts.iter().for_each(|text| drop(json_unescaped(text)));
+        }
     }
 }
