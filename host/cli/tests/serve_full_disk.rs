@@ -77,12 +77,7 @@ fn a_serve_stopped_while_the_disk_is_full_says_what_its_audit_log_does_not_hold(
 async fn a_gateway_whose_audit_log_cannot_be_written_is_not_ready_and_says_why_once() {
     let (_dir, child) = serve_on_a_full_disk(&["--http", "127.0.0.1:0"]);
     let mut child = wasmgate_testing::Killed(child);
-    let mut lines = BufReader::new(child.0.stderr.take().unwrap()).lines();
-    let url = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|line| line.strip_prefix("wasmgate: serving MCP on ").map(str::to_owned))
-        .expect("the server says where it listens");
+    let (url, lines) = common::listening(&mut child.0);
     let (log, said) = std::sync::mpsc::channel();
     std::thread::spawn(move || lines.map_while(Result::ok).for_each(|line| drop(log.send(line))));
     let ready = url.replace("/mcp", "/readyz");

@@ -33,14 +33,21 @@ pub fn serve_http_at(dir: &Path, addr: &str, extra: &[&str], env: &[(&str, &str)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let (url, lines) = listening(&mut child);
+    std::thread::spawn(move || lines.for_each(drop));
+    (Killed(child), url)
+}
+
+/// The URL a `wasmgate serve --http` `child` says it serves on, and the rest of its log,
+/// which the caller must drain so that the server never blocks on a full pipe.
+pub fn listening(child: &mut std::process::Child) -> (String, std::io::Lines<BufReader<std::process::ChildStderr>>) {
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let url = lines
         .by_ref()
         .map_while(Result::ok)
         .find_map(|line| line.strip_prefix("wasmgate: serving MCP on ").map(str::to_owned))
         .expect("the server says where it listens");
-    std::thread::spawn(move || lines.for_each(drop));
-    (Killed(child), url)
+    (url, lines)
 }
 
 /// Points the echo provider of the configuration in `dir` at a copy of its server, in
