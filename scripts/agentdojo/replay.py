@@ -4,11 +4,13 @@
     scripts/install-peers.sh agentdojo      # once: AgentDojo 0.1.35 in target/peers/agentdojo/venv
     scripts/agentdojo/replay.py [--suite workspace,slack] [--attacks direct,...] [--limit N]
                                 [--policy-extra FILE] [--json OUT] [--keep]
+                                [--writes TOOL,... --reads TOOL,...]
 
 For each suite, one gateway (`wasmgate serve` over stdio, this script its MCP client,
 with no elicitation or sampling capability: an `ask` is a `deny`) fronts one MCP server
 per AgentDojo tool module (scripts/agentdojo/tools_server.py; workspace: email, calendar,
-drive; slack: slack, web), confined as the gateway confines every stdio server. Then:
+drive; slack: slack, web; any other suite: each module, named without `_client`),
+confined as the gateway confines every stdio server. Then:
 
 - a clean pass: each user task alone, on the environment without injections;
 - for each attack template and every user task x injection task: the attack's
@@ -27,10 +29,12 @@ is that approval is required and nobody can give it, "denied" otherwise), or whe
 tool is not offered at all (a policy that denies it whatever the arguments; "unoffered"). Every result that ran is compared
 with what AgentDojo itself returns for the same call (`tool_result_to_str`), to check
 that the gateway really ran it. Attacker calls are counted as writes or reads by a fixed
-list of the tools that change state or send (WRITES below), whatever the policy says.
+list of the tools that change state or send (WRITES below), whatever the policy says. The
+lists label the tools of workspace and slack; another suite's tools are labelled with
+`--writes` and `--reads` (the replay refuses to start while a tool is labelled neither).
 
 The generated policy allows every tool (`unlisted = "allow"`), names the sinks by verb
-(SINKS below) and the fetch (FETCHES) and grants the servers the paths they read; `--policy-extra FILE` appends TOML to it (this script writes no other
+(SINKS below, or `--sinks`) and the fetch (FETCHES, or `--fetches`) and grants the servers the paths they read; `--policy-extra FILE` appends TOML to it (this script writes no other
 rule). Everything lives in a temporary directory that is removed at the end (`--keep`
 keeps it: configuration, lock, audit log, the gateway's log).
 
@@ -64,11 +68,26 @@ SUITES = ("workspace", "slack")
 DEFAULT_ATTACKS = ("direct", "ignore_previous", "system_message", "injecagent", "important_instructions", "tool_knowledge")
 PIPELINE_NAME = "gpt-4o-2024-05-13"
 
-# Provider name -> AgentDojo tool module (agentdojo/default_suites/v1/tools/<module>.py).
-PROVIDERS = {
-    "workspace": {"email": "email_client", "calendar": "calendar_client", "drive": "cloud_drive_client"},
-    "slack": {"slack": "slack", "web": "web"},
-}
+# One provider per AgentDojo tool module (agentdojo/default_suites/v1/tools/<module>.py),
+# named after it without `_client` (`email_client` is `email`), or as RENAMED says.
+RENAMED = {"cloud_drive_client": "drive"}
+
+
+def module_of(function):
+    """The AgentDojo tool module a suite's function is defined in."""
+    return function.run.__module__.rsplit(".", 1)[-1]
+
+
+def providers_of(suite):
+    """Provider name -> tool module, for every module of `suite`'s tools, in the suite's
+    order. A provider name is `[a-z0-9-]`, as the gateway's are."""
+    providers = {}
+    for function in suite.tools:
+        module = module_of(function)
+        name = RENAMED.get(module) or module.removesuffix("_client")
+        providers.setdefault(re.sub(r"[^a-z0-9-]", "-", name.lower()), module)
+    return providers
+
 
 # The tools of these suites that change state or send something (AgentDojo 0.1.35). Every
 # other tool of the two suites is a read: get_unread_emails (which marks what it returns
@@ -91,6 +110,23 @@ SINKS = [
     "invite_*",
     "remove_*",
     "update_*",
+    # Verbs no tool of the two suites starts with, that a user names as readily for
+    # another suite's tools: they send, pay, book or change something.
+    "schedule_*",
+    "reserve_*",
+    "book_*",
+    "pay_*",
+    "transfer_*",
+    "set_*",
+    "change_*",
+    "upload_*",
+    "write_*",
+    "move_*",
+    "publish_*",
+    "submit_*",
+    "order_*",
+    "edit_*",
+    "modify_*",
 ]
 FETCHES = ["get_webpage"]
 
@@ -312,8 +348,12 @@ sink_after_steered = "allow"
 """
 
 
-def write_config(root, suite, version, venv, scenario_dir, policy_extra, ignore_flags=False):
-    """wasmgate.toml and policy.toml in `root` for one suite; returns the config's path."""
+def write_config(root, suite, providers, options):
+    """wasmgate.toml and policy.toml in `root` for one suite and its `providers` (name ->
+    tool module), as the command line's `options` say; returns the config's path."""
+    version, venv = options.benchmark_version, options.venv
+    policy_extra, ignore_flags = options.policy_extra, options.ignore_flags
+    scenario_dir = root / "scenario"
     python = venv / "bin" / "python"
     read_exec = python_dirs(python)
     server = HERE / "tools_server.py"
@@ -327,8 +367,8 @@ def write_config(root, suite, version, venv, scenario_dir, policy_extra, ignore_
         "",
     ]
     policy = ["# Generated by scripts/agentdojo/replay.py: every tool allowed, the servers' reads granted", ""]
-    for provider in PROVIDERS[suite]:
-        args = [str(server), "--suite", suite, "--module", provider, "--scenario", str(scenario)]
+    for provider, module in providers.items():
+        args = [str(server), "--suite", suite, "--module", module, "--scenario", str(scenario)]
         args += ["--benchmark-version", version]
         config += [
             f"[providers.{provider}]",
@@ -342,8 +382,8 @@ def write_config(root, suite, version, venv, scenario_dir, policy_extra, ignore_
         policy += [
             f"[providers.{provider}]",
             'unlisted = "allow"',
-            f"sinks = {toml_list(SINKS)}",
-            f"fetches = {toml_list(FETCHES)}",
+            f"sinks = {toml_list(options.sinks)}",
+            f"fetches = {toml_list(options.fetches)}",
             f"read_paths = {toml_list([HERE, scenario_dir])}",
             "",
         ]
@@ -454,21 +494,21 @@ class Replay:
         suite = get_suite(args.benchmark_version, suite_name)
         self.suite = suite
         self.runtime = self.FunctionsRuntime(suite.tools)
-        self.provider_of = {}
-        for function in suite.tools:
-            module = function.run.__module__.rsplit(".", 1)[-1]
-            provider = next(p for p, m in PROVIDERS[suite_name].items() if m == module)
-            self.provider_of[function.name] = provider
-            if function.name not in WRITES and function.name not in READS:
-                sys.exit(f"replay: {suite_name}'s tool {function.name} is in neither WRITES nor READS: classify it")
+        self.providers = providers_of(suite)
+        provider_of_module = {module: provider for provider, module in self.providers.items()}
+        self.provider_of = {f.name: provider_of_module[module_of(f)] for f in suite.tools}
+        unlabelled = [f.name for f in suite.tools if f.name not in args.writes and f.name not in args.reads]
+        if unlabelled:
+            sys.exit(
+                f"replay: {suite_name}'s tools {', '.join(unlabelled)} are labelled neither writes nor reads: "
+                "name those that change state or send with --writes, the others with --reads"
+            )
 
         root = self.root / suite_name
         scenario_dir = root / "scenario"
         scenario_dir.mkdir(parents=True)
         self.scenario_path = scenario_dir / "scenario.json"
-        config = write_config(
-            root, suite_name, args.benchmark_version, args.venv, scenario_dir, args.policy_extra, args.ignore_flags
-        )
+        config = write_config(root, suite_name, self.providers, args)
         confinement = review(args.wasmgate, config, root / "xdg-cache", root / "review.log")
         gateway = Gateway(args.wasmgate, config, root / "serve.log", root / "xdg-cache")
         self.gateway = gateway
@@ -551,7 +591,7 @@ class Replay:
         # The same calls run here too, for what AgentDojo itself answers: on one copy of
         # the environment per provider, as each tool server has its own (a calendar
         # invitation goes to the calendar server's copy of the inbox, not the email server's).
-        envs = {provider: env.model_copy(deep=True) for provider in PROVIDERS[suite.name]}
+        envs = {provider: env.model_copy(deep=True) for provider in self.providers}
         marks = [bare(text)[len(bare(text)) // 3 :][:40] for text in injections.values() if len(bare(text)) >= 40]
         for role, calls in (("user", user_calls), ("attacker", attacker_calls)):
             for call in calls:
@@ -569,7 +609,7 @@ class Replay:
         entry = {
             "role": role,
             "function": call.function,
-            "write": call.function in WRITES,
+            "write": call.function in self.args.writes,
             "arguments": dict(call.args),
         }
         if any(has_placeholder(v) for v in call.args.values()):
@@ -752,7 +792,21 @@ def fingerprint(path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--suite", default=",".join(SUITES), help="comma-separated: workspace, slack (default both)")
+    parser.add_argument(
+        "--suite", default=",".join(SUITES), help="comma-separated AgentDojo suites (default: workspace,slack)"
+    )
+    parser.add_argument(
+        "--writes",
+        default="",
+        help="comma-separated tools that change state or send, of a suite whose tools WRITES and READS do not label",
+    )
+    parser.add_argument("--reads", default="", help="comma-separated tools that do neither, of such a suite")
+    parser.add_argument(
+        "--sinks", default=",".join(SINKS), help="comma-separated globs the policy names sinks (default: SINKS, by verb)"
+    )
+    parser.add_argument(
+        "--fetches", default=",".join(FETCHES), help="comma-separated globs of those that fetch a URL (default: get_webpage)"
+    )
     parser.add_argument("--attacks", default=",".join(DEFAULT_ATTACKS), help="comma-separated AgentDojo attack names")
     parser.add_argument("--limit", type=int, help="only the first N user tasks of each suite")
     parser.add_argument("--policy-extra", type=Path, help="TOML text appended to the generated policy.toml")
@@ -772,9 +826,18 @@ def main():
 
     args.suites = [s for s in args.suite.split(",") if s]
     args.attacks = [a for a in args.attacks.split(",") if a]
+    args.sinks = [g for g in args.sinks.split(",") if g]
+    args.fetches = [g for g in args.fetches.split(",") if g]
+    args.writes = WRITES | {t for t in args.writes.split(",") if t}
+    args.reads = READS | {t for t in args.reads.split(",") if t}
+    if args.writes & args.reads:
+        parser.error(f"--writes and --reads: {', '.join(sorted(args.writes & args.reads))} labelled both")
+    from agentdojo.task_suite.load_suites import get_suites
+
+    known = get_suites(args.benchmark_version)
     for suite in args.suites:
-        if suite not in SUITES:
-            parser.error(f"--suite: {suite!r} is not one of {', '.join(SUITES)}")
+        if suite not in known:
+            parser.error(f"--suite: {suite!r} is not one of {', '.join(known)}")
     for attack in args.attacks:
         if attack not in ATTACKS or attack == "manual" or ATTACKS[attack].is_dos_attack:
             parser.error(f"--attacks: {attack!r} is not an AgentDojo injection attack without a model")

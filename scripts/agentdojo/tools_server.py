@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """An MCP stdio server for the functions of ONE AgentDojo tool module.
 
-    tools_server.py --suite workspace --module email --scenario /dir/scenario.json
+    tools_server.py --suite workspace --module email_client --scenario /dir/scenario.json
                     [--benchmark-version v1.2.2]
 
-Serves the functions of the module (workspace: email, calendar, drive; slack: slack,
-web) with the input schemas AgentDojo's own function definitions give (the pydantic
+Serves the functions of the module (agentdojo/default_suites/v1/tools/<module>.py; of
+workspace: email_client, calendar_client, cloud_drive_client; of slack: slack, web) with the input schemas AgentDojo's own function definitions give (the pydantic
 parameter models of agentdojo.functions_runtime), on the environment of the scenario
 file: the replay (scripts/agentdojo/replay.py) writes it before each scenario, and this
 server loads the environment anew, `suite.load_and_inject_default_environment(
@@ -32,19 +32,12 @@ import sys
 PROTOCOL_VERSIONS = ("2025-06-18", "2025-11-25")
 DEFAULT_PROTOCOL_VERSION = "2025-06-18"
 
-# The module of agentdojo.default_suites.v1.tools each provider serves.
-MODULES = {
-    "workspace": {"email": "email_client", "calendar": "calendar_client", "drive": "cloud_drive_client"},
-    "slack": {"slack": "slack", "web": "web"},
-}
-
 log = logging.getLogger("tools_server")
 
 
 def module_functions(suite, module):
     """The suite's functions defined in the tool module, in the suite's order."""
-    wanted = MODULES[suite.name][module]
-    return [f for f in suite.tools if f.run.__module__.rsplit(".", 1)[-1] == wanted]
+    return [f for f in suite.tools if f.run.__module__.rsplit(".", 1)[-1] == module]
 
 
 def tool_definition(function):
@@ -74,7 +67,10 @@ class Server:
         self.version = version
         self.functions = module_functions(self.suite, module)
         if not self.functions:
-            raise SystemExit(f"tools_server: suite {suite_name} has no functions in module {module}")
+            modules = sorted({f.run.__module__.rsplit(".", 1)[-1] for f in self.suite.tools})
+            raise SystemExit(
+                f"tools_server: suite {suite_name} has no functions in module {module}: one of {', '.join(modules)}"
+            )
         self.runtime = FunctionsRuntime(self.functions)
         self.scenario_path = scenario_path
         self.seen = None  # (mtime_ns, size, inode) of the scenario file the environment is from
@@ -195,13 +191,11 @@ def serve(server):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--suite", required=True, choices=sorted(MODULES))
-    parser.add_argument("--module", required=True)
+    parser.add_argument("--suite", required=True, help="an AgentDojo suite: workspace, slack, ...")
+    parser.add_argument("--module", required=True, help="the suite's tool module to serve: email_client, slack, ...")
     parser.add_argument("--scenario", required=True, help="the scenario file the replay writes")
     parser.add_argument("--benchmark-version", default="v1.2.2")
     args = parser.parse_args()
-    if args.module not in MODULES[args.suite]:
-        parser.error(f"--module for {args.suite}: one of {', '.join(MODULES[args.suite])}")
     logging.basicConfig(
         stream=sys.stderr,
         level=os.environ.get("TOOLS_SERVER_LOG", "WARNING").upper(),
