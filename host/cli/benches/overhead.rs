@@ -448,14 +448,46 @@ fn overhead(c: &mut Criterion) {
 }
 
 /// The WASM tool through two gateways over stdio, audit `off` and `every-call`,
-/// interleaved one call at a time: what a durable record adds to a call, end to end
-/// (`cargo bench -p wasmgate-audit --bench durable` gives the fsync alone).
+/// interleaved one call at a time: what a durable record adds to a call, end to end;
+/// then, in the same rounds, that against the fsync alone: a record's worth of bytes
+/// appended and `fdatasync`ed by this process in the durable gateway's state directory,
+/// as its audit log is (`cargo bench -p wasmgate-audit --bench durable` gives the
+/// record's own cost beside its fsync).
 fn durable_against_off(rt: &Runtime) {
     let (off, durable) = (gateway_dir("off"), gateway_dir("every-call"));
     let stdio_off = rt.block_on(through_stdio(off.path(), None));
     let stdio_durable = rt.block_on(through_stdio(durable.path(), None));
     let what = "[current-thread] wasm component via gateway, audit off vs every-call";
     interleaved(rt, what, (&stdio_off, "tools__echo"), (&stdio_durable, "tools__echo"));
+    let mut probe = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(durable.path().join("state").join("fsync-probe"))
+        .unwrap();
+    let mut record = vec![b'x'; 551];
+    record.push(b'\n');
+    let mut fsync_alone = || {
+        let started = Instant::now();
+        for _ in 0..BATCH {
+            std::io::Write::write_all(&mut probe, &record).unwrap();
+            probe.sync_data().unwrap();
+        }
+        started.elapsed().as_secs_f64() * 1e6 / BATCH as f64
+    };
+    let per_call = |client: &McpClient| 1e6 / calls_per_second(rt, (client, "tools__echo"), 1, BATCH);
+    let mut beyond = Vec::new();
+    for n in 0..ROUNDS {
+        let (plain, durable, fsync) = (per_call(&stdio_off), per_call(&stdio_durable), fsync_alone());
+        eprintln!(
+            "{what}: round {n}: {plain:.1} vs {durable:.1} µs a call; a durable record adds {:.1} µs, \
+             a record's write and fdatasync alone take {fsync:.1} µs: one fsync plus {:.1} µs",
+            durable - plain,
+            durable - plain - fsync
+        );
+        beyond.push(durable - plain - fsync);
+    }
+    beyond.sort_by(f64::total_cmp);
+    eprintln!("{what}: a durable record adds one fsync plus {:.1} µs a call (median of rounds)", beyond[ROUNDS / 2]);
     for mcp in [stdio_off, stdio_durable] {
         rt.block_on(mcp.close());
     }
