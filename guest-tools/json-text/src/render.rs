@@ -43,6 +43,9 @@ pub enum RenderError {
 }
 
 /// Renders one tool result.
+///
+/// Structured content follows the blocks. Once the output is full the rest of the
+/// input is not read, so JSON that is invalid only past the budget is no error.
 pub fn render(input: Input<'_>) -> Result<String, RenderError> {
     let content: Vec<Value> = match serde_json::from_str(input.content) {
         Ok(Value::Array(blocks)) => blocks,
@@ -53,27 +56,46 @@ pub fn render(input: Input<'_>) -> Result<String, RenderError> {
     if input.is_error {
         out.line(0, "The tool reported an error:");
     }
-    // Rendered first, so that a text block repeating it can be recognised.
-    let structured = match input.structured {
-        None => None,
-        Some(json) => {
-            let mut rendered = Out::new(input.max_output_bytes);
-            render_json(&mut rendered, 0, json).map_err(|JsonError::Invalid(e)| {
-                RenderError::InvalidInput(format!("structuredContent is not JSON: {e}"))
-            })?;
-            Some(rendered)
+    match input.structured {
+        // A text block holding JSON is compared with the structured content's
+        // rendering, which is made first.
+        Some(json) if content.iter().any(|block| json_text(block).is_some()) => {
+            rendered_apart(out, &content, json, input.max_output_bytes)
         }
-    };
-    for block in &content {
+        // Otherwise the structured content is written after the blocks into the same
+        // text rather than rendered apart and copied there: in the sandbox a large
+        // result's output pages are then touched once, not twice.
+        structured => {
+            render_blocks(&mut out, &content, None);
+            if let Some(json) = structured {
+                render_json(&mut out, 0, json).map_err(structured_error)?;
+            }
+            Ok(out.finish())
+        }
+    }
+}
+
+/// The blocks of `content`, then the structured content `json` rendered before them
+/// (so that a text block repeating it can be recognised), appended.
+fn rendered_apart(mut out: Out, content: &[Value], json: &str, max_output_bytes: usize) -> Result<String, RenderError> {
+    let mut rendered = Out::new(max_output_bytes);
+    render_json(&mut rendered, 0, json).map_err(structured_error)?;
+    render_blocks(&mut out, content, Some(&rendered));
+    out.append(&rendered);
+    Ok(out.finish())
+}
+
+fn render_blocks(out: &mut Out, content: &[Value], structured: Option<&Out>) {
+    for block in content {
         if out.full() {
             break;
         }
-        render_block(&mut out, block, structured.as_ref());
+        render_block(out, block, structured);
     }
-    if let Some(rendered) = &structured {
-        out.append(rendered);
-    }
-    Ok(out.finish())
+}
+
+fn structured_error(JsonError::Invalid(e): JsonError) -> RenderError {
+    RenderError::InvalidInput(format!("structuredContent is not JSON: {e}"))
 }
 
 /// The text of a text block that looks like a JSON object or array.
@@ -169,6 +191,51 @@ mod tests {
 
     fn render_content(content: &str) -> String {
         render(Input { content, structured: None, is_error: false, max_output_bytes: 1 << 20 }).unwrap()
+    }
+
+    #[test]
+    fn structured_content_after_the_blocks_is_what_rendering_it_apart_and_appending_gives() {
+        let structured = r#"{"date":"2026-12-02","note":"héllo wörld ✓ 🎉","events":[{"title":"Standup","tags":["a","b"]},{"title":"Lunch"}],"empty":{}}"#;
+        let contents = [
+            "[]",
+            r#"[{"type":"text","text":"Your agenda"}]"#,
+            r#"[{"type":"text","text":"one ✓"},{"type":"image","mimeType":"image/png","data":"AAAA"}]"#,
+        ];
+        for content in contents {
+            for is_error in [false, true] {
+                let whole = Input { content, structured: Some(structured), is_error, max_output_bytes: 1 << 20 };
+                let longest = render(whole).unwrap().len() + TRUNCATED.len() + 2;
+                for max_output_bytes in 0..=longest {
+                    let input = Input { max_output_bytes, ..whole };
+                    let blocks: Vec<Value> = serde_json::from_str(content).unwrap();
+                    let mut out = Out::new(max_output_bytes);
+                    if is_error {
+                        out.line(0, "The tool reported an error:");
+                    }
+                    let apart = rendered_apart(out, &blocks, structured, max_output_bytes);
+                    assert_eq!(render(input), apart, "{content}, error {is_error}, {max_output_bytes} bytes");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_structured_content_is_an_error_unless_the_output_is_full_before_it() {
+        let content = r#"[{"type":"text","text":"Your agenda"}]"#;
+        let input = |max_output_bytes| Input {
+            content,
+            structured: Some(r#"{"a": 1, "b": }"#),
+            is_error: false,
+            max_output_bytes,
+        };
+        let invalid = render(input(1 << 20));
+        assert!(
+            matches!(&invalid, Err(RenderError::InvalidInput(e)) if e.starts_with("structuredContent is not JSON")),
+            "{invalid:?}"
+        );
+        // The block fills the output: the structured content is not read.
+        let full = render(input(TRUNCATED.len() + 5)).unwrap();
+        assert_eq!(full, format!("Your {TRUNCATED}"));
     }
 
     #[test]
