@@ -171,6 +171,54 @@ async fn reviewers_sign_in_decide_reviews_and_answer_asks_and_admins_read_the_au
     bob.close().await;
 }
 
+#[tokio::test]
+async fn behind_https_the_consoles_cookies_are_taken_from_its_own_host_alone() {
+    let issuer = Issuer::start().await;
+    let dir = console_setup(&issuer, HOSTILE);
+    let config = dir.path().join("wasmgate.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.trim_end().ends_with(&issuer.serve_console("console").trim_end()[1..]), "[serve.console] is last");
+    let callback = "https://gateway.example/console/callback";
+    std::fs::write(&config, format!("{text}redirect_uri = {callback:?}\n")).unwrap();
+    let (_served, url) = serve_http(dir.path(), &[]);
+    let base = url.trim_end_matches("/mcp").to_owned();
+
+    // The sign-in cookie: `__Host-`, Secure, for the whole host (what the prefix asks).
+    let login = http().get(format!("{base}/console/login")).send().await.unwrap();
+    let (sealed, header) = set_cookie(&login, "__Host-wasmgate_login").expect("a __Host- sign-in cookie");
+    assert!(header.contains("; Path=/;") && header.ends_with("; Secure") && !header.contains("Domain"), "{header}");
+    assert!(set_cookie(&login, "wasmgate_login").is_none(), "{header}");
+    let authorize = url::Url::parse(&location(&login)).unwrap();
+    let mut pairs: Vec<(String, String)> = authorize.query_pairs().into_owned().collect();
+    assert!(pairs.contains(&("redirect_uri".into(), callback.into())), "{pairs:?}");
+    pairs.push(("user".into(), "alice".into()));
+    let pairs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut endpoint = authorize.clone();
+    endpoint.set_query(None);
+    let signed = http().post(endpoint).header("content-type", "application/x-www-form-urlencoded").body(form(&pairs));
+    let back = location(&signed.send().await.unwrap());
+    // The browser comes back to the https callback; here, to the same gateway over http.
+    let back = back.strip_prefix(callback).map(|query| format!("{base}/console/callback{query}")).unwrap();
+
+    // The same sealed sign-in under the plain name, as a page of another host could
+    // plant it: no sign-in.
+    let planted = http().get(&back).header("cookie", format!("wasmgate_login={sealed}")).send().await.unwrap();
+    assert_eq!(planted.status(), 400);
+    let done = http().get(&back).header("cookie", format!("__Host-wasmgate_login={sealed}")).send().await.unwrap();
+    assert_eq!(done.status(), 200);
+    let (id, header) = set_cookie(&done, "__Host-wasmgate_console").expect("a __Host- session cookie");
+    assert!(
+        header.contains("; Path=/;") && header.contains("SameSite=Strict") && header.ends_with("; Secure"),
+        "{header}"
+    );
+    assert!(set_cookie(&done, "__Host-wasmgate_login").unwrap().1.contains("Max-Age=0"), "the sign-in is spent");
+
+    assert_eq!(page(&base, "/console", &format!("__Host-wasmgate_console={id}")).await.0, 200);
+    // The session's id under the plain name is no session.
+    let planted = http().get(format!("{base}/console")).header("cookie", format!("wasmgate_console={id}")).send();
+    assert_eq!(planted.await.unwrap().status(), 303);
+}
+
 #[test]
 fn a_console_without_oauth_or_with_an_insecure_endpoint_stops_start_up() {
     let dir = setup();

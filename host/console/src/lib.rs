@@ -7,8 +7,8 @@
 //!   audit log. Anyone else gets 403 on every page and action.
 //! * Sign-in: the authorization code flow with PKCE (S256) at the authorization server
 //!   that issues the gateway's tokens; the token it gives is checked as `/mcp` checks
-//!   one. The session is a random id in an `HttpOnly`, `SameSite=Strict` cookie (and
-//!   `Secure` behind https) that expires; signing out ends it. A page also takes a
+//!   one. The session is a random id in an `HttpOnly`, `SameSite=Strict` cookie (behind
+//!   https `Secure` and `__Host-` named, see `cookies`) that expires; signing out ends it. A page also takes a
 //!   bearer token, as `/mcp` does; an action takes a session only.
 //! * Every form carries the session's CSRF token; a post without it is refused.
 //! * Every response carries a strict Content-Security-Policy (`default-src 'none'`, the
@@ -25,6 +25,7 @@
 //! * `pages`: the pages and the actions, and who may see them.
 //! * `html`: the templates and the headers every response carries.
 
+mod cookies;
 mod html;
 mod login;
 mod pages;

@@ -5,7 +5,7 @@
 //!
 //! The sign-in under way is bound to the browser that started it by a random cookie
 //! (`SameSite=Lax`, as the authorization server's redirect back is a cross-site
-//! navigation, and sent to the callback only). The session cookie is `SameSite=Strict`,
+//! navigation; over http sent to the callback only). The session cookie is `SameSite=Strict`,
 //! so the callback answers with a page that moves on to the console from the console's
 //! own site, where the browser sends it.
 
@@ -21,25 +21,24 @@ use subtle::ConstantTimeEq as _;
 use wasmgate_policy::ConsoleRole;
 
 use crate::Console;
+use crate::cookies::{Cookie, Cookies};
 use crate::html::{Frame, Message, message, render};
-use crate::pages::{SESSION_COOKIE, cookie};
+use crate::pages::cookie;
 use crate::sessions::LOGIN_TTL;
 
 /// The most characters of an authorization server's error shown.
 const MAX_ERROR_CHARS: usize = 200;
 
-/// The cookie binding a sign-in under way to its browser.
-const LOGIN_COOKIE: &str = "wasmgate_login";
-
 impl Console {
-    /// A `Set-Cookie` value: `name=value` for `path`, `HttpOnly`, with `same_site`, for
-    /// `max_age` seconds (0: removed), `Secure` behind https.
-    fn cookie(&self, name: &str, value: &str, path: &str, same_site: &str, max_age: u64) -> Option<HeaderValue> {
-        let secure = if self.secure { "; Secure" } else { "" };
-        HeaderValue::from_str(&format!(
-            "{name}={value}; Path={path}; HttpOnly; SameSite={same_site}; Max-Age={max_age}{secure}"
-        ))
-        .ok()
+    /// The console's cookies, as it is reached (over https or not).
+    pub(crate) fn cookies(&self) -> Cookies {
+        Cookies { secure: self.secure }
+    }
+
+    /// A `Set-Cookie` value giving `which` the value `value` for `max_age` seconds (0:
+    /// removed), named and scoped for how the console is reached (see [`Cookies`]).
+    fn cookie(&self, which: Cookie, value: &str, max_age: u64) -> Option<HeaderValue> {
+        self.cookies().set(which, value, max_age)
     }
 }
 
@@ -71,7 +70,7 @@ pub(crate) async fn login(State(console): State<Arc<Console>>) -> Response {
         return message(StatusCode::SERVICE_UNAVAILABLE, "Cannot sign in", "The system gives no random numbers.");
     };
     let mut response = Redirect::to(url.as_str()).into_response();
-    if let Some(cookie) = console.cookie(LOGIN_COOKIE, &sealed, "/console/callback", "Lax", LOGIN_TTL.as_secs()) {
+    if let Some(cookie) = console.cookie(Cookie::Login, &sealed, LOGIN_TTL.as_secs()) {
         response.headers_mut().append(header::SET_COOKIE, cookie);
     }
     response
@@ -88,7 +87,7 @@ pub(crate) async fn callback(
     if let Some(error) = query.get("error") {
         // Anyone can send a browser here with any text: it is shown only for this
         // browser's own sign-in (its `state`), short, and as text.
-        let sealed = cookie(&headers, LOGIN_COOKIE).unwrap_or_default();
+        let sealed = cookie(&headers, console.cookies().name(Cookie::Login)).unwrap_or_default();
         let ours = query.get("state").is_some_and(|state| console.seal.open(sealed, state, unix_now()).is_some());
         if !ours {
             return message(StatusCode::BAD_REQUEST, "Not signed in", again);
@@ -102,7 +101,7 @@ pub(crate) async fn callback(
         return message(StatusCode::BAD_REQUEST, "Not signed in", again);
     };
     // The browser that started this sign-in holds its sealed cookie; no other does.
-    let sealed = cookie(&headers, LOGIN_COOKIE).unwrap_or_default();
+    let sealed = cookie(&headers, console.cookies().name(Cookie::Login)).unwrap_or_default();
     let Some(verifier) = console.seal.open(sealed, state, unix_now()) else {
         return message(StatusCode::BAD_REQUEST, "Not signed in", again);
     };
@@ -157,12 +156,9 @@ pub(crate) async fn callback(
         refresh: Some("/console".into()),
     };
     let mut response = render(StatusCode::OK, &page);
-    for cookie in [
-        console.cookie(SESSION_COOKIE, &id, "/console", "Strict", ttl.as_secs()),
-        console.cookie(LOGIN_COOKIE, "", "/console/callback", "Lax", 0),
-    ]
-    .into_iter()
-    .flatten()
+    for cookie in [console.cookie(Cookie::Session, &id, ttl.as_secs()), console.cookie(Cookie::Login, "", 0)]
+        .into_iter()
+        .flatten()
     {
         response.headers_mut().append(header::SET_COOKIE, cookie);
     }
@@ -176,7 +172,7 @@ pub(crate) async fn logout(
     headers: HeaderMap,
     Form(form): Form<HashMap<String, String>>,
 ) -> Response {
-    if let Some(id) = cookie(&headers, SESSION_COOKIE)
+    if let Some(id) = cookie(&headers, console.cookies().name(Cookie::Session))
         && let Some(session) = console.sessions.get(id)
     {
         let sent = form.get("csrf").map(String::as_bytes).unwrap_or_default();
@@ -190,7 +186,7 @@ pub(crate) async fn logout(
         console.sessions.close(id);
     }
     let mut response = message(StatusCode::OK, "Signed out", "You are signed out of the console.");
-    if let Some(cookie) = console.cookie(SESSION_COOKIE, "", "/console", "Strict", 0) {
+    if let Some(cookie) = console.cookie(Cookie::Session, "", 0) {
         response.headers_mut().append(header::SET_COOKIE, cookie);
     }
     response

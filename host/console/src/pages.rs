@@ -24,9 +24,6 @@ use crate::Console;
 use crate::html::{Frame, message, pretty, render};
 use crate::sessions::Session;
 
-/// The session cookie.
-pub(crate) const SESSION_COOKIE: &str = "wasmgate_console";
-
 /// Records an audit page shows.
 const PAGE_RECORDS: usize = 50;
 
@@ -93,7 +90,8 @@ impl Console {
         need: ConsoleRole,
         form: Option<&HashMap<String, String>>,
     ) -> Result<Visitor, Response> {
-        let session = cookie(headers, SESSION_COOKIE).and_then(|id| Some((id.to_owned(), self.sessions.get(id)?)));
+        let session = cookie(headers, self.cookies().name(crate::cookies::Cookie::Session))
+            .and_then(|id| Some((id.to_owned(), self.sessions.get(id)?)));
         let (subject, facts, session) = match session {
             Some((id, session)) => (session.subject.clone(), session.facts.clone(), Some((id, session))),
             // The token as `/mcp` reads it (one `Authorization` header, `Bearer` in any case).

@@ -1,10 +1,10 @@
 //! Sign-ins under way and sessions.
 //!
-//! * A sign-in under way is the browser's to hold: its `wasmgate_login` cookie carries
+//! * A sign-in under way is the browser's to hold: its sign-in cookie carries
 //!   the `state`, the PKCE verifier and when it ends ([`LOGIN_TTL`] from its start),
 //!   sealed with a key of this process's ([`Seal`]). The gateway keeps no table of them,
 //!   so nobody can push a person's sign-in out by starting many.
-//! * A session is kept under the random id of its `wasmgate_console` cookie until it
+//! * A session is kept under the random id of its session cookie until it
 //!   expires or its user signs out. At most [`MAX_SESSIONS`]; past them the one that
 //!   expires first is dropped.
 
