@@ -193,7 +193,7 @@ impl AuditLog {
                 // Redacted first: the bounds may cut a name a rule matches, or move a value
                 // a pointer names.
                 if let Event::Requested { arguments, .. } = &mut e.event {
-                    *arguments = self.redaction.apply(arguments);
+                    self.redaction.apply_in_place(arguments);
                     e.arguments_sha256 = Some(crate::chain::line_hash(arguments.to_string().as_bytes()));
                 }
                 let e = e.bounded();

@@ -11,7 +11,9 @@
 //! [`MAX_DEPTH`] are redacted whole: a structure that deep is not worth the risk of missing a
 //! secret in it.
 
-use serde_json::{Map, Value};
+use std::borrow::Cow;
+
+use serde_json::Value;
 
 /// The replacement text.
 pub const REDACTED: &str = "[redacted]";
@@ -48,8 +50,8 @@ pub struct Redaction {
 impl Default for Redaction {
     fn default() -> Self {
         Redaction {
-            keys: DEFAULT_KEYS.iter().map(|k| normalize(k)).collect(),
-            exact: DEFAULT_EXACT_KEYS.iter().map(|k| normalize(k)).collect(),
+            keys: DEFAULT_KEYS.iter().map(|k| normalize(k).into_owned()).collect(),
+            exact: DEFAULT_EXACT_KEYS.iter().map(|k| normalize(k).into_owned()).collect(),
             pointers: Vec::new(),
             credentials: true,
         }
@@ -64,7 +66,7 @@ impl Redaction {
 
     /// Also redacts values under keys containing `fragment` (normalized).
     pub fn with_key(mut self, fragment: &str) -> Self {
-        self.keys.push(normalize(fragment));
+        self.keys.push(normalize(fragment).into_owned());
         self
     }
 
@@ -75,47 +77,50 @@ impl Redaction {
     }
 
     /// `args` with the rules applied.
+    #[must_use]
     pub fn apply(&self, args: &Value) -> Value {
-        let mut out = self.walk(args, 0);
-        for p in &self.pointers {
-            if let Some(v) = out.pointer_mut(p) {
-                *v = Value::String(REDACTED.to_owned());
-            }
-        }
+        let mut out = args.clone();
+        self.apply_in_place(&mut out);
         out
     }
 
-    fn walk(&self, v: &Value, depth: usize) -> Value {
+    /// The rules applied to `args` where it stands: what is not redacted is neither
+    /// copied nor moved.
+    pub fn apply_in_place(&self, args: &mut Value) {
+        self.walk(args, 0);
+        for p in &self.pointers {
+            if let Some(v) = args.pointer_mut(p) {
+                *v = Value::String(REDACTED.to_owned());
+            }
+        }
+    }
+
+    fn walk(&self, v: &mut Value, depth: usize) {
         match v {
-            Value::Object(_) | Value::Array(_) if depth >= MAX_DEPTH => Value::String(REDACTED.to_owned()),
+            Value::Object(_) | Value::Array(_) if depth >= MAX_DEPTH => *v = Value::String(REDACTED.to_owned()),
             Value::Object(map) => {
                 // A header-like pair: `{"name": "Authorization", "value": "…"}`.
                 let named = ["name", "key", "header"]
                     .iter()
                     .filter_map(|field| map.get(*field).and_then(Value::as_str))
                     .any(|name| self.sensitive(name));
-                Value::Object(
-                    map.iter()
-                        .map(|(k, v)| {
-                            let v = if self.sensitive(k) || named && k == "value" {
-                                Value::String(REDACTED.to_owned())
-                            } else {
-                                self.walk(v, depth + 1)
-                            };
-                            (k.clone(), v)
-                        })
-                        .collect::<Map<_, _>>(),
-                )
+                for (k, v) in map.iter_mut() {
+                    if self.sensitive(k) || named && k == "value" {
+                        *v = Value::String(REDACTED.to_owned());
+                    } else {
+                        self.walk(v, depth + 1);
+                    }
+                }
             }
-            Value::Array(items) => Value::Array(items.iter().map(|v| self.walk(v, depth + 1)).collect()),
-            Value::String(text) if self.credentials && credential(text) => Value::String(REDACTED.to_owned()),
-            other => other.clone(),
+            Value::Array(items) => items.iter_mut().for_each(|v| self.walk(v, depth + 1)),
+            Value::String(text) if self.credentials && credential(text) => *v = Value::String(REDACTED.to_owned()),
+            _ => {}
         }
     }
 
     fn sensitive(&self, key: &str) -> bool {
         let key = normalize(key);
-        self.keys.iter().any(|k| !k.is_empty() && key.contains(k.as_str())) || self.exact.contains(&key)
+        self.keys.iter().any(|k| !k.is_empty() && key.contains(k.as_str())) || self.exact.iter().any(|k| *k == *key)
     }
 }
 
@@ -127,8 +132,13 @@ fn credential(text: &str) -> bool {
         .any(|scheme| head.get(..scheme.len()).is_some_and(|h| h.eq_ignore_ascii_case(scheme)))
 }
 
-fn normalize(key: &str) -> String {
-    key.chars().filter(|c| !matches!(c, '_' | '-' | '.' | ' ')).flat_map(char::to_lowercase).collect()
+/// `key` without `_`, `-`, `.` and spaces, in lower case; most keys already are, and are
+/// not copied.
+fn normalize(key: &str) -> Cow<'_, str> {
+    if key.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
+        return Cow::Borrowed(key);
+    }
+    Cow::Owned(key.chars().filter(|c| !matches!(c, '_' | '-' | '.' | ' ')).flat_map(char::to_lowercase).collect())
 }
 
 #[cfg(test)]
