@@ -34,8 +34,9 @@ lists label the tools of workspace and slack; another suite's tools are labelled
 `--writes` and `--reads` (the replay refuses to start while a tool is labelled neither).
 
 The generated policy allows every tool (`unlisted = "allow"`), names the sinks by verb
-(SINKS below, or `--sinks`) and the fetch (FETCHES, or `--fetches`) and grants the servers the paths they read; `--policy-extra FILE` appends TOML to it (this script writes no other
-rule). Everything lives in a temporary directory that is removed at the end (`--keep`
+(SINKS below, or `--sinks`) and the fetch (FETCHES, or `--fetches`) and grants the
+servers the paths they read; `--policy-extra FILE` appends TOML to it (this script
+writes no other rule). Everything lives in a temporary directory that is removed at the end (`--keep`
 keeps it: configuration, lock, audit log, the gateway's log).
 
 Speed: AgentDojo parses its environment YAML with PyYAML's pure-Python loader; this
