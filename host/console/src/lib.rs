@@ -8,8 +8,9 @@
 //! * Sign-in: the authorization code flow with PKCE (S256) at the authorization server
 //!   that issues the gateway's tokens; the token it gives is checked as `/mcp` checks
 //!   one. The session is a random id in an `HttpOnly`, `SameSite=Strict` cookie (behind
-//!   https `Secure` and `__Host-` named, see `cookies`) that expires; signing out ends it. A page also takes a
-//!   bearer token, as `/mcp` does; an action takes a session only.
+//!   https `Secure` and `__Host-` named, see `cookies`) that expires; signing out ends
+//!   it. A page also takes a bearer token, as `/mcp` does; an action takes a session
+//!   only.
 //! * Every form carries the session's CSRF token; a post without it is refused.
 //! * Every response carries a strict Content-Security-Policy (`default-src 'none'`, the
 //!   stylesheet from the console itself, `frame-ancestors 'none'`), `nosniff`,

@@ -5,9 +5,9 @@
 //!
 //! The sign-in under way is bound to the browser that started it by a random cookie
 //! (`SameSite=Lax`, as the authorization server's redirect back is a cross-site
-//! navigation; over http sent to the callback only). The session cookie is `SameSite=Strict`,
-//! so the callback answers with a page that moves on to the console from the console's
-//! own site, where the browser sends it.
+//! navigation; over http sent to the callback only). The session cookie is
+//! `SameSite=Strict`, so the callback answers with a page that moves on to the console
+//! from the console's own site, where the browser sends it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
