@@ -23,6 +23,7 @@
 //!   client.
 //! * `sessions`: sign-ins under way and sessions, bounded and expiring.
 //! * `login`: `/console/login`, `/console/callback`, `/console/logout`.
+//! * `cookies`: the session and sign-in cookies, `__Host-` named behind https.
 //! * `pages`: the pages and the actions, and who may see them.
 //! * `html`: the templates and the headers every response carries.
 
