@@ -85,8 +85,9 @@ def providers_of(suite):
     providers = {}
     for function in suite.tools:
         module = module_of(function)
-        name = RENAMED.get(module) or module.removesuffix("_client")
-        providers.setdefault(re.sub(r"[^a-z0-9-]", "-", name.lower()), module)
+        name = re.sub(r"[^a-z0-9-]", "-", (RENAMED.get(module) or module.removesuffix("_client")).lower())
+        if providers.setdefault(name, module) != module:
+            sys.exit(f"replay: {suite.name}'s modules {providers[name]} and {module} would both be provider {name}")
     return providers
 
 
