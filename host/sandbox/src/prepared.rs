@@ -198,6 +198,9 @@ impl<K: PartialEq + Send + 'static, I: Send + 'static> Spare<K, I> {
         // instance would ever be made again.
         let mut making = Making { spare: Arc::clone(self), ready: None };
         let (key, make) = make();
+        // Boxed: an instantiation's future is kilobytes, which the runtime would copy
+        // each time it moves the task's future or its stage.
+        let make = Box::pin(make);
         after_ready(&runtime, async move {
             let began = Instant::now();
             if let Some((mut store, instance)) = make.await {
