@@ -248,7 +248,9 @@ impl Connection {
                 self.life.tasks.spawn(async move {
                     let conversation = Some(Arc::clone(&conversation));
                     let around = Around { notify: Some(tx.clone()), live, caller, conversation };
-                    let answer = engine.run(&id, version, job, ticket.token(), around).await;
+                    // Boxed: a call's future is kilobytes, which the runtime would
+                    // otherwise copy as it moves the task and its stages.
+                    let answer = Box::pin(engine.run(&id, version, job, ticket.token(), around)).await;
                     if !ticket.cancelled_by_client() {
                         let _ = tx.send(answer).await;
                     }
