@@ -266,7 +266,9 @@ async fn dispatch(
                 });
                 shared.life.tasks.spawn(async move {
                     let around = Around { notify: Some(tx.clone()), live, caller, conversation: Some(conversation) };
-                    let answer = owner.engine.run(&id, version, job, token, around).await;
+                    // Boxed: a call's future is kilobytes, which the runtime would otherwise
+                    // copy as it moves the task and its stages.
+                    let answer = Box::pin(owner.engine.run(&id, version, job, token, around)).await;
                     drop(ticket);
                     let _ = tx.send(answer).await;
                 });
@@ -274,7 +276,7 @@ async fn dispatch(
             }
             let call = shared.life.tasks.spawn(async move {
                 let around = Around { caller, conversation: Some(conversation), ..Around::default() };
-                let answer = owner.engine.run(&id, version, job, token, around).await;
+                let answer = Box::pin(owner.engine.run(&id, version, job, token, around)).await;
                 drop(ticket);
                 answer
             });
