@@ -26,8 +26,21 @@ use super::{Caps, Engine, Job};
 use crate::backend::CallFailure;
 
 impl Engine {
-    /// Runs `job` and builds its response, with what it can reach ([`Around`]).
+    /// Runs `job` and builds its response, with what it can reach ([`Around`]). The
+    /// work is boxed: a call's future is kilobytes, which the runtime would otherwise
+    /// copy each time it moves the task awaiting it, or that task's stages.
     pub(crate) async fn run(
+        &self,
+        id: &Id,
+        version: ProtocolVersion,
+        job: Job,
+        cancel: CancellationToken,
+        around: Around,
+    ) -> Value {
+        Box::pin(self.answer(id, version, job, cancel, around)).await
+    }
+
+    async fn answer(
         &self,
         id: &Id,
         version: ProtocolVersion,

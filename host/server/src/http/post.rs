@@ -266,9 +266,7 @@ async fn dispatch(
                 });
                 shared.life.tasks.spawn(async move {
                     let around = Around { notify: Some(tx.clone()), live, caller, conversation: Some(conversation) };
-                    // Boxed: a call's future is kilobytes, which the runtime would otherwise
-                    // copy as it moves the task and its stages.
-                    let answer = Box::pin(owner.engine.run(&id, version, job, token, around)).await;
+                    let answer = owner.engine.run(&id, version, job, token, around).await;
                     drop(ticket);
                     let _ = tx.send(answer).await;
                 });
@@ -276,7 +274,7 @@ async fn dispatch(
             }
             let call = shared.life.tasks.spawn(async move {
                 let around = Around { caller, conversation: Some(conversation), ..Around::default() };
-                let answer = Box::pin(owner.engine.run(&id, version, job, token, around)).await;
+                let answer = owner.engine.run(&id, version, job, token, around).await;
                 drop(ticket);
                 answer
             });

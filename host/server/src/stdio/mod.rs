@@ -248,9 +248,7 @@ impl Connection {
                 self.life.tasks.spawn(async move {
                     let conversation = Some(Arc::clone(&conversation));
                     let around = Around { notify: Some(tx.clone()), live, caller, conversation };
-                    // Boxed: a call's future is kilobytes, which the runtime would
-                    // otherwise copy as it moves the task and its stages.
-                    let answer = Box::pin(engine.run(&id, version, job, ticket.token(), around)).await;
+                    let answer = engine.run(&id, version, job, ticket.token(), around).await;
                     if !ticket.cancelled_by_client() {
                         let _ = tx.send(answer).await;
                     }
