@@ -76,22 +76,14 @@ mod tests {
     #[test]
     fn behind_https_each_cookie_is_the_hosts_alone_and_over_http_scoped_to_its_paths() {
         let set = |secure, cookie| Cookies { secure }.set(cookie, "v", 60).unwrap().to_str().unwrap().to_owned();
-        assert_eq!(
-            set(true, Cookie::Session),
-            "__Host-wasmgate_console=v; Path=/; HttpOnly; SameSite=Strict; Max-Age=60; Secure"
-        );
-        assert_eq!(
-            set(true, Cookie::Login),
-            "__Host-wasmgate_login=v; Path=/; HttpOnly; SameSite=Lax; Max-Age=60; Secure"
-        );
-        assert_eq!(
-            set(false, Cookie::Session),
-            "wasmgate_console=v; Path=/console; HttpOnly; SameSite=Strict; Max-Age=60"
-        );
-        assert_eq!(
-            set(false, Cookie::Login),
-            "wasmgate_login=v; Path=/console/callback; HttpOnly; SameSite=Lax; Max-Age=60"
-        );
+        for (secure, cookie, expected) in [
+            (true, Cookie::Session, "__Host-wasmgate_console=v; Path=/; HttpOnly; SameSite=Strict; Max-Age=60; Secure"),
+            (true, Cookie::Login, "__Host-wasmgate_login=v; Path=/; HttpOnly; SameSite=Lax; Max-Age=60; Secure"),
+            (false, Cookie::Session, "wasmgate_console=v; Path=/console; HttpOnly; SameSite=Strict; Max-Age=60"),
+            (false, Cookie::Login, "wasmgate_login=v; Path=/console/callback; HttpOnly; SameSite=Lax; Max-Age=60"),
+        ] {
+            assert_eq!(set(secure, cookie), expected);
+        }
         for secure in [true, false] {
             for cookie in [Cookie::Session, Cookie::Login] {
                 let header = set(secure, cookie);
