@@ -291,6 +291,19 @@ impl Provenance {
         structured: Option<&Value>,
         marks: Marks,
     ) -> Remembered {
+        self.remember_at(context, source, text, structured, marks, Instant::now())
+    }
+
+    /// [`remember`](Self::remember), `now`.
+    fn remember_at(
+        &self,
+        context: &str,
+        source: Source,
+        text: &str,
+        structured: Option<&Value>,
+        marks: Marks,
+        now: Instant,
+    ) -> Remembered {
         // Where the detector's findings stand is looked for only in a text it flagged.
         let flagged: Vec<Range<usize>> =
             if marks.detected { locate(text).into_iter().map(|l| l.passage).collect() } else { Vec::new() };
@@ -351,7 +364,6 @@ impl Provenance {
             // The store is the memory then: [`recall`](Self::recall) reads nothing else.
             return remembered;
         }
-        let now = Instant::now();
         let mut contexts = self.contexts.lock().unwrap_or_else(PoisonError::into_inner);
         if !contexts.contains_key(context) && contexts.len() >= self.limits.contexts {
             // Full: the least recently used context of the owner holding the most goes
@@ -374,8 +386,13 @@ impl Provenance {
         }
         let memory = contexts.entry(context.to_owned()).or_insert_with(|| Memory::new(now));
         memory.used = now;
-        // The first flagged result starts it, or else the first the policy names.
-        if starts && (after_flagged && memory.after.as_ref().is_none_or(|(_, _, f)| !f) || memory.after.is_none()) {
+        // What is forgotten goes first, so that a value seen again after its age is
+        // remembered anew, from now.
+        memory.trim(self.limits.values, self.limits.age, now);
+        // The first flagged result starts it, or else the first the policy names; once
+        // that is forgotten, the next that would have started it.
+        let fresh = memory.after.as_ref().filter(|(_, at, _)| now.duration_since(*at) < self.limits.age);
+        if starts && (after_flagged && fresh.is_none_or(|(_, _, f)| !f) || fresh.is_none()) {
             memory.after = Some((Arc::clone(&source), now, after_flagged));
         }
         let room = found.len().min(self.limits.values);
@@ -419,7 +436,11 @@ impl Provenance {
     /// What started the sequence rules in `context`, of what is not forgotten.
     #[must_use]
     pub fn sequence(&self, context: &str) -> Sequence {
-        let now = Instant::now();
+        self.sequence_at(context, Instant::now())
+    }
+
+    /// [`sequence`](Self::sequence), `now`.
+    fn sequence_at(&self, context: &str, now: Instant) -> Sequence {
         let contexts = self.contexts.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(memory) = contexts.get(context) else { return Sequence::default() };
         let fresh = |at: &Instant| now.duration_since(*at) < self.limits.age;
@@ -460,8 +481,12 @@ impl Provenance {
     /// this process remembers: with a shared store, [`recall`](Self::recall) asks it.
     #[must_use]
     pub fn carried(&self, context: &str, arguments: &Value) -> Vec<Carried> {
+        self.carried_at(context, arguments, Instant::now())
+    }
+
+    /// [`carried`](Self::carried), `now`.
+    fn carried_at(&self, context: &str, arguments: &Value, now: Instant) -> Vec<Carried> {
         let (pointers, candidates) = {
-            let now = Instant::now();
             let mut contexts = self.contexts.lock().unwrap_or_else(PoisonError::into_inner);
             let Some(memory) = contexts.get_mut(context) else { return Vec::new() };
             memory.trim(self.limits.values, self.limits.age, now);
@@ -888,5 +913,28 @@ mod tests {
         let aged = Provenance::new(Limits { age: Duration::ZERO, ..Limits::default() });
         aged.remember("alice", source("t", 0), "a@b.example", None, DETECTED);
         assert!(aged.carried("alice", &json!("a@b.example")).is_empty(), "forgotten with age");
+    }
+
+    #[test]
+    fn a_value_seen_again_after_its_age_is_remembered_anew() {
+        let memory = Provenance::new(Limits { age: Duration::from_secs(3_600), ..Limits::default() });
+        let (then, later) = (Instant::now(), Instant::now() + Duration::from_secs(7_200));
+        memory.remember_at("alice", source("old", 1), "Mail a@b.example", None, Marks::default(), then);
+        memory.remember_at("alice", source("new", 2), "Mail a@b.example", None, Marks::default(), later);
+        let carried = memory.carried_at("alice", &json!("a@b.example"), later);
+        let tools: Vec<_> = carried.iter().map(|c| c.origin.source.tool.as_str()).collect();
+        assert_eq!(tools, ["new"], "seen again, from now");
+    }
+
+    #[test]
+    fn a_flagged_result_after_the_first_is_forgotten_starts_the_sequence_rules_again() {
+        let memory = Provenance::new(Limits { age: Duration::from_secs(3_600), ..Limits::default() });
+        let (then, later) = (Instant::now(), Instant::now() + Duration::from_secs(7_200));
+        memory.remember_at("alice", source("first", 1), EVENTS, None, DETECTED, then);
+        let started = |now| memory.sequence_at("alice", now).after.map(|(source, flagged)| (source.record, flagged));
+        assert_eq!(started(then), Some((Some(1), true)));
+        assert_eq!(started(later), None, "forgotten with age");
+        memory.remember_at("alice", source("second", 2), EVENTS, None, DETECTED, later);
+        assert_eq!(started(later), Some((Some(2), true)), "started again");
     }
 }
