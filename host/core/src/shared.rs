@@ -55,10 +55,11 @@ pub trait SharedBuckets: Send + Sync + fmt::Debug {
 /// record the guard wrote and reads back.
 pub trait SharedMemory: Send + Sync + fmt::Debug {
     /// Adds `entries` (hash, origin) to `conversation`'s memory where it has no entry
-    /// for the hash yet (a flagged origin replaces one that is not), keeps at most `most`
-    /// (the oldest out first), and keeps the whole for `ttl` from now. Hashes 0 and 1 are
-    /// no value's but markers of the conversation (what started the sequence rules): they
-    /// are kept apart from the `most`, and no number of values pushes them out.
+    /// for the hash yet, or one older than `ttl` (a flagged origin replaces one that is
+    /// not), keeps at most `most` (the oldest out first), and forgets each entry `ttl`
+    /// after it was added. Hashes 0 and 1 are no value's but markers of the conversation
+    /// (what started the sequence rules): they are kept apart from the `most`, and no
+    /// number of values pushes them out.
     fn remember<'a>(
         &'a self,
         conversation: &'a str,
@@ -67,11 +68,13 @@ pub trait SharedMemory: Send + Sync + fmt::Debug {
         ttl: Duration,
     ) -> BoxFuture<'a, Result<(), StoreUnavailable>>;
 
-    /// The origins `conversation`'s memory holds for `hashes`, in their order.
+    /// The origins `conversation`'s memory holds for `hashes`, in their order: none
+    /// for an entry added `ttl` ago or longer.
     fn recall<'a>(
         &'a self,
         conversation: &'a str,
         hashes: &'a [u64],
+        ttl: Duration,
     ) -> BoxFuture<'a, Result<Vec<Option<String>>, StoreUnavailable>>;
 }
 

@@ -513,7 +513,7 @@ impl Provenance {
         let (pointers, candidates) = self.candidates(true, arguments);
         let mut hashes: Vec<u64> = candidates.iter().map(|c| c.hash).collect();
         hashes.extend([AFTER, STEERED]);
-        let mut origins = store.recall(context, &hashes).await?;
+        let mut origins = store.recall(context, &hashes, self.limits.age).await?;
         let steered = origins.pop().flatten().and_then(|o| decode(&o)).map(|o| o.source);
         let after = origins.pop().flatten().and_then(|o| decode(&o)).map(|o| (o.source, o.flagged));
         let known = origins.into_iter().map(|o| o.and_then(|o| decode(&o)));
@@ -818,6 +818,7 @@ mod tests {
             &'a self,
             conversation: &'a str,
             hashes: &'a [u64],
+            _ttl: Duration,
         ) -> wasmgate_core::BoxFuture<'a, Result<Vec<Option<String>>, StoreUnavailable>> {
             let result = if self.down.load(std::sync::atomic::Ordering::SeqCst) {
                 Err(StoreUnavailable("connection refused".into()))

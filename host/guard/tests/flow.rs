@@ -260,6 +260,7 @@ impl wasmgate_core::SharedMemory for ReadOnlyStore {
         &'a self,
         conversation: &'a str,
         hashes: &'a [u64],
+        _ttl: std::time::Duration,
     ) -> wasmgate_core::BoxFuture<'a, Result<Vec<Option<String>>, wasmgate_core::StoreUnavailable>> {
         let kept = self.kept.lock().unwrap();
         let found = hashes.iter().map(|h| kept.get(&(conversation.to_owned(), *h)).cloned()).collect();

@@ -93,6 +93,7 @@ pub struct Store {
     take: Script,
     anchor: Script,
     remember: Script,
+    recall: Script,
     /// [`PUBLISH`], [`PUBLISHED`] and [`ANSWER`]: the asks waiting for reviewers.
     publish: Script,
     published: Script,
@@ -162,26 +163,48 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 return false
 ";
 
-/// Adds what a result said to a conversation's memory. KEYS[1]: its hash of origins
-/// (field: the value's keyed hash), KEYS[2]: the order they came in (score: a counter
+/// Adds what a result said to a conversation's memory. KEYS[1]: its hash of entries
+/// (field: the value's keyed hash; value: the store's time in milliseconds when the entry
+/// was added, a space, the origin), KEYS[2]: the order they came in (score: a counter
 /// kept in the hash's field `#`). ARGV: the most entries kept, the time to live in
-/// milliseconds, then per entry the hash and the origin. An entry already there stays,
-/// unless the new origin is flagged and the kept one is not. The markers (hashes 0 and
-/// 1) are kept out of the order, so no number of values pushes them out.
+/// milliseconds, then per entry the hash and the origin. Entries older than the time to
+/// live go first, the oldest first, so that a value seen again after is added anew. An
+/// entry already there stays, with its time, unless the new origin is flagged and the
+/// kept one is not. The markers (hashes 0 and 1) are kept out of the order, so no number
+/// of values pushes them out; one replaced takes the time it is replaced at. An entry
+/// without a time (kept by an earlier version) counts as new until the whole expires.
 const REMEMBER: &str = r#"
 local most = tonumber(ARGV[1])
 local ttl = tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function fresh(kept)
+  local at = string.match(kept, '^(%d+) ')
+  return not at or tonumber(at) > now - ttl
+end
+while true do
+  local oldest = redis.call('ZRANGE', KEYS[2], 0, 0)
+  if #oldest == 0 then break end
+  local kept = redis.call('HGET', KEYS[1], oldest[1])
+  if kept and fresh(kept) then break end
+  redis.call('ZREM', KEYS[2], oldest[1])
+  redis.call('HDEL', KEYS[1], oldest[1])
+end
 for i = 3, #ARGV, 2 do
   local hash, origin = ARGV[i], ARGV[i + 1]
+  local marker = hash == '0000000000000000' or hash == '0000000000000001'
   local kept = redis.call('HGET', KEYS[1], hash)
+  if kept and not fresh(kept) then kept = false end
   if not kept then
-    local n = redis.call('HINCRBY', KEYS[1], '#', 1)
-    redis.call('HSET', KEYS[1], hash, origin)
-    if hash ~= '0000000000000000' and hash ~= '0000000000000001' then
+    redis.call('HSET', KEYS[1], hash, now .. ' ' .. origin)
+    if not marker then
+      local n = redis.call('HINCRBY', KEYS[1], '#', 1)
       redis.call('ZADD', KEYS[2], n, hash)
     end
   elseif string.find(origin, '"f":true', 1, true) and not string.find(kept, '"f":true', 1, true) then
-    redis.call('HSET', KEYS[1], hash, origin)
+    local at = string.match(kept, '^(%d+) ')
+    if marker or not at then at = now end
+    redis.call('HSET', KEYS[1], hash, at .. ' ' .. origin)
   end
 end
 local extra = redis.call('ZCARD', KEYS[2]) - most
@@ -192,6 +215,30 @@ end
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('PEXPIRE', KEYS[2], ttl)
 return 0
+"#;
+
+/// Reads a conversation's memory (KEYS[1], as [`REMEMBER`] keeps it). ARGV: the time to
+/// live in milliseconds, then the hashes. Per hash, its origin, or nothing when there
+/// is none or it was added the time to live ago or longer.
+const RECALL: &str = r#"
+local ttl = tonumber(ARGV[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local found = {}
+for i = 2, #ARGV do
+  local kept = redis.call('HGET', KEYS[1], ARGV[i])
+  local origin = false
+  if kept then
+    local at, rest = string.match(kept, '^(%d+) (.*)$')
+    if not at then
+      origin = kept
+    elseif tonumber(at) > now - ttl then
+      origin = rest
+    end
+  end
+  found[i - 1] = origin
+end
+return found
 "#;
 
 /// The asks waiting for reviewers, by when each expires (Unix milliseconds).
@@ -266,6 +313,7 @@ impl Store {
             take: Script::new(TAKE),
             anchor: Script::new(ANCHOR),
             remember: Script::new(REMEMBER),
+            recall: Script::new(RECALL),
             publish: Script::new(PUBLISH),
             published: Script::new(PUBLISHED),
             answer: Script::new(ANSWER),
@@ -388,8 +436,8 @@ impl Store {
     }
 
     /// Adds `entries` (a value's keyed hash, its origin) to `conversation`'s memory, keeping
-    /// at most `most` entries (the oldest out first; the markers, hashes 0 and 1, apart)
-    /// for `ttl` from now.
+    /// at most `most` entries (the oldest out first; the markers, hashes 0 and 1, apart),
+    /// each for `ttl` after it was added.
     ///
     /// # Errors
     ///
@@ -407,8 +455,7 @@ impl Store {
         let key = memory_key(conversation);
         let mut invocation = self.remember.prepare_invoke();
         invocation.key(&key).key(format!("{key}:order"));
-        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).clamp(1, 1_000_000_000_000);
-        invocation.arg(most.max(1)).arg(ttl_ms);
+        invocation.arg(most.max(1)).arg(ttl_ms(ttl));
         for (hash, origin) in entries {
             invocation.arg(format!("{hash:016x}")).arg(origin);
         }
@@ -417,22 +464,30 @@ impl Store {
         Ok(())
     }
 
-    /// The origins `conversation`'s memory holds for `hashes`, in their order.
+    /// The origins `conversation`'s memory holds for `hashes`, in their order: none for
+    /// an entry added `ttl` ago or longer.
     ///
     /// # Errors
     ///
     /// [`StoreError`] when the store does not answer.
-    pub async fn recall(&self, conversation: &str, hashes: &[u64]) -> Result<Vec<Option<String>>, StoreError> {
+    pub async fn recall(
+        &self,
+        conversation: &str,
+        hashes: &[u64],
+        ttl: Duration,
+    ) -> Result<Vec<Option<String>>, StoreError> {
         if hashes.is_empty() {
             return Ok(Vec::new());
         }
-        let mut command = redis::cmd("HMGET");
-        command.arg(memory_key(conversation));
+        let mut invocation = self.recall.prepare_invoke();
+        invocation.key(memory_key(conversation));
+        invocation.arg(ttl_ms(ttl));
         for hash in hashes {
-            command.arg(format!("{hash:016x}"));
+            invocation.arg(format!("{hash:016x}"));
         }
         let mut connection = self.connection.clone();
-        let found: Vec<Option<String>> = self.run(async move { command.query_async(&mut connection).await }).await?;
+        let found: Vec<Option<String>> =
+            self.run(async move { invocation.invoke_async(&mut connection).await }).await?;
         if found.len() != hashes.len() {
             let why = format!("{} origins for {} hashes", found.len(), hashes.len());
             return Err(StoreError::Unexpected { url: self.shown.clone(), why });
@@ -612,8 +667,11 @@ impl wasmgate_core::SharedMemory for Store {
         &'a self,
         conversation: &'a str,
         hashes: &'a [u64],
+        ttl: Duration,
     ) -> BoxFuture<'a, Result<Vec<Option<String>>, StoreUnavailable>> {
-        Box::pin(async move { Store::recall(self, conversation, hashes).await.map_err(|e| StoreUnavailable(e.into())) })
+        Box::pin(
+            async move { Store::recall(self, conversation, hashes, ttl).await.map_err(|e| StoreUnavailable(e.into())) },
+        )
     }
 }
 
@@ -650,6 +708,12 @@ impl SharedBuckets for Store {
 
 /// The key of a conversation's memory: its name hashed, so a name of any length or
 /// character is one key.
+/// A time to live as the scripts take it: whole milliseconds, at least one, at most
+/// about thirty years.
+fn ttl_ms(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).clamp(1, 1_000_000_000_000)
+}
+
 fn memory_key(conversation: &str) -> String {
     format!("wasmgate:flow:{}", hex::encode(sha2::Sha256::digest(conversation.as_bytes())))
 }

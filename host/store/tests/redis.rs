@@ -119,28 +119,57 @@ async fn a_conversations_memory_is_one_for_every_replica_bounded_oldest_out_and_
     let flagged = r#"{"p":"web","t":"get","r":9,"k":"url","f":true}"#.to_owned();
     // A marker (hash 0 or 1) first, then values.
     a.remember("alice", &[(0, flagged.clone()), (11, plain.clone()), (12, plain.clone())], 3, hour).await.unwrap();
-    assert_eq!(b.recall("alice", &[11, 12, 13]).await.unwrap(), [Some(plain.clone()), Some(plain.clone()), None]);
-    assert_eq!(b.recall("bob", &[11]).await.unwrap(), [None], "another conversation");
+    assert_eq!(b.recall("alice", &[11, 12, 13], hour).await.unwrap(), [Some(plain.clone()), Some(plain.clone()), None]);
+    assert_eq!(b.recall("bob", &[11], hour).await.unwrap(), [None], "another conversation");
     // First seen stays, unless it is seen again in a flagged passage.
     b.remember("alice", &[(11, flagged.clone()), (12, plain.clone())], 3, hour).await.unwrap();
     a.remember("alice", &[(11, plain.clone())], 3, hour).await.unwrap();
-    assert_eq!(a.recall("alice", &[11]).await.unwrap(), [Some(flagged.clone())]);
+    assert_eq!(a.recall("alice", &[11], hour).await.unwrap(), [Some(flagged.clone())]);
     // Two more: the oldest value goes; the marker, older still, stays, whatever comes.
     a.remember("alice", &[(13, plain.clone()), (14, plain.clone())], 3, hour).await.unwrap();
     assert_eq!(
-        a.recall("alice", &[11, 12, 13, 14]).await.unwrap(),
+        a.recall("alice", &[11, 12, 13, 14], hour).await.unwrap(),
         [None, Some(plain.clone()), Some(plain.clone()), Some(plain.clone())]
     );
     a.remember("alice", &[(1, flagged.clone())], 3, hour).await.unwrap();
     let more: Vec<(u64, String)> = (100..120).map(|hash| (hash, plain.clone())).collect();
     a.remember("alice", &more, 3, hour).await.unwrap();
-    assert_eq!(a.recall("alice", &[0, 1, 14]).await.unwrap(), [Some(flagged.clone()), Some(flagged.clone()), None]);
-    assert_eq!(a.recall("alice", &[117, 118, 119]).await.unwrap().iter().flatten().count(), 3);
+    assert_eq!(
+        a.recall("alice", &[0, 1, 14], hour).await.unwrap(),
+        [Some(flagged.clone()), Some(flagged.clone()), None]
+    );
+    assert_eq!(a.recall("alice", &[117, 118, 119], hour).await.unwrap().iter().flatten().count(), 3);
     // And all of it with its time to live.
     a.remember("short", &[(7, flagged)], 3, Duration::from_millis(50)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(a.recall("short", &[7]).await.unwrap(), [None]);
-    assert!(a.recall("alice", &[]).await.unwrap().is_empty());
+    assert_eq!(a.recall("short", &[7], hour).await.unwrap(), [None]);
+    assert!(a.recall("alice", &[], hour).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn each_entry_of_a_memory_lives_its_own_time_however_recent_the_others() {
+    let redis = Redis::start();
+    let a = Store::new(&redis.url(), Duration::from_secs(1)).unwrap();
+    let (hour, second) = (Duration::from_secs(3_600), Duration::from_millis(900));
+    let plain = r#"{"p":"mail","t":"read","r":3,"k":"url","f":false}"#.to_owned();
+    let flagged = r#"{"p":"web","t":"get","r":9,"k":"url","f":true}"#.to_owned();
+    a.remember("alice", &[(21, plain.clone()), (23, plain.clone()), (0, flagged.clone())], 5, hour).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    // A later write does not make them younger.
+    a.remember("alice", &[(22, plain.clone())], 5, hour).await.unwrap();
+    assert_eq!(a.recall("alice", &[21, 23, 0], second).await.unwrap(), [None, None, None], "older than a second");
+    assert_eq!(
+        a.recall("alice", &[21, 23, 0, 22], hour).await.unwrap(),
+        [Some(plain.clone()), Some(plain.clone()), Some(flagged.clone()), Some(plain.clone())]
+    );
+    // Seen again past its time to live, an entry is added anew, a marker too; a write
+    // forgets what is older.
+    a.remember("alice", &[(21, flagged.clone()), (0, plain.clone())], 5, second).await.unwrap();
+    assert_eq!(
+        a.recall("alice", &[21, 0, 22], second).await.unwrap(),
+        [Some(flagged.clone()), Some(plain.clone()), Some(plain.clone())]
+    );
+    assert_eq!(a.recall("alice", &[23], hour).await.unwrap(), [None], "forgotten at the write");
 }
 
 #[tokio::test]
@@ -148,7 +177,7 @@ async fn a_memory_that_cannot_be_reached_says_so() {
     let redis = Redis::start();
     let store = Store::new(&redis.url(), Duration::from_millis(500)).unwrap();
     drop(redis);
-    let error = store.recall("alice", &[1]).await.unwrap_err();
+    let error = store.recall("alice", &[1], Duration::from_secs(1)).await.unwrap_err();
     assert!(matches!(error, StoreError::Unreachable { .. }), "{error:?}");
     assert!(store.remember("alice", &[(1, "{}".into())], 3, Duration::from_secs(1)).await.is_err());
 }
