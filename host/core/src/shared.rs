@@ -55,9 +55,10 @@ pub trait SharedBuckets: Send + Sync + fmt::Debug {
 /// record the guard wrote and reads back.
 pub trait SharedMemory: Send + Sync + fmt::Debug {
     /// Adds `entries` (hash, origin) to `conversation`'s memory where it has no entry
-    /// for the hash yet, or one older than `ttl` (a flagged origin replaces one that is
-    /// not), keeps at most `most` (the oldest out first), and forgets each entry `ttl`
-    /// after it was added. Hashes 0 and 1 are no value's but markers of the conversation
+    /// for the hash yet, or one last seen `ttl` ago or longer; an entry there is seen
+    /// again (it keeps its origin, unless the new one is flagged and it is not). Keeps at
+    /// most `most` (the least recently seen out first), and forgets each entry `ttl` after
+    /// it was last seen. Hashes 0 and 1 are no value's but markers of the conversation
     /// (what started the sequence rules): they are kept apart from the `most`, and no
     /// number of values pushes them out.
     fn remember<'a>(
@@ -69,7 +70,7 @@ pub trait SharedMemory: Send + Sync + fmt::Debug {
     ) -> BoxFuture<'a, Result<(), StoreUnavailable>>;
 
     /// The origins `conversation`'s memory holds for `hashes`, in their order: none
-    /// for an entry added `ttl` ago or longer.
+    /// for an entry last seen `ttl` ago or longer.
     fn recall<'a>(
         &'a self,
         conversation: &'a str,

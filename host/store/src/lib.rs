@@ -164,48 +164,52 @@ return false
 ";
 
 /// Adds what a result said to a conversation's memory. KEYS[1]: its hash of entries
-/// (field: the value's keyed hash; value: the store's time in milliseconds when the entry
-/// was added, a space, the origin), KEYS[2]: the order they came in (score: a counter
-/// kept in the hash's field `#`). ARGV: the most entries kept, the time to live in
-/// milliseconds, then per entry the hash and the origin. Entries older than the time to
-/// live go first, the oldest first, so that a value seen again after is added anew. An
-/// entry already there stays, with its time, unless the new origin is flagged and the
-/// kept one is not. The markers (hashes 0 and 1) are kept out of the order, so no number
-/// of values pushes them out; one replaced takes the time it is replaced at. An entry
-/// without a time (kept by an earlier version) counts as new until the whole expires.
+/// (field: the value's keyed hash; value: the store's time in milliseconds when the value
+/// was last seen, a space, the origin), KEYS[2]: the order they were last seen in (score:
+/// a counter kept in the hash's field `#`). ARGV: the most entries kept, the time to live
+/// in milliseconds, then per entry the hash and the origin. Entries last seen the time to
+/// live ago or longer go first, the oldest first (an entry an earlier version kept
+/// without a time takes the time it is met at); then each entry is added, or, already
+/// there, seen again: its time is now and it moves to the end of the order, and its
+/// origin stays unless the new one is flagged and the kept one is not. The markers
+/// (hashes 0 and 1) are kept out of the order, so no number of values pushes them out.
 const REMEMBER: &str = r#"
 local most = tonumber(ARGV[1])
 local ttl = tonumber(ARGV[2])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local function fresh(kept)
-  local at = string.match(kept, '^(%d+) ')
-  return not at or tonumber(at) > now - ttl
+local function last(hash)
+  local n = redis.call('HINCRBY', KEYS[1], '#', 1)
+  redis.call('ZADD', KEYS[2], n, hash)
 end
 while true do
   local oldest = redis.call('ZRANGE', KEYS[2], 0, 0)
   if #oldest == 0 then break end
   local kept = redis.call('HGET', KEYS[1], oldest[1])
-  if kept and fresh(kept) then break end
-  redis.call('ZREM', KEYS[2], oldest[1])
-  redis.call('HDEL', KEYS[1], oldest[1])
+  local at = kept and string.match(kept, '^(%d+) ')
+  if kept and not at then
+    redis.call('HSET', KEYS[1], oldest[1], now .. ' ' .. kept)
+    last(oldest[1])
+  elseif at and tonumber(at) > now - ttl then
+    break
+  else
+    redis.call('ZREM', KEYS[2], oldest[1])
+    redis.call('HDEL', KEYS[1], oldest[1])
+  end
 end
 for i = 3, #ARGV, 2 do
   local hash, origin = ARGV[i], ARGV[i + 1]
-  local marker = hash == '0000000000000000' or hash == '0000000000000001'
   local kept = redis.call('HGET', KEYS[1], hash)
-  if kept and not fresh(kept) then kept = false end
-  if not kept then
-    redis.call('HSET', KEYS[1], hash, now .. ' ' .. origin)
-    if not marker then
-      local n = redis.call('HINCRBY', KEYS[1], '#', 1)
-      redis.call('ZADD', KEYS[2], n, hash)
+  if kept then
+    local at, was = string.match(kept, '^(%d+) (.*)$')
+    if not at then was = kept end
+    if (not at or tonumber(at) > now - ttl) and
+      not (string.find(origin, '"f":true', 1, true) and not string.find(was, '"f":true', 1, true)) then
+      origin = was
     end
-  elseif string.find(origin, '"f":true', 1, true) and not string.find(kept, '"f":true', 1, true) then
-    local at = string.match(kept, '^(%d+) ')
-    if marker or not at then at = now end
-    redis.call('HSET', KEYS[1], hash, at .. ' ' .. origin)
   end
+  redis.call('HSET', KEYS[1], hash, now .. ' ' .. origin)
+  if hash ~= '0000000000000000' and hash ~= '0000000000000001' then last(hash) end
 end
 local extra = redis.call('ZCARD', KEYS[2]) - most
 if extra > 0 then
@@ -218,8 +222,9 @@ return 0
 "#;
 
 /// Reads a conversation's memory (KEYS[1], as [`REMEMBER`] keeps it). ARGV: the time to
-/// live in milliseconds, then the hashes. Per hash, its origin, or nothing when there
-/// is none or it was added the time to live ago or longer.
+/// live in milliseconds, then the hashes. Per hash, its origin, or `false` (nil to the
+/// client, in RESP2 and RESP3) when there is none or it was last seen the time to live
+/// ago or longer.
 const RECALL: &str = r#"
 local ttl = tonumber(ARGV[1])
 local t = redis.call('TIME')
@@ -436,8 +441,8 @@ impl Store {
     }
 
     /// Adds `entries` (a value's keyed hash, its origin) to `conversation`'s memory, keeping
-    /// at most `most` entries (the oldest out first; the markers, hashes 0 and 1, apart),
-    /// each for `ttl` after it was added.
+    /// at most `most` entries (the least recently seen out first; the markers, hashes 0 and
+    /// 1, apart), each for `ttl` after it was last seen.
     ///
     /// # Errors
     ///
@@ -465,7 +470,7 @@ impl Store {
     }
 
     /// The origins `conversation`'s memory holds for `hashes`, in their order: none for
-    /// an entry added `ttl` ago or longer.
+    /// an entry last seen `ttl` ago or longer.
     ///
     /// # Errors
     ///
@@ -706,14 +711,14 @@ impl SharedBuckets for Store {
     }
 }
 
-/// The key of a conversation's memory: its name hashed, so a name of any length or
-/// character is one key.
 /// A time to live as the scripts take it: whole milliseconds, at least one, at most
 /// about thirty years.
 fn ttl_ms(ttl: Duration) -> u64 {
     u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).clamp(1, 1_000_000_000_000)
 }
 
+/// The key of a conversation's memory: its name hashed, so a name of any length or
+/// character is one key.
 fn memory_key(conversation: &str) -> String {
     format!("wasmgate:flow:{}", hex::encode(sha2::Sha256::digest(conversation.as_bytes())))
 }

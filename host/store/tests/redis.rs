@@ -125,11 +125,12 @@ async fn a_conversations_memory_is_one_for_every_replica_bounded_oldest_out_and_
     b.remember("alice", &[(11, flagged.clone()), (12, plain.clone())], 3, hour).await.unwrap();
     a.remember("alice", &[(11, plain.clone())], 3, hour).await.unwrap();
     assert_eq!(a.recall("alice", &[11], hour).await.unwrap(), [Some(flagged.clone())]);
-    // Two more: the oldest value goes; the marker, older still, stays, whatever comes.
+    // Two more: the value seen least recently goes (12: 11 was seen after it); the
+    // marker, older still, stays, whatever comes.
     a.remember("alice", &[(13, plain.clone()), (14, plain.clone())], 3, hour).await.unwrap();
     assert_eq!(
         a.recall("alice", &[11, 12, 13, 14], hour).await.unwrap(),
-        [None, Some(plain.clone()), Some(plain.clone()), Some(plain.clone())]
+        [Some(flagged.clone()), None, Some(plain.clone()), Some(plain.clone())]
     );
     a.remember("alice", &[(1, flagged.clone())], 3, hour).await.unwrap();
     let more: Vec<(u64, String)> = (100..120).map(|hash| (hash, plain.clone())).collect();
@@ -144,6 +145,9 @@ async fn a_conversations_memory_is_one_for_every_replica_bounded_oldest_out_and_
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(a.recall("short", &[7], hour).await.unwrap(), [None]);
     assert!(a.recall("alice", &[], hour).await.unwrap().is_empty());
+    // A connection that speaks RESP3 reads a recall alike.
+    let resp3 = Store::new(&format!("{}?protocol=resp3", redis.url()), Duration::from_secs(1)).unwrap();
+    assert_eq!(resp3.recall("alice", &[117, 12], hour).await.unwrap(), [Some(plain.clone()), None]);
 }
 
 #[tokio::test]
@@ -154,9 +158,17 @@ async fn each_entry_of_a_memory_lives_its_own_time_however_recent_the_others() {
     let plain = r#"{"p":"mail","t":"read","r":3,"k":"url","f":false}"#.to_owned();
     let flagged = r#"{"p":"web","t":"get","r":9,"k":"url","f":true}"#.to_owned();
     a.remember("alice", &[(21, plain.clone()), (23, plain.clone()), (0, flagged.clone())], 5, hour).await.unwrap();
+    a.remember("bob", &[(41, plain.clone()), (0, flagged.clone())], 5, hour).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     // A later write does not make them younger.
     a.remember("alice", &[(22, plain.clone())], 5, hour).await.unwrap();
+    // Seeing them again does, and keeps the first origin (a flagged one is not replaced).
+    a.remember("bob", &[(41, flagged.clone()), (0, plain.clone())], 5, hour).await.unwrap();
+    assert_eq!(
+        a.recall("bob", &[41, 0], second).await.unwrap(),
+        [Some(flagged.clone()), Some(flagged.clone())],
+        "seen again, from then"
+    );
     assert_eq!(a.recall("alice", &[21, 23, 0], second).await.unwrap(), [None, None, None], "older than a second");
     assert_eq!(
         a.recall("alice", &[21, 23, 0, 22], hour).await.unwrap(),
@@ -170,6 +182,31 @@ async fn each_entry_of_a_memory_lives_its_own_time_however_recent_the_others() {
         [Some(flagged.clone()), Some(plain.clone()), Some(plain.clone())]
     );
     assert_eq!(a.recall("alice", &[23], hour).await.unwrap(), [None], "forgotten at the write");
+}
+
+#[tokio::test]
+async fn an_entry_an_earlier_version_kept_without_a_time_is_timed_from_the_next_write() {
+    use sha2::Digest as _;
+    let redis = Redis::start();
+    let a = Store::new(&redis.url(), Duration::from_secs(1)).unwrap();
+    let (hour, second) = (Duration::from_secs(3_600), Duration::from_millis(900));
+    let plain = r#"{"p":"mail","t":"read","r":3,"k":"url","f":false}"#.to_owned();
+    // As the earlier version kept it: the origin alone, ordered by the counter `#`.
+    let key = format!("wasmgate:flow:{}", hex::encode(sha2::Sha256::digest(b"alice")));
+    let mut direct = redis::Client::open(redis.url()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    redis::pipe()
+        .hset(&key, format!("{:016x}", 31), &plain)
+        .hset(&key, "#", 1)
+        .zadd(format!("{key}:order"), format!("{:016x}", 31), 1)
+        .query_async::<()>(&mut direct)
+        .await
+        .unwrap();
+    assert_eq!(a.recall("alice", &[31], second).await.unwrap(), [Some(plain.clone())], "kept, time unknown");
+    a.remember("alice", &[(32, plain.clone())], 5, hour).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    // Timed from the write that met it: forgotten with the one written with it.
+    a.remember("alice", &[(33, plain.clone())], 5, second).await.unwrap();
+    assert_eq!(a.recall("alice", &[31, 32, 33], hour).await.unwrap(), [None, None, Some(plain.clone())]);
 }
 
 #[tokio::test]
