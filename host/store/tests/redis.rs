@@ -107,6 +107,14 @@ fn a_url_that_is_not_redis_is_refused_with_what_to_write() {
     assert!(refused.to_string().contains("redis://HOST:PORT/DB"), "{refused}");
 }
 
+/// Origins as the guard writes them: from a plain result, and from a flagged passage.
+const PLAIN: &str = r#"{"p":"mail","t":"read","r":3,"k":"url","f":false}"#;
+const FLAGGED: &str = r#"{"p":"web","t":"get","r":9,"k":"url","f":true}"#;
+/// A memory's usual time to live, and one short enough to pass in a test (which waits a
+/// second where it must be past).
+const HOUR: Duration = Duration::from_secs(3_600);
+const SECOND: Duration = Duration::from_millis(900);
+
 #[tokio::test]
 async fn a_conversations_memory_is_one_for_every_replica_bounded_oldest_out_and_expires() {
     let redis = Redis::start();
@@ -114,9 +122,8 @@ async fn a_conversations_memory_is_one_for_every_replica_bounded_oldest_out_and_
         Store::new(&redis.url(), Duration::from_secs(1)).unwrap(),
         Store::new(&redis.url(), Duration::from_secs(1)).unwrap(),
     );
-    let hour = Duration::from_secs(3_600);
-    let plain = r#"{"p":"mail","t":"read","r":3,"k":"url","f":false}"#.to_owned();
-    let flagged = r#"{"p":"web","t":"get","r":9,"k":"url","f":true}"#.to_owned();
+    let hour = HOUR;
+    let (plain, flagged) = (PLAIN.to_owned(), FLAGGED.to_owned());
     // A marker (hash 0 or 1) first, then values.
     a.remember("alice", &[(0, flagged.clone()), (11, plain.clone()), (12, plain.clone())], 3, hour).await.unwrap();
     assert_eq!(b.recall("alice", &[11, 12, 13], hour).await.unwrap(), [Some(plain.clone()), Some(plain.clone()), None]);
@@ -154,9 +161,8 @@ async fn a_conversations_memory_is_one_for_every_replica_bounded_oldest_out_and_
 async fn each_entry_of_a_memory_lives_its_own_time_however_recent_the_others() {
     let redis = Redis::start();
     let a = Store::new(&redis.url(), Duration::from_secs(1)).unwrap();
-    let (hour, second) = (Duration::from_secs(3_600), Duration::from_millis(900));
-    let plain = r#"{"p":"mail","t":"read","r":3,"k":"url","f":false}"#.to_owned();
-    let flagged = r#"{"p":"web","t":"get","r":9,"k":"url","f":true}"#.to_owned();
+    let (hour, second) = (HOUR, SECOND);
+    let (plain, flagged) = (PLAIN.to_owned(), FLAGGED.to_owned());
     a.remember("alice", &[(21, plain.clone()), (23, plain.clone()), (0, flagged.clone())], 5, hour).await.unwrap();
     a.remember("bob", &[(41, plain.clone()), (0, flagged.clone())], 5, hour).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1_000)).await;
@@ -189,8 +195,8 @@ async fn an_entry_an_earlier_version_kept_without_a_time_is_timed_from_the_next_
     use sha2::Digest as _;
     let redis = Redis::start();
     let a = Store::new(&redis.url(), Duration::from_secs(1)).unwrap();
-    let (hour, second) = (Duration::from_secs(3_600), Duration::from_millis(900));
-    let plain = r#"{"p":"mail","t":"read","r":3,"k":"url","f":false}"#.to_owned();
+    let (hour, second) = (HOUR, SECOND);
+    let plain = PLAIN.to_owned();
     // As the earlier version kept it: the origin alone, ordered by the counter `#`.
     let key = format!("wasmgate:flow:{}", hex::encode(sha2::Sha256::digest(b"alice")));
     let mut direct = redis::Client::open(redis.url()).unwrap().get_multiplexed_async_connection().await.unwrap();
